@@ -1,0 +1,225 @@
+//! The agent: [`AgentClient::chat_stream`] runs one chat (a direct call, or the planning round and
+//! the agent loop) and streams [`ChatEvent`]s. It never sees axum or JSON frames, and keeps nothing
+//! between chats.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use hookwire::agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
+//! use hookwire::hooks::{AgentHook, HookContext, HookResult, LlmRequest, Flow};
+//! use hookwire::llm::demo::DemoModel;
+//!
+//! struct BeBrief;
+//!
+//! #[async_trait::async_trait]
+//! impl AgentHook for BeBrief {
+//!     async fn pre_llm_request(&self, _ctx: &mut HookContext, request: &mut LlmRequest) -> HookResult<Flow> {
+//!         request.inject_system_context("Answer in one sentence.");
+//!         Ok(Flow::Continue)
+//!     }
+//! }
+//!
+//! # async fn example() {
+//! let client = AgentClient::builder()
+//!     .model(Arc::new(DemoModel::default()))
+//!     .hook(Arc::new(BeBrief))
+//!     .config(AgentConfig::default())
+//!     .build();
+//! let mut events = client.chat_stream(ChatRequest::new("c1", "hello"));
+//! while let Some(event) = events.next().await {
+//!     if let ChatEvent::Text(delta) = event {
+//!         print!("{delta}");
+//!     }
+//! }
+//! # }
+//! ```
+
+mod marker;
+pub mod prompts;
+mod run;
+mod types;
+
+pub use types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel};
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::hooks::{AgentHook, HookFactory, HookStack, SessionInfo};
+use crate::llm::demo::DemoModel;
+use crate::llm::ChatModel;
+use crate::tools::{Tool, ToolRegistry};
+
+/// How the agent behaves. Every prompt has a default written for real models.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// The model name sent upstream.
+    pub model: String,
+    pub system_prompt: String,
+    /// The planning round's prompt; `{marker}` and `{tools}` are filled in.
+    pub planning_prompt: String,
+    /// A planning reply that starts with this (after whitespace) asks for the agent loop.
+    pub marker: String,
+    pub first_step_prompt: String,
+    pub each_step_prompt: String,
+    /// Agent rounds before the chat ends with `max_steps`.
+    pub max_steps: usize,
+    /// How often hooks may send the model back with feedback in one chat.
+    pub max_retries: usize,
+    /// The workspace root (the `cwd` hooks see).
+    pub workspace: PathBuf,
+    /// Key that signs persistent hook messages; `None` = history is trusted as sent.
+    pub secret: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            model: "gpt-4o-mini".into(),
+            system_prompt: prompts::DEFAULT_SYSTEM_PROMPT.into(),
+            planning_prompt: prompts::DEFAULT_PLANNING_PROMPT.into(),
+            marker: prompts::DEFAULT_MARKER.into(),
+            first_step_prompt: prompts::DEFAULT_FIRST_STEP_PROMPT.into(),
+            each_step_prompt: prompts::DEFAULT_EACH_STEP_PROMPT.into(),
+            max_steps: 8,
+            max_retries: 2,
+            workspace: PathBuf::from("."),
+            secret: None,
+        }
+    }
+}
+
+/// What every chat of one client shares.
+pub(crate) struct AgentInner {
+    pub config: AgentConfig,
+    pub model: Arc<dyn ChatModel>,
+    pub tools: ToolRegistry,
+    pub hooks: HookStack,
+    pub factories: Vec<Arc<dyn HookFactory>>,
+}
+
+/// Runs chats. Cheap to clone; one per server.
+#[derive(Clone)]
+pub struct AgentClient {
+    inner: Arc<AgentInner>,
+}
+
+impl AgentClient {
+    pub fn builder() -> AgentClientBuilder {
+        AgentClientBuilder::default()
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// The names of the tools the model may be offered.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.tools.names()
+    }
+
+    /// Runs one chat. The stream starts with [`ChatEvent::Started`] once the chat is accepted and
+    /// ends with exactly one `Done` or `Error`. Dropping it stops the chat and drops the upstream
+    /// request at once.
+    pub fn chat_stream(&self, request: ChatRequest) -> ChatStream {
+        let (tx, rx) = mpsc::channel(64);
+        let task = tokio::spawn(run::run_chat(self.inner.clone(), request, tx));
+        ChatStream { rx, task }
+    }
+
+    /// Tells every hook that a WebSocket session opened.
+    pub async fn session_started(&self, session: &SessionInfo) {
+        self.inner.hooks.session_start(session).await;
+    }
+
+    /// Tells every hook that a WebSocket session closed.
+    pub async fn session_ended(&self, session: &SessionInfo) {
+        self.inner.hooks.session_end(session).await;
+    }
+}
+
+/// The events of one chat. Dropping it aborts the chat's task.
+pub struct ChatStream {
+    rx: mpsc::Receiver<ChatEvent>,
+    task: JoinHandle<()>,
+}
+
+impl Stream for ChatStream {
+    type Item = ChatEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ChatEvent>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for ChatStream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Builds an [`AgentClient`]: the model, the tools, the hooks, the config.
+#[derive(Default)]
+pub struct AgentClientBuilder {
+    config: Option<AgentConfig>,
+    model: Option<Arc<dyn ChatModel>>,
+    tools: ToolRegistry,
+    hooks: HookStack,
+    factories: Vec<Arc<dyn HookFactory>>,
+}
+
+impl AgentClientBuilder {
+    /// The model; without one, the offline demo model.
+    pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.register(tool);
+        self
+    }
+
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        for tool in tools {
+            self.tools.register(tool);
+        }
+        self
+    }
+
+    /// A hook shared by every chat; hooks run in the order they were added.
+    pub fn hook(mut self, hook: Arc<dyn AgentHook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// A source of per-chat hooks; they run after the shared hooks, in the order added.
+    pub fn hook_factory(mut self, factory: Arc<dyn HookFactory>) -> Self {
+        self.factories.push(factory);
+        self
+    }
+
+    pub fn build(self) -> AgentClient {
+        let config = self.config.unwrap_or_default();
+        let model = self.model.unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
+        AgentClient {
+            inner: Arc::new(AgentInner {
+                config,
+                model,
+                tools: self.tools,
+                hooks: self.hooks,
+                factories: self.factories,
+            }),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! What goes into a chat and what comes out of it. The server turns these into frames; nothing
+//! here knows about JSON or WebSockets.
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{HookTag, Message, Role, Usage};
+
+/// One chat, as the client asked for it (already validated by the server).
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    /// Echoed in every event's frame.
+    pub id: String,
+    /// The WebSocket session this chat runs in (for hooks and logs).
+    pub session_id: String,
+    /// The conversation so far, oldest first, as the client sent it.
+    pub messages: Vec<Message>,
+    /// The new user message.
+    pub input: String,
+    /// The enabled skills; `None` = the server's defaults.
+    pub skills: Option<Vec<String>>,
+    /// `false` = one direct model call, no planning round and no agent loop.
+    pub enable_tools: bool,
+    /// Cancelling it ends the chat with `done` reason `cancelled` and drops the upstream request.
+    pub cancel: CancellationToken,
+}
+
+impl ChatRequest {
+    pub fn new(id: impl Into<String>, input: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            session_id: String::new(),
+            messages: Vec::new(),
+            input: input.into(),
+            skills: None,
+            enable_tools: true,
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// Why a chat ended normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoneReason {
+    Completed,
+    Cancelled,
+    MaxSteps,
+    Stopped,
+}
+
+impl DoneReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DoneReason::Completed => "completed",
+            DoneReason::Cancelled => "cancelled",
+            DoneReason::MaxSteps => "max_steps",
+            DoneReason::Stopped => "stopped",
+        }
+    }
+}
+
+/// The closed set of error codes a client can see (PROTOCOL section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadFrame,
+    UnknownSkill,
+    Busy,
+    Upstream,
+    HookBlocked,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadFrame => "bad_frame",
+            ErrorCode::UnknownSkill => "unknown_skill",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Upstream => "upstream",
+            ErrorCode::HookBlocked => "hook_blocked",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+/// A failed chat: one `error` frame, no `done`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct ChatError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ChatError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeLevel {
+    Info,
+    Warn,
+    Error,
+}
+
+impl NoticeLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeLevel::Info => "info",
+            NoticeLevel::Warn => "warn",
+            NoticeLevel::Error => "error",
+        }
+    }
+}
+
+/// A persistent hook message on its way to the client, which appends it to its history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookMessage {
+    pub role: Role,
+    pub content: String,
+    pub tag: HookTag,
+}
+
+/// Everything a chat produces, in order. Exactly one `Done` or `Error` ends the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatEvent {
+    /// The chat was accepted (the `start` frame); always the first event unless it was refused.
+    Started,
+    /// Assistant text, as it streams.
+    Text(String),
+    /// The planning round decided tools are needed; its plan text.
+    Plan(String),
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    /// A persistent hook was injected.
+    Hook(HookMessage),
+    /// A message for the person from a hook (or the agent).
+    Notice {
+        level: NoticeLevel,
+        message: String,
+        source: String,
+    },
+    Done {
+        reason: DoneReason,
+        /// The assistant text the client keeps in its history.
+        content: String,
+        usage: Usage,
+    },
+    Error(ChatError),
+}
+
+impl ChatEvent {
+    /// `true` for the event that ends a chat.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, ChatEvent::Done { .. } | ChatEvent::Error(_))
+    }
+}

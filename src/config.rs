@@ -1,0 +1,395 @@
+//! Settings, in one merge: flag, then environment variable, then the YAML config file, then the
+//! default (PROTOCOL section 1). clap handles flag-then-env; [`Config::resolve`] adds the file and
+//! the defaults.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+use crate::agent::{prompts, AgentConfig};
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "hookwire", version, about = "A stateless WebSocket chat backend for LLM agents, built around hooks")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub settings: CliSettings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Load skills and hook files as `serve` would, print every problem, exit 1 if any.
+    Check,
+}
+
+/// Flags, each with its environment variable (clap resolves flag before env).
+#[derive(Debug, Default, Clone, Args)]
+pub struct CliSettings {
+    /// YAML config file.
+    #[arg(long, env = "HOOKWIRE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Listen address (port 0 = pick a free port).
+    #[arg(long, env = "HOOKWIRE_ADDR", global = true)]
+    pub addr: Option<String>,
+    /// Skill folders.
+    #[arg(long, env = "HOOKWIRE_SKILLS_DIR", global = true)]
+    pub skills_dir: Option<PathBuf>,
+    /// Root that the file tools may read; nothing outside it.
+    #[arg(long, env = "HOOKWIRE_WORKSPACE", global = true)]
+    pub workspace: Option<PathBuf>,
+    /// The browser page.
+    #[arg(long, env = "HOOKWIRE_STATIC_DIR", global = true)]
+    pub static_dir: Option<PathBuf>,
+    /// OpenAI-compatible API root (else OPENAI_BASE_URL).
+    #[arg(long, env = "HOOKWIRE_LLM_BASE_URL", global = true)]
+    pub llm_base_url: Option<String>,
+    /// Bearer token (else OPENAI_API_KEY).
+    #[arg(long, env = "HOOKWIRE_LLM_API_KEY", global = true, hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// Model name sent upstream.
+    #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
+    pub model: Option<String>,
+    /// Seconds the upstream may stay silent before the chat fails.
+    #[arg(long, env = "HOOKWIRE_LLM_TIMEOUT", global = true)]
+    pub llm_timeout: Option<f64>,
+    /// `text` or `json`; the level comes from RUST_LOG.
+    #[arg(long, env = "HOOKWIRE_LOG_FORMAT", global = true)]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// The config file. Unknown keys are an error, so typos do not pass silently.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub addr: Option<String>,
+    pub skills_dir: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub static_dir: Option<PathBuf>,
+    pub llm_base_url: Option<String>,
+    pub llm_api_key: Option<String>,
+    pub model: Option<String>,
+    pub llm_timeout: Option<f64>,
+    pub llm_connect_timeout: Option<f64>,
+    pub secret: Option<String>,
+    pub log_format: Option<LogFormat>,
+    /// Skills enabled when a chat names none; unset = every skill that loaded.
+    pub default_skills: Option<Vec<String>>,
+    /// Allowed `Origin` headers for `/ws`; unset = any origin.
+    pub allowed_origins: Option<Vec<String>>,
+    #[serde(default)]
+    pub planning: PlanningFile,
+    #[serde(default)]
+    pub prompts: PromptsFile,
+    #[serde(default)]
+    pub limits: LimitsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanningFile {
+    pub marker: Option<String>,
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptsFile {
+    pub system: Option<String>,
+    pub first_step: Option<String>,
+    pub each_step: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsFile {
+    pub max_message_bytes: Option<usize>,
+    pub max_history_messages: Option<usize>,
+    pub max_input_chars: Option<usize>,
+    pub max_steps: Option<usize>,
+    pub max_retries: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub shutdown_grace_seconds: Option<f64>,
+    pub ping_interval_seconds: Option<f64>,
+    pub idle_timeout_seconds: Option<f64>,
+}
+
+/// Limits of the chat protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Largest WebSocket message after reassembly (larger → close 1009).
+    pub max_message_bytes: usize,
+    pub max_history_messages: usize,
+    /// Longest `input`, in Unicode scalar values.
+    pub max_input_chars: usize,
+    /// Open WebSocket sessions (more → HTTP 503 before the upgrade).
+    pub max_connections: usize,
+    /// How long running chats get to end on shutdown before their sockets close with 1001.
+    pub shutdown_grace: Duration,
+    /// The server pings this often.
+    pub ping_interval: Duration,
+    /// A connection that sends nothing (pongs included) this long is closed with 1001.
+    pub idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 1024 * 1024,
+            max_history_messages: 1000,
+            max_input_chars: 100_000,
+            max_connections: 10_000,
+            shutdown_grace: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+/// Where the model comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmSettings {
+    /// `None` with no key either = the demo model.
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub connect_timeout: Duration,
+    /// Silence allowed before the first byte and between events.
+    pub idle_timeout: Duration,
+}
+
+impl LlmSettings {
+    pub fn is_demo(&self) -> bool {
+        self.base_url.is_none() && self.api_key.is_none()
+    }
+
+    /// The API root to call: the configured one, or OpenAI's when only a key is set.
+    pub fn effective_base_url(&self) -> Option<String> {
+        match (&self.base_url, &self.api_key) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Some(_)) => Some("https://api.openai.com/v1".into()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Every setting, resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub addr: String,
+    pub skills_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub static_dir: PathBuf,
+    pub llm: LlmSettings,
+    pub log_format: LogFormat,
+    pub default_skills: Option<Vec<String>>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub limits: Limits,
+    /// The agent's settings (model name, prompts, marker, steps, secret, workspace).
+    pub agent: AgentConfig,
+    /// The config file used, if any (server-level hook files live beside it).
+    pub config_file: Option<PathBuf>,
+}
+
+/// A setting that could not be used; the message names the setting and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Reads an environment variable, treating an empty value as unset.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn seconds(name: &str, value: f64) -> Result<Duration, ConfigError> {
+    if !value.is_finite() || value <= 0.0 || value > 86_400.0 * 365.0 {
+        return Err(ConfigError(format!("{name} must be a positive number of seconds, got {value}")));
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+impl Config {
+    /// Reads the config file named by the flags (if any) and merges everything.
+    pub fn load(cli: &CliSettings) -> Result<Self, ConfigError> {
+        let file = match &cli.config {
+            Some(path) => Self::read_file(path)?,
+            None => FileConfig::default(),
+        };
+        Self::resolve(cli, file, env_var)
+    }
+
+    pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read config file {}: {e}", path.display())))?;
+        let options = serde_saphyr::options! { strict_booleans: true };
+        serde_saphyr::from_str_with_options(&text, options)
+            .map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))
+    }
+
+    /// The merge: `cli` (flag, then env, from clap) → `file` → defaults. `env` looks up the
+    /// variables that are not flags of their own (`OPENAI_*`, `HOOKWIRE_SECRET`).
+    pub fn resolve(cli: &CliSettings, file: FileConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let llm_timeout = cli.llm_timeout.or(file.llm_timeout).map(|v| seconds("llm_timeout", v)).transpose()?;
+        let connect_timeout = file.llm_connect_timeout.map(|v| seconds("llm_connect_timeout", v)).transpose()?;
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_message_bytes: file.limits.max_message_bytes.unwrap_or(defaults.max_message_bytes),
+            max_history_messages: file.limits.max_history_messages.unwrap_or(defaults.max_history_messages),
+            max_input_chars: file.limits.max_input_chars.unwrap_or(defaults.max_input_chars),
+            max_connections: file.limits.max_connections.unwrap_or(defaults.max_connections),
+            shutdown_grace: match file.limits.shutdown_grace_seconds {
+                Some(v) => seconds("limits.shutdown_grace_seconds", v)?,
+                None => defaults.shutdown_grace,
+            },
+            ping_interval: match file.limits.ping_interval_seconds {
+                Some(v) => seconds("limits.ping_interval_seconds", v)?,
+                None => defaults.ping_interval,
+            },
+            idle_timeout: match file.limits.idle_timeout_seconds {
+                Some(v) => seconds("limits.idle_timeout_seconds", v)?,
+                None => defaults.idle_timeout,
+            },
+        };
+        if limits.max_message_bytes < 1024 {
+            return Err(ConfigError("limits.max_message_bytes must be at least 1024".into()));
+        }
+        if limits.max_connections == 0 {
+            return Err(ConfigError("limits.max_connections must be at least 1".into()));
+        }
+        let workspace = cli.workspace.clone().or(file.workspace).unwrap_or_else(|| PathBuf::from("."));
+        let agent_defaults = AgentConfig::default();
+        let agent = AgentConfig {
+            model: cli.model.clone().or(file.model).unwrap_or(agent_defaults.model),
+            system_prompt: file.prompts.system.unwrap_or(agent_defaults.system_prompt),
+            planning_prompt: file.planning.prompt.unwrap_or(agent_defaults.planning_prompt),
+            marker: file.planning.marker.unwrap_or_else(|| prompts::DEFAULT_MARKER.into()),
+            first_step_prompt: file.prompts.first_step.unwrap_or(agent_defaults.first_step_prompt),
+            each_step_prompt: file.prompts.each_step.unwrap_or(agent_defaults.each_step_prompt),
+            max_steps: file.limits.max_steps.unwrap_or(agent_defaults.max_steps),
+            max_retries: file.limits.max_retries.unwrap_or(agent_defaults.max_retries),
+            workspace: workspace.clone(),
+            secret: env("HOOKWIRE_SECRET").or(file.secret),
+        };
+        if agent.max_steps == 0 {
+            return Err(ConfigError("limits.max_steps must be at least 1".into()));
+        }
+        if agent.marker.trim().is_empty() {
+            return Err(ConfigError("planning.marker must not be empty".into()));
+        }
+        Ok(Config {
+            addr: cli.addr.clone().or(file.addr).unwrap_or_else(|| "0.0.0.0:8080".into()),
+            skills_dir: cli.skills_dir.clone().or(file.skills_dir).unwrap_or_else(|| PathBuf::from("./skills")),
+            workspace,
+            static_dir: cli.static_dir.clone().or(file.static_dir).unwrap_or_else(|| PathBuf::from("./static")),
+            llm: LlmSettings {
+                base_url: cli.llm_base_url.clone().or_else(|| env("OPENAI_BASE_URL")).or(file.llm_base_url),
+                api_key: cli.llm_api_key.clone().or_else(|| env("OPENAI_API_KEY")).or(file.llm_api_key),
+                connect_timeout: connect_timeout.unwrap_or(Duration::from_secs(10)),
+                idle_timeout: llm_timeout.unwrap_or(Duration::from_secs(60)),
+            },
+            log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
+            default_skills: file.default_skills,
+            allowed_origins: file.allowed_origins,
+            limits,
+            agent,
+            config_file: cli.config.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn file(yaml: &str) -> FileConfig {
+        let options = serde_saphyr::options! { strict_booleans: true };
+        match serde_saphyr::from_str_with_options(yaml, options) {
+            Ok(file) => file,
+            Err(e) => panic!("bad test yaml: {e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_match_the_protocol() {
+        let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
+        assert_eq!(config.addr, "0.0.0.0:8080");
+        assert_eq!(config.skills_dir, PathBuf::from("./skills"));
+        assert_eq!(config.agent.model, "gpt-4o-mini");
+        assert_eq!(config.llm.idle_timeout, Duration::from_secs(60));
+        assert_eq!(config.llm.connect_timeout, Duration::from_secs(10));
+        assert_eq!(config.agent.marker, "[NEED_TOOL]");
+        assert_eq!(config.agent.max_steps, 8);
+        assert!(config.llm.is_demo());
+        assert_eq!(config.limits, Limits::default());
+    }
+
+    #[test]
+    fn flag_beats_file_beats_default() {
+        let cli = CliSettings { model: Some("from-flag".into()), ..Default::default() };
+        let config = Config::resolve(&cli, file("model: from-file\naddr: 127.0.0.1:9\n"), no_env).unwrap();
+        assert_eq!(config.agent.model, "from-flag");
+        assert_eq!(config.addr, "127.0.0.1:9");
+    }
+
+    #[test]
+    fn openai_env_is_the_fallback_for_base_url_and_key() {
+        let env = |name: &str| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:1/v1".to_string()),
+            "OPENAI_API_KEY" => Some("sk-env".to_string()),
+            _ => None,
+        };
+        let config = Config::resolve(&CliSettings::default(), file("llm_base_url: http://file/v1\n"), env).unwrap();
+        assert_eq!(config.llm.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(config.llm.api_key.as_deref(), Some("sk-env"));
+        let cli = CliSettings { llm_base_url: Some("http://flag/v1".into()), ..Default::default() };
+        let config = Config::resolve(&cli, FileConfig::default(), env).unwrap();
+        assert_eq!(config.llm.base_url.as_deref(), Some("http://flag/v1"));
+    }
+
+    #[test]
+    fn key_without_url_means_openai() {
+        let cli = CliSettings { llm_api_key: Some("sk".into()), ..Default::default() };
+        let config = Config::resolve(&cli, FileConfig::default(), no_env).unwrap();
+        assert!(!config.llm.is_demo());
+        assert_eq!(config.llm.effective_base_url().as_deref(), Some("https://api.openai.com/v1"));
+    }
+
+    #[test]
+    fn file_sections_are_read_and_unknown_keys_refused() {
+        let config = Config::resolve(
+            &CliSettings::default(),
+            file("planning:\n  marker: '<<TOOLS>>'\nlimits:\n  max_steps: 3\ndefault_skills: [a, b]\n"),
+            no_env,
+        )
+        .unwrap();
+        assert_eq!(config.agent.marker, "<<TOOLS>>");
+        assert_eq!(config.agent.max_steps, 3);
+        assert_eq!(config.default_skills, Some(vec!["a".to_string(), "b".to_string()]));
+        let options = serde_saphyr::options! { strict_booleans: true };
+        let bad: Result<FileConfig, _> = serde_saphyr::from_str_with_options("modle: x\n", options);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn bad_timeouts_are_refused_with_the_setting_named() {
+        let cli = CliSettings { llm_timeout: Some(-1.0), ..Default::default() };
+        let error = Config::resolve(&cli, FileConfig::default(), no_env).unwrap_err();
+        assert!(error.0.contains("llm_timeout"), "{error}");
+    }
+}

@@ -1,0 +1,228 @@
+//! The values hooks see and change: the chat-wide [`HookContext`] and the per-call copies.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::agent::{ChatEvent, DoneReason, HookMessage, NoticeLevel};
+use crate::message::{Message, Role, ToolCall, Usage};
+use crate::tools::ToolSpec;
+
+/// Which model call of a chat this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallPhase {
+    /// The one call of a chat without tools.
+    Direct,
+    /// The planning round (no tools sent).
+    Planning,
+    /// An agent round, counted from 1.
+    Agent { round: usize },
+}
+
+/// One finished step of the chat, newest last.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Assistant { content: String, tool_calls: Vec<ToolCall> },
+    Tool { call_id: String, name: String, content: String, is_error: bool },
+}
+
+/// Everything a hook can see and change about the running chat. Lives as long as the chat.
+#[derive(Debug)]
+pub struct HookContext {
+    pub session_id: String,
+    /// The chat's id (seed 004's `run_id`).
+    pub run_id: String,
+    /// The persistent message list (`full_messages`): changes here persist for later calls.
+    pub messages: Vec<Message>,
+    /// The model name sent upstream.
+    pub model: String,
+    /// The skills enabled for this chat.
+    pub skills: Vec<String>,
+    /// The workspace root the tools work in.
+    pub cwd: PathBuf,
+    /// The current agent round (0 before the loop).
+    pub iteration: usize,
+    pub max_steps: usize,
+    pub steps: Vec<Step>,
+    /// Tokens used so far by every call of this chat.
+    pub usage: Usage,
+    pub tool_calls_count: usize,
+    /// Free-form state shared by all hooks of this chat.
+    pub store: Map<String, Value>,
+    tools: Vec<ToolSpec>,
+    disabled_tools: BTreeSet<String>,
+    outbox: Vec<ChatEvent>,
+    next_injection: u64,
+}
+
+impl HookContext {
+    pub fn new(session_id: String, run_id: String, model: String, tools: Vec<ToolSpec>) -> Self {
+        Self {
+            session_id,
+            run_id,
+            messages: Vec::new(),
+            model,
+            skills: Vec::new(),
+            cwd: PathBuf::new(),
+            iteration: 0,
+            max_steps: 0,
+            steps: Vec::new(),
+            usage: Usage::default(),
+            tool_calls_count: 0,
+            store: Map::new(),
+            tools,
+            disabled_tools: BTreeSet::new(),
+            outbox: Vec::new(),
+            next_injection: 0,
+        }
+    }
+
+    // ─── tools ───
+
+    /// Every tool of the chat, enabled or not.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+    /// The tools the next model call will be offered.
+    pub fn active_tools(&self) -> Vec<ToolSpec> {
+        self.tools.iter().filter(|t| !self.disabled_tools.contains(&t.name)).cloned().collect()
+    }
+    pub fn is_tool_enabled(&self, name: &str) -> bool {
+        !self.disabled_tools.contains(name) && self.tools.iter().any(|t| t.name == name)
+    }
+    pub fn disable_tool(&mut self, name: &str) {
+        self.disabled_tools.insert(name.to_string());
+    }
+    pub fn enable_tool(&mut self, name: &str) {
+        self.disabled_tools.remove(name);
+    }
+    pub fn disable_all_tools(&mut self) {
+        self.disabled_tools = self.tools.iter().map(|t| t.name.clone()).collect();
+    }
+    pub fn enable_all_tools(&mut self) {
+        self.disabled_tools.clear();
+    }
+
+    // ─── messages ───
+
+    /// The first system message (the system prompt), if any.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.messages.iter().find(|m| m.role == Role::System).map(|m| m.content.as_str())
+    }
+    /// Sets or replaces the system prompt (persistent).
+    pub fn set_system_prompt(&mut self, content: impl Into<String>) {
+        match self.messages.iter_mut().find(|m| m.role == Role::System) {
+            Some(m) => m.content = content.into(),
+            None => self.messages.insert(0, Message::system(content)),
+        }
+    }
+    /// Appends to the system prompt, separated by a blank line (persistent).
+    pub fn append_to_system_prompt(&mut self, content: &str) {
+        match self.messages.iter_mut().find(|m| m.role == Role::System) {
+            Some(m) => {
+                m.content.push_str("\n\n");
+                m.content.push_str(content);
+            }
+            None => self.messages.insert(0, Message::system(content)),
+        }
+    }
+    pub fn last_user_message(&self) -> Option<&Message> {
+        self.messages.iter().rev().find(|m| m.role == Role::User)
+    }
+    /// A fresh mark for messages a hook injects, so it can remove exactly those later.
+    pub fn new_injection_id(&mut self) -> u64 {
+        self.next_injection += 1;
+        self.next_injection
+    }
+    /// Removes every message carrying the injection mark `id`.
+    pub fn remove_injected(&mut self, id: u64) {
+        self.messages.retain(|m| m.injection != Some(id));
+    }
+
+    // ─── events for the client ───
+
+    /// A `notice` frame for the person.
+    pub fn notify(&mut self, level: NoticeLevel, message: impl Into<String>, source: impl Into<String>) {
+        self.outbox.push(ChatEvent::Notice { level, message: message.into(), source: source.into() });
+    }
+    /// A `hook` frame: the client appends `message` to its history.
+    pub fn emit_hook(&mut self, message: HookMessage) {
+        self.outbox.push(ChatEvent::Hook(message));
+    }
+    /// The events hooks emitted since the last call; the agent sends them out.
+    pub(crate) fn take_outbox(&mut self) -> Vec<ChatEvent> {
+        std::mem::take(&mut self.outbox)
+    }
+}
+
+/// The request about to be sent to the model: a copy, so changes affect this call only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmRequest {
+    pub phase: CallPhase,
+    pub messages: Vec<Message>,
+    /// Empty = no tools offered.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl LlmRequest {
+    /// Adds a message for this call only: before the last user message, or at the end.
+    pub fn inject_message(&mut self, role: Role, content: impl Into<String>, before_last_user: bool) {
+        let message = Message::new(role, content);
+        let position = before_last_user
+            .then(|| self.messages.iter().rposition(|m| m.role == Role::User))
+            .flatten();
+        match position {
+            Some(index) => self.messages.insert(index, message),
+            None => self.messages.push(message),
+        }
+    }
+    /// Appends to the system prompt for this call only.
+    pub fn inject_system_context(&mut self, content: &str) {
+        match self.messages.iter_mut().find(|m| m.role == Role::System) {
+            Some(m) => {
+                m.content.push_str("\n\n");
+                m.content.push_str(content);
+            }
+            None => self.messages.insert(0, Message::system(content)),
+        }
+    }
+}
+
+/// What the model answered in one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmResponse {
+    pub phase: CallPhase,
+    /// The assistant text (for the planning round: the whole reply, marker included).
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+/// A tool call about to run; hooks may change its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallInfo {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A tool's outcome; hooks may rewrite it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResultInfo {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+    pub is_error: bool,
+    pub duration: Duration,
+}
+
+/// The end of a chat as the client will see it in `done`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutput {
+    pub reason: DoneReason,
+    pub content: String,
+    pub usage: Usage,
+}

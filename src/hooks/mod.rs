@@ -1,0 +1,173 @@
+//! The one in-process hook runtime (seed 002): the [`AgentHook`] trait, the [`HookContext`] every
+//! hook sees, the per-call values it may change, and the [`HookStack`] that runs them.
+//!
+//! Every other kind of hook (skill prompt hooks, command/HTTP/LLM hooks from YAML) is an adapter
+//! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
+
+pub mod signing;
+mod context;
+mod stack;
+
+pub use context::{CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo};
+pub use stack::HookStack;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::agent::{ChatError, ChatRequest};
+
+/// What a hook's failure looks like: any error; it is logged and counted, and the chat goes on.
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
+pub type HookResult<T = ()> = Result<T, HookError>;
+
+/// Go on, or end the chat (before the model ran: `error` `hook_blocked`; after: `done` `stopped`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Flow {
+    #[default]
+    Continue,
+    Stop { reason: String },
+}
+
+/// What may follow a model response.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResponseAction {
+    #[default]
+    Continue,
+    /// Discard this step's outcome and ask the model again, with `feedback` as a user message.
+    Retry { feedback: String },
+    Stop { reason: String },
+}
+
+/// What happens to a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolAction {
+    #[default]
+    Run,
+    /// The tool does not run; the model sees `reason` as the tool's (error) result.
+    Skip { reason: String },
+    Stop { reason: String },
+}
+
+/// What happens when the agent is about to finish.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StopAction {
+    #[default]
+    Finish,
+    /// The model goes on: `feedback` is added as a user message and the model is asked again.
+    Continue { feedback: String },
+}
+
+/// A WebSocket session, for `session_start` / `session_end`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub session_id: String,
+}
+
+/// A hook into every step of a chat. Every method has a default that does nothing, so a hook
+/// implements only what it needs. Methods are called in the order of the [`HookStack`];
+/// `ctx.messages` changes persist for the rest of the chat, changes to per-call values
+/// ([`LlmRequest`], [`ToolCallInfo`], …) affect that call only.
+///
+/// An error or a panic in a hook is logged and counted, and the chat goes on as if the hook had
+/// returned the default.
+#[allow(unused_variables)]
+#[async_trait]
+pub trait AgentHook: Send + Sync {
+    /// A name for logs and metrics.
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
+    }
+
+    /// A WebSocket session opened (notify only).
+    async fn session_start(&self, session: &SessionInfo) -> HookResult {
+        Ok(())
+    }
+    /// A WebSocket session closed (notify only).
+    async fn session_end(&self, session: &SessionInfo) -> HookResult {
+        Ok(())
+    }
+
+    /// Before the user input enters the conversation: may rewrite it, or stop the chat.
+    async fn pre_send_message(&self, ctx: &mut HookContext, input: &mut String) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// The user input is in `ctx.messages` (seed 000's `after_user_input` checkpoint).
+    async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+
+    /// Checkpoint: right before the planning call.
+    async fn before_planning(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+    /// Checkpoint: right after the planning call (the end of the planning scope).
+    async fn after_planning(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+    /// Checkpoint: at the start of agent round 1 (after `before_each_agent`).
+    async fn before_first_agent(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+    /// Checkpoint: at the start of every agent round.
+    async fn before_each_agent(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+    /// Checkpoint: a round's tools ran and their results are in `ctx.messages`.
+    async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
+        Ok(())
+    }
+    /// Checkpoint: the agent loop ended (the end of the loop scope).
+    async fn after_agent_loop(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+
+    /// Before each model call: `request` is a copy for this call only.
+    async fn pre_llm_request(&self, ctx: &mut HookContext, request: &mut LlmRequest) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// After each model call: may rewrite the output that is kept, retry with feedback, or stop.
+    async fn post_llm_response(&self, ctx: &mut HookContext, response: &mut LlmResponse) -> HookResult<ResponseAction> {
+        Ok(ResponseAction::Continue)
+    }
+
+    /// Before a tool runs: may change the arguments, skip the call, or stop.
+    async fn pre_tool_execution(&self, ctx: &mut HookContext, call: &mut ToolCallInfo) -> HookResult<ToolAction> {
+        Ok(ToolAction::Run)
+    }
+    /// A tool succeeded: may rewrite its result.
+    async fn post_tool_execution(&self, ctx: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// A tool failed (or was skipped): may rewrite the error text.
+    async fn post_tool_execution_failure(&self, ctx: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+
+    /// The agent is about to finish with `output`: may make the model go on with feedback.
+    async fn stop(&self, ctx: &mut HookContext, output: &str) -> HookResult<StopAction> {
+        Ok(StopAction::Finish)
+    }
+    /// The chat ended normally: may replace the output the client keeps.
+    async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) -> HookResult {
+        Ok(())
+    }
+    /// The chat failed (notify only).
+    async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) -> HookResult {
+        Ok(())
+    }
+}
+
+/// `()` is the hook that does nothing.
+impl AgentHook for () {
+    fn name(&self) -> &str {
+        "noop"
+    }
+}
+
+/// Makes the per-chat hooks (skill prompt hooks, session hooks, …) for one chat. Hooks that keep
+/// state for a chat come from a factory; stateless ones are registered directly.
+pub trait HookFactory: Send + Sync {
+    /// Fails with a client-visible error (e.g. `unknown_skill`) when the request cannot run.
+    fn hooks_for(&self, request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError>;
+}

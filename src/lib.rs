@@ -1,0 +1,26 @@
+//! hookwire: a stateless WebSocket chat backend for LLM agents, built around hooks.
+//!
+//! Data flows one way: client frames → [`agent::ChatRequest`] → [`agent::AgentClient::chat_stream`]
+//! → [`agent::ChatEvent`]s → server frames.
+//!
+//! - [`config`]: settings from flags, environment and a YAML file.
+//! - [`server`]: the axum router, the WebSocket session (`ChatHandler`), frames, metrics.
+//! - [`agent`]: `AgentClient`, the direct call, planning round and agent loop.
+//! - [`hooks`]: the `AgentHook` trait and the stack that runs hooks with error isolation.
+//! - [`llm`]: the `ChatModel` trait, the OpenAI-compatible streaming client, the demo model.
+//! - [`tools`]: the `Tool` trait, the registry and the workspace tools.
+//! - [`message`]: the conversation types shared by all of the above.
+
+pub mod agent;
+pub mod check;
+pub mod config;
+pub mod hooks;
+pub mod llm;
+pub mod message;
+pub mod server;
+pub mod tools;
+
+pub use agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
+pub use hooks::AgentHook;
+pub use llm::{ChatModel, ModelRequest};
+pub use message::{Message, Role};

@@ -1,0 +1,71 @@
+//! The model side: one [`ChatModel`] trait, the OpenAI-compatible streaming client, and the
+//! offline demo model.
+//!
+//! A model call is a stream of [`ModelEvent`]s that ends with exactly one
+//! [`ModelEvent::Finished`]; a stream that ends without it has failed. Dropping the stream drops
+//! the upstream request (and its connection) at once.
+
+pub mod demo;
+pub mod openai;
+pub mod sse;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+use crate::message::{Message, ToolCall, Usage};
+use crate::tools::ToolSpec;
+
+/// One call to the model, as the agent built it (after every hook had its say).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    /// Empty = no `tools` field upstream (the planning round and direct calls).
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What a streaming model call yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// A piece of assistant text, as it arrived.
+    Text(String),
+    /// The call ended normally: the tool calls joined from their fragments (by index), the
+    /// finish reason, and the usage if the upstream reported it.
+    Finished {
+        tool_calls: Vec<ToolCall>,
+        finish_reason: Option<String>,
+        usage: Option<Usage>,
+    },
+}
+
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, LlmError>>;
+
+/// Why a model call failed. Every variant's message is shown to the person (`upstream` error).
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum LlmError {
+    #[error("could not connect to the model API at {url}: {reason}")]
+    Connect { url: String, reason: String },
+    #[error("the model API answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the model API sent no data for {0:?} (timeout)")]
+    Timeout(Duration),
+    #[error("the model API sent a malformed event: {0}")]
+    Malformed(String),
+    #[error("the model API stream ended before [DONE]")]
+    Truncated,
+    #[error("the model API stream failed: {0}")]
+    Stream(String),
+    #[error("the model API stream exceeded {0} bytes")]
+    TooLarge(usize),
+}
+
+/// A chat model that streams. Implemented by the OpenAI-compatible client and the demo model;
+/// tests and library users may bring their own.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Starts a streamed call. Errors before the first event (connect, HTTP status, first-byte
+    /// timeout) come back here; later ones come as stream items.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError>;
+}

@@ -1,0 +1,64 @@
+//! The `hookwire` binary: `serve` (the default) and `check`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hookwire::config::{Cli, Command, Config, LogFormat};
+use tracing_subscriber::EnvFilter;
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(&cli.settings) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("hookwire: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Check => check(&config),
+        Command::Serve => serve(config),
+    }
+}
+
+fn serve(config: Config) -> ExitCode {
+    init_logging(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookwire: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(hookwire::server::serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            eprintln!("hookwire: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Loads everything `serve` would load and prints every problem.
+fn check(config: &Config) -> ExitCode {
+    let problems = hookwire::check::problems(config);
+    if problems.is_empty() {
+        println!("ok: configuration, skills and hooks load without problems");
+        return ExitCode::SUCCESS;
+    }
+    for problem in &problems {
+        println!("{problem}");
+    }
+    println!("{} problem(s) found", problems.len());
+    ExitCode::FAILURE
+}

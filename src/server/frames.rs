@@ -1,0 +1,434 @@
+//! The wire: client frames in, server frames out (PROTOCOL section 3). All JSON of the chat
+//! protocol lives here; the rest of the crate speaks Rust types.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::agent::{ChatEvent, ErrorCode, HookMessage};
+use crate::config::Limits;
+use crate::message::{HookTag, Message, Role};
+
+/// JSON nesting deeper than this is refused before parsing.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+// ─── client → server ───
+
+/// A `chat` frame, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatFrame {
+    /// `None` = the client sent none; the server makes one up.
+    pub id: Option<String>,
+    pub messages: Vec<Message>,
+    pub input: String,
+    pub skills: Option<Vec<String>>,
+    pub enable_tools: bool,
+}
+
+/// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientFrame {
+    Chat(ChatFrame),
+    Cancel { id: Option<String> },
+    Ping { id: Option<String> },
+    Invalid { id: Option<String>, message: String },
+}
+
+impl ClientFrame {
+    /// Parses one text frame, strictly (RFC 8259).
+    pub fn parse(text: &str, limits: &Limits) -> ClientFrame {
+        if let Err(message) = check_depth(text) {
+            return ClientFrame::Invalid { id: None, message };
+        }
+        let value: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => return ClientFrame::Invalid { id: None, message: format!("not valid JSON: {e}") },
+        };
+        let Value::Object(object) = value else {
+            return ClientFrame::Invalid { id: None, message: "a frame must be a JSON object".into() };
+        };
+        // The id of a bad frame is still echoed when it was a usable string.
+        let echo_id = match object.get("id") {
+            Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+            _ => None,
+        };
+        let invalid = |message: String| ClientFrame::Invalid { id: echo_id.clone(), message };
+        let kind = match object.get("type") {
+            Some(Value::String(kind)) => kind.as_str(),
+            Some(_) => return invalid("field \"type\" must be a string".into()),
+            None => return invalid("missing field \"type\"".into()),
+        };
+        let id = match parse_id(&object) {
+            Ok(id) => id,
+            Err(message) => return invalid(message),
+        };
+        match kind {
+            "chat" => match parse_chat(&object, id, limits) {
+                Ok(chat) => ClientFrame::Chat(chat),
+                Err(message) => invalid(message),
+            },
+            "cancel" => ClientFrame::Cancel { id },
+            "ping" => ClientFrame::Ping { id },
+            other => invalid(format!("unknown frame type {other:?} (expected \"chat\", \"cancel\" or \"ping\")")),
+        }
+    }
+}
+
+/// Refuses nesting deeper than [`MAX_JSON_DEPTH`] without building anything.
+fn check_depth(text: &str) -> Result<(), String> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(format!("JSON nested deeper than {MAX_JSON_DEPTH} levels"));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `id` absent or null → `None`; a non-empty string → it; anything else → an error.
+fn parse_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
+    match object.get("id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) if !id.is_empty() => Ok(Some(id.clone())),
+        Some(Value::String(_)) => Err("field \"id\" must not be empty".into()),
+        Some(_) => Err("field \"id\" must be a string".into()),
+    }
+}
+
+fn parse_chat(object: &Map<String, Value>, id: Option<String>, limits: &Limits) -> Result<ChatFrame, String> {
+    let input = match object.get("input") {
+        Some(Value::String(input)) if input.is_empty() => return Err("field \"input\" must not be empty".into()),
+        Some(Value::String(input)) => input.clone(),
+        Some(_) => return Err("field \"input\" must be a string".into()),
+        None => return Err("missing field \"input\"".into()),
+    };
+    let chars = input.chars().count();
+    if chars > limits.max_input_chars {
+        return Err(format!("field \"input\" is {chars} characters long; the limit is {}", limits.max_input_chars));
+    }
+    let messages = match object.get("messages") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            if items.len() > limits.max_history_messages {
+                return Err(format!(
+                    "field \"messages\" has {} messages; the limit is {}",
+                    items.len(),
+                    limits.max_history_messages
+                ));
+            }
+            items.iter().enumerate().map(|(i, item)| parse_message(i, item)).collect::<Result<_, _>>()?
+        }
+        Some(_) => return Err("field \"messages\" must be an array".into()),
+    };
+    let skills = match object.get("skills") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|item| item.as_str().map(str::to_string).ok_or("field \"skills\" must be an array of strings"))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => return Err("field \"skills\" must be an array of strings".into()),
+    };
+    let enable_tools = match object.get("enable_tools") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
+    };
+    Ok(ChatFrame { id, messages, input, skills, enable_tools })
+}
+
+fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
+    let Value::Object(object) = item else {
+        return Err(format!("messages[{index}] must be an object"));
+    };
+    let role = match object.get("role").and_then(Value::as_str) {
+        Some("system") => Role::System,
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some(other) => {
+            return Err(format!("messages[{index}].role must be \"system\", \"user\" or \"assistant\", got {other:?}"))
+        }
+        None => return Err(format!("messages[{index}].role must be \"system\", \"user\" or \"assistant\"")),
+    };
+    let content = match object.get("content") {
+        Some(Value::String(content)) => content.clone(),
+        Some(_) => return Err(format!("messages[{index}].content must be a string")),
+        None => return Err(format!("missing field messages[{index}].content")),
+    };
+    let mut message = Message::new(role, content);
+    match object.get("_hook") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(hook)) => {
+            let field = |name: &str, required: bool| -> Result<String, String> {
+                match hook.get(name) {
+                    Some(Value::String(value)) => Ok(value.clone()),
+                    None | Some(Value::Null) if !required => Ok(String::new()),
+                    _ => Err(format!("messages[{index}]._hook.{name} must be a string")),
+                }
+            };
+            message.hook = Some(HookTag {
+                name: field("name", true)?,
+                skill: field("skill", true)?,
+                timing: field("timing", true)?,
+                sig: field("sig", false)?,
+            });
+        }
+        Some(_) => return Err(format!("messages[{index}]._hook must be an object")),
+    }
+    Ok(message)
+}
+
+// ─── server → client ───
+
+/// Every frame the server sends; each is exactly one serialized value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    Start { id: String },
+    Hook { id: String, hook: HookRef, message: WireMessage },
+    Plan { id: String, content: String },
+    Text { id: String, delta: String },
+    ToolCall { id: String, call_id: String, name: String, arguments: Value },
+    ToolResult { id: String, call_id: String, name: String, content: String, is_error: bool },
+    Notice { id: String, level: &'static str, message: String, source: String },
+    Done { id: String, reason: &'static str, message: WireMessage, usage: WireUsage },
+    Error(ErrorFrame),
+    Pong {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorFrame {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fatal: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookRef {
+    pub name: String,
+    pub skill: String,
+    pub timing: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WireHookTag {
+    pub name: String,
+    pub skill: String,
+    pub timing: String,
+    pub sig: String,
+}
+
+/// A message as the client stores it in its history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WireMessage {
+    pub role: &'static str,
+    pub content: String,
+    #[serde(rename = "_hook", skip_serializing_if = "Option::is_none")]
+    pub hook: Option<WireHookTag>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WireUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl ServerFrame {
+    pub fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
+        ServerFrame::Error(ErrorFrame { id, code: code.as_str(), message: message.into(), fatal: false })
+    }
+
+    /// The frame for a chat event of chat `id`.
+    pub fn from_event(id: &str, event: ChatEvent) -> Self {
+        let id = id.to_string();
+        match event {
+            ChatEvent::Started => ServerFrame::Start { id },
+            ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
+            ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
+            ChatEvent::ToolCall { call_id, name, arguments } => ServerFrame::ToolCall { id, call_id, name, arguments },
+            ChatEvent::ToolResult { call_id, name, content, is_error } => {
+                ServerFrame::ToolResult { id, call_id, name, content, is_error }
+            }
+            ChatEvent::Hook(HookMessage { role, content, tag }) => ServerFrame::Hook {
+                id,
+                hook: HookRef { name: tag.name.clone(), skill: tag.skill.clone(), timing: tag.timing.clone() },
+                message: WireMessage {
+                    role: role.as_str(),
+                    content,
+                    hook: Some(WireHookTag { name: tag.name, skill: tag.skill, timing: tag.timing, sig: tag.sig }),
+                },
+            },
+            ChatEvent::Notice { level, message, source } => {
+                ServerFrame::Notice { id, level: level.as_str(), message, source }
+            }
+            ChatEvent::Done { reason, content, usage } => ServerFrame::Done {
+                id,
+                reason: reason.as_str(),
+                message: WireMessage { role: "assistant", content, hook: None },
+                usage: WireUsage { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens },
+            },
+            ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(r#"{{"type":"error","code":"internal","message":"cannot encode frame: {e}"}}"#)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{ChatError, DoneReason, NoticeLevel};
+    use crate::message::Usage;
+    use serde_json::json;
+
+    fn parse(text: &str) -> ClientFrame {
+        ClientFrame::parse(text, &Limits::default())
+    }
+
+    fn invalid_message(text: &str) -> String {
+        match parse(text) {
+            ClientFrame::Invalid { message, .. } => message,
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn full_chat_frame() {
+        let frame = parse(
+            r#"{"type":"chat","id":"c1","messages":[{"role":"user","content":"hi"},
+            {"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"ab"}}],
+            "input":"go","skills":["x"],"enable_tools":false,"extra":1}"#,
+        );
+        let ClientFrame::Chat(chat) = frame else { panic!("{frame:?}") };
+        assert_eq!(chat.id.as_deref(), Some("c1"));
+        assert_eq!(chat.messages.len(), 2);
+        assert_eq!(chat.messages[1].hook.as_ref().map(|h| h.sig.as_str()), Some("ab"));
+        assert_eq!(chat.skills, Some(vec!["x".to_string()]));
+        assert!(!chat.enable_tools);
+    }
+
+    #[test]
+    fn nulls_mean_defaults() {
+        let ClientFrame::Chat(chat) =
+            parse(r#"{"type":"chat","id":null,"messages":null,"input":"x","skills":null,"enable_tools":null}"#)
+        else {
+            panic!()
+        };
+        assert_eq!((chat.id, chat.messages.len(), chat.skills, chat.enable_tools), (None, 0, None, true));
+    }
+
+    #[test]
+    fn every_bad_frame_names_its_problem() {
+        assert!(invalid_message("not json").contains("not valid JSON"));
+        assert!(invalid_message("[1]").contains("JSON object"));
+        assert!(invalid_message("\u{feff}{\"type\":\"ping\"}").contains("not valid JSON"));
+        assert!(invalid_message(r#"{"type":"ping","x":NaN}"#).contains("not valid JSON"));
+        assert!(invalid_message(r#"{"type":"chat","input":"\ud800"}"#).contains("not valid JSON"));
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(invalid_message(&deep).contains("deeper than 64"));
+        assert!(invalid_message(r#"{"id":"a"}"#).contains("missing field \"type\""));
+        assert!(invalid_message(r#"{"type":"nope"}"#).contains("unknown frame type"));
+        assert!(invalid_message(r#"{"type":"chat"}"#).contains("missing field \"input\""));
+        assert!(invalid_message(r#"{"type":"chat","input":""}"#).contains("must not be empty"));
+        assert!(invalid_message(r#"{"type":"chat","input":5}"#).contains("\"input\" must be a string"));
+        assert!(invalid_message(r#"{"type":"chat","id":"","input":"x"}"#).contains("\"id\" must not be empty"));
+        assert!(invalid_message(r#"{"type":"chat","id":7,"input":"x"}"#).contains("\"id\" must be a string"));
+        assert!(invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#)
+            .contains("messages[0].role"));
+        assert!(invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"user"}]}"#)
+            .contains("messages[0].content"));
+        assert!(invalid_message(r#"{"type":"chat","input":"x","skills":"a"}"#).contains("skills"));
+        assert!(invalid_message(r#"{"type":"chat","input":"x","enable_tools":"yes"}"#).contains("enable_tools"));
+    }
+
+    #[test]
+    fn nesting_at_the_limit_is_fine() {
+        let ok = format!(r#"{{"type":"ping","x":{}{}}}"#, "[".repeat(63), "]".repeat(63));
+        assert_eq!(parse(&ok), ClientFrame::Ping { id: None });
+        // Brackets inside strings do not count.
+        let text = format!(r#"{{"type":"ping","x":"{}"}}"#, "[".repeat(100));
+        assert_eq!(parse(&text), ClientFrame::Ping { id: None });
+    }
+
+    #[test]
+    fn limits_apply() {
+        let limits = Limits { max_input_chars: 3, max_history_messages: 1, ..Limits::default() };
+        let long = ClientFrame::parse(r#"{"type":"chat","id":"a","input":"ééé!"}"#, &limits);
+        assert!(matches!(long, ClientFrame::Invalid { ref id, ref message } if id.as_deref() == Some("a") && message.contains("limit is 3")));
+        let ok = ClientFrame::parse(r#"{"type":"chat","input":"ééé"}"#, &limits);
+        assert!(matches!(ok, ClientFrame::Chat(_)));
+        let many = ClientFrame::parse(
+            r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}"#,
+            &limits,
+        );
+        assert!(matches!(many, ClientFrame::Invalid { ref message, .. } if message.contains("limit is 1")));
+    }
+
+    #[test]
+    fn server_frames_have_the_wire_shape() {
+        let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
+        assert_eq!(frame(ChatEvent::Started), json!({"type":"start","id":"c1"}));
+        assert_eq!(frame(ChatEvent::Text("hi".into())), json!({"type":"text","id":"c1","delta":"hi"}));
+        assert_eq!(frame(ChatEvent::Plan("p".into())), json!({"type":"plan","id":"c1","content":"p"}));
+        assert_eq!(
+            frame(ChatEvent::ToolCall { call_id: "k".into(), name: "read_file".into(), arguments: json!({"path":"a"}) }),
+            json!({"type":"tool_call","id":"c1","call_id":"k","name":"read_file","arguments":{"path":"a"}})
+        );
+        assert_eq!(
+            frame(ChatEvent::ToolResult { call_id: "k".into(), name: "read_file".into(), content: "x".into(), is_error: true }),
+            json!({"type":"tool_result","id":"c1","call_id":"k","name":"read_file","content":"x","is_error":true})
+        );
+        let tag = HookTag { name: "h".into(), skill: "s".into(), timing: "after_user_input".into(), sig: "".into() };
+        assert_eq!(
+            frame(ChatEvent::Hook(HookMessage { role: Role::System, content: "be brief".into(), tag })),
+            json!({"type":"hook","id":"c1","hook":{"name":"h","skill":"s","timing":"after_user_input"},
+                   "message":{"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":""}}})
+        );
+        assert_eq!(
+            frame(ChatEvent::Notice { level: NoticeLevel::Warn, message: "m".into(), source: "hook".into() }),
+            json!({"type":"notice","id":"c1","level":"warn","message":"m","source":"hook"})
+        );
+        assert_eq!(
+            frame(ChatEvent::Done {
+                reason: DoneReason::MaxSteps,
+                content: "a".into(),
+                usage: Usage { prompt_tokens: 3, completion_tokens: 4 }
+            }),
+            json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
+                   "usage":{"prompt_tokens":3,"completion_tokens":4}})
+        );
+        assert_eq!(
+            frame(ChatEvent::Error(ChatError::new(ErrorCode::Upstream, "down"))),
+            json!({"type":"error","id":"c1","code":"upstream","message":"down"})
+        );
+        assert_eq!(serde_json::to_value(ServerFrame::Pong { id: None }).unwrap(), json!({"type":"pong"}));
+    }
+}

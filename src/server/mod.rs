@@ -1,0 +1,238 @@
+//! The HTTP side: the axum router, the WebSocket upgrade, the small JSON endpoints, static files,
+//! metrics and graceful shutdown. The session logic lives in [`session`], the wire types in
+//! [`frames`].
+
+pub mod frames;
+pub mod metrics;
+pub mod session;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower_http::services::ServeDir;
+
+use crate::agent::AgentClient;
+use crate::config::Config;
+use crate::llm::demo::DemoModel;
+use crate::llm::ChatModel;
+
+/// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
+/// connection; 8 KiB keeps it near 11 KB.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub agent: AgentClient,
+    /// Whether the agent runs the built-in demo model.
+    pub demo: bool,
+    /// One permit per open WebSocket session.
+    pub sessions: Arc<Semaphore>,
+    /// Cancelled when the server shuts down.
+    pub shutdown: CancellationToken,
+    /// Knows when the last session is gone.
+    pub tracker: TaskTracker,
+}
+
+/// A startup failure, with a message for the person starting the server.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StartError(pub String);
+
+impl AppState {
+    /// Builds the model, the tools and the agent from the config.
+    pub fn from_config(config: Config) -> Result<Self, StartError> {
+        let demo = config.llm.is_demo();
+        // PENDING(helpers): OpenAI client and workspace tools.
+        let model: Arc<dyn ChatModel> = Arc::new(DemoModel::new(&config.agent.marker));
+        let agent = AgentClient::builder().model(model).config(config.agent.clone()).build();
+        Ok(Self::new(config, agent, demo))
+    }
+
+    /// State around an agent built elsewhere (library users, tests).
+    pub fn new(config: Config, agent: AgentClient, demo: bool) -> Self {
+        let sessions = Arc::new(Semaphore::new(config.limits.max_connections));
+        Self {
+            config: Arc::new(config),
+            agent,
+            demo,
+            sessions,
+            shutdown: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        }
+    }
+}
+
+/// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.
+pub fn router(state: AppState) -> Router {
+    let static_files = ServeDir::new(&state.config.static_dir);
+    Router::new()
+        .route("/ws", get(upgrade))
+        .route("/healthz", get(healthz))
+        .route("/api/info", get(info))
+        .route("/api/skills", get(skills))
+        .route("/metrics", get(metrics_text))
+        .fallback_service(static_files)
+        .with_state(state)
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    if state.shutdown.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+    }
+    "ok".into_response()
+}
+
+async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let default_skills = state.config.default_skills.clone().unwrap_or_default();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "model": if state.demo { "demo" } else { state.agent.config().model.as_str() },
+        "demo": state.demo,
+        "tools": state.agent.tool_names(),
+        "default_skills": default_skills,
+    }))
+}
+
+async fn skills() -> Json<serde_json::Value> {
+    Json(json!([]))
+}
+
+async fn metrics_text() -> Response {
+    match metrics::handle() {
+        Some(handle) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            handle.render(),
+        )
+            .into_response(),
+        None => (StatusCode::SERVICE_UNAVAILABLE, "metrics recorder unavailable").into_response(),
+    }
+}
+
+/// The upgrade: origin check and session cap before the 101; everything else in the session.
+async fn upgrade(State(state): State<AppState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+    if let Some(allowed) = &state.config.allowed_origins {
+        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        if let Some(origin) = origin {
+            if !allowed.iter().any(|a| a == origin) {
+                ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "origin").increment(1);
+                return (StatusCode::FORBIDDEN, format!("origin {origin} is not allowed")).into_response();
+            }
+        }
+    }
+    if state.shutdown.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+    }
+    let Ok(permit) = state.sessions.clone().try_acquire_owned() else {
+        ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "capacity").increment(1);
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many open connections").into_response();
+    };
+    let limit = state.config.limits.max_message_bytes;
+    let tracker = state.tracker.clone();
+    ws.read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(0)
+        .max_write_buffer_size(limit * 2 + READ_BUFFER_BYTES)
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| {
+            tracker.track_future(async move {
+                session::run_session(socket, state).await;
+                drop(permit);
+            })
+        })
+}
+
+/// A server bound and running in this process.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    state: AppState,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// Binds `config.addr` and serves until [`RunningServer::shutdown`] (or the returned future
+    /// of [`serve`] sees a signal).
+    pub async fn start(state: AppState) -> Result<Self, StartError> {
+        let listener = TcpListener::bind(&state.config.addr)
+            .await
+            .map_err(|e| StartError(format!("cannot listen on {}: {e}", state.config.addr)))?;
+        let addr = listener.local_addr().map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+        let app = router(state.clone());
+        let shutdown = state.shutdown.clone();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+            if let Err(error) = served {
+                tracing::error!(%error, "server failed");
+            }
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// Stops accepting, lets running chats finish within the grace period, closes every
+    /// session with 1001, and waits for them.
+    pub async fn shutdown(self) {
+        self.state.shutdown.cancel();
+        self.state.tracker.close();
+        let deadline = self.state.config.limits.shutdown_grace + Duration::from_secs(3);
+        if tokio::time::timeout(deadline, self.state.tracker.wait()).await.is_err() {
+            tracing::warn!("sessions still open after the shutdown deadline");
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
+    }
+}
+
+/// Runs the server until SIGTERM or Ctrl-C.
+pub async fn serve(config: Config) -> Result<(), StartError> {
+    let state = AppState::from_config(config)?;
+    if state.demo {
+        tracing::warn!("no model API configured: running the built-in demo model (set OPENAI_BASE_URL / OPENAI_API_KEY for a real one)");
+    } else {
+        tracing::info!(model = %state.agent.config().model, "model API configured");
+    }
+    let server = RunningServer::start(state).await?;
+    tracing::info!("listening on http://{}", server.addr);
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,411 @@
+//! Test support: a fake OpenAI-compatible upstream served over real HTTP with SSE, a real
+//! hookwire server on 127.0.0.1:0, and a real WebSocket client.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use futures::{SinkExt, Stream, StreamExt};
+use hookwire::config::{CliSettings, Config, FileConfig};
+use hookwire::server::{AppState, RunningServer};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+// ─── the fake upstream ───
+
+/// One piece of a scripted SSE body.
+#[derive(Clone, Debug)]
+pub enum Piece {
+    /// Raw bytes, sent as they are (may split an event anywhere).
+    Raw(String),
+    /// Raw bytes that need not be valid UTF-8 on their own (a split character).
+    Bytes(Vec<u8>),
+    Sleep(Duration),
+    /// Never sends anything more (until the client goes away).
+    Hang,
+}
+
+/// What the fake upstream answers to one request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Sse(Vec<Piece>),
+    Status(u16, String),
+    /// Waits this long before sending the response headers.
+    Delay(Duration, Box<Reply>),
+}
+
+pub fn chunk(delta: Value) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"fake","choices":[{"index":0,"delta":delta,"finish_reason":null}]})
+    )
+}
+
+fn finish_chunk(reason: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"fake","choices":[{"index":0,"delta":{},"finish_reason":reason}]})
+    )
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":"fake","choices":[],"usage":{"prompt_tokens":prompt,"completion_tokens":completion,"total_tokens":prompt+completion}})
+    )
+}
+
+impl Reply {
+    /// A text reply streamed in the given pieces, with usage 10/len and `[DONE]`.
+    pub fn text(pieces: &[&str]) -> Reply {
+        let mut body = vec![Piece::Raw(chunk(json!({"role":"assistant","content":""})))];
+        for piece in pieces {
+            body.push(Piece::Raw(chunk(json!({"content": piece}))));
+        }
+        body.push(Piece::Raw(finish_chunk("stop")));
+        body.push(Piece::Raw(usage_chunk(10, pieces.len() as u64)));
+        body.push(Piece::Raw("data: [DONE]\n\n".into()));
+        Reply::Sse(body)
+    }
+
+    /// A reply that calls tools: `(id, name, arguments JSON)`; arguments arrive in two fragments.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
+        let mut body = vec![Piece::Raw(chunk(json!({"role":"assistant","content":null})))];
+        for (index, (id, name, arguments)) in calls.iter().enumerate() {
+            let arguments = arguments.to_string();
+            let (first, second) = arguments.split_at(arguments.len() / 2);
+            body.push(Piece::Raw(chunk(json!({"tool_calls":[{"index":index,"id":id,"type":"function","function":{"name":name,"arguments":first}}]}))));
+            body.push(Piece::Raw(chunk(json!({"tool_calls":[{"index":index,"function":{"arguments":second}}]}))));
+        }
+        body.push(Piece::Raw(finish_chunk("tool_calls")));
+        body.push(Piece::Raw(usage_chunk(20, 5)));
+        body.push(Piece::Raw("data: [DONE]\n\n".into()));
+        Reply::Sse(body)
+    }
+
+    /// Text that keeps streaming (one piece every 20 ms) until the client goes away.
+    pub fn endless() -> Reply {
+        let mut body = vec![Piece::Raw(chunk(json!({"role":"assistant","content":""})))];
+        for _ in 0..5_000 {
+            body.push(Piece::Raw(chunk(json!({"content":"tick "}))));
+            body.push(Piece::Sleep(Duration::from_millis(20)));
+        }
+        Reply::Sse(body)
+    }
+}
+
+/// A recorded upstream request.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub body: Value,
+    pub headers: HeaderMap,
+}
+
+impl Recorded {
+    /// The `messages` as `(role, content)` pairs.
+    pub fn messages(&self) -> Vec<(String, String)> {
+        self.body["messages"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|m| {
+                        (m["role"].as_str().unwrap_or("").to_string(), m["content"].as_str().unwrap_or("").to_string())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn tool_names(&self) -> Option<Vec<String>> {
+        self.body.get("tools").map(|tools| {
+            tools
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+    }
+}
+
+#[derive(Clone, Default)]
+struct UpstreamState {
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Bodies dropped before they were fully sent (the client went away).
+    dropped: Arc<AtomicUsize>,
+}
+
+pub struct FakeUpstream {
+    pub base_url: String,
+    state: UpstreamState,
+}
+
+impl FakeUpstream {
+    pub async fn start() -> FakeUpstream {
+        let state = UpstreamState::default();
+        let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeUpstream { base_url: format!("http://{addr}/v1"), state }
+    }
+
+    /// Queues replies, answered in order; with the queue empty the answer is `Reply::text(["ok"])`.
+    pub fn push(&self, reply: Reply) {
+        self.state.script.lock().unwrap().push_back(reply);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    pub fn dropped(&self) -> usize {
+        self.state.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Waits until a streamed body was dropped by the client, up to `limit`.
+    pub async fn wait_dropped(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.dropped() > 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+}
+
+/// Counts a body as dropped if it is dropped before its end.
+struct DropGuard {
+    finished: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn sse_body(pieces: Vec<Piece>, dropped: Arc<AtomicUsize>) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+    let guard = DropGuard { finished: false, dropped };
+    futures::stream::unfold((pieces.into_iter(), guard), |(mut pieces, mut guard)| async move {
+        loop {
+            match pieces.next() {
+                None => {
+                    guard.finished = true;
+                    drop(guard);
+                    return None;
+                }
+                Some(Piece::Raw(text)) => return Some((Ok(Bytes::from(text)), (pieces, guard))),
+                Some(Piece::Bytes(bytes)) => return Some((Ok(Bytes::from(bytes)), (pieces, guard))),
+                Some(Piece::Sleep(d)) => tokio::time::sleep(d).await,
+                Some(Piece::Hang) => std::future::pending::<()>().await,
+            }
+        }
+    })
+}
+
+async fn completions(State(state): State<UpstreamState>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    state.requests.lock().unwrap().push(Recorded { body, headers });
+    let reply = state.script.lock().unwrap().pop_front().unwrap_or_else(|| Reply::text(&["ok"]));
+    respond(reply, state.dropped.clone()).await
+}
+
+async fn respond(mut reply: Reply, dropped: Arc<AtomicUsize>) -> Response {
+    loop {
+        match reply {
+            Reply::Delay(d, inner) => {
+                tokio::time::sleep(d).await;
+                reply = *inner;
+            }
+            Reply::Status(code, text) => {
+                return (StatusCode::from_u16(code).unwrap(), text).into_response();
+            }
+            Reply::Sse(pieces) => {
+                return Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(sse_body(pieces, dropped)))
+                    .unwrap();
+            }
+        }
+    }
+}
+
+// ─── the hookwire server ───
+
+pub struct TestServer {
+    pub addr: std::net::SocketAddr,
+    server: Option<RunningServer>,
+    pub workspace: tempfile::TempDir,
+}
+
+/// A config for tests: port 0, a temp workspace, the given upstream (or the demo model).
+pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path) -> Config {
+    let cli = CliSettings {
+        addr: Some("127.0.0.1:0".into()),
+        workspace: Some(workspace.to_path_buf()),
+        static_dir: Some(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("static")),
+        skills_dir: Some(workspace.join(".no-skills")),
+        llm_base_url: upstream.map(|u| u.base_url.clone()),
+        llm_api_key: upstream.map(|_| "test-key".to_string()),
+        model: Some("fake-model".into()),
+        ..Default::default()
+    };
+    Config::resolve(&cli, FileConfig::default(), |_| None).unwrap()
+}
+
+impl TestServer {
+    /// Starts a server against `upstream` (None = demo model); `tweak` adjusts the config.
+    pub async fn start(upstream: Option<&FakeUpstream>, tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let workspace = tempfile::tempdir().unwrap();
+        let mut config = test_config(upstream, workspace.path());
+        tweak(&mut config);
+        let state = AppState::from_config(config).unwrap();
+        let server = RunningServer::start(state).await.unwrap();
+        TestServer { addr: server.addr, server: Some(server), workspace }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn connect(&self) -> Client {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr)).await.unwrap();
+        Client { ws }
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+    }
+}
+
+/// A plain HTTP GET: `(status, body)`.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    (status, body)
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+// ─── the WebSocket client ───
+
+pub struct Client {
+    pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl Client {
+    pub async fn send(&mut self, frame: Value) {
+        self.ws.send(WsMessage::text(frame.to_string())).await.unwrap();
+    }
+
+    pub async fn send_text(&mut self, text: &str) {
+        self.ws.send(WsMessage::text(text.to_string())).await.unwrap();
+    }
+
+    /// The next JSON frame (pings skipped); panics after 10 s or if the socket closes.
+    pub async fn frame(&mut self) -> Value {
+        match self.next_message(Duration::from_secs(10)).await {
+            Some(WsMessage::Text(text)) => serde_json::from_str(text.as_str()).unwrap(),
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+
+    /// The next non-ping message, or None when the stream ends or `limit` passes.
+    pub async fn next_message(&mut self, limit: Duration) -> Option<WsMessage> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let message = tokio::time::timeout_at(deadline, self.ws.next()).await.ok()??.ok()?;
+            match message {
+                WsMessage::Ping(_) | WsMessage::Pong(_) => continue,
+                other => return Some(other),
+            }
+        }
+    }
+
+    /// Frames until (and including) the chat's `done` or `error`.
+    pub async fn until_end(&mut self) -> Vec<Value> {
+        let mut frames = Vec::new();
+        loop {
+            let frame = self.frame().await;
+            let end = frame["type"] == "done" || (frame["type"] == "error" && frame.get("id").is_some());
+            frames.push(frame);
+            if end {
+                return frames;
+            }
+        }
+    }
+
+    /// Sends a chat and collects its frames.
+    pub async fn chat(&mut self, frame: Value) -> Vec<Value> {
+        self.send(frame).await;
+        self.until_end().await
+    }
+
+    /// The close frame's code, waiting up to `limit`.
+    pub async fn close_code(&mut self, limit: Duration) -> Option<u16> {
+        match self.next_message(limit).await {
+            Some(WsMessage::Close(Some(frame))) => Some(frame.code.into()),
+            _ => None,
+        }
+    }
+}
+
+/// The concatenated `text` deltas of a chat's frames.
+pub fn text_of(frames: &[Value]) -> String {
+    frames.iter().filter(|f| f["type"] == "text").filter_map(|f| f["delta"].as_str()).collect()
+}
+
+/// The frame types, in order.
+pub fn types_of(frames: &[Value]) -> Vec<String> {
+    let mut types: Vec<String> = Vec::new();
+    for frame in frames {
+        let kind = frame["type"].as_str().unwrap_or("?").to_string();
+        // Consecutive text frames count once, so assertions do not depend on chunking.
+        if kind == "text" && types.last().map(String::as_str) == Some("text") {
+            continue;
+        }
+        types.push(kind);
+    }
+    types
+}
