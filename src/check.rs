@@ -2,12 +2,30 @@
 //! `file: field: reason`.
 
 use crate::config::Config;
+use crate::skills::scan_skills;
 
-/// Every problem found, one line each; empty when all is well.
+/// Every problem found, one line each (`error: …` or `warning: …`); empty when all is well.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
     if let Err(error) = std::fs::metadata(&config.workspace) {
-        problems.push(format!("{}: workspace: {error}", config.workspace.display()));
+        problems.push(format!("error: {}: workspace: {error}", config.workspace.display()));
+    }
+    if !config.skills_dir.is_dir() {
+        problems.push(format!("warning: {}: skills dir does not exist; no skills will load", config.skills_dir.display()));
+    }
+    let skills = scan_skills(&config.skills_dir);
+    problems.extend(skills.problems());
+    if let Some(defaults) = &config.default_skills {
+        for name in defaults {
+            if skills.get(name).is_none() {
+                problems.push(format!("error: default_skills: unknown skill {name:?}"));
+            }
+        }
     }
     problems
+}
+
+/// Whether any problem is an error (warnings alone do not fail `check`).
+pub fn has_errors(problems: &[String]) -> bool {
+    problems.iter().any(|p| p.starts_with("error:"))
 }

@@ -18,6 +18,7 @@ pub mod hooks;
 pub mod llm;
 pub mod message;
 pub mod server;
+pub mod skills;
 pub mod tools;
 
 pub use agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};

@@ -52,13 +52,13 @@ fn serve(config: Config) -> ExitCode {
 /// Loads everything `serve` would load and prints every problem.
 fn check(config: &Config) -> ExitCode {
     let problems = hookwire::check::problems(config);
-    if problems.is_empty() {
-        println!("ok: configuration, skills and hooks load without problems");
-        return ExitCode::SUCCESS;
-    }
     for problem in &problems {
         println!("{problem}");
     }
-    println!("{} problem(s) found", problems.len());
-    ExitCode::FAILURE
+    if hookwire::check::has_errors(&problems) {
+        println!("{} problem(s) found", problems.len());
+        return ExitCode::FAILURE;
+    }
+    println!("ok: configuration, skills and hooks load without errors");
+    ExitCode::SUCCESS
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::marker::{strip_marker, MarkerDetector, MarkerState};
 use super::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use super::{prompts, AgentInner};
+use crate::hooks::prompt::PromptHookManager;
 use crate::hooks::{
     CallPhase, Flow, HookContext, HookStack, LlmRequest, LlmResponse, ResponseAction, RunOutput, Step, StopAction,
     ToolAction, ToolCallInfo, ToolResultInfo,
@@ -148,13 +149,18 @@ impl ChatRun {
             self.hooks.before_planning(&mut self.ctx).await;
             let config = &self.inner.config;
             let prompt = prompts::planning_prompt(&config.planning_prompt, &config.marker, &self.inner.tools.names());
-            let prompt_id = self.inject_prompt(prompt);
+            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
             let detector = MarkerDetector::new(&self.inner.config.marker);
             let result = self.call(CallPhase::Planning, Vec::new(), TextMode::Planning(detector)).await;
-            self.ctx.remove_injected(prompt_id);
+            PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+            let retry = match result {
+                Ok(mut response) => self.after_response(&mut response).await.map(|retry| (retry, response)),
+                Err(interrupt) => Err(interrupt),
+            };
+            // The end of the planning scope comes after its response was handled, even on failure.
             self.hooks.after_planning(&mut self.ctx).await;
-            let mut response = result?;
-            if self.after_response(&mut response).await? {
+            let (retry, response) = retry?;
+            if retry {
                 continue;
             }
             let trimmed = response.content.trim_start();
@@ -194,10 +200,10 @@ impl ChatRun {
             } else {
                 self.inner.config.each_step_prompt.clone()
             };
-            let prompt_id = self.inject_prompt(step_prompt);
+            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, step_prompt, Role::System);
             let tools = self.ctx.active_tools();
             let result = self.call(CallPhase::Agent { round }, tools, TextMode::Stream).await;
-            self.ctx.remove_injected(prompt_id);
+            PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
             let mut response = result?;
             if self.after_response(&mut response).await? {
                 continue;
@@ -414,15 +420,6 @@ impl ChatRun {
                 }
             }
         }
-    }
-
-    /// Adds a built-in prompt at the end of the list; returns the mark that removes it.
-    fn inject_prompt(&mut self, content: String) -> u64 {
-        let id = self.ctx.new_injection_id();
-        let mut message = Message::new(Role::System, content);
-        message.injection = Some(id);
-        self.ctx.messages.push(message);
-        id
     }
 
     /// Streams text; a new step's text is set apart from earlier text by a blank line.

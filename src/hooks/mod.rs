@@ -4,6 +4,7 @@
 //! Every other kind of hook (skill prompt hooks, command/HTTP/LLM hooks from YAML) is an adapter
 //! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
 
+pub mod prompt;
 pub mod signing;
 mod context;
 mod stack;

@@ -23,14 +23,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_http::services::ServeDir;
 
-use crate::agent::AgentClient;
+use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
+use crate::skills::watch::{watch, SkillWatcher};
+use crate::skills::{SkillHookFactory, SkillRegistry};
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
 /// connection; 8 KiB keeps it near 11 KB.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// How long the skills dir must be quiet before a change is reloaded.
+const SKILL_RELOAD_DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// What every request handler shares.
 #[derive(Clone)]
@@ -45,6 +50,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// Knows when the last session is gone.
     pub tracker: TaskTracker,
+    /// The skills, reloaded when the skills dir changes.
+    pub skills: Arc<SkillRegistry>,
 }
 
 /// A startup failure, with a message for the person starting the server.
@@ -56,16 +63,16 @@ impl AppState {
     /// Builds the model, the tools and the agent from the config.
     pub fn from_config(config: Config) -> Result<Self, StartError> {
         let demo = config.llm.is_demo();
-        // PENDING(helpers): OpenAI client and workspace tools.
-        let model: Arc<dyn ChatModel> = Arc::new(DemoModel::new(&config.agent.marker));
-        let agent = AgentClient::builder().model(model).config(config.agent.clone()).build();
-        Ok(Self::new(config, agent, demo))
+        let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
+        let agent = agent_builder(&config, skills.clone())?.build();
+        Ok(Self::new(config, agent, demo, skills))
     }
 
     /// State around an agent built elsewhere (library users, tests).
-    pub fn new(config: Config, agent: AgentClient, demo: bool) -> Self {
+    pub fn new(config: Config, agent: AgentClient, demo: bool, skills: Arc<SkillRegistry>) -> Self {
         let sessions = Arc::new(Semaphore::new(config.limits.max_connections));
         Self {
+            skills,
             config: Arc::new(config),
             agent,
             demo,
@@ -74,6 +81,15 @@ impl AppState {
             tracker: TaskTracker::new(),
         }
     }
+}
+
+/// An [`AgentClient`] builder with the model, the built-in tools and the agent settings of
+/// `config`; add hooks to it before `build()`.
+pub fn agent_builder(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentClientBuilder, StartError> {
+    // PENDING(helpers): OpenAI client and workspace tools.
+    let model: Arc<dyn ChatModel> = Arc::new(DemoModel::new(&config.agent.marker));
+    let skill_hooks = SkillHookFactory::new(skills, config.default_skills.clone(), config.agent.secret.clone());
+    Ok(AgentClient::builder().model(model).config(config.agent.clone()).hook_factory(Arc::new(skill_hooks)))
 }
 
 /// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.
@@ -97,7 +113,11 @@ async fn healthz(State(state): State<AppState>) -> Response {
 }
 
 async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
-    let default_skills = state.config.default_skills.clone().unwrap_or_default();
+    let skills = state.skills.current();
+    let default_skills = match &state.config.default_skills {
+        Some(names) => names.iter().filter(|n| skills.get(n).is_some()).cloned().collect(),
+        None => skills.names(),
+    };
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": if state.demo { "demo" } else { state.agent.config().model.as_str() },
@@ -107,8 +127,36 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
     }))
 }
 
-async fn skills() -> Json<serde_json::Value> {
-    Json(json!([]))
+async fn skills(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let set = state.skills.current();
+    let problems = |list: &[crate::skills::Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let skills: Vec<serde_json::Value> = set
+        .skills
+        .values()
+        .map(|skill| {
+            let hooks: Vec<serde_json::Value> = skill
+                .hooks
+                .iter()
+                .map(|hook| {
+                    json!({
+                        "name": hook.name,
+                        "timing": hook.timing.as_str(),
+                        "role": hook.role.as_str(),
+                        "persistent": hook.persistent,
+                        "tool_filter": hook.tool_filter,
+                    })
+                })
+                .collect();
+            json!({
+                "name": skill.name,
+                "description": skill.description,
+                "hooks": hooks,
+                "errors": problems(&skill.errors),
+                "warnings": problems(&skill.warnings),
+            })
+        })
+        .collect();
+    Json(serde_json::Value::Array(skills))
 }
 
 async fn metrics_text() -> Response {
@@ -160,6 +208,7 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     state: AppState,
     task: tokio::task::JoinHandle<()>,
+    _watcher: Option<SkillWatcher>,
 }
 
 impl RunningServer {
@@ -170,6 +219,16 @@ impl RunningServer {
             .await
             .map_err(|e| StartError(format!("cannot listen on {}: {e}", state.config.addr)))?;
         let addr = listener.local_addr().map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+        let watcher = match watch(state.skills.clone(), SKILL_RELOAD_DEBOUNCE) {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                tracing::warn!("{error}; skills will not reload without a restart");
+                None
+            }
+        };
+        for problem in state.skills.current().problems() {
+            tracing::warn!("{problem}");
+        }
         let app = router(state.clone());
         let shutdown = state.shutdown.clone();
         let task = tokio::spawn(async move {
@@ -178,7 +237,7 @@ impl RunningServer {
                 tracing::error!(%error, "server failed");
             }
         });
-        Ok(Self { addr, state, task })
+        Ok(Self { addr, state, task, _watcher: watcher })
     }
 
     /// Stops accepting, lets running chats finish within the grace period, closes every

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use futures::{SinkExt, Stream, StreamExt};
+use hookwire::agent::AgentClientBuilder;
 use hookwire::config::{CliSettings, Config, FileConfig};
 use hookwire::server::{AppState, RunningServer};
 use serde_json::{json, Value};
@@ -276,10 +277,31 @@ pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path)
 impl TestServer {
     /// Starts a server against `upstream` (None = demo model); `tweak` adjusts the config.
     pub async fn start(upstream: Option<&FakeUpstream>, tweak: impl FnOnce(&mut Config)) -> TestServer {
-        let workspace = tempfile::tempdir().unwrap();
+        Self::start_with(upstream, tweak, |builder| builder).await
+    }
+
+    /// Like `start`, and `agent` may add hooks (or tools) to the agent before it is built.
+    pub async fn start_with(
+        upstream: Option<&FakeUpstream>,
+        tweak: impl FnOnce(&mut Config),
+        agent: impl FnOnce(AgentClientBuilder) -> AgentClientBuilder,
+    ) -> TestServer {
+        Self::start_in(tempfile::tempdir().unwrap(), upstream, tweak, agent).await
+    }
+
+    /// Like `start_with`, in a workspace the test prepared.
+    pub async fn start_in(
+        workspace: tempfile::TempDir,
+        upstream: Option<&FakeUpstream>,
+        tweak: impl FnOnce(&mut Config),
+        agent: impl FnOnce(AgentClientBuilder) -> AgentClientBuilder,
+    ) -> TestServer {
         let mut config = test_config(upstream, workspace.path());
         tweak(&mut config);
-        let state = AppState::from_config(config).unwrap();
+        let demo = config.llm.is_demo();
+        let skills = std::sync::Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
+        let client = agent(hookwire::server::agent_builder(&config, skills.clone()).unwrap()).build();
+        let state = AppState::new(config, client, demo, skills);
         let server = RunningServer::start(state).await.unwrap();
         TestServer { addr: server.addr, server: Some(server), workspace }
     }

@@ -1,7 +1,11 @@
 //! Black-box tests: a real hookwire server on 127.0.0.1:0, a real WebSocket client, and a fake
 //! OpenAI-compatible upstream over real HTTP with SSE. One test binary keeps link time down.
 
+mod agent;
+mod cli;
 mod common;
 mod http;
 mod protocol;
+mod rust_hooks;
+mod skills;
 mod upstream;

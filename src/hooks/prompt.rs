@@ -1,0 +1,187 @@
+//! [`PromptHookManager`]: the skill prompt hooks of seed 000, as one [`AgentHook`] adapter.
+//!
+//! It injects each hook's text at the end of `ctx.messages` at its checkpoint and takes it out
+//! again right before the next injection of the same timing, so the model sees it exactly at the
+//! calls it was meant for (DESIGN section 2):
+//!
+//! | timing | injected | removed |
+//! |---|---|---|
+//! | `after_user_input` | once, after the user input | never (the list dies with the chat) |
+//! | `before_planning` | before the planning call | right after it |
+//! | `before_each_agent` | at the start of every round | at the next round's start; after the loop |
+//! | `before_first_agent` | in round 1 | after the loop |
+//! | `after_tool_call` | after a round's tools, once per matching hook | at the next injection; after the loop |
+//!
+//! Persistent hooks are injected the same way, never removed, never de-duplicated, and also sent
+//! to the client as `hook` events (signed when a secret is set).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{signing, AgentHook, Flow, HookContext, HookResult};
+use crate::agent::HookMessage;
+use crate::message::{HookTag, Message, Role};
+use crate::skills::{HookSpec, Timing};
+
+/// One hook of an enabled skill.
+#[derive(Debug, Clone)]
+pub struct SkillHook {
+    pub skill: String,
+    pub spec: HookSpec,
+}
+
+/// The prompt hooks of one chat.
+#[derive(Debug)]
+pub struct PromptHookManager {
+    skills: Vec<String>,
+    /// In the order of the chat's `skills`, then the order in each `hooks.json`.
+    hooks: Vec<SkillHook>,
+    /// `(skill, description)` of the enabled skills, for the system prompt.
+    descriptions: Vec<(String, String)>,
+    secret: Option<String>,
+    /// The injection marks of the non-persistent messages still in the list, per timing.
+    injected: Mutex<HashMap<Timing, Vec<u64>>>,
+}
+
+impl PromptHookManager {
+    pub fn new(
+        skills: Vec<String>,
+        hooks: Vec<SkillHook>,
+        descriptions: Vec<(String, String)>,
+        secret: Option<String>,
+    ) -> Self {
+        Self { skills, hooks, descriptions, secret, injected: Mutex::new(HashMap::new()) }
+    }
+
+    /// Appends one message per matching hook of `timing` and remembers the non-persistent ones;
+    /// returns the persistent ones (also emitted as `hook` events). For `after_tool_call`,
+    /// `tools` are the tools of the round: a hook with a `tool_filter` fires only if one of them
+    /// is in it.
+    pub fn inject(&self, ctx: &mut HookContext, timing: Timing, tools: &[String]) -> Vec<HookMessage> {
+        let mut persistent = Vec::new();
+        let mark = ctx.new_injection_id();
+        let mut injected_any = false;
+        for hook in self.hooks.iter().filter(|h| h.spec.timing == timing) {
+            if let (Timing::AfterToolCall, Some(filter)) = (timing, &hook.spec.tool_filter) {
+                if !filter.iter().any(|name| tools.contains(name)) {
+                    continue;
+                }
+            }
+            let spec = &hook.spec;
+            let mut message = Message::new(spec.role, spec.text.clone());
+            if spec.persistent {
+                let sig = match &self.secret {
+                    Some(secret) => {
+                        signing::sign(secret, spec.role.as_str(), &spec.text, &spec.name, &hook.skill, timing.as_str())
+                    }
+                    None => String::new(),
+                };
+                let tag = HookTag { name: spec.name.clone(), skill: hook.skill.clone(), timing: timing.as_str().into(), sig };
+                message.hook = Some(tag.clone());
+                let event = HookMessage { role: spec.role, content: spec.text.clone(), tag };
+                ctx.emit_hook(event.clone());
+                persistent.push(event);
+            } else {
+                message.injection = Some(mark);
+                injected_any = true;
+            }
+            ctx.messages.push(message);
+        }
+        if injected_any {
+            self.lock().entry(timing).or_default().push(mark);
+        }
+        persistent
+    }
+
+    /// Takes out the non-persistent messages injected for `timing`.
+    pub fn remove(&self, ctx: &mut HookContext, timing: Timing) {
+        let marks = self.lock().remove(&timing).unwrap_or_default();
+        for mark in marks {
+            ctx.remove_injected(mark);
+        }
+    }
+
+    /// Appends a built-in prompt; returns the reference that removes it.
+    pub fn inject_prompt(ctx: &mut HookContext, content: impl Into<String>, role: Role) -> u64 {
+        let mark = ctx.new_injection_id();
+        let mut message = Message::new(role, content);
+        message.injection = Some(mark);
+        ctx.messages.push(message);
+        mark
+    }
+
+    /// Removes a built-in prompt by its reference.
+    pub fn remove_prompt(ctx: &mut HookContext, reference: u64) {
+        ctx.remove_injected(reference);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Timing, Vec<u64>>> {
+        match self.injected.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentHook for PromptHookManager {
+    fn name(&self) -> &str {
+        "skills"
+    }
+
+    async fn pre_send_message(&self, ctx: &mut HookContext, _input: &mut String) -> HookResult<Flow> {
+        ctx.skills = self.skills.clone();
+        Ok(Flow::Continue)
+    }
+
+    async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
+        let described: Vec<String> = self
+            .descriptions
+            .iter()
+            .filter(|(_, d)| !d.is_empty())
+            .map(|(skill, description)| format!("- {skill}: {description}"))
+            .collect();
+        if !described.is_empty() {
+            ctx.append_to_system_prompt(&format!("Enabled skills:\n{}", described.join("\n")));
+        }
+        self.inject(ctx, Timing::AfterUserInput, &[]);
+        Ok(())
+    }
+
+    async fn before_planning(&self, ctx: &mut HookContext) -> HookResult {
+        self.inject(ctx, Timing::BeforePlanning, &[]);
+        Ok(())
+    }
+
+    async fn after_planning(&self, ctx: &mut HookContext) -> HookResult {
+        self.remove(ctx, Timing::BeforePlanning);
+        Ok(())
+    }
+
+    async fn before_each_agent(&self, ctx: &mut HookContext) -> HookResult {
+        self.remove(ctx, Timing::BeforeEachAgent);
+        self.inject(ctx, Timing::BeforeEachAgent, &[]);
+        Ok(())
+    }
+
+    async fn before_first_agent(&self, ctx: &mut HookContext) -> HookResult {
+        self.inject(ctx, Timing::BeforeFirstAgent, &[]);
+        Ok(())
+    }
+
+    async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
+        self.remove(ctx, Timing::AfterToolCall);
+        self.inject(ctx, Timing::AfterToolCall, tool_names);
+        Ok(())
+    }
+
+    async fn after_agent_loop(&self, ctx: &mut HookContext) -> HookResult {
+        self.remove(ctx, Timing::BeforeEachAgent);
+        self.remove(ctx, Timing::BeforeFirstAgent);
+        self.remove(ctx, Timing::AfterToolCall);
+        Ok(())
+    }
+}
+

@@ -1,0 +1,254 @@
+//! Skills: folders in the skills dir, each with an optional `SKILL.md` (front matter `name`,
+//! `description`) and optional prompt hooks in `hooks/hooks.json` + `hooks/*.md`.
+//!
+//! [`scan_skills`] reads everything once; chats never touch the disk. A skill whose `hooks.json`
+//! has an error loads none of its hooks and carries the errors instead; other skills are
+//! unaffected. [`SkillRegistry`] holds the current set and swaps it on reload (see [`watch`]).
+
+mod load;
+pub mod watch;
+
+pub use load::{scan_skill, scan_skills};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use crate::message::Role;
+
+/// The five checkpoints of seed 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Timing {
+    AfterUserInput,
+    BeforePlanning,
+    BeforeFirstAgent,
+    BeforeEachAgent,
+    AfterToolCall,
+}
+
+impl Timing {
+    pub const ALL: [Timing; 5] = [
+        Timing::AfterUserInput,
+        Timing::BeforePlanning,
+        Timing::BeforeFirstAgent,
+        Timing::BeforeEachAgent,
+        Timing::AfterToolCall,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timing::AfterUserInput => "after_user_input",
+            Timing::BeforePlanning => "before_planning",
+            Timing::BeforeFirstAgent => "before_first_agent",
+            Timing::BeforeEachAgent => "before_each_agent",
+            Timing::AfterToolCall => "after_tool_call",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Timing> {
+        Timing::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+
+    /// Timings that fire more than once in a chat.
+    pub fn repeats(self) -> bool {
+        matches!(self, Timing::BeforeEachAgent | Timing::AfterToolCall)
+    }
+}
+
+/// One prompt hook of a skill, with its text loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookSpec {
+    pub name: String,
+    pub file: String,
+    pub timing: Timing,
+    pub role: Role,
+    pub persistent: bool,
+    /// Only for `after_tool_call`: fire only when one of these tools ran in the round.
+    pub tool_filter: Option<Vec<String>>,
+    pub text: String,
+}
+
+/// A problem found while loading, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// The field, e.g. `hooks[1].timing` (empty when the whole file is the problem).
+    pub field: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file.display(), self.reason)
+        } else {
+            write!(f, "{}: {}: {}", self.file.display(), self.field, self.reason)
+        }
+    }
+}
+
+/// A loaded skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    /// The folder name; what chats name in `skills`.
+    pub name: String,
+    pub description: String,
+    pub dir: PathBuf,
+    /// Empty when `errors` is not.
+    pub hooks: Vec<HookSpec>,
+    /// Problems that kept the hooks from loading.
+    pub errors: Vec<Problem>,
+    /// Problems that did not (e.g. `tool_filter` on a timing that ignores it).
+    pub warnings: Vec<Problem>,
+}
+
+/// Every skill of the skills dir, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SkillSet {
+    pub skills: BTreeMap<String, Arc<Skill>>,
+    /// Problems with the skills dir itself.
+    pub errors: Vec<Problem>,
+}
+
+impl SkillSet {
+    pub fn get(&self, name: &str) -> Option<&Arc<Skill>> {
+        self.skills.get(name)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.skills.keys().cloned().collect()
+    }
+
+    /// Every problem, errors and warnings, one line each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.errors.iter().map(|p| format!("error: {p}")).collect();
+        for skill in self.skills.values() {
+            lines.extend(skill.errors.iter().map(|p| format!("error: {p}")));
+            lines.extend(skill.warnings.iter().map(|p| format!("warning: {p}")));
+        }
+        lines
+    }
+
+    pub fn has_errors(&self) -> bool {
+        !self.errors.is_empty() || self.skills.values().any(|s| !s.errors.is_empty())
+    }
+
+    /// `next`, except that a skill that broke keeps its last good hooks (and shows the errors).
+    pub fn merge_reload(&self, mut next: SkillSet) -> SkillSet {
+        for (name, skill) in next.skills.iter_mut() {
+            if skill.errors.is_empty() {
+                continue;
+            }
+            if let Some(previous) = self.skills.get(name).filter(|p| p.errors.is_empty()) {
+                let mut kept = (**previous).clone();
+                kept.errors = skill.errors.clone();
+                kept.warnings = skill.warnings.clone();
+                *skill = Arc::new(kept);
+            }
+        }
+        next
+    }
+}
+
+/// The current skills, shared by the server and every chat; swapped whole on reload.
+#[derive(Debug)]
+pub struct SkillRegistry {
+    dir: PathBuf,
+    current: RwLock<Arc<SkillSet>>,
+}
+
+impl SkillRegistry {
+    /// Scans `dir` once.
+    pub fn load(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        let set = scan_skills(&dir);
+        Self { dir, current: RwLock::new(Arc::new(set)) }
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// The skills as they are now.
+    pub fn current(&self) -> Arc<SkillSet> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Scans the dir again; broken skills keep their last good hooks. Returns the new set.
+    pub fn reload(&self) -> Arc<SkillSet> {
+        let next = scan_skills(&self.dir);
+        let mut guard = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let merged = Arc::new(guard.merge_reload(next));
+        *guard = merged.clone();
+        merged
+    }
+}
+
+/// Makes each chat's [`PromptHookManager`](crate::hooks::prompt::PromptHookManager) from the
+/// current skills: the chat's `skills`, else the configured defaults, else every skill.
+pub struct SkillHookFactory {
+    registry: Arc<SkillRegistry>,
+    default_skills: Option<Vec<String>>,
+    secret: Option<String>,
+}
+
+impl SkillHookFactory {
+    pub fn new(registry: Arc<SkillRegistry>, default_skills: Option<Vec<String>>, secret: Option<String>) -> Self {
+        Self { registry, default_skills, secret }
+    }
+
+    /// The skills a chat that names none gets: the configured defaults that exist, else all.
+    pub fn default_skills(&self, set: &SkillSet) -> Vec<String> {
+        match &self.default_skills {
+            Some(names) => names.iter().filter(|n| set.get(n).is_some()).cloned().collect(),
+            None => set.names(),
+        }
+    }
+}
+
+impl crate::hooks::HookFactory for SkillHookFactory {
+    fn hooks_for(
+        &self,
+        request: &crate::agent::ChatRequest,
+    ) -> Result<Vec<Arc<dyn crate::hooks::AgentHook>>, crate::agent::ChatError> {
+        use crate::agent::{ChatError, ErrorCode};
+        use crate::hooks::prompt::{PromptHookManager, SkillHook};
+
+        let set = self.registry.current();
+        let names = match &request.skills {
+            Some(names) => {
+                let unknown: Vec<&str> = names.iter().filter(|n| set.get(n).is_none()).map(String::as_str).collect();
+                if !unknown.is_empty() {
+                    let available = set.names().join(", ");
+                    return Err(ChatError::new(
+                        ErrorCode::UnknownSkill,
+                        format!("unknown skill(s): {} (available: {available})", unknown.join(", ")),
+                    ));
+                }
+                let mut unique: Vec<String> = Vec::new();
+                for name in names {
+                    if !unique.contains(name) {
+                        unique.push(name.clone());
+                    }
+                }
+                unique
+            }
+            None => self.default_skills(&set),
+        };
+        let mut hooks = Vec::new();
+        let mut descriptions = Vec::new();
+        for name in &names {
+            let Some(skill) = set.get(name) else { continue };
+            descriptions.push((skill.name.clone(), skill.description.clone()));
+            hooks.extend(skill.hooks.iter().map(|spec| SkillHook { skill: skill.name.clone(), spec: spec.clone() }));
+        }
+        let manager = PromptHookManager::new(names, hooks, descriptions, self.secret.clone());
+        Ok(vec![Arc::new(manager)])
+    }
+}

@@ -1,0 +1,116 @@
+//! The binary: `serve` prints the real address, settings come flag → env → file → default,
+//! SIGTERM shuts down cleanly, `check` reports problems.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::http_get;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hookwire");
+
+/// Starts `hookwire serve` and returns it with the address from its `listening on` line.
+fn spawn_server(args: &[&str], envs: &[(&str, &str)]) -> (Child, std::net::SocketAddr) {
+    let workspace = std::env::temp_dir();
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", &workspace)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let _ = tx.send(rest.trim().to_string());
+            }
+        }
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(20)).expect("a `listening on` line");
+    (child, addr.parse().unwrap())
+}
+
+fn sigterm(child: &Child) {
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    None
+}
+
+#[tokio::test]
+async fn serve_prints_the_real_address_and_stops_on_sigterm() {
+    let (mut child, addr) = spawn_server(&["serve", "--addr", "127.0.0.1:0"], &[]);
+    assert_ne!(addr.port(), 0);
+    assert_eq!(http_get(addr, "/healthz").await, (200, "ok".to_string()));
+    let (_, body) = http_get(addr, "/api/info").await;
+    let info: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(info["demo"], true, "no URL and no key: the demo model");
+    sigterm(&child);
+    let status = wait_exit(&mut child, Duration::from_secs(10)).expect("exit after SIGTERM");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn flag_beats_env_beats_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hookwire.yaml");
+    std::fs::write(&config, "model: from-file\nllm_base_url: http://127.0.0.1:9/v1\n").unwrap();
+    let config = config.to_str().unwrap();
+
+    let model_of = |args: Vec<&str>, envs: Vec<(&str, &str)>| {
+        let (mut child, addr) = spawn_server(&args, &envs);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let info = runtime.block_on(async { http_get(addr, "/api/info").await.1 });
+        let _ = child.kill();
+        let _ = child.wait();
+        let info: Value = serde_json::from_str(&info).unwrap();
+        info["model"].as_str().unwrap().to_string()
+    };
+    let base = vec!["--addr", "127.0.0.1:0", "--config", config];
+    assert_eq!(model_of(base.clone(), vec![]), "from-file");
+    assert_eq!(model_of(base.clone(), vec![("HOOKWIRE_MODEL", "from-env")]), "from-env");
+    let mut with_flag = base.clone();
+    with_flag.extend(["--model", "from-flag"]);
+    assert_eq!(model_of(with_flag, vec![("HOOKWIRE_MODEL", "from-env")]), "from-flag");
+}
+
+#[test]
+fn bad_config_file_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.yaml");
+    std::fs::write(&config, "modle: typo\n").unwrap();
+    let output = Command::new(BIN).args(["check", "--config", config.to_str().unwrap()]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.yaml") && stderr.contains("modle"), "{stderr}");
+}
+
+#[test]
+fn check_passes_on_a_good_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--workspace", dir.path().to_str().unwrap(), "--skills-dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+}
