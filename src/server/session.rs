@@ -28,9 +28,10 @@ pub mod close_code {
     pub const TOO_BIG: u16 = 1009;
 }
 
-/// What the writer task sends.
+/// What the writer task sends. Frames are boxed: the channel allocates its slots up front, and
+/// small slots keep an idle connection cheap.
 enum Outbound {
-    Frame(ServerFrame),
+    Frame(Box<ServerFrame>),
     Ping,
     Close(u16, &'static str),
 }
@@ -224,7 +225,7 @@ fn start_chat(frame: ChatFrame, state: &AppState, session: &SessionInfo, out: mp
     let forwarder = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             let terminal = event.is_terminal();
-            if out.send(Outbound::Frame(ServerFrame::from_event(&chat_id, event))).await.is_err() || terminal {
+            if out.send(Outbound::Frame(Box::new(ServerFrame::from_event(&chat_id, event)))).await.is_err() || terminal {
                 break;
             }
         }
@@ -233,7 +234,7 @@ fn start_chat(frame: ChatFrame, state: &AppState, session: &SessionInfo, out: mp
 }
 
 async fn send(out: &mpsc::Sender<Outbound>, frame: ServerFrame) {
-    let _ = out.send(Outbound::Frame(frame)).await;
+    let _ = out.send(Outbound::Frame(Box::new(frame))).await;
 }
 
 /// Writes outbound messages until the channel closes, a close is sent, or the socket fails.

@@ -1,0 +1,194 @@
+//! `cargo bench`: hookwire's costs measured against a baseline taken in the same run, reported
+//! as ratios (the machine is small and noisy, so absolute numbers vary more than ratios).
+//!
+//! 1. Client frame parsing (strict, validated) vs a bare `serde_json` parse of the same text.
+//! 2. A streamed chat end to end (WebSocket → hookwire → fake upstream over HTTP/SSE → back) vs
+//!    reading the same SSE stream from the fake upstream directly with reqwest.
+//! 3. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
+//!    the server in its own process.
+
+#[path = "../tests/it/common.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use common::{FakeUpstream, Reply, TestServer};
+use futures::StreamExt;
+use hookwire::config::Limits;
+use hookwire::server::frames::ClientFrame;
+use serde_json::json;
+
+fn main() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start a runtime: {error}");
+            return;
+        }
+    };
+    bench_parse();
+    runtime.block_on(bench_chat());
+    runtime.block_on(bench_idle_memory());
+}
+
+fn time_per_op(iterations: u32, mut op: impl FnMut()) -> Duration {
+    for _ in 0..iterations / 10 {
+        op();
+    }
+    let started = Instant::now();
+    for _ in 0..iterations {
+        op();
+    }
+    started.elapsed() / iterations
+}
+
+fn bench_parse() {
+    let history: Vec<_> = (0..20)
+        .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("message number {i} with some ordinary text in it")}))
+        .collect();
+    let frame = json!({"type":"chat","id":"c1","messages":history,"input":"read README.md and summarise it","skills":["code-reader"],"enable_tools":true}).to_string();
+    let limits = Limits::default();
+    let iterations = 20_000;
+    let baseline = time_per_op(iterations, || {
+        black_box(serde_json::from_str::<serde_json::Value>(black_box(&frame)).ok());
+    });
+    let ours = time_per_op(iterations, || {
+        black_box(ClientFrame::parse(black_box(&frame), &limits));
+    });
+    println!(
+        "parse chat frame ({} bytes, 20 messages): hookwire {:?}/op, serde_json::Value baseline {:?}/op, ratio {:.2}",
+        frame.len(),
+        ours,
+        baseline,
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
+const CHUNKS: usize = 200;
+const CHATS: usize = 30;
+
+async fn bench_chat() {
+    let upstream = FakeUpstream::start().await;
+    let pieces: Vec<String> = (0..CHUNKS).map(|i| format!("tok{i} ")).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let reply = Reply::text(&pieces);
+
+    // Baseline: the same SSE body read straight from the fake upstream.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let url = format!("{}/chat/completions", upstream.base_url);
+    let mut baseline = Vec::new();
+    for _ in 0..CHATS {
+        upstream.push(reply.clone());
+        let started = Instant::now();
+        let response = match client.post(&url).json(&json!({"model":"m","messages":[],"stream":true})).send().await {
+            Ok(response) => response,
+            Err(error) => {
+                eprintln!("baseline request failed: {error}");
+                return;
+            }
+        };
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            black_box(chunk.ok());
+        }
+        baseline.push(started.elapsed());
+    }
+
+    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let mut ws = server.connect().await;
+    let mut ours = Vec::new();
+    for i in 0..CHATS {
+        upstream.push(reply.clone());
+        let started = Instant::now();
+        let frames = ws.chat(json!({"type":"chat","id":format!("b{i}"),"input":"go","enable_tools":false})).await;
+        ours.push(started.elapsed());
+        assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("done")));
+    }
+    server.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "streamed chat ({CHUNKS} chunks, median of {CHATS}): through hookwire {ours:?}, upstream read directly {baseline:?}, ratio {:.2}",
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
+/// Resident memory of a process, in bytes.
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+async fn bench_idle_memory() {
+    const CONNECTIONS: usize = 1000;
+    let workspace = std::env::temp_dir();
+    let mut child = match std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
+        .env("HOOKWIRE_WORKSPACE", &workspace)
+        .env("HOOKWIRE_SKILLS_DIR", workspace.join("hookwire-bench-no-skills"))
+        .env("RUST_LOG", "info")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("cannot start the server: {error}");
+            return;
+        }
+    };
+    let addr = {
+        use std::io::BufRead;
+        let Some(stderr) = child.stderr.take() else { return };
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let found = lines.by_ref().map_while(Result::ok).find_map(|l| l.split("listening on http://").nth(1).map(|a| a.trim().to_string()));
+        std::thread::spawn(move || lines.for_each(drop));
+        match found {
+            Some(addr) => addr,
+            None => {
+                eprintln!("the server printed no address");
+                let _ = child.kill();
+                return;
+            }
+        }
+    };
+    let url = format!("ws://{addr}/ws");
+    // Warm up the allocator and the runtime with a few connections first.
+    let mut sockets = Vec::new();
+    for _ in 0..50 {
+        if let Ok((ws, _)) = tokio_tungstenite::connect_async(&url).await {
+            sockets.push(ws);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rss_bytes(child.id()).unwrap_or(0);
+    for _ in 0..CONNECTIONS {
+        match tokio_tungstenite::connect_async(&url).await {
+            Ok((ws, _)) => sockets.push(ws),
+            Err(error) => {
+                eprintln!("connect failed: {error}");
+                break;
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_bytes(child.id()).unwrap_or(0);
+    let opened = sockets.len() - 50;
+    let per_connection = after.saturating_sub(before) / opened.max(1) as u64;
+    println!(
+        "idle WebSocket connection: {per_connection} bytes of server RSS each ({opened} connections, {} KiB → {} KiB; limit 20 KB)",
+        before / 1024,
+        after / 1024
+    );
+    drop(sockets);
+    let _ = child.kill();
+    let _ = child.wait();
+}
