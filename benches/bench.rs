@@ -20,7 +20,10 @@ use hookwire::server::frames::ClientFrame;
 use serde_json::json;
 
 fn main() {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("cannot start a runtime: {error}");
@@ -82,7 +85,12 @@ async fn bench_chat() {
     for _ in 0..CHATS {
         upstream.push(reply.clone());
         let started = Instant::now();
-        let response = match client.post(&url).json(&json!({"model":"m","messages":[],"stream":true})).send().await {
+        let response = match client
+            .post(&url)
+            .json(&json!({"model":"m","messages":[],"stream":true}))
+            .send()
+            .await
+        {
             Ok(response) => response,
             Err(error) => {
                 eprintln!("baseline request failed: {error}");
@@ -102,9 +110,14 @@ async fn bench_chat() {
     for i in 0..CHATS {
         upstream.push(reply.clone());
         let started = Instant::now();
-        let frames = ws.chat(json!({"type":"chat","id":format!("b{i}"),"input":"go","enable_tools":false})).await;
+        let frames = ws
+            .chat(json!({"type":"chat","id":format!("b{i}"),"input":"go","enable_tools":false}))
+            .await;
         ours.push(started.elapsed());
-        assert_eq!(frames.last().map(|f| f["type"].clone()), Some(json!("done")));
+        assert_eq!(
+            frames.last().map(|f| f["type"].clone()),
+            Some(json!("done"))
+        );
     }
     server.shutdown().await;
     let median = |mut v: Vec<Duration>| {
@@ -132,7 +145,10 @@ async fn bench_idle_memory() {
     let mut child = match std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"))
         .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
         .env("HOOKWIRE_WORKSPACE", &workspace)
-        .env("HOOKWIRE_SKILLS_DIR", workspace.join("hookwire-bench-no-skills"))
+        .env(
+            "HOOKWIRE_SKILLS_DIR",
+            workspace.join("hookwire-bench-no-skills"),
+        )
         .env("RUST_LOG", "info")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
@@ -147,9 +163,15 @@ async fn bench_idle_memory() {
     };
     let addr = {
         use std::io::BufRead;
-        let Some(stderr) = child.stderr.take() else { return };
+        let Some(stderr) = child.stderr.take() else {
+            return;
+        };
         let mut lines = std::io::BufReader::new(stderr).lines();
-        let found = lines.by_ref().map_while(Result::ok).find_map(|l| l.split("listening on http://").nth(1).map(|a| a.trim().to_string()));
+        let found = lines.by_ref().map_while(Result::ok).find_map(|l| {
+            l.split("listening on http://")
+                .nth(1)
+                .map(|a| a.trim().to_string())
+        });
         std::thread::spawn(move || lines.for_each(drop));
         match found {
             Some(addr) => addr,

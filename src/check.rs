@@ -8,10 +8,16 @@ use crate::skills::scan_skills;
 pub fn problems(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
     if let Err(error) = std::fs::metadata(&config.workspace) {
-        problems.push(format!("error: {}: workspace: {error}", config.workspace.display()));
+        problems.push(format!(
+            "error: {}: workspace: {error}",
+            config.workspace.display()
+        ));
     }
     if !config.skills_dir.is_dir() {
-        problems.push(format!("warning: {}: skills dir does not exist; no skills will load", config.skills_dir.display()));
+        problems.push(format!(
+            "warning: {}: skills dir does not exist; no skills will load",
+            config.skills_dir.display()
+        ));
     }
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());

@@ -12,7 +12,11 @@ use crate::agent::{prompts, AgentConfig};
 
 /// The command line.
 #[derive(Debug, Parser)]
-#[command(name = "hookwire", version, about = "A stateless WebSocket chat backend for LLM agents, built around hooks")]
+#[command(
+    name = "hookwire",
+    version,
+    about = "A stateless WebSocket chat backend for LLM agents, built around hooks"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -50,7 +54,12 @@ pub struct CliSettings {
     #[arg(long, env = "HOOKWIRE_LLM_BASE_URL", global = true)]
     pub llm_base_url: Option<String>,
     /// Bearer token (else OPENAI_API_KEY).
-    #[arg(long, env = "HOOKWIRE_LLM_API_KEY", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "HOOKWIRE_LLM_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
     pub llm_api_key: Option<String>,
     /// Model name sent upstream.
     #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
@@ -215,7 +224,9 @@ fn env_var(name: &str) -> Option<String> {
 
 fn seconds(name: &str, value: f64) -> Result<Duration, ConfigError> {
     if !value.is_finite() || value <= 0.0 || value > 86_400.0 * 365.0 {
-        return Err(ConfigError(format!("{name} must be a positive number of seconds, got {value}")));
+        return Err(ConfigError(format!(
+            "{name} must be a positive number of seconds, got {value}"
+        )));
     }
     Ok(Duration::from_secs_f64(value))
 }
@@ -240,15 +251,38 @@ impl Config {
 
     /// The merge: `cli` (flag, then env, from clap) → `file` → defaults. `env` looks up the
     /// variables that are not flags of their own (`OPENAI_*`, `HOOKWIRE_SECRET`).
-    pub fn resolve(cli: &CliSettings, file: FileConfig, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let llm_timeout = cli.llm_timeout.or(file.llm_timeout).map(|v| seconds("llm_timeout", v)).transpose()?;
-        let connect_timeout = file.llm_connect_timeout.map(|v| seconds("llm_connect_timeout", v)).transpose()?;
+    pub fn resolve(
+        cli: &CliSettings,
+        file: FileConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let llm_timeout = cli
+            .llm_timeout
+            .or(file.llm_timeout)
+            .map(|v| seconds("llm_timeout", v))
+            .transpose()?;
+        let connect_timeout = file
+            .llm_connect_timeout
+            .map(|v| seconds("llm_connect_timeout", v))
+            .transpose()?;
         let defaults = Limits::default();
         let limits = Limits {
-            max_message_bytes: file.limits.max_message_bytes.unwrap_or(defaults.max_message_bytes),
-            max_history_messages: file.limits.max_history_messages.unwrap_or(defaults.max_history_messages),
-            max_input_chars: file.limits.max_input_chars.unwrap_or(defaults.max_input_chars),
-            max_connections: file.limits.max_connections.unwrap_or(defaults.max_connections),
+            max_message_bytes: file
+                .limits
+                .max_message_bytes
+                .unwrap_or(defaults.max_message_bytes),
+            max_history_messages: file
+                .limits
+                .max_history_messages
+                .unwrap_or(defaults.max_history_messages),
+            max_input_chars: file
+                .limits
+                .max_input_chars
+                .unwrap_or(defaults.max_input_chars),
+            max_connections: file
+                .limits
+                .max_connections
+                .unwrap_or(defaults.max_connections),
             shutdown_grace: match file.limits.shutdown_grace_seconds {
                 Some(v) => seconds("limits.shutdown_grace_seconds", v)?,
                 None => defaults.shutdown_grace,
@@ -263,22 +297,49 @@ impl Config {
             },
         };
         if limits.max_message_bytes < 1024 {
-            return Err(ConfigError("limits.max_message_bytes must be at least 1024".into()));
+            return Err(ConfigError(
+                "limits.max_message_bytes must be at least 1024".into(),
+            ));
         }
         if limits.max_connections == 0 {
-            return Err(ConfigError("limits.max_connections must be at least 1".into()));
+            return Err(ConfigError(
+                "limits.max_connections must be at least 1".into(),
+            ));
         }
-        let workspace = cli.workspace.clone().or(file.workspace).unwrap_or_else(|| PathBuf::from("."));
+        let workspace = cli
+            .workspace
+            .clone()
+            .or(file.workspace)
+            .unwrap_or_else(|| PathBuf::from("."));
         let agent_defaults = AgentConfig::default();
         let agent = AgentConfig {
-            model: cli.model.clone().or(file.model).unwrap_or(agent_defaults.model),
+            model: cli
+                .model
+                .clone()
+                .or(file.model)
+                .unwrap_or(agent_defaults.model),
             system_prompt: file.prompts.system.unwrap_or(agent_defaults.system_prompt),
-            planning_prompt: file.planning.prompt.unwrap_or(agent_defaults.planning_prompt),
-            marker: file.planning.marker.unwrap_or_else(|| prompts::DEFAULT_MARKER.into()),
-            first_step_prompt: file.prompts.first_step.unwrap_or(agent_defaults.first_step_prompt),
-            each_step_prompt: file.prompts.each_step.unwrap_or(agent_defaults.each_step_prompt),
+            planning_prompt: file
+                .planning
+                .prompt
+                .unwrap_or(agent_defaults.planning_prompt),
+            marker: file
+                .planning
+                .marker
+                .unwrap_or_else(|| prompts::DEFAULT_MARKER.into()),
+            first_step_prompt: file
+                .prompts
+                .first_step
+                .unwrap_or(agent_defaults.first_step_prompt),
+            each_step_prompt: file
+                .prompts
+                .each_step
+                .unwrap_or(agent_defaults.each_step_prompt),
             max_steps: file.limits.max_steps.unwrap_or(agent_defaults.max_steps),
-            max_retries: file.limits.max_retries.unwrap_or(agent_defaults.max_retries),
+            max_retries: file
+                .limits
+                .max_retries
+                .unwrap_or(agent_defaults.max_retries),
             workspace: workspace.clone(),
             secret: env("HOOKWIRE_SECRET").or(file.secret),
         };
@@ -289,13 +350,33 @@ impl Config {
             return Err(ConfigError("planning.marker must not be empty".into()));
         }
         Ok(Config {
-            addr: cli.addr.clone().or(file.addr).unwrap_or_else(|| "0.0.0.0:8080".into()),
-            skills_dir: cli.skills_dir.clone().or(file.skills_dir).unwrap_or_else(|| PathBuf::from("./skills")),
+            addr: cli
+                .addr
+                .clone()
+                .or(file.addr)
+                .unwrap_or_else(|| "0.0.0.0:8080".into()),
+            skills_dir: cli
+                .skills_dir
+                .clone()
+                .or(file.skills_dir)
+                .unwrap_or_else(|| PathBuf::from("./skills")),
             workspace,
-            static_dir: cli.static_dir.clone().or(file.static_dir).unwrap_or_else(|| PathBuf::from("./static")),
+            static_dir: cli
+                .static_dir
+                .clone()
+                .or(file.static_dir)
+                .unwrap_or_else(|| PathBuf::from("./static")),
             llm: LlmSettings {
-                base_url: cli.llm_base_url.clone().or_else(|| env("OPENAI_BASE_URL")).or(file.llm_base_url),
-                api_key: cli.llm_api_key.clone().or_else(|| env("OPENAI_API_KEY")).or(file.llm_api_key),
+                base_url: cli
+                    .llm_base_url
+                    .clone()
+                    .or_else(|| env("OPENAI_BASE_URL"))
+                    .or(file.llm_base_url),
+                api_key: cli
+                    .llm_api_key
+                    .clone()
+                    .or_else(|| env("OPENAI_API_KEY"))
+                    .or(file.llm_api_key),
                 connect_timeout: connect_timeout.unwrap_or(Duration::from_secs(10)),
                 idle_timeout: llm_timeout.unwrap_or(Duration::from_secs(60)),
             },
@@ -327,7 +408,8 @@ mod tests {
 
     #[test]
     fn defaults_match_the_protocol() {
-        let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
+        let config =
+            Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
         assert_eq!(config.addr, "0.0.0.0:8080");
         assert_eq!(config.skills_dir, PathBuf::from("./skills"));
         assert_eq!(config.agent.model, "gpt-4o-mini");
@@ -341,8 +423,12 @@ mod tests {
 
     #[test]
     fn flag_beats_file_beats_default() {
-        let cli = CliSettings { model: Some("from-flag".into()), ..Default::default() };
-        let config = Config::resolve(&cli, file("model: from-file\naddr: 127.0.0.1:9\n"), no_env).unwrap();
+        let cli = CliSettings {
+            model: Some("from-flag".into()),
+            ..Default::default()
+        };
+        let config =
+            Config::resolve(&cli, file("model: from-file\naddr: 127.0.0.1:9\n"), no_env).unwrap();
         assert_eq!(config.agent.model, "from-flag");
         assert_eq!(config.addr, "127.0.0.1:9");
     }
@@ -354,20 +440,37 @@ mod tests {
             "OPENAI_API_KEY" => Some("sk-env".to_string()),
             _ => None,
         };
-        let config = Config::resolve(&CliSettings::default(), file("llm_base_url: http://file/v1\n"), env).unwrap();
-        assert_eq!(config.llm.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        let config = Config::resolve(
+            &CliSettings::default(),
+            file("llm_base_url: http://file/v1\n"),
+            env,
+        )
+        .unwrap();
+        assert_eq!(
+            config.llm.base_url.as_deref(),
+            Some("http://127.0.0.1:1/v1")
+        );
         assert_eq!(config.llm.api_key.as_deref(), Some("sk-env"));
-        let cli = CliSettings { llm_base_url: Some("http://flag/v1".into()), ..Default::default() };
+        let cli = CliSettings {
+            llm_base_url: Some("http://flag/v1".into()),
+            ..Default::default()
+        };
         let config = Config::resolve(&cli, FileConfig::default(), env).unwrap();
         assert_eq!(config.llm.base_url.as_deref(), Some("http://flag/v1"));
     }
 
     #[test]
     fn key_without_url_means_openai() {
-        let cli = CliSettings { llm_api_key: Some("sk".into()), ..Default::default() };
+        let cli = CliSettings {
+            llm_api_key: Some("sk".into()),
+            ..Default::default()
+        };
         let config = Config::resolve(&cli, FileConfig::default(), no_env).unwrap();
         assert!(!config.llm.is_demo());
-        assert_eq!(config.llm.effective_base_url().as_deref(), Some("https://api.openai.com/v1"));
+        assert_eq!(
+            config.llm.effective_base_url().as_deref(),
+            Some("https://api.openai.com/v1")
+        );
     }
 
     #[test]
@@ -380,7 +483,10 @@ mod tests {
         .unwrap();
         assert_eq!(config.agent.marker, "<<TOOLS>>");
         assert_eq!(config.agent.max_steps, 3);
-        assert_eq!(config.default_skills, Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(
+            config.default_skills,
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
         let options = serde_saphyr::options! { strict_booleans: true };
         let bad: Result<FileConfig, _> = serde_saphyr::from_str_with_options("modle: x\n", options);
         assert!(bad.is_err());
@@ -388,7 +494,10 @@ mod tests {
 
     #[test]
     fn bad_timeouts_are_refused_with_the_setting_named() {
-        let cli = CliSettings { llm_timeout: Some(-1.0), ..Default::default() };
+        let cli = CliSettings {
+            llm_timeout: Some(-1.0),
+            ..Default::default()
+        };
         let error = Config::resolve(&cli, FileConfig::default(), no_env).unwrap_err();
         assert!(error.0.contains("llm_timeout"), "{error}");
     }

@@ -88,11 +88,17 @@ impl Message {
     }
     /// An assistant message that calls tools (content may be empty).
     pub fn assistant_with_tools(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self { tool_calls, ..Self::assistant(content) }
+        Self {
+            tool_calls,
+            ..Self::assistant(content)
+        }
     }
     /// The answer to one tool call.
     pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { tool_call_id: Some(call_id.into()), ..Self::new(Role::Tool, content) }
+        Self {
+            tool_call_id: Some(call_id.into()),
+            ..Self::new(Role::Tool, content)
+        }
     }
 }
 

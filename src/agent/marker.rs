@@ -20,23 +20,38 @@ pub struct MarkerDetector {
 
 impl MarkerDetector {
     pub fn new(marker: &str) -> Self {
-        Self { marker: marker.to_string(), buffer: String::new(), decided: false }
+        Self {
+            marker: marker.to_string(),
+            buffer: String::new(),
+            decided: false,
+        }
     }
 
     /// Feeds a text delta. After the first decision, returns `Answer` with only the new text (or
     /// `Plan` again); callers should keep their own copy of the whole reply.
     pub fn push(&mut self, delta: &str) -> MarkerState {
         if self.decided {
-            return if self.is_plan() { MarkerState::Plan } else { MarkerState::Answer { held: delta.to_string() } };
+            return if self.is_plan() {
+                MarkerState::Plan
+            } else {
+                MarkerState::Answer {
+                    held: delta.to_string(),
+                }
+            };
         }
         self.buffer.push_str(delta);
         let trimmed = self.buffer.trim_start();
-        if self.marker.is_empty() || trimmed.len() >= self.marker.len() || !self.marker.starts_with(trimmed) {
+        if self.marker.is_empty()
+            || trimmed.len() >= self.marker.len()
+            || !self.marker.starts_with(trimmed)
+        {
             self.decided = true;
             if !self.marker.is_empty() && trimmed.starts_with(self.marker.as_str()) {
                 return MarkerState::Plan;
             }
-            return MarkerState::Answer { held: std::mem::take(&mut self.buffer) };
+            return MarkerState::Answer {
+                held: std::mem::take(&mut self.buffer),
+            };
         }
         MarkerState::Pending
     }
@@ -47,7 +62,9 @@ impl MarkerDetector {
             return MarkerState::Plan;
         }
         self.decided = true;
-        MarkerState::Answer { held: std::mem::take(&mut self.buffer) }
+        MarkerState::Answer {
+            held: std::mem::take(&mut self.buffer),
+        }
     }
 
     fn is_plan(&self) -> bool {
@@ -79,24 +96,42 @@ mod tests {
         let mut d = MarkerDetector::new("[NEED_TOOL]");
         assert_eq!(d.push("["), MarkerState::Pending);
         assert_eq!(d.push("x"), MarkerState::Answer { held: "[x".into() });
-        assert_eq!(d.push(" more"), MarkerState::Answer { held: " more".into() });
+        assert_eq!(
+            d.push(" more"),
+            MarkerState::Answer {
+                held: " more".into()
+            }
+        );
     }
 
     #[test]
     fn plain_answer_is_released_at_first_delta() {
         let mut d = MarkerDetector::new("[NEED_TOOL]");
-        assert_eq!(d.push("Hello"), MarkerState::Answer { held: "Hello".into() });
+        assert_eq!(
+            d.push("Hello"),
+            MarkerState::Answer {
+                held: "Hello".into()
+            }
+        );
     }
 
     #[test]
     fn short_reply_that_is_a_marker_prefix_is_an_answer_at_the_end() {
         let mut d = MarkerDetector::new("[NEED_TOOL]");
         assert_eq!(d.push("[NEED"), MarkerState::Pending);
-        assert_eq!(d.finish(), MarkerState::Answer { held: "[NEED".into() });
+        assert_eq!(
+            d.finish(),
+            MarkerState::Answer {
+                held: "[NEED".into()
+            }
+        );
     }
 
     #[test]
     fn strip_marker_keeps_the_plan() {
-        assert_eq!(strip_marker("\n[NEED_TOOL] 1. read README.md\n", "[NEED_TOOL]"), "1. read README.md");
+        assert_eq!(
+            strip_marker("\n[NEED_TOOL] 1. read README.md\n", "[NEED_TOOL]"),
+            "1. read README.md"
+        );
     }
 }

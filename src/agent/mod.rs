@@ -39,7 +39,9 @@ pub mod prompts;
 mod run;
 mod types;
 
-pub use types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel};
+pub use types::{
+    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
+};
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -211,7 +213,9 @@ impl AgentClientBuilder {
 
     pub fn build(self) -> AgentClient {
         let config = self.config.unwrap_or_default();
-        let model = self.model.unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
+        let model = self
+            .model
+            .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
         AgentClient {
             inner: Arc::new(AgentInner {
                 config,

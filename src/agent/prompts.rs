@@ -17,11 +17,13 @@ workspace), answer the user now, in full, as you normally would. Do not mention 
 use, on what, and why, one step a line. Do not answer the question yet and do not call any tool in \
 this reply.";
 
-pub const DEFAULT_FIRST_STEP_PROMPT: &str = "Carry out the plan above. Call the tools you need; several \
+pub const DEFAULT_FIRST_STEP_PROMPT: &str =
+    "Carry out the plan above. Call the tools you need; several \
 independent calls may go in one reply. When you have what you need, answer the user's question \
 directly and completely, without calling more tools.";
 
-pub const DEFAULT_EACH_STEP_PROMPT: &str = "Continue with the task. Use the tool results above. Call more \
+pub const DEFAULT_EACH_STEP_PROMPT: &str =
+    "Continue with the task. Use the tool results above. Call more \
 tools only if something is still missing; otherwise give the user the final answer now.";
 
 /// Fills the planning prompt's placeholders.

@@ -13,8 +13,8 @@ use super::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, Not
 use super::{prompts, AgentInner};
 use crate::hooks::prompt::PromptHookManager;
 use crate::hooks::{
-    CallPhase, Flow, HookContext, HookStack, LlmRequest, LlmResponse, ResponseAction, RunOutput, Step, StopAction,
-    ToolAction, ToolCallInfo, ToolResultInfo,
+    CallPhase, Flow, HookContext, HookStack, LlmRequest, LlmResponse, ResponseAction, RunOutput,
+    Step, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::{Message, Role, ToolCall};
@@ -54,7 +54,11 @@ struct ChatRun {
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
-pub(crate) async fn run_chat(inner: Arc<AgentInner>, request: ChatRequest, tx: mpsc::Sender<ChatEvent>) {
+pub(crate) async fn run_chat(
+    inner: Arc<AgentInner>,
+    request: ChatRequest,
+    tx: mpsc::Sender<ChatEvent>,
+) {
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
         match factory.hooks_for(&request) {
@@ -69,8 +73,17 @@ pub(crate) async fn run_chat(inner: Arc<AgentInner>, request: ChatRequest, tx: m
     if tx.send(ChatEvent::Started).await.is_err() {
         return;
     }
-    let tools = if request.enable_tools { inner.tools.specs() } else { Vec::new() };
-    let mut ctx = HookContext::new(request.session_id.clone(), request.id.clone(), inner.config.model.clone(), tools);
+    let tools = if request.enable_tools {
+        inner.tools.specs()
+    } else {
+        Vec::new()
+    };
+    let mut ctx = HookContext::new(
+        request.session_id.clone(),
+        request.id.clone(),
+        inner.config.model.clone(),
+        tools,
+    );
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
@@ -96,7 +109,8 @@ impl ChatRun {
     async fn execute(&mut self, request: ChatRequest) -> Outcome<DoneReason> {
         self.ctx.messages = self.build_history(request.messages);
         let mut input = request.input;
-        if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await {
+        if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await
+        {
             return Err(Interrupt::Stopped(reason));
         }
         self.ctx.messages.push(Message::user(input));
@@ -120,7 +134,8 @@ impl ChatRun {
             if let Some(secret) = secret {
                 if let Err(why) = crate::hooks::signing::check_history_message(secret, &message) {
                     tracing::warn!(chat = %self.ctx.run_id, reason = why, "dropped a history message");
-                    metrics::counter!("hookwire_history_dropped_total", "reason" => why).increment(1);
+                    metrics::counter!("hookwire_history_dropped_total", "reason" => why)
+                        .increment(1);
                     continue;
                 }
             }
@@ -132,7 +147,9 @@ impl ChatRun {
     /// No tools: one streamed call, then the stop hooks.
     async fn direct(&mut self) -> Outcome<DoneReason> {
         loop {
-            let mut response = self.call(CallPhase::Direct, Vec::new(), TextMode::Stream).await?;
+            let mut response = self
+                .call(CallPhase::Direct, Vec::new(), TextMode::Stream)
+                .await?;
             if self.after_response(&mut response).await? {
                 continue;
             }
@@ -148,13 +165,26 @@ impl ChatRun {
         loop {
             self.hooks.before_planning(&mut self.ctx).await;
             let config = &self.inner.config;
-            let prompt = prompts::planning_prompt(&config.planning_prompt, &config.marker, &self.inner.tools.names());
+            let prompt = prompts::planning_prompt(
+                &config.planning_prompt,
+                &config.marker,
+                &self.inner.tools.names(),
+            );
             let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
             let detector = MarkerDetector::new(&self.inner.config.marker);
-            let result = self.call(CallPhase::Planning, Vec::new(), TextMode::Planning(detector)).await;
+            let result = self
+                .call(
+                    CallPhase::Planning,
+                    Vec::new(),
+                    TextMode::Planning(detector),
+                )
+                .await;
             PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
             let retry = match result {
-                Ok(mut response) => self.after_response(&mut response).await.map(|retry| (retry, response)),
+                Ok(mut response) => self
+                    .after_response(&mut response)
+                    .await
+                    .map(|retry| (retry, response)),
                 Err(interrupt) => Err(interrupt),
             };
             // The end of the planning scope comes after its response was handled, even on failure.
@@ -200,9 +230,12 @@ impl ChatRun {
             } else {
                 self.inner.config.each_step_prompt.clone()
             };
-            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, step_prompt, Role::System);
+            let prompt_id =
+                PromptHookManager::inject_prompt(&mut self.ctx, step_prompt, Role::System);
             let tools = self.ctx.active_tools();
-            let result = self.call(CallPhase::Agent { round }, tools, TextMode::Stream).await;
+            let result = self
+                .call(CallPhase::Agent { round }, tools, TextMode::Stream)
+                .await;
             PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
             let mut response = result?;
             if self.after_response(&mut response).await? {
@@ -224,7 +257,10 @@ impl ChatRun {
         if !response.content.is_empty() {
             self.kept.push(response.content.clone());
         }
-        self.ctx.messages.push(Message::assistant_with_tools(response.content, response.tool_calls.clone()));
+        self.ctx.messages.push(Message::assistant_with_tools(
+            response.content,
+            response.tool_calls.clone(),
+        ));
         let mut names = Vec::new();
         for call in response.tool_calls {
             if !names.contains(&call.name) {
@@ -245,9 +281,15 @@ impl ChatRun {
         let mut info = ToolCallInfo {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            arguments: parsed.as_ref().cloned().unwrap_or_else(|_| serde_json::Value::Object(Default::default())),
+            arguments: parsed
+                .as_ref()
+                .cloned()
+                .unwrap_or_else(|_| serde_json::Value::Object(Default::default())),
         };
-        let action = self.hooks.pre_tool_execution(&mut self.ctx, &mut info).await;
+        let action = self
+            .hooks
+            .pre_tool_execution(&mut self.ctx, &mut info)
+            .await;
         self.flush_outbox().await?;
         self.send(ChatEvent::ToolCall {
             call_id: info.call_id.clone(),
@@ -258,9 +300,14 @@ impl ChatRun {
         let started = Instant::now();
         let output = match action {
             ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
-            ToolAction::Skip { reason } => ToolOutput::error(format!("the tool did not run: {reason}")),
+            ToolAction::Skip { reason } => {
+                ToolOutput::error(format!("the tool did not run: {reason}"))
+            }
             ToolAction::Run => match parsed {
-                Err(error) => ToolOutput::error(format!("the arguments of {} are not valid JSON: {error}", info.name)),
+                Err(error) => ToolOutput::error(format!(
+                    "the arguments of {} are not valid JSON: {error}",
+                    info.name
+                )),
                 Ok(_) => self.execute_tool(&info).await?,
             },
         };
@@ -272,7 +319,10 @@ impl ChatRun {
             is_error: output.is_error,
             duration: started.elapsed(),
         };
-        let flow = self.hooks.post_tool(&mut self.ctx, &info, &mut result).await;
+        let flow = self
+            .hooks
+            .post_tool(&mut self.ctx, &info, &mut result)
+            .await;
         self.ctx.tool_calls_count += 1;
         self.ctx.steps.push(Step::Tool {
             call_id: result.call_id.clone(),
@@ -280,7 +330,10 @@ impl ChatRun {
             content: result.content.clone(),
             is_error: result.is_error,
         });
-        self.ctx.messages.push(Message::tool_result(result.call_id.clone(), result.content.clone()));
+        self.ctx.messages.push(Message::tool_result(
+            result.call_id.clone(),
+            result.content.clone(),
+        ));
         self.flush_outbox().await?;
         self.send(ChatEvent::ToolResult {
             call_id: result.call_id,
@@ -297,7 +350,10 @@ impl ChatRun {
 
     async fn execute_tool(&self, info: &ToolCallInfo) -> Outcome<ToolOutput> {
         if !self.ctx.is_tool_enabled(&info.name) {
-            return Ok(ToolOutput::error(format!("unknown or disabled tool: {}", info.name)));
+            return Ok(ToolOutput::error(format!(
+                "unknown or disabled tool: {}",
+                info.name
+            )));
         }
         let Some(tool) = self.inner.tools.get(&info.name) else {
             return Ok(ToolOutput::error(format!("unknown tool: {}", info.name)));
@@ -327,9 +383,15 @@ impl ChatRun {
                     return Ok(false);
                 }
                 self.retries += 1;
-                self.notice(NoticeLevel::Info, format!("a hook asked the model to try again: {feedback}")).await?;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!("a hook asked the model to try again: {feedback}"),
+                )
+                .await?;
                 if !response.content.is_empty() {
-                    self.ctx.messages.push(Message::assistant(response.content.clone()));
+                    self.ctx
+                        .messages
+                        .push(Message::assistant(response.content.clone()));
                 }
                 self.ctx.messages.push(Message::user(feedback));
                 Ok(true)
@@ -360,9 +422,22 @@ impl ChatRun {
     }
 
     /// One streamed model call with `pre_llm_request` before it.
-    async fn call(&mut self, phase: CallPhase, tools: Vec<ToolSpec>, mut mode: TextMode) -> Outcome<LlmResponse> {
-        let mut request = LlmRequest { phase, messages: self.ctx.messages.clone(), tools };
-        if let Flow::Stop { reason } = self.hooks.pre_llm_request(&mut self.ctx, &mut request).await {
+    async fn call(
+        &mut self,
+        phase: CallPhase,
+        tools: Vec<ToolSpec>,
+        mut mode: TextMode,
+    ) -> Outcome<LlmResponse> {
+        let mut request = LlmRequest {
+            phase,
+            messages: self.ctx.messages.clone(),
+            tools,
+        };
+        if let Flow::Stop { reason } = self
+            .hooks
+            .pre_llm_request(&mut self.ctx, &mut request)
+            .await
+        {
             return Err(Interrupt::Stopped(reason));
         }
         self.flush_outbox().await?;
@@ -388,12 +463,18 @@ impl ChatRun {
                 item = stream.next() => item,
             };
             match item {
-                None => return Err(Interrupt::Failed(ChatError::new(ErrorCode::Upstream, "the model stream ended without finishing"))),
+                None => {
+                    return Err(Interrupt::Failed(ChatError::new(
+                        ErrorCode::Upstream,
+                        "the model stream ended without finishing",
+                    )))
+                }
                 Some(Err(error)) => return Err(upstream_error(error)),
                 Some(Ok(ModelEvent::Text(delta))) => {
                     if first_text {
                         first_text = false;
-                        metrics::histogram!("hookwire_llm_first_token_seconds").record(started.elapsed().as_secs_f64());
+                        metrics::histogram!("hookwire_llm_first_token_seconds")
+                            .record(started.elapsed().as_secs_f64());
                     }
                     content.push_str(&delta);
                     match &mut mode {
@@ -405,7 +486,11 @@ impl ChatRun {
                         }
                     }
                 }
-                Some(Ok(ModelEvent::Finished { tool_calls, finish_reason, usage })) => {
+                Some(Ok(ModelEvent::Finished {
+                    tool_calls,
+                    finish_reason,
+                    usage,
+                })) => {
                     if let TextMode::Planning(detector) = &mut mode {
                         if let MarkerState::Answer { held } = detector.finish() {
                             self.send_text(held).await?;
@@ -413,10 +498,19 @@ impl ChatRun {
                     }
                     let usage = usage.unwrap_or_default();
                     self.ctx.usage += usage;
-                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt").increment(usage.prompt_tokens);
-                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion").increment(usage.completion_tokens);
-                    metrics::histogram!("hookwire_llm_call_seconds").record(started.elapsed().as_secs_f64());
-                    return Ok(LlmResponse { phase, content, tool_calls, finish_reason, usage });
+                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt")
+                        .increment(usage.prompt_tokens);
+                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion")
+                        .increment(usage.completion_tokens);
+                    metrics::histogram!("hookwire_llm_call_seconds")
+                        .record(started.elapsed().as_secs_f64());
+                    return Ok(LlmResponse {
+                        phase,
+                        content,
+                        tool_calls,
+                        finish_reason,
+                        usage,
+                    });
                 }
             }
         }
@@ -427,7 +521,10 @@ impl ChatRun {
         if delta.is_empty() {
             return Ok(());
         }
-        if !self.step_has_text && !self.visible_text.is_empty() && !self.visible_text.ends_with("\n\n") {
+        if !self.step_has_text
+            && !self.visible_text.is_empty()
+            && !self.visible_text.ends_with("\n\n")
+        {
             self.visible_text.push_str("\n\n");
             self.send(ChatEvent::Text("\n\n".into())).await?;
         }
@@ -438,7 +535,12 @@ impl ChatRun {
     }
 
     async fn notice(&mut self, level: NoticeLevel, message: String) -> Outcome<()> {
-        self.send(ChatEvent::Notice { level, message, source: "agent".into() }).await
+        self.send(ChatEvent::Notice {
+            level,
+            message,
+            source: "agent".into(),
+        })
+        .await
     }
 
     async fn flush_outbox(&mut self) -> Outcome<()> {
@@ -460,15 +562,28 @@ impl ChatRun {
             Err(Interrupt::Cancelled) => {
                 metrics::counter!("hookwire_chats_total", "outcome" => "cancelled").increment(1);
                 let content = self.visible_text.clone();
-                let _ = self.send(ChatEvent::Done { reason: DoneReason::Cancelled, content, usage: self.ctx.usage }).await;
+                let _ = self
+                    .send(ChatEvent::Done {
+                        reason: DoneReason::Cancelled,
+                        content,
+                        usage: self.ctx.usage,
+                    })
+                    .await;
                 return;
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
-                self.fail(ChatError::new(ErrorCode::HookBlocked, reason)).await;
+                self.fail(ChatError::new(ErrorCode::HookBlocked, reason))
+                    .await;
                 return;
             }
             Err(Interrupt::Stopped(reason)) => {
-                let _ = self.send(ChatEvent::Notice { level: NoticeLevel::Warn, message: reason, source: "hook".into() }).await;
+                let _ = self
+                    .send(ChatEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: reason,
+                        source: "hook".into(),
+                    })
+                    .await;
                 DoneReason::Stopped
             }
             Err(Interrupt::Failed(error)) => {
@@ -476,11 +591,21 @@ impl ChatRun {
                 return;
             }
         };
-        let mut output = RunOutput { reason, content: self.kept.join("\n\n"), usage: self.ctx.usage };
+        let mut output = RunOutput {
+            reason,
+            content: self.kept.join("\n\n"),
+            usage: self.ctx.usage,
+        };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
         let _ = self.flush_outbox().await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
-        let _ = self.send(ChatEvent::Done { reason: output.reason, content: output.content, usage: output.usage }).await;
+        let _ = self
+            .send(ChatEvent::Done {
+                reason: output.reason,
+                content: output.content,
+                usage: output.usage,
+            })
+            .await;
     }
 
     async fn fail(&mut self, error: ChatError) {

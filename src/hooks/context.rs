@@ -24,8 +24,16 @@ pub enum CallPhase {
 /// One finished step of the chat, newest last.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    Assistant { content: String, tool_calls: Vec<ToolCall> },
-    Tool { call_id: String, name: String, content: String, is_error: bool },
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
 }
 
 /// Everything a hook can see and change about the running chat. Lives as long as the chat.
@@ -87,7 +95,11 @@ impl HookContext {
     }
     /// The tools the next model call will be offered.
     pub fn active_tools(&self) -> Vec<ToolSpec> {
-        self.tools.iter().filter(|t| !self.disabled_tools.contains(&t.name)).cloned().collect()
+        self.tools
+            .iter()
+            .filter(|t| !self.disabled_tools.contains(&t.name))
+            .cloned()
+            .collect()
     }
     pub fn is_tool_enabled(&self, name: &str) -> bool {
         !self.disabled_tools.contains(name) && self.tools.iter().any(|t| t.name == name)
@@ -109,7 +121,10 @@ impl HookContext {
 
     /// The first system message (the system prompt), if any.
     pub fn system_prompt(&self) -> Option<&str> {
-        self.messages.iter().find(|m| m.role == Role::System).map(|m| m.content.as_str())
+        self.messages
+            .iter()
+            .find(|m| m.role == Role::System)
+            .map(|m| m.content.as_str())
     }
     /// Sets or replaces the system prompt (persistent).
     pub fn set_system_prompt(&mut self, content: impl Into<String>) {
@@ -144,8 +159,17 @@ impl HookContext {
     // ─── events for the client ───
 
     /// A `notice` frame for the person.
-    pub fn notify(&mut self, level: NoticeLevel, message: impl Into<String>, source: impl Into<String>) {
-        self.outbox.push(ChatEvent::Notice { level, message: message.into(), source: source.into() });
+    pub fn notify(
+        &mut self,
+        level: NoticeLevel,
+        message: impl Into<String>,
+        source: impl Into<String>,
+    ) {
+        self.outbox.push(ChatEvent::Notice {
+            level,
+            message: message.into(),
+            source: source.into(),
+        });
     }
     /// A `hook` frame: the client appends `message` to its history.
     pub fn emit_hook(&mut self, message: HookMessage) {
@@ -168,7 +192,12 @@ pub struct LlmRequest {
 
 impl LlmRequest {
     /// Adds a message for this call only: before the last user message, or at the end.
-    pub fn inject_message(&mut self, role: Role, content: impl Into<String>, before_last_user: bool) {
+    pub fn inject_message(
+        &mut self,
+        role: Role,
+        content: impl Into<String>,
+        before_last_user: bool,
+    ) {
         let message = Message::new(role, content);
         let position = before_last_user
             .then(|| self.messages.iter().rposition(|m| m.role == Role::User))

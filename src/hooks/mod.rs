@@ -4,12 +4,14 @@
 //! Every other kind of hook (skill prompt hooks, command/HTTP/LLM hooks from YAML) is an adapter
 //! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
 
+mod context;
 pub mod prompt;
 pub mod signing;
-mod context;
 mod stack;
 
-pub use context::{CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo};
+pub use context::{
+    CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo,
+};
 pub use stack::HookStack;
 
 use std::sync::Arc;
@@ -27,7 +29,9 @@ pub type HookResult<T = ()> = Result<T, HookError>;
 pub enum Flow {
     #[default]
     Continue,
-    Stop { reason: String },
+    Stop {
+        reason: String,
+    },
 }
 
 /// What may follow a model response.
@@ -36,8 +40,12 @@ pub enum ResponseAction {
     #[default]
     Continue,
     /// Discard this step's outcome and ask the model again, with `feedback` as a user message.
-    Retry { feedback: String },
-    Stop { reason: String },
+    Retry {
+        feedback: String,
+    },
+    Stop {
+        reason: String,
+    },
 }
 
 /// What happens to a tool call.
@@ -46,8 +54,12 @@ pub enum ToolAction {
     #[default]
     Run,
     /// The tool does not run; the model sees `reason` as the tool's (error) result.
-    Skip { reason: String },
-    Stop { reason: String },
+    Skip {
+        reason: String,
+    },
+    Stop {
+        reason: String,
+    },
 }
 
 /// What happens when the agent is about to finish.
@@ -90,7 +102,11 @@ pub trait AgentHook: Send + Sync {
     }
 
     /// Before the user input enters the conversation: may rewrite it, or stop the chat.
-    async fn pre_send_message(&self, ctx: &mut HookContext, input: &mut String) -> HookResult<Flow> {
+    async fn pre_send_message(
+        &self,
+        ctx: &mut HookContext,
+        input: &mut String,
+    ) -> HookResult<Flow> {
         Ok(Flow::Continue)
     }
     /// The user input is in `ctx.messages` (seed 000's `after_user_input` checkpoint).
@@ -124,24 +140,46 @@ pub trait AgentHook: Send + Sync {
     }
 
     /// Before each model call: `request` is a copy for this call only.
-    async fn pre_llm_request(&self, ctx: &mut HookContext, request: &mut LlmRequest) -> HookResult<Flow> {
+    async fn pre_llm_request(
+        &self,
+        ctx: &mut HookContext,
+        request: &mut LlmRequest,
+    ) -> HookResult<Flow> {
         Ok(Flow::Continue)
     }
     /// After each model call: may rewrite the output that is kept, retry with feedback, or stop.
-    async fn post_llm_response(&self, ctx: &mut HookContext, response: &mut LlmResponse) -> HookResult<ResponseAction> {
+    async fn post_llm_response(
+        &self,
+        ctx: &mut HookContext,
+        response: &mut LlmResponse,
+    ) -> HookResult<ResponseAction> {
         Ok(ResponseAction::Continue)
     }
 
     /// Before a tool runs: may change the arguments, skip the call, or stop.
-    async fn pre_tool_execution(&self, ctx: &mut HookContext, call: &mut ToolCallInfo) -> HookResult<ToolAction> {
+    async fn pre_tool_execution(
+        &self,
+        ctx: &mut HookContext,
+        call: &mut ToolCallInfo,
+    ) -> HookResult<ToolAction> {
         Ok(ToolAction::Run)
     }
     /// A tool succeeded: may rewrite its result.
-    async fn post_tool_execution(&self, ctx: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
+    async fn post_tool_execution(
+        &self,
+        ctx: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
         Ok(Flow::Continue)
     }
     /// A tool failed (or was skipped): may rewrite the error text.
-    async fn post_tool_execution_failure(&self, ctx: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
+    async fn post_tool_execution_failure(
+        &self,
+        ctx: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
         Ok(Flow::Continue)
     }
 

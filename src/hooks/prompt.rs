@@ -52,14 +52,25 @@ impl PromptHookManager {
         descriptions: Vec<(String, String)>,
         secret: Option<String>,
     ) -> Self {
-        Self { skills, hooks, descriptions, secret, injected: Mutex::new(HashMap::new()) }
+        Self {
+            skills,
+            hooks,
+            descriptions,
+            secret,
+            injected: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Appends one message per matching hook of `timing` and remembers the non-persistent ones;
     /// returns the persistent ones (also emitted as `hook` events). For `after_tool_call`,
     /// `tools` are the tools of the round: a hook with a `tool_filter` fires only if one of them
     /// is in it.
-    pub fn inject(&self, ctx: &mut HookContext, timing: Timing, tools: &[String]) -> Vec<HookMessage> {
+    pub fn inject(
+        &self,
+        ctx: &mut HookContext,
+        timing: Timing,
+        tools: &[String],
+    ) -> Vec<HookMessage> {
         let mut persistent = Vec::new();
         let mark = ctx.new_injection_id();
         let mut injected_any = false;
@@ -73,14 +84,28 @@ impl PromptHookManager {
             let mut message = Message::new(spec.role, spec.text.clone());
             if spec.persistent {
                 let sig = match &self.secret {
-                    Some(secret) => {
-                        signing::sign(secret, spec.role.as_str(), &spec.text, &spec.name, &hook.skill, timing.as_str())
-                    }
+                    Some(secret) => signing::sign(
+                        secret,
+                        spec.role.as_str(),
+                        &spec.text,
+                        &spec.name,
+                        &hook.skill,
+                        timing.as_str(),
+                    ),
                     None => String::new(),
                 };
-                let tag = HookTag { name: spec.name.clone(), skill: hook.skill.clone(), timing: timing.as_str().into(), sig };
+                let tag = HookTag {
+                    name: spec.name.clone(),
+                    skill: hook.skill.clone(),
+                    timing: timing.as_str().into(),
+                    sig,
+                };
                 message.hook = Some(tag.clone());
-                let event = HookMessage { role: spec.role, content: spec.text.clone(), tag };
+                let event = HookMessage {
+                    role: spec.role,
+                    content: spec.text.clone(),
+                    tag,
+                };
                 ctx.emit_hook(event.clone());
                 persistent.push(event);
             } else {
@@ -131,7 +156,11 @@ impl AgentHook for PromptHookManager {
         "skills"
     }
 
-    async fn pre_send_message(&self, ctx: &mut HookContext, _input: &mut String) -> HookResult<Flow> {
+    async fn pre_send_message(
+        &self,
+        ctx: &mut HookContext,
+        _input: &mut String,
+    ) -> HookResult<Flow> {
         ctx.skills = self.skills.clone();
         Ok(Flow::Continue)
     }
@@ -184,4 +213,3 @@ impl AgentHook for PromptHookManager {
         Ok(())
     }
 }
-

@@ -16,8 +16,8 @@ use std::time::Instant;
 use futures::FutureExt;
 
 use super::{
-    AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput, SessionInfo,
-    StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
+    SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::agent::ChatError;
 
@@ -27,7 +27,11 @@ pub struct HookStack {
 }
 
 /// Awaits one hook call, turning errors and panics into the default answer.
-async fn guarded<T: Default>(hook: &dyn AgentHook, event: &'static str, call: impl Future<Output = HookResult<T>>) -> T {
+async fn guarded<T: Default>(
+    hook: &dyn AgentHook,
+    event: &'static str,
+    call: impl Future<Output = HookResult<T>>,
+) -> T {
     let started = Instant::now();
     let (outcome, value) = match AssertUnwindSafe(call).catch_unwind().await {
         Ok(Ok(value)) => ("ok", value),
@@ -45,9 +49,14 @@ async fn guarded<T: Default>(hook: &dyn AgentHook, event: &'static str, call: im
             ("panic", T::default())
         }
     };
-    let labels = [("hook", hook.name().to_string()), ("event", event.to_string()), ("outcome", outcome.to_string())];
+    let labels = [
+        ("hook", hook.name().to_string()),
+        ("event", event.to_string()),
+        ("outcome", outcome.to_string()),
+    ];
     metrics::counter!("hookwire_hook_runs_total", &labels).increment(1);
-    metrics::histogram!("hookwire_hook_duration_seconds", &labels[..2]).record(started.elapsed().as_secs_f64());
+    metrics::histogram!("hookwire_hook_duration_seconds", &labels[..2])
+        .record(started.elapsed().as_secs_f64());
     value
 }
 
@@ -86,7 +95,12 @@ impl HookStack {
 
     pub async fn pre_send_message(&self, ctx: &mut HookContext, input: &mut String) -> Flow {
         for hook in &self.hooks {
-            let flow = guarded(hook.as_ref(), "pre_send_message", hook.pre_send_message(ctx, input)).await;
+            let flow = guarded(
+                hook.as_ref(),
+                "pre_send_message",
+                hook.pre_send_message(ctx, input),
+            )
+            .await;
             if flow != Flow::Continue {
                 return flow;
             }
@@ -96,7 +110,12 @@ impl HookStack {
 
     pub async fn post_send_message(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "post_send_message", hook.post_send_message(ctx)).await;
+            guarded(
+                hook.as_ref(),
+                "post_send_message",
+                hook.post_send_message(ctx),
+            )
+            .await;
         }
     }
 
@@ -114,31 +133,56 @@ impl HookStack {
 
     pub async fn before_first_agent(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "before_first_agent", hook.before_first_agent(ctx)).await;
+            guarded(
+                hook.as_ref(),
+                "before_first_agent",
+                hook.before_first_agent(ctx),
+            )
+            .await;
         }
     }
 
     pub async fn before_each_agent(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "before_each_agent", hook.before_each_agent(ctx)).await;
+            guarded(
+                hook.as_ref(),
+                "before_each_agent",
+                hook.before_each_agent(ctx),
+            )
+            .await;
         }
     }
 
     pub async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "after_tool_call", hook.after_tool_call(ctx, tool_names)).await;
+            guarded(
+                hook.as_ref(),
+                "after_tool_call",
+                hook.after_tool_call(ctx, tool_names),
+            )
+            .await;
         }
     }
 
     pub async fn after_agent_loop(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "after_agent_loop", hook.after_agent_loop(ctx)).await;
+            guarded(
+                hook.as_ref(),
+                "after_agent_loop",
+                hook.after_agent_loop(ctx),
+            )
+            .await;
         }
     }
 
     pub async fn pre_llm_request(&self, ctx: &mut HookContext, request: &mut LlmRequest) -> Flow {
         for hook in &self.hooks {
-            let flow = guarded(hook.as_ref(), "pre_llm_request", hook.pre_llm_request(ctx, request)).await;
+            let flow = guarded(
+                hook.as_ref(),
+                "pre_llm_request",
+                hook.pre_llm_request(ctx, request),
+            )
+            .await;
             if flow != Flow::Continue {
                 return flow;
             }
@@ -146,9 +190,18 @@ impl HookStack {
         Flow::Continue
     }
 
-    pub async fn post_llm_response(&self, ctx: &mut HookContext, response: &mut LlmResponse) -> ResponseAction {
+    pub async fn post_llm_response(
+        &self,
+        ctx: &mut HookContext,
+        response: &mut LlmResponse,
+    ) -> ResponseAction {
         for hook in &self.hooks {
-            let action = guarded(hook.as_ref(), "post_llm_response", hook.post_llm_response(ctx, response)).await;
+            let action = guarded(
+                hook.as_ref(),
+                "post_llm_response",
+                hook.post_llm_response(ctx, response),
+            )
+            .await;
             if action != ResponseAction::Continue {
                 return action;
             }
@@ -156,9 +209,18 @@ impl HookStack {
         ResponseAction::Continue
     }
 
-    pub async fn pre_tool_execution(&self, ctx: &mut HookContext, call: &mut ToolCallInfo) -> ToolAction {
+    pub async fn pre_tool_execution(
+        &self,
+        ctx: &mut HookContext,
+        call: &mut ToolCallInfo,
+    ) -> ToolAction {
         for hook in &self.hooks {
-            let action = guarded(hook.as_ref(), "pre_tool_execution", hook.pre_tool_execution(ctx, call)).await;
+            let action = guarded(
+                hook.as_ref(),
+                "pre_tool_execution",
+                hook.pre_tool_execution(ctx, call),
+            )
+            .await;
             if action != ToolAction::Run {
                 return action;
             }
@@ -167,7 +229,12 @@ impl HookStack {
     }
 
     /// `post_tool_execution` for a success, `post_tool_execution_failure` for an error result.
-    pub async fn post_tool(&self, ctx: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> Flow {
+    pub async fn post_tool(
+        &self,
+        ctx: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> Flow {
         for hook in &self.hooks {
             let flow = if result.is_error {
                 guarded(
@@ -177,7 +244,12 @@ impl HookStack {
                 )
                 .await
             } else {
-                guarded(hook.as_ref(), "post_tool_execution", hook.post_tool_execution(ctx, call, result)).await
+                guarded(
+                    hook.as_ref(),
+                    "post_tool_execution",
+                    hook.post_tool_execution(ctx, call, result),
+                )
+                .await
             };
             if flow != Flow::Continue {
                 return flow;
@@ -198,7 +270,12 @@ impl HookStack {
 
     pub async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "run_completed", hook.run_completed(ctx, output)).await;
+            guarded(
+                hook.as_ref(),
+                "run_completed",
+                hook.run_completed(ctx, output),
+            )
+            .await;
         }
     }
 

@@ -40,7 +40,10 @@ enum Reply {
 
 impl DemoModel {
     pub fn new(marker: &str) -> Self {
-        Self { marker: marker.to_string(), word_delay: Duration::from_millis(25) }
+        Self {
+            marker: marker.to_string(),
+            word_delay: Duration::from_millis(25),
+        }
     }
 
     /// Sets the pause between streamed words (zero in tests).
@@ -62,7 +65,10 @@ impl DemoModel {
             }
             return Reply::Text(direct_answer(input));
         }
-        let is_planning = request.messages.iter().any(|m| m.role == Role::System && m.content.contains(&self.marker));
+        let is_planning = request
+            .messages
+            .iter()
+            .any(|m| m.role == Role::System && m.content.contains(&self.marker));
         match wanted {
             Some(call) if is_planning => Reply::Text(format!(
                 "{} I will call `{}` with {} and then answer from its result.",
@@ -76,14 +82,34 @@ impl DemoModel {
 #[async_trait]
 impl ChatModel for DemoModel {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
-        let prompt_tokens: u64 = request.messages.iter().map(|m| m.content.split_whitespace().count() as u64).sum();
+        let prompt_tokens: u64 = request
+            .messages
+            .iter()
+            .map(|m| m.content.split_whitespace().count() as u64)
+            .sum();
         let (words, tool_calls) = match self.reply(&request) {
-            Reply::Text(text) => (text.split_inclusive(' ').map(str::to_string).collect::<Vec<_>>(), Vec::new()),
+            Reply::Text(text) => (
+                text.split_inclusive(' ')
+                    .map(str::to_string)
+                    .collect::<Vec<_>>(),
+                Vec::new(),
+            ),
             Reply::Call(call) => (Vec::new(), vec![call]),
         };
-        let usage = Usage { prompt_tokens, completion_tokens: words.len() as u64 + tool_calls.len() as u64 };
-        let finish_reason = if tool_calls.is_empty() { "stop" } else { "tool_calls" };
-        let finished = ModelEvent::Finished { tool_calls, finish_reason: Some(finish_reason.into()), usage: Some(usage) };
+        let usage = Usage {
+            prompt_tokens,
+            completion_tokens: words.len() as u64 + tool_calls.len() as u64,
+        };
+        let finish_reason = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        let finished = ModelEvent::Finished {
+            tool_calls,
+            finish_reason: Some(finish_reason.into()),
+            usage: Some(usage),
+        };
         let delay = self.word_delay;
         let text = stream::iter(words).then(move |word| async move {
             if !delay.is_zero() {
@@ -91,7 +117,9 @@ impl ChatModel for DemoModel {
             }
             Ok(ModelEvent::Text(word))
         });
-        Ok(text.chain(stream::once(async move { Ok(finished) })).boxed())
+        Ok(text
+            .chain(stream::once(async move { Ok(finished) }))
+            .boxed())
     }
 }
 
@@ -106,26 +134,48 @@ fn split_at_last_user(messages: &[Message]) -> (&str, &[Message]) {
 /// The tool a request asks for, by keyword: read, list or search.
 fn wanted_tool(input: &str) -> Option<ToolCall> {
     let lower = input.to_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w));
+    let has = |words: &[&str]| {
+        words
+            .iter()
+            .any(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w))
+    };
     let (name, arguments) = if has(&["search", "grep", "find"]) {
-        ("search_text", serde_json::json!({ "pattern": search_pattern(input) }))
-    } else if has(&["read", "open", "show", "cat", "summarise", "summarize"]) && path_in(input).is_some() {
-        ("read_file", serde_json::json!({ "path": path_in(input).unwrap_or_default() }))
+        (
+            "search_text",
+            serde_json::json!({ "pattern": search_pattern(input) }),
+        )
+    } else if has(&["read", "open", "show", "cat", "summarise", "summarize"])
+        && path_in(input).is_some()
+    {
+        (
+            "read_file",
+            serde_json::json!({ "path": path_in(input).unwrap_or_default() }),
+        )
     } else if has(&["read", "summarise", "summarize"]) {
         ("read_file", serde_json::json!({ "path": "README.md" }))
     } else if has(&["list", "ls", "files", "folder", "directory", "dir"]) {
-        ("list_dir", serde_json::json!({ "path": path_in(input).unwrap_or_else(|| ".".into()) }))
+        (
+            "list_dir",
+            serde_json::json!({ "path": path_in(input).unwrap_or_else(|| ".".into()) }),
+        )
     } else {
         return None;
     };
-    Some(ToolCall { id: format!("call_demo_{name}"), name: name.into(), arguments: arguments.to_string() })
+    Some(ToolCall {
+        id: format!("call_demo_{name}"),
+        name: name.into(),
+        arguments: arguments.to_string(),
+    })
 }
 
 /// The first word that looks like a path (`README.md`, `src/main.rs`).
 fn path_in(input: &str) -> Option<String> {
     input
         .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| "\"'`,;:!?()[]{}<>".contains(c)).trim_end_matches('.'))
+        .map(|w| {
+            w.trim_matches(|c: char| "\"'`,;:!?()[]{}<>".contains(c))
+                .trim_end_matches('.')
+        })
         .find(|w| w.len() > 1 && (w.contains('.') || w.contains('/')) && !w.starts_with("http"))
         .map(str::to_string)
 }
@@ -141,7 +191,10 @@ fn search_pattern(input: &str) -> String {
         }
     }
     let words: Vec<&str> = input.split_whitespace().collect();
-    let after_for = words.iter().position(|w| w.eq_ignore_ascii_case("for")).and_then(|i| words.get(i + 1));
+    let after_for = words
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case("for"))
+        .and_then(|i| words.get(i + 1));
     let word = after_for.or(words.last()).copied().unwrap_or("TODO");
     regex::escape(word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_'))
 }
@@ -157,7 +210,9 @@ see how streaming, tools and hooks work. You said: \"{shown}\". Ask me to \"list
 }
 
 fn summarise(results: &[&Message]) -> String {
-    let mut answer = String::from("Here is what the tools returned (I am the demo model, so I only quote it):\n\n");
+    let mut answer = String::from(
+        "Here is what the tools returned (I am the demo model, so I only quote it):\n\n",
+    );
     for result in results {
         let excerpt: Vec<&str> = result.content.lines().take(12).collect();
         let more = result.content.lines().count().saturating_sub(excerpt.len());
@@ -184,7 +239,11 @@ mod tests {
             messages,
             tools: tools
                 .iter()
-                .map(|n| ToolSpec { name: n.to_string(), description: String::new(), parameters: serde_json::json!({}) })
+                .map(|n| ToolSpec {
+                    name: n.to_string(),
+                    description: String::new(),
+                    parameters: serde_json::json!({}),
+                })
                 .collect(),
         }
     }
@@ -192,34 +251,63 @@ mod tests {
     #[test]
     fn plans_then_calls_then_summarises() {
         let demo = DemoModel::default();
-        let planning = request(vec![Message::user("read README.md please"), Message::system("say [NEED_TOOL]")], &[]);
-        let Reply::Text(plan) = demo.reply(&planning) else { panic!("expected text") };
+        let planning = request(
+            vec![
+                Message::user("read README.md please"),
+                Message::system("say [NEED_TOOL]"),
+            ],
+            &[],
+        );
+        let Reply::Text(plan) = demo.reply(&planning) else {
+            panic!("expected text")
+        };
         assert!(plan.starts_with("[NEED_TOOL]"), "{plan}");
         let round = request(vec![Message::user("read README.md please")], &["read_file"]);
-        let Reply::Call(call) = demo.reply(&round) else { panic!("expected a call") };
-        assert_eq!((call.name.as_str(), call.arguments.as_str()), ("read_file", r#"{"path":"README.md"}"#));
+        let Reply::Call(call) = demo.reply(&round) else {
+            panic!("expected a call")
+        };
+        assert_eq!(
+            (call.name.as_str(), call.arguments.as_str()),
+            ("read_file", r#"{"path":"README.md"}"#)
+        );
         let done = request(
-            vec![Message::user("read README.md"), Message::tool_result("c", "# Title\nbody")],
+            vec![
+                Message::user("read README.md"),
+                Message::tool_result("c", "# Title\nbody"),
+            ],
             &["read_file"],
         );
-        let Reply::Text(answer) = demo.reply(&done) else { panic!("expected text") };
+        let Reply::Text(answer) = demo.reply(&done) else {
+            panic!("expected text")
+        };
         assert!(answer.contains("# Title"), "{answer}");
     }
 
     #[test]
     fn greeting_is_a_direct_answer_that_names_the_demo() {
         let demo = DemoModel::default();
-        let Reply::Text(answer) = demo.reply(&request(vec![Message::user("hi"), Message::system("[NEED_TOOL]")], &[]))
-        else {
+        let Reply::Text(answer) = demo.reply(&request(
+            vec![Message::user("hi"), Message::system("[NEED_TOOL]")],
+            &[],
+        )) else {
             panic!("expected text")
         };
-        assert!(answer.contains("demo model") && answer.contains("OPENAI_API_KEY"), "{answer}");
+        assert!(
+            answer.contains("demo model") && answer.contains("OPENAI_API_KEY"),
+            "{answer}"
+        );
     }
 
     #[test]
     fn search_and_list_pick_their_tools() {
-        assert_eq!(wanted_tool("search for \"fn main\"").map(|c| c.arguments), Some(r#"{"pattern":"fn main"}"#.into()));
-        assert_eq!(wanted_tool("please list the files").map(|c| c.name), Some("list_dir".into()));
+        assert_eq!(
+            wanted_tool("search for \"fn main\"").map(|c| c.arguments),
+            Some(r#"{"pattern":"fn main"}"#.into())
+        );
+        assert_eq!(
+            wanted_tool("please list the files").map(|c| c.name),
+            Some("list_dir".into())
+        );
         assert_eq!(wanted_tool("hello there"), None);
     }
 }

@@ -41,17 +41,28 @@ impl ClientFrame {
         }
         let value: Value = match serde_json::from_str(text) {
             Ok(value) => value,
-            Err(e) => return ClientFrame::Invalid { id: None, message: format!("not valid JSON: {e}") },
+            Err(e) => {
+                return ClientFrame::Invalid {
+                    id: None,
+                    message: format!("not valid JSON: {e}"),
+                }
+            }
         };
         let Value::Object(object) = value else {
-            return ClientFrame::Invalid { id: None, message: "a frame must be a JSON object".into() };
+            return ClientFrame::Invalid {
+                id: None,
+                message: "a frame must be a JSON object".into(),
+            };
         };
         // The id of a bad frame is still echoed when it was a usable string.
         let echo_id = match object.get("id") {
             Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
             _ => None,
         };
-        let invalid = |message: String| ClientFrame::Invalid { id: echo_id.clone(), message };
+        let invalid = |message: String| ClientFrame::Invalid {
+            id: echo_id.clone(),
+            message,
+        };
         let kind = match object.get("type") {
             Some(Value::String(kind)) => kind.as_str(),
             Some(_) => return invalid("field \"type\" must be a string".into()),
@@ -68,7 +79,9 @@ impl ClientFrame {
             },
             "cancel" => ClientFrame::Cancel { id },
             "ping" => ClientFrame::Ping { id },
-            other => invalid(format!("unknown frame type {other:?} (expected \"chat\", \"cancel\" or \"ping\")")),
+            other => invalid(format!(
+                "unknown frame type {other:?} (expected \"chat\", \"cancel\" or \"ping\")"
+            )),
         }
     }
 }
@@ -111,16 +124,25 @@ fn parse_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
     }
 }
 
-fn parse_chat(object: &Map<String, Value>, id: Option<String>, limits: &Limits) -> Result<ChatFrame, String> {
+fn parse_chat(
+    object: &Map<String, Value>,
+    id: Option<String>,
+    limits: &Limits,
+) -> Result<ChatFrame, String> {
     let input = match object.get("input") {
-        Some(Value::String(input)) if input.is_empty() => return Err("field \"input\" must not be empty".into()),
+        Some(Value::String(input)) if input.is_empty() => {
+            return Err("field \"input\" must not be empty".into())
+        }
         Some(Value::String(input)) => input.clone(),
         Some(_) => return Err("field \"input\" must be a string".into()),
         None => return Err("missing field \"input\"".into()),
     };
     let chars = input.chars().count();
     if chars > limits.max_input_chars {
-        return Err(format!("field \"input\" is {chars} characters long; the limit is {}", limits.max_input_chars));
+        return Err(format!(
+            "field \"input\" is {chars} characters long; the limit is {}",
+            limits.max_input_chars
+        ));
     }
     let messages = match object.get("messages") {
         None | Some(Value::Null) => Vec::new(),
@@ -132,7 +154,11 @@ fn parse_chat(object: &Map<String, Value>, id: Option<String>, limits: &Limits) 
                     limits.max_history_messages
                 ));
             }
-            items.iter().enumerate().map(|(i, item)| parse_message(i, item)).collect::<Result<_, _>>()?
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| parse_message(i, item))
+                .collect::<Result<_, _>>()?
         }
         Some(_) => return Err("field \"messages\" must be an array".into()),
     };
@@ -141,7 +167,11 @@ fn parse_chat(object: &Map<String, Value>, id: Option<String>, limits: &Limits) 
         Some(Value::Array(items)) => Some(
             items
                 .iter()
-                .map(|item| item.as_str().map(str::to_string).ok_or("field \"skills\" must be an array of strings"))
+                .map(|item| {
+                    item.as_str()
+                        .map(str::to_string)
+                        .ok_or("field \"skills\" must be an array of strings")
+                })
                 .collect::<Result<Vec<_>, _>>()?,
         ),
         Some(_) => return Err("field \"skills\" must be an array of strings".into()),
@@ -151,7 +181,13 @@ fn parse_chat(object: &Map<String, Value>, id: Option<String>, limits: &Limits) 
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
     };
-    Ok(ChatFrame { id, messages, input, skills, enable_tools })
+    Ok(ChatFrame {
+        id,
+        messages,
+        input,
+        skills,
+        enable_tools,
+    })
 }
 
 fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
@@ -162,10 +198,14 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
         Some("system") => Role::System,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        Some(other) => {
-            return Err(format!("messages[{index}].role must be \"system\", \"user\" or \"assistant\", got {other:?}"))
+        Some(other) => return Err(format!(
+            "messages[{index}].role must be \"system\", \"user\" or \"assistant\", got {other:?}"
+        )),
+        None => {
+            return Err(format!(
+                "messages[{index}].role must be \"system\", \"user\" or \"assistant\""
+            ))
         }
-        None => return Err(format!("messages[{index}].role must be \"system\", \"user\" or \"assistant\"")),
     };
     let content = match object.get("content") {
         Some(Value::String(content)) => content.clone(),
@@ -201,14 +241,47 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerFrame {
-    Start { id: String },
-    Hook { id: String, hook: HookRef, message: WireMessage },
-    Plan { id: String, content: String },
-    Text { id: String, delta: String },
-    ToolCall { id: String, call_id: String, name: String, arguments: Value },
-    ToolResult { id: String, call_id: String, name: String, content: String, is_error: bool },
-    Notice { id: String, level: &'static str, message: String, source: String },
-    Done { id: String, reason: &'static str, message: WireMessage, usage: WireUsage },
+    Start {
+        id: String,
+    },
+    Hook {
+        id: String,
+        hook: HookRef,
+        message: WireMessage,
+    },
+    Plan {
+        id: String,
+        content: String,
+    },
+    Text {
+        id: String,
+        delta: String,
+    },
+    ToolCall {
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: Value,
+    },
+    ToolResult {
+        id: String,
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    Notice {
+        id: String,
+        level: &'static str,
+        message: String,
+        source: String,
+    },
+    Done {
+        id: String,
+        reason: &'static str,
+        message: WireMessage,
+        usage: WireUsage,
+    },
     Error(ErrorFrame),
     Pong {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -258,7 +331,12 @@ pub struct WireUsage {
 
 impl ServerFrame {
     pub fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
-        ServerFrame::Error(ErrorFrame { id, code: code.as_str(), message: message.into(), fatal: false })
+        ServerFrame::Error(ErrorFrame {
+            id,
+            code: code.as_str(),
+            message: message.into(),
+            fatal: false,
+        })
     }
 
     /// The frame for a chat event of chat `id`.
@@ -268,27 +346,72 @@ impl ServerFrame {
             ChatEvent::Started => ServerFrame::Start { id },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
-            ChatEvent::ToolCall { call_id, name, arguments } => ServerFrame::ToolCall { id, call_id, name, arguments },
-            ChatEvent::ToolResult { call_id, name, content, is_error } => {
-                ServerFrame::ToolResult { id, call_id, name, content, is_error }
-            }
+            ChatEvent::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => ServerFrame::ToolCall {
+                id,
+                call_id,
+                name,
+                arguments,
+            },
+            ChatEvent::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => ServerFrame::ToolResult {
+                id,
+                call_id,
+                name,
+                content,
+                is_error,
+            },
             ChatEvent::Hook(HookMessage { role, content, tag }) => ServerFrame::Hook {
                 id,
-                hook: HookRef { name: tag.name.clone(), skill: tag.skill.clone(), timing: tag.timing.clone() },
+                hook: HookRef {
+                    name: tag.name.clone(),
+                    skill: tag.skill.clone(),
+                    timing: tag.timing.clone(),
+                },
                 message: WireMessage {
                     role: role.as_str(),
                     content,
-                    hook: Some(WireHookTag { name: tag.name, skill: tag.skill, timing: tag.timing, sig: tag.sig }),
+                    hook: Some(WireHookTag {
+                        name: tag.name,
+                        skill: tag.skill,
+                        timing: tag.timing,
+                        sig: tag.sig,
+                    }),
                 },
             },
-            ChatEvent::Notice { level, message, source } => {
-                ServerFrame::Notice { id, level: level.as_str(), message, source }
-            }
-            ChatEvent::Done { reason, content, usage } => ServerFrame::Done {
+            ChatEvent::Notice {
+                level,
+                message,
+                source,
+            } => ServerFrame::Notice {
+                id,
+                level: level.as_str(),
+                message,
+                source,
+            },
+            ChatEvent::Done {
+                reason,
+                content,
+                usage,
+            } => ServerFrame::Done {
                 id,
                 reason: reason.as_str(),
-                message: WireMessage { role: "assistant", content, hook: None },
-                usage: WireUsage { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens },
+                message: WireMessage {
+                    role: "assistant",
+                    content,
+                    hook: None,
+                },
+                usage: WireUsage {
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: usage.completion_tokens,
+                },
             },
             ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),
         }
@@ -327,22 +450,30 @@ mod tests {
             {"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"ab"}}],
             "input":"go","skills":["x"],"enable_tools":false,"extra":1}"#,
         );
-        let ClientFrame::Chat(chat) = frame else { panic!("{frame:?}") };
+        let ClientFrame::Chat(chat) = frame else {
+            panic!("{frame:?}")
+        };
         assert_eq!(chat.id.as_deref(), Some("c1"));
         assert_eq!(chat.messages.len(), 2);
-        assert_eq!(chat.messages[1].hook.as_ref().map(|h| h.sig.as_str()), Some("ab"));
+        assert_eq!(
+            chat.messages[1].hook.as_ref().map(|h| h.sig.as_str()),
+            Some("ab")
+        );
         assert_eq!(chat.skills, Some(vec!["x".to_string()]));
         assert!(!chat.enable_tools);
     }
 
     #[test]
     fn nulls_mean_defaults() {
-        let ClientFrame::Chat(chat) =
-            parse(r#"{"type":"chat","id":null,"messages":null,"input":"x","skills":null,"enable_tools":null}"#)
-        else {
+        let ClientFrame::Chat(chat) = parse(
+            r#"{"type":"chat","id":null,"messages":null,"input":"x","skills":null,"enable_tools":null}"#,
+        ) else {
             panic!()
         };
-        assert_eq!((chat.id, chat.messages.len(), chat.skills, chat.enable_tools), (None, 0, None, true));
+        assert_eq!(
+            (chat.id, chat.messages.len(), chat.skills, chat.enable_tools),
+            (None, 0, None, true)
+        );
     }
 
     #[test]
@@ -358,20 +489,35 @@ mod tests {
         assert!(invalid_message(r#"{"type":"nope"}"#).contains("unknown frame type"));
         assert!(invalid_message(r#"{"type":"chat"}"#).contains("missing field \"input\""));
         assert!(invalid_message(r#"{"type":"chat","input":""}"#).contains("must not be empty"));
-        assert!(invalid_message(r#"{"type":"chat","input":5}"#).contains("\"input\" must be a string"));
-        assert!(invalid_message(r#"{"type":"chat","id":"","input":"x"}"#).contains("\"id\" must not be empty"));
-        assert!(invalid_message(r#"{"type":"chat","id":7,"input":"x"}"#).contains("\"id\" must be a string"));
-        assert!(invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#)
-            .contains("messages[0].role"));
-        assert!(invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"user"}]}"#)
-            .contains("messages[0].content"));
+        assert!(
+            invalid_message(r#"{"type":"chat","input":5}"#).contains("\"input\" must be a string")
+        );
+        assert!(invalid_message(r#"{"type":"chat","id":"","input":"x"}"#)
+            .contains("\"id\" must not be empty"));
+        assert!(invalid_message(r#"{"type":"chat","id":7,"input":"x"}"#)
+            .contains("\"id\" must be a string"));
+        assert!(invalid_message(
+            r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#
+        )
+        .contains("messages[0].role"));
+        assert!(
+            invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"user"}]}"#)
+                .contains("messages[0].content")
+        );
         assert!(invalid_message(r#"{"type":"chat","input":"x","skills":"a"}"#).contains("skills"));
-        assert!(invalid_message(r#"{"type":"chat","input":"x","enable_tools":"yes"}"#).contains("enable_tools"));
+        assert!(
+            invalid_message(r#"{"type":"chat","input":"x","enable_tools":"yes"}"#)
+                .contains("enable_tools")
+        );
     }
 
     #[test]
     fn nesting_at_the_limit_is_fine() {
-        let ok = format!(r#"{{"type":"ping","x":{}{}}}"#, "[".repeat(63), "]".repeat(63));
+        let ok = format!(
+            r#"{{"type":"ping","x":{}{}}}"#,
+            "[".repeat(63),
+            "]".repeat(63)
+        );
         assert_eq!(parse(&ok), ClientFrame::Ping { id: None });
         // Brackets inside strings do not count.
         let text = format!(r#"{{"type":"ping","x":"{}"}}"#, "[".repeat(100));
@@ -380,55 +526,100 @@ mod tests {
 
     #[test]
     fn limits_apply() {
-        let limits = Limits { max_input_chars: 3, max_history_messages: 1, ..Limits::default() };
+        let limits = Limits {
+            max_input_chars: 3,
+            max_history_messages: 1,
+            ..Limits::default()
+        };
         let long = ClientFrame::parse(r#"{"type":"chat","id":"a","input":"ééé!"}"#, &limits);
-        assert!(matches!(long, ClientFrame::Invalid { ref id, ref message } if id.as_deref() == Some("a") && message.contains("limit is 3")));
+        assert!(
+            matches!(long, ClientFrame::Invalid { ref id, ref message } if id.as_deref() == Some("a") && message.contains("limit is 3"))
+        );
         let ok = ClientFrame::parse(r#"{"type":"chat","input":"ééé"}"#, &limits);
         assert!(matches!(ok, ClientFrame::Chat(_)));
         let many = ClientFrame::parse(
             r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}"#,
             &limits,
         );
-        assert!(matches!(many, ClientFrame::Invalid { ref message, .. } if message.contains("limit is 1")));
+        assert!(
+            matches!(many, ClientFrame::Invalid { ref message, .. } if message.contains("limit is 1"))
+        );
     }
 
     #[test]
     fn server_frames_have_the_wire_shape() {
         let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
         assert_eq!(frame(ChatEvent::Started), json!({"type":"start","id":"c1"}));
-        assert_eq!(frame(ChatEvent::Text("hi".into())), json!({"type":"text","id":"c1","delta":"hi"}));
-        assert_eq!(frame(ChatEvent::Plan("p".into())), json!({"type":"plan","id":"c1","content":"p"}));
         assert_eq!(
-            frame(ChatEvent::ToolCall { call_id: "k".into(), name: "read_file".into(), arguments: json!({"path":"a"}) }),
+            frame(ChatEvent::Text("hi".into())),
+            json!({"type":"text","id":"c1","delta":"hi"})
+        );
+        assert_eq!(
+            frame(ChatEvent::Plan("p".into())),
+            json!({"type":"plan","id":"c1","content":"p"})
+        );
+        assert_eq!(
+            frame(ChatEvent::ToolCall {
+                call_id: "k".into(),
+                name: "read_file".into(),
+                arguments: json!({"path":"a"})
+            }),
             json!({"type":"tool_call","id":"c1","call_id":"k","name":"read_file","arguments":{"path":"a"}})
         );
         assert_eq!(
-            frame(ChatEvent::ToolResult { call_id: "k".into(), name: "read_file".into(), content: "x".into(), is_error: true }),
+            frame(ChatEvent::ToolResult {
+                call_id: "k".into(),
+                name: "read_file".into(),
+                content: "x".into(),
+                is_error: true
+            }),
             json!({"type":"tool_result","id":"c1","call_id":"k","name":"read_file","content":"x","is_error":true})
         );
-        let tag = HookTag { name: "h".into(), skill: "s".into(), timing: "after_user_input".into(), sig: "".into() };
+        let tag = HookTag {
+            name: "h".into(),
+            skill: "s".into(),
+            timing: "after_user_input".into(),
+            sig: "".into(),
+        };
         assert_eq!(
-            frame(ChatEvent::Hook(HookMessage { role: Role::System, content: "be brief".into(), tag })),
+            frame(ChatEvent::Hook(HookMessage {
+                role: Role::System,
+                content: "be brief".into(),
+                tag
+            })),
             json!({"type":"hook","id":"c1","hook":{"name":"h","skill":"s","timing":"after_user_input"},
                    "message":{"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":""}}})
         );
         assert_eq!(
-            frame(ChatEvent::Notice { level: NoticeLevel::Warn, message: "m".into(), source: "hook".into() }),
+            frame(ChatEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: "m".into(),
+                source: "hook".into()
+            }),
             json!({"type":"notice","id":"c1","level":"warn","message":"m","source":"hook"})
         );
         assert_eq!(
             frame(ChatEvent::Done {
                 reason: DoneReason::MaxSteps,
                 content: "a".into(),
-                usage: Usage { prompt_tokens: 3, completion_tokens: 4 }
+                usage: Usage {
+                    prompt_tokens: 3,
+                    completion_tokens: 4
+                }
             }),
             json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
                    "usage":{"prompt_tokens":3,"completion_tokens":4}})
         );
         assert_eq!(
-            frame(ChatEvent::Error(ChatError::new(ErrorCode::Upstream, "down"))),
+            frame(ChatEvent::Error(ChatError::new(
+                ErrorCode::Upstream,
+                "down"
+            ))),
             json!({"type":"error","id":"c1","code":"upstream","message":"down"})
         );
-        assert_eq!(serde_json::to_value(ServerFrame::Pong { id: None }).unwrap(), json!({"type":"pong"}));
+        assert_eq!(
+            serde_json::to_value(ServerFrame::Pong { id: None }).unwrap(),
+            json!({"type":"pong"})
+        );
     }
 }

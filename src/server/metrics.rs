@@ -14,14 +14,19 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Seconds buckets fit for model latencies and hook runs.
-const BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
+const BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+];
 
 /// Installs the recorder once per process (tests start many servers in one process) and returns
 /// the handle that renders it; `None` if another recorder was installed first.
 pub fn handle() -> Option<PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
-            let recorder = PrometheusBuilder::new().set_buckets(BUCKETS).ok()?.build_recorder();
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(BUCKETS)
+                .ok()?
+                .build_recorder();
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
             Some(handle)

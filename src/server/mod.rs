@@ -86,11 +86,21 @@ impl AppState {
 
 /// An [`AgentClient`] builder with the model, the built-in tools and the agent settings of
 /// `config`; add hooks to it before `build()`.
-pub fn agent_builder(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentClientBuilder, StartError> {
+pub fn agent_builder(
+    config: &Config,
+    skills: Arc<SkillRegistry>,
+) -> Result<AgentClientBuilder, StartError> {
     // PENDING(helpers): OpenAI client and workspace tools.
     let model: Arc<dyn ChatModel> = Arc::new(DemoModel::new(&config.agent.marker));
-    let skill_hooks = SkillHookFactory::new(skills, config.default_skills.clone(), config.agent.secret.clone());
-    Ok(AgentClient::builder().model(model).config(config.agent.clone()).hook_factory(Arc::new(skill_hooks)))
+    let skill_hooks = SkillHookFactory::new(
+        skills,
+        config.default_skills.clone(),
+        config.agent.secret.clone(),
+    );
+    Ok(AgentClient::builder()
+        .model(model)
+        .config(config.agent.clone())
+        .hook_factory(Arc::new(skill_hooks)))
 }
 
 /// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.
@@ -116,7 +126,11 @@ async fn healthz(State(state): State<AppState>) -> Response {
 async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
     let skills = state.skills.current();
     let default_skills = match &state.config.default_skills {
-        Some(names) => names.iter().filter(|n| skills.get(n).is_some()).cloned().collect(),
+        Some(names) => names
+            .iter()
+            .filter(|n| skills.get(n).is_some())
+            .cloned()
+            .collect(),
         None => skills.names(),
     };
     Json(json!({
@@ -130,7 +144,8 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
 
 async fn skills(State(state): State<AppState>) -> Json<serde_json::Value> {
     let set = state.skills.current();
-    let problems = |list: &[crate::skills::Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let problems =
+        |list: &[crate::skills::Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
     let skills: Vec<serde_json::Value> = set
         .skills
         .values()
@@ -163,22 +178,38 @@ async fn skills(State(state): State<AppState>) -> Json<serde_json::Value> {
 async fn metrics_text() -> Response {
     match metrics::handle() {
         Some(handle) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
             handle.render(),
         )
             .into_response(),
-        None => (StatusCode::SERVICE_UNAVAILABLE, "metrics recorder unavailable").into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics recorder unavailable",
+        )
+            .into_response(),
     }
 }
 
 /// The upgrade: origin check and session cap before the 101; everything else in the session.
-async fn upgrade(State(state): State<AppState>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
     if let Some(allowed) = &state.config.allowed_origins {
         let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
         if let Some(origin) = origin {
             if !allowed.iter().any(|a| a == origin) {
-                ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "origin").increment(1);
-                return (StatusCode::FORBIDDEN, format!("origin {origin} is not allowed")).into_response();
+                ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "origin")
+                    .increment(1);
+                return (
+                    StatusCode::FORBIDDEN,
+                    format!("origin {origin} is not allowed"),
+                )
+                    .into_response();
             }
         }
     }
@@ -186,7 +217,8 @@ async fn upgrade(State(state): State<AppState>, headers: HeaderMap, ws: WebSocke
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
     let Ok(permit) = state.sessions.clone().try_acquire_owned() else {
-        ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "capacity").increment(1);
+        ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "capacity")
+            .increment(1);
         return (StatusCode::SERVICE_UNAVAILABLE, "too many open connections").into_response();
     };
     let limit = state.config.limits.max_message_bytes;
@@ -219,7 +251,9 @@ impl RunningServer {
         let listener = TcpListener::bind(&state.config.addr)
             .await
             .map_err(|e| StartError(format!("cannot listen on {}: {e}", state.config.addr)))?;
-        let addr = listener.local_addr().map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
         let watcher = match watch(state.skills.clone(), SKILL_RELOAD_DEBOUNCE) {
             Ok(watcher) => Some(watcher),
             Err(error) => {
@@ -233,12 +267,19 @@ impl RunningServer {
         let app = router(state.clone());
         let shutdown = state.shutdown.clone();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await;
             if let Err(error) = served {
                 tracing::error!(%error, "server failed");
             }
         });
-        Ok(Self { addr, state, task, _watcher: watcher })
+        Ok(Self {
+            addr,
+            state,
+            task,
+            _watcher: watcher,
+        })
     }
 
     /// Stops accepting, lets running chats finish within the grace period, closes every
@@ -247,7 +288,10 @@ impl RunningServer {
         self.state.shutdown.cancel();
         self.state.tracker.close();
         let deadline = self.state.config.limits.shutdown_grace + Duration::from_secs(3);
-        if tokio::time::timeout(deadline, self.state.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(deadline, self.state.tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("sessions still open after the shutdown deadline");
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;

@@ -63,7 +63,9 @@ where
     S::Error: std::fmt::Display,
     E: Into<axum::Error>,
 {
-    let session = SessionInfo { session_id: uuid::Uuid::new_v4().to_string() };
+    let session = SessionInfo {
+        session_id: uuid::Uuid::new_v4().to_string(),
+    };
     metrics::gauge!("hookwire_connections_open").increment(1.0);
     metrics::counter!("hookwire_connections_total").increment(1);
     tracing::debug!(session = %session.session_id, "session opened");
@@ -75,7 +77,8 @@ where
     let mut chat: Option<RunningChat> = None;
     let limits = state.config.limits.clone();
     let mut last_seen = Instant::now();
-    let mut ping = tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
+    let mut ping =
+        tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
 
     let ending = loop {
         tokio::select! {
@@ -125,14 +128,25 @@ where
             // Running chats get the grace period to finish, then the socket closes with 1001.
             if let Some(mut chat) = chat.take() {
                 let grace = limits.shutdown_grace;
-                if tokio::time::timeout(grace, &mut chat.forwarder).await.is_err() {
+                if tokio::time::timeout(grace, &mut chat.forwarder)
+                    .await
+                    .is_err()
+                {
                     chat.cancel.cancel();
-                    if tokio::time::timeout(Duration::from_secs(1), &mut chat.forwarder).await.is_err() {
+                    if tokio::time::timeout(Duration::from_secs(1), &mut chat.forwarder)
+                        .await
+                        .is_err()
+                    {
                         chat.forwarder.abort();
                     }
                 }
             }
-            let _ = out_tx.send(Outbound::Close(close_code::GOING_AWAY, "server shutting down")).await;
+            let _ = out_tx
+                .send(Outbound::Close(
+                    close_code::GOING_AWAY,
+                    "server shutting down",
+                ))
+                .await;
         }
     }
     drop(out_tx);
@@ -162,7 +176,9 @@ fn read_error_ending(error: axum::Error) -> Ending {
                 Ending::Close(close_code::TOO_BIG, "message too big")
             }
             WsError::Capacity(_) => Ending::Close(close_code::TOO_BIG, "frame too big"),
-            WsError::Utf8(_) => Ending::Close(close_code::INVALID_DATA, "invalid UTF-8 in a text frame"),
+            WsError::Utf8(_) => {
+                Ending::Close(close_code::INVALID_DATA, "invalid UTF-8 in a text frame")
+            }
             other => {
                 tracing::debug!(error = %other, "websocket read failed");
                 Ending::ClientGone
@@ -198,7 +214,10 @@ async fn handle_frame(
         }
         ClientFrame::Chat(frame) => {
             if let Some(running) = chat.as_ref().filter(|c| c.is_running()) {
-                let message = format!("chat {:?} is still running; cancel it or wait for its end", running.id);
+                let message = format!(
+                    "chat {:?} is still running; cancel it or wait for its end",
+                    running.id
+                );
                 send(out, ServerFrame::error(frame.id, ErrorCode::Busy, message)).await;
                 return;
             }
@@ -207,8 +226,19 @@ async fn handle_frame(
     }
 }
 
-fn start_chat(frame: ChatFrame, state: &AppState, session: &SessionInfo, out: mpsc::Sender<Outbound>) -> RunningChat {
-    let ChatFrame { id, messages, input, skills, enable_tools } = frame;
+fn start_chat(
+    frame: ChatFrame,
+    state: &AppState,
+    session: &SessionInfo,
+    out: mpsc::Sender<Outbound>,
+) -> RunningChat {
+    let ChatFrame {
+        id,
+        messages,
+        input,
+        skills,
+        enable_tools,
+    } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
     let request = ChatRequest {
@@ -225,12 +255,23 @@ fn start_chat(frame: ChatFrame, state: &AppState, session: &SessionInfo, out: mp
     let forwarder = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             let terminal = event.is_terminal();
-            if out.send(Outbound::Frame(Box::new(ServerFrame::from_event(&chat_id, event)))).await.is_err() || terminal {
+            if out
+                .send(Outbound::Frame(Box::new(ServerFrame::from_event(
+                    &chat_id, event,
+                ))))
+                .await
+                .is_err()
+                || terminal
+            {
                 break;
             }
         }
     });
-    RunningChat { id, cancel, forwarder }
+    RunningChat {
+        id,
+        cancel,
+        forwarder,
+    }
 }
 
 async fn send(out: &mpsc::Sender<Outbound>, frame: ServerFrame) {
@@ -247,9 +288,13 @@ where
         let (message, last) = match outbound {
             Outbound::Frame(frame) => (WsMessage::Text(Utf8Bytes::from(frame.to_json())), false),
             Outbound::Ping => (WsMessage::Ping(Default::default()), false),
-            Outbound::Close(code, reason) => {
-                (WsMessage::Close(Some(CloseFrame { code, reason: Utf8Bytes::from_static(reason) })), true)
-            }
+            Outbound::Close(code, reason) => (
+                WsMessage::Close(Some(CloseFrame {
+                    code,
+                    reason: Utf8Bytes::from_static(reason),
+                })),
+                true,
+            ),
         };
         if let Err(error) = sink.send(message).await {
             tracing::debug!(%error, "websocket write failed");
@@ -261,4 +306,3 @@ where
     }
     let _ = sink.close().await;
 }
-

@@ -13,7 +13,14 @@ use crate::message::Role;
 /// A hook text larger than this is refused (hook texts are prompts, not documents).
 const MAX_HOOK_TEXT_BYTES: u64 = 256 * 1024;
 
-const HOOK_FIELDS: [&str; 6] = ["name", "file", "timing", "role", "persistent", "tool_filter"];
+const HOOK_FIELDS: [&str; 6] = [
+    "name",
+    "file",
+    "timing",
+    "role",
+    "persistent",
+    "tool_filter",
+];
 
 /// Every folder in `dir` is a skill (hidden folders are skipped).
 pub fn scan_skills(dir: &Path) -> SkillSet {
@@ -22,7 +29,11 @@ pub fn scan_skills(dir: &Path) -> SkillSet {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return set,
         Err(error) => {
-            set.errors.push(Problem { file: dir.to_path_buf(), field: String::new(), reason: error.to_string() });
+            set.errors.push(Problem {
+                file: dir.to_path_buf(),
+                field: String::new(),
+                reason: error.to_string(),
+            });
             return set;
         }
     };
@@ -39,7 +50,10 @@ pub fn scan_skills(dir: &Path) -> SkillSet {
 
 /// Loads one skill folder.
 pub fn scan_skill(dir: &Path) -> Skill {
-    let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
     let mut skill = Skill {
         name: name.clone(),
         description: String::new(),
@@ -88,7 +102,11 @@ fn read_skill_md(dir: &Path, skill: &mut Skill) {
                     }
                 }
             }
-            Err(error) => skill.warnings.push(problem(&path, "", format!("front matter is not valid YAML: {error}"))),
+            Err(error) => skill.warnings.push(problem(
+                &path,
+                "",
+                format!("front matter is not valid YAML: {error}"),
+            )),
         }
     }
     if skill.description.is_empty() {
@@ -103,13 +121,18 @@ fn read_skill_md(dir: &Path, skill: &mut Skill) {
 
 /// Splits `---\n…\n---` front matter from the body.
 fn split_front_matter(text: &str) -> (Option<&str>, &str) {
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
         return (None, text);
     };
     for (index, _) in rest.match_indices("---") {
         let at_line_start = index == 0 || rest[..index].ends_with('\n');
         let after = &rest[index + 3..];
-        if at_line_start && (after.is_empty() || after.starts_with('\n') || after.starts_with("\r\n")) {
+        if at_line_start
+            && (after.is_empty() || after.starts_with('\n') || after.starts_with("\r\n"))
+        {
             return (Some(&rest[..index]), after.trim_start_matches(['\r', '\n']));
         }
     }
@@ -117,11 +140,19 @@ fn split_front_matter(text: &str) -> (Option<&str>, &str) {
 }
 
 fn problem(file: &Path, field: &str, reason: impl Into<String>) -> Problem {
-    Problem { file: file.to_path_buf(), field: field.to_string(), reason: reason.into() }
+    Problem {
+        file: file.to_path_buf(),
+        field: field.to_string(),
+        reason: reason.into(),
+    }
 }
 
 /// Reads and validates `hooks.json`; every problem goes to `errors` or `warnings`.
-fn read_hooks(path: &Path, errors: &mut Vec<Problem>, warnings: &mut Vec<Problem>) -> Vec<HookSpec> {
+fn read_hooks(
+    path: &Path,
+    errors: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) -> Vec<HookSpec> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) => {
@@ -137,14 +168,24 @@ fn read_hooks(path: &Path, errors: &mut Vec<Problem>, warnings: &mut Vec<Problem
         }
     };
     let Some(items) = value.get("hooks").and_then(Value::as_array) else {
-        errors.push(problem(path, "hooks", "missing, or not an array (expected {\"hooks\": [...]})"));
+        errors.push(problem(
+            path,
+            "hooks",
+            "missing, or not an array (expected {\"hooks\": [...]})",
+        ));
         return Vec::new();
     };
     let hooks_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut names = HashSet::new();
     let mut hooks = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        let mut at = HookProblems { path, index, name: None, errors, warnings };
+        let mut at = HookProblems {
+            path,
+            index,
+            name: None,
+            errors,
+            warnings,
+        };
         if let Some(hook) = read_hook(item, &hooks_dir, &mut at) {
             if !names.insert(hook.name.clone()) {
                 at.error("name", format!("duplicate hook name {:?}", hook.name));
@@ -214,14 +255,23 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
     }
     for key in object.keys() {
         if !HOOK_FIELDS.contains(&key.as_str()) {
-            at.error(key, format!("unknown field (expected one of {})", HOOK_FIELDS.join(", ")));
+            at.error(
+                key,
+                format!("unknown field (expected one of {})", HOOK_FIELDS.join(", ")),
+            );
         }
     }
     let timing = string(at, "timing").and_then(|text| {
         let timing = Timing::parse(&text);
         if timing.is_none() {
             let known: Vec<&str> = Timing::ALL.iter().map(|t| t.as_str()).collect();
-            at.error("timing", format!("unknown timing {text:?} (expected one of {})", known.join(", ")));
+            at.error(
+                "timing",
+                format!(
+                    "unknown timing {text:?} (expected one of {})",
+                    known.join(", ")
+                ),
+            );
         }
         timing
     });
@@ -229,7 +279,10 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
         "system" => Some(Role::System),
         "user" => Some(Role::User),
         other => {
-            at.error("role", format!("unknown role {other:?} (expected \"system\" or \"user\")"));
+            at.error(
+                "role",
+                format!("unknown role {other:?} (expected \"system\" or \"user\")"),
+            );
             None
         }
     });
@@ -246,21 +299,33 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
     };
     let tool_filter = match object.get("tool_filter") {
         None | Some(Value::Null) => None,
-        Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
-            Some(items.iter().filter_map(Value::as_str).map(str::to_string).collect::<Vec<_>>())
-        }
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        ),
         Some(_) => {
             at.error("tool_filter", "must be an array of tool names");
             None
         }
     };
-    let text = string(at, "file").and_then(|file| read_hook_text(hooks_dir, &file, at).map(|text| (file, text)));
+    let text = string(at, "file")
+        .and_then(|file| read_hook_text(hooks_dir, &file, at).map(|text| (file, text)));
     if at.errors.len() > before {
         return None;
     }
-    let (name, timing, role, persistent, (file, text)) = (name?, timing?, role?, persistent?, text?);
+    let (name, timing, role, persistent, (file, text)) =
+        (name?, timing?, role?, persistent?, text?);
     if tool_filter.is_some() && timing != Timing::AfterToolCall {
-        at.warning("tool_filter", format!("is ignored: only after_tool_call hooks filter by tool, this one is {}", timing.as_str()));
+        at.warning(
+            "tool_filter",
+            format!(
+                "is ignored: only after_tool_call hooks filter by tool, this one is {}",
+                timing.as_str()
+            ),
+        );
     }
     if persistent && timing.repeats() {
         at.warning(
@@ -271,14 +336,30 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
             ),
         );
     }
-    Some(HookSpec { name, file, timing, role, persistent, tool_filter, text })
+    Some(HookSpec {
+        name,
+        file,
+        timing,
+        role,
+        persistent,
+        tool_filter,
+        text,
+    })
 }
 
 /// The text of `hooks/<file>`: a plain file name, a regular file, UTF-8, not empty.
 fn read_hook_text(hooks_dir: &Path, file: &str, at: &mut HookProblems<'_>) -> Option<String> {
-    let plain = !file.contains(['/', '\\']) && file != ".." && file != "." && !Path::new(file).is_absolute();
+    let plain = !file.contains(['/', '\\'])
+        && file != ".."
+        && file != "."
+        && !Path::new(file).is_absolute();
     if !plain {
-        at.error("file", format!("{file:?} must be a plain file name inside hooks/ (no '/', no '..', not absolute)"));
+        at.error(
+            "file",
+            format!(
+                "{file:?} must be a plain file name inside hooks/ (no '/', no '..', not absolute)"
+            ),
+        );
         return None;
     }
     let path: PathBuf = hooks_dir.join(file);
@@ -294,7 +375,10 @@ fn read_hook_text(hooks_dir: &Path, file: &str, at: &mut HookProblems<'_>) -> Op
         return None;
     }
     if metadata.len() > MAX_HOOK_TEXT_BYTES {
-        at.error("file", format!("{file:?} is larger than {MAX_HOOK_TEXT_BYTES} bytes"));
+        at.error(
+            "file",
+            format!("{file:?} is larger than {MAX_HOOK_TEXT_BYTES} bytes"),
+        );
         return None;
     }
     match std::fs::read_to_string(&path) {
@@ -304,7 +388,10 @@ fn read_hook_text(hooks_dir: &Path, file: &str, at: &mut HookProblems<'_>) -> Op
         }
         Ok(text) => Some(text.trim_end().to_string()),
         Err(error) => {
-            at.error("file", format!("{file:?} cannot be read as UTF-8 text: {error}"));
+            at.error(
+                "file",
+                format!("{file:?} cannot be read as UTF-8 text: {error}"),
+            );
             None
         }
     }
@@ -329,14 +416,22 @@ mod tests {
         }
         let loaded = scan_skill(&skill);
         assert!(loaded.hooks.is_empty() || loaded.errors.is_empty());
-        loaded.errors.iter().map(|p| format!("{}: {}", p.field, p.reason)).collect()
+        loaded
+            .errors
+            .iter()
+            .map(|p| format!("{}: {}", p.field, p.reason))
+            .collect()
     }
 
     #[test]
     fn a_good_skill_loads_with_front_matter() {
         let dir = tempfile::tempdir().unwrap();
         let skill = dir.path().join("style");
-        write(&skill, "SKILL.md", "---\nname: style\ndescription: Keeps answers short.\n---\n# Style\nBody.\n");
+        write(
+            &skill,
+            "SKILL.md",
+            "---\nname: style\ndescription: Keeps answers short.\n---\n# Style\nBody.\n",
+        );
         write(
             &skill,
             "hooks/hooks.json",
@@ -351,15 +446,25 @@ mod tests {
         assert_eq!(loaded.description, "Keeps answers short.");
         assert_eq!(loaded.hooks.len(), 2);
         assert_eq!(loaded.hooks[0].text, "Be brief.");
-        assert_eq!(loaded.hooks[1].tool_filter, Some(vec!["read_file".to_string()]));
+        assert_eq!(
+            loaded.hooks[1].tool_filter,
+            Some(vec!["read_file".to_string()])
+        );
         assert_eq!(loaded.hooks[1].role, Role::User);
     }
 
     #[test]
     fn description_falls_back_to_the_first_line() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "x/SKILL.md", "# Title\n\nReads code carefully.\n");
-        assert_eq!(scan_skill(&dir.path().join("x")).description, "Reads code carefully.");
+        write(
+            dir.path(),
+            "x/SKILL.md",
+            "# Title\n\nReads code carefully.\n",
+        );
+        assert_eq!(
+            scan_skill(&dir.path().join("x")).description,
+            "Reads code carefully."
+        );
     }
 
     #[test]
@@ -369,7 +474,7 @@ mod tests {
             ("not json".into(), "not valid JSON"),
             (r#"{"hooks": 3}"#.into(), "hooks: missing, or not an array"),
             (r#"{"hooks":[{"file":"a.md","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "hooks[0].name: missing"),
-            (format!(r#"{{"hooks":[{{"name":7,{}}}]}}"#, &ok[..]), "hooks[0].name: must be a string"),
+            (format!(r#"{{"hooks":[{{"name":7,{}}}]}}"#, ok), "hooks[0].name: must be a string"),
             (r#"{"hooks":[{"name":"a","file":"a.md","timing":"sometimes","role":"system","persistent":false}]}"#.into(), "hooks[0] (a).timing: unknown timing \"sometimes\""),
             (r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"tool","persistent":false}]}"#.into(), "hooks[0] (a).role: unknown role \"tool\""),
             (r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system"}]}"#.into(), "hooks[0] (a).persistent: missing"),
@@ -385,7 +490,10 @@ mod tests {
         ];
         for (json, expected) in cases {
             let errors = errors_of(&json, &[("a.md", "text"), ("empty.md", "  \n")]);
-            assert!(errors.iter().any(|e| e.contains(expected)), "{json}\nexpected {expected:?} in {errors:?}");
+            assert!(
+                errors.iter().any(|e| e.contains(expected)),
+                "{json}\nexpected {expected:?} in {errors:?}"
+            );
         }
     }
 
@@ -403,14 +511,21 @@ mod tests {
         let loaded = scan_skill(&skill);
         assert_eq!(loaded.hooks.len(), 2);
         let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
-        assert!(warnings[0].contains("tool_filter: is ignored"), "{warnings:?}");
+        assert!(
+            warnings[0].contains("tool_filter: is ignored"),
+            "{warnings:?}"
+        );
         assert!(warnings[1].contains("one more copy"), "{warnings:?}");
     }
 
     #[test]
     fn broken_skills_are_isolated_and_reload_keeps_the_last_good_one() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "good/hooks/hooks.json", r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system","persistent":false}]}"#);
+        write(
+            dir.path(),
+            "good/hooks/hooks.json",
+            r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system","persistent":false}]}"#,
+        );
         write(dir.path(), "good/hooks/a.md", "A");
         write(dir.path(), "bad/hooks/hooks.json", "{");
         write(dir.path(), ".hidden/hooks/hooks.json", "{");
@@ -428,7 +543,10 @@ mod tests {
 
     #[test]
     fn front_matter_split() {
-        assert_eq!(split_front_matter("---\na: 1\n---\nbody"), (Some("a: 1\n"), "body"));
+        assert_eq!(
+            split_front_matter("---\na: 1\n---\nbody"),
+            (Some("a: 1\n"), "body")
+        );
         assert_eq!(split_front_matter("no front"), (None, "no front"));
         assert_eq!(split_front_matter("---\nunclosed"), (None, "---\nunclosed"));
     }

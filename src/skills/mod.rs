@@ -82,7 +82,13 @@ impl std::fmt::Display for Problem {
         if self.field.is_empty() {
             write!(f, "{}: {}", self.file.display(), self.reason)
         } else {
-            write!(f, "{}: {}: {}", self.file.display(), self.field, self.reason)
+            write!(
+                f,
+                "{}: {}: {}",
+                self.file.display(),
+                self.field,
+                self.reason
+            )
         }
     }
 }
@@ -162,7 +168,10 @@ impl SkillRegistry {
     pub fn load(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         let set = scan_skills(&dir);
-        Self { dir, current: RwLock::new(Arc::new(set)) }
+        Self {
+            dir,
+            current: RwLock::new(Arc::new(set)),
+        }
     }
 
     pub fn dir(&self) -> &std::path::Path {
@@ -199,14 +208,26 @@ pub struct SkillHookFactory {
 }
 
 impl SkillHookFactory {
-    pub fn new(registry: Arc<SkillRegistry>, default_skills: Option<Vec<String>>, secret: Option<String>) -> Self {
-        Self { registry, default_skills, secret }
+    pub fn new(
+        registry: Arc<SkillRegistry>,
+        default_skills: Option<Vec<String>>,
+        secret: Option<String>,
+    ) -> Self {
+        Self {
+            registry,
+            default_skills,
+            secret,
+        }
     }
 
     /// The skills a chat that names none gets: the configured defaults that exist, else all.
     pub fn default_skills(&self, set: &SkillSet) -> Vec<String> {
         match &self.default_skills {
-            Some(names) => names.iter().filter(|n| set.get(n).is_some()).cloned().collect(),
+            Some(names) => names
+                .iter()
+                .filter(|n| set.get(n).is_some())
+                .cloned()
+                .collect(),
             None => set.names(),
         }
     }
@@ -223,12 +244,19 @@ impl crate::hooks::HookFactory for SkillHookFactory {
         let set = self.registry.current();
         let names = match &request.skills {
             Some(names) => {
-                let unknown: Vec<&str> = names.iter().filter(|n| set.get(n).is_none()).map(String::as_str).collect();
+                let unknown: Vec<&str> = names
+                    .iter()
+                    .filter(|n| set.get(n).is_none())
+                    .map(String::as_str)
+                    .collect();
                 if !unknown.is_empty() {
                     let available = set.names().join(", ");
                     return Err(ChatError::new(
                         ErrorCode::UnknownSkill,
-                        format!("unknown skill(s): {} (available: {available})", unknown.join(", ")),
+                        format!(
+                            "unknown skill(s): {} (available: {available})",
+                            unknown.join(", ")
+                        ),
                     ));
                 }
                 let mut unique: Vec<String> = Vec::new();
@@ -246,7 +274,10 @@ impl crate::hooks::HookFactory for SkillHookFactory {
         for name in &names {
             let Some(skill) = set.get(name) else { continue };
             descriptions.push((skill.name.clone(), skill.description.clone()));
-            hooks.extend(skill.hooks.iter().map(|spec| SkillHook { skill: skill.name.clone(), spec: spec.clone() }));
+            hooks.extend(skill.hooks.iter().map(|spec| SkillHook {
+                skill: skill.name.clone(),
+                spec: spec.clone(),
+            }));
         }
         let manager = PromptHookManager::new(names, hooks, descriptions, self.secret.clone());
         Ok(vec![Arc::new(manager)])

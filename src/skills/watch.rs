@@ -29,7 +29,11 @@ pub fn watch(registry: Arc<SkillRegistry>, debounce: Duration) -> Result<SkillWa
         Ok(_events) => {
             let set = handler_registry.reload();
             let problems = set.problems();
-            tracing::info!(skills = set.skills.len(), problems = problems.len(), "skills reloaded");
+            tracing::info!(
+                skills = set.skills.len(),
+                problems = problems.len(),
+                "skills reloaded"
+            );
             for problem in problems {
                 tracing::warn!("{problem}");
             }
@@ -41,5 +45,7 @@ pub fn watch(registry: Arc<SkillRegistry>, debounce: Duration) -> Result<SkillWa
         .watcher()
         .watch(&dir, RecursiveMode::Recursive)
         .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
-    Ok(SkillWatcher { _debouncer: debouncer })
+    Ok(SkillWatcher {
+        _debouncer: debouncer,
+    })
 }

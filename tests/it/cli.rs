@@ -36,12 +36,17 @@ fn spawn_server(args: &[&str], envs: &[(&str, &str)]) -> (Child, std::net::Socke
             }
         }
     });
-    let addr = rx.recv_timeout(Duration::from_secs(20)).expect("a `listening on` line");
+    let addr = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a `listening on` line");
     (child, addr.parse().unwrap())
 }
 
 fn sigterm(child: &Child) {
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -74,12 +79,19 @@ async fn serve_prints_the_real_address_and_stops_on_sigterm() {
 fn flag_beats_env_beats_file() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hookwire.yaml");
-    std::fs::write(&config, "model: from-file\nllm_base_url: http://127.0.0.1:9/v1\n").unwrap();
+    std::fs::write(
+        &config,
+        "model: from-file\nllm_base_url: http://127.0.0.1:9/v1\n",
+    )
+    .unwrap();
     let config = config.to_str().unwrap();
 
     let model_of = |args: Vec<&str>, envs: Vec<(&str, &str)>| {
         let (mut child, addr) = spawn_server(&args, &envs);
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let info = runtime.block_on(async { http_get(addr, "/api/info").await.1 });
         let _ = child.kill();
         let _ = child.wait();
@@ -88,10 +100,16 @@ fn flag_beats_env_beats_file() {
     };
     let base = vec!["--addr", "127.0.0.1:0", "--config", config];
     assert_eq!(model_of(base.clone(), vec![]), "from-file");
-    assert_eq!(model_of(base.clone(), vec![("HOOKWIRE_MODEL", "from-env")]), "from-env");
+    assert_eq!(
+        model_of(base.clone(), vec![("HOOKWIRE_MODEL", "from-env")]),
+        "from-env"
+    );
     let mut with_flag = base.clone();
     with_flag.extend(["--model", "from-flag"]);
-    assert_eq!(model_of(with_flag, vec![("HOOKWIRE_MODEL", "from-env")]), "from-flag");
+    assert_eq!(
+        model_of(with_flag, vec![("HOOKWIRE_MODEL", "from-env")]),
+        "from-flag"
+    );
 }
 
 #[test]
@@ -99,18 +117,34 @@ fn bad_config_file_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("bad.yaml");
     std::fs::write(&config, "modle: typo\n").unwrap();
-    let output = Command::new(BIN).args(["check", "--config", config.to_str().unwrap()]).output().unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("bad.yaml") && stderr.contains("modle"), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml") && stderr.contains("modle"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn check_passes_on_a_good_setup() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(BIN)
-        .args(["check", "--workspace", dir.path().to_str().unwrap(), "--skills-dir", dir.path().to_str().unwrap()])
+        .args([
+            "check",
+            "--workspace",
+            dir.path().to_str().unwrap(),
+            "--skills-dir",
+            dir.path().to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
 }

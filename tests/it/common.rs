@@ -81,12 +81,16 @@ impl Reply {
 
     /// A reply that calls tools: `(id, name, arguments JSON)`; arguments arrive in two fragments.
     pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Reply {
-        let mut body = vec![Piece::Raw(chunk(json!({"role":"assistant","content":null})))];
+        let mut body = vec![Piece::Raw(chunk(
+            json!({"role":"assistant","content":null}),
+        ))];
         for (index, (id, name, arguments)) in calls.iter().enumerate() {
             let arguments = arguments.to_string();
             let (first, second) = arguments.split_at(arguments.len() / 2);
             body.push(Piece::Raw(chunk(json!({"tool_calls":[{"index":index,"id":id,"type":"function","function":{"name":name,"arguments":first}}]}))));
-            body.push(Piece::Raw(chunk(json!({"tool_calls":[{"index":index,"function":{"arguments":second}}]}))));
+            body.push(Piece::Raw(chunk(
+                json!({"tool_calls":[{"index":index,"function":{"arguments":second}}]}),
+            )));
         }
         body.push(Piece::Raw(finish_chunk("tool_calls")));
         body.push(Piece::Raw(usage_chunk(20, 5)));
@@ -121,7 +125,10 @@ impl Recorded {
                 items
                     .iter()
                     .map(|m| {
-                        (m["role"].as_str().unwrap_or("").to_string(), m["content"].as_str().unwrap_or("").to_string())
+                        (
+                            m["role"].as_str().unwrap_or("").to_string(),
+                            m["content"].as_str().unwrap_or("").to_string(),
+                        )
                     })
                     .collect()
             })
@@ -156,13 +163,18 @@ pub struct FakeUpstream {
 impl FakeUpstream {
     pub async fn start() -> FakeUpstream {
         let state = UpstreamState::default();
-        let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(state.clone());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeUpstream { base_url: format!("http://{addr}/v1"), state }
+        FakeUpstream {
+            base_url: format!("http://{addr}/v1"),
+            state,
+        }
     }
 
     /// Queues replies, answered in order; with the queue empty the answer is `Reply::text(["ok"])`.
@@ -205,29 +217,55 @@ impl Drop for DropGuard {
     }
 }
 
-fn sse_body(pieces: Vec<Piece>, dropped: Arc<AtomicUsize>) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
-    let guard = DropGuard { finished: false, dropped };
-    futures::stream::unfold((pieces.into_iter(), guard), |(mut pieces, mut guard)| async move {
-        loop {
-            match pieces.next() {
-                None => {
-                    guard.finished = true;
-                    drop(guard);
-                    return None;
+fn sse_body(
+    pieces: Vec<Piece>,
+    dropped: Arc<AtomicUsize>,
+) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+    let guard = DropGuard {
+        finished: false,
+        dropped,
+    };
+    futures::stream::unfold(
+        (pieces.into_iter(), guard),
+        |(mut pieces, mut guard)| async move {
+            loop {
+                match pieces.next() {
+                    None => {
+                        guard.finished = true;
+                        drop(guard);
+                        return None;
+                    }
+                    Some(Piece::Raw(text)) => {
+                        return Some((Ok(Bytes::from(text)), (pieces, guard)))
+                    }
+                    Some(Piece::Bytes(bytes)) => {
+                        return Some((Ok(Bytes::from(bytes)), (pieces, guard)))
+                    }
+                    Some(Piece::Sleep(d)) => tokio::time::sleep(d).await,
+                    Some(Piece::Hang) => std::future::pending::<()>().await,
                 }
-                Some(Piece::Raw(text)) => return Some((Ok(Bytes::from(text)), (pieces, guard))),
-                Some(Piece::Bytes(bytes)) => return Some((Ok(Bytes::from(bytes)), (pieces, guard))),
-                Some(Piece::Sleep(d)) => tokio::time::sleep(d).await,
-                Some(Piece::Hang) => std::future::pending::<()>().await,
             }
-        }
-    })
+        },
+    )
 }
 
-async fn completions(State(state): State<UpstreamState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn completions(
+    State(state): State<UpstreamState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    state.requests.lock().unwrap().push(Recorded { body, headers });
-    let reply = state.script.lock().unwrap().pop_front().unwrap_or_else(|| Reply::text(&["ok"]));
+    state
+        .requests
+        .lock()
+        .unwrap()
+        .push(Recorded { body, headers });
+    let reply = state
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| Reply::text(&["ok"]));
     respond(reply, state.dropped.clone()).await
 }
 
@@ -276,7 +314,10 @@ pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path)
 
 impl TestServer {
     /// Starts a server against `upstream` (None = demo model); `tweak` adjusts the config.
-    pub async fn start(upstream: Option<&FakeUpstream>, tweak: impl FnOnce(&mut Config)) -> TestServer {
+    pub async fn start(
+        upstream: Option<&FakeUpstream>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> TestServer {
         Self::start_with(upstream, tweak, |builder| builder).await
     }
 
@@ -300,10 +341,15 @@ impl TestServer {
         tweak(&mut config);
         let demo = config.llm.is_demo();
         let skills = std::sync::Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
-        let client = agent(hookwire::server::agent_builder(&config, skills.clone()).unwrap()).build();
+        let client =
+            agent(hookwire::server::agent_builder(&config, skills.clone()).unwrap()).build();
         let state = AppState::new(config, client, demo, skills);
         let server = RunningServer::start(state).await.unwrap();
-        TestServer { addr: server.addr, server: Some(server), workspace }
+        TestServer {
+            addr: server.addr,
+            server: Some(server),
+            workspace,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -311,7 +357,9 @@ impl TestServer {
     }
 
     pub async fn connect(&self) -> Client {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr)).await.unwrap();
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr))
+            .await
+            .unwrap();
         Client { ws }
     }
 
@@ -331,16 +379,29 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.unwrap();
     let text = String::from_utf8_lossy(&raw).to_string();
-    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     (status, body)
 }
 
 fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if size == 0 || rest.len() < size {
             break;
         }
@@ -358,11 +419,17 @@ pub struct Client {
 
 impl Client {
     pub async fn send(&mut self, frame: Value) {
-        self.ws.send(WsMessage::text(frame.to_string())).await.unwrap();
+        self.ws
+            .send(WsMessage::text(frame.to_string()))
+            .await
+            .unwrap();
     }
 
     pub async fn send_text(&mut self, text: &str) {
-        self.ws.send(WsMessage::text(text.to_string())).await.unwrap();
+        self.ws
+            .send(WsMessage::text(text.to_string()))
+            .await
+            .unwrap();
     }
 
     /// The next JSON frame (pings skipped); panics after 10 s or if the socket closes.
@@ -377,7 +444,10 @@ impl Client {
     pub async fn next_message(&mut self, limit: Duration) -> Option<WsMessage> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let message = tokio::time::timeout_at(deadline, self.ws.next()).await.ok()??.ok()?;
+            let message = tokio::time::timeout_at(deadline, self.ws.next())
+                .await
+                .ok()??
+                .ok()?;
             match message {
                 WsMessage::Ping(_) | WsMessage::Pong(_) => continue,
                 other => return Some(other),
@@ -390,7 +460,8 @@ impl Client {
         let mut frames = Vec::new();
         loop {
             let frame = self.frame().await;
-            let end = frame["type"] == "done" || (frame["type"] == "error" && frame.get("id").is_some());
+            let end =
+                frame["type"] == "done" || (frame["type"] == "error" && frame.get("id").is_some());
             frames.push(frame);
             if end {
                 return frames;
@@ -415,7 +486,11 @@ impl Client {
 
 /// The concatenated `text` deltas of a chat's frames.
 pub fn text_of(frames: &[Value]) -> String {
-    frames.iter().filter(|f| f["type"] == "text").filter_map(|f| f["delta"].as_str()).collect()
+    frames
+        .iter()
+        .filter(|f| f["type"] == "text")
+        .filter_map(|f| f["delta"].as_str())
+        .collect()
 }
 
 /// The frame types, in order.

@@ -8,7 +8,10 @@ async fn healthz_info_skills_metrics_and_page() {
     let upstream = FakeUpstream::start().await;
     let server = TestServer::start(Some(&upstream), |_| {}).await;
 
-    assert_eq!(http_get(server.addr, "/healthz").await, (200, "ok".to_string()));
+    assert_eq!(
+        http_get(server.addr, "/healthz").await,
+        (200, "ok".to_string())
+    );
 
     let (status, body) = http_get(server.addr, "/api/info").await;
     assert_eq!(status, 200);
@@ -29,7 +32,9 @@ async fn healthz_info_skills_metrics_and_page() {
 
     // One chat so the chat metrics exist.
     let mut client = server.connect().await;
-    client.chat(serde_json::json!({"type":"chat","input":"hi","enable_tools":false})).await;
+    client
+        .chat(serde_json::json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
     let (status, body) = http_get(server.addr, "/metrics").await;
     assert_eq!(status, 200);
     for name in [
@@ -51,10 +56,15 @@ async fn demo_model_is_reported_and_answers() {
     let info: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(info["demo"], true);
     let mut client = server.connect().await;
-    let frames = client.chat(serde_json::json!({"type":"chat","id":"d","input":"hello","enable_tools":false})).await;
+    let frames = client
+        .chat(serde_json::json!({"type":"chat","id":"d","input":"hello","enable_tools":false}))
+        .await;
     assert_eq!(types_of(&frames), ["start", "text", "done"]);
     let text = text_of(&frames);
-    assert!(text.contains("demo model") && text.contains("OPENAI_API_KEY"), "{text}");
+    assert!(
+        text.contains("demo model") && text.contains("OPENAI_API_KEY"),
+        "{text}"
+    );
     // Streamed word by word, so streaming is visible.
     assert!(frames.iter().filter(|f| f["type"] == "text").count() > 10);
     assert_eq!(frames.last().unwrap()["message"]["content"], text);
@@ -67,7 +77,9 @@ async fn session_cap_answers_503_before_the_upgrade() {
     let _first = server.connect().await;
     let second = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await;
     match second {
-        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 503),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 503)
+        }
         other => panic!("expected HTTP 503, got {other:?}"),
     }
     server.shutdown().await;
@@ -76,16 +88,23 @@ async fn session_cap_answers_503_before_the_upgrade() {
 #[tokio::test]
 async fn origin_allowlist_refuses_other_origins() {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let server = TestServer::start(None, |c| c.allowed_origins = Some(vec!["http://good.test".into()])).await;
+    let server = TestServer::start(None, |c| {
+        c.allowed_origins = Some(vec!["http://good.test".into()])
+    })
+    .await;
     let url = format!("ws://{}/ws", server.addr);
     let mut bad = url.clone().into_client_request().unwrap();
-    bad.headers_mut().insert("origin", "http://evil.test".parse().unwrap());
+    bad.headers_mut()
+        .insert("origin", "http://evil.test".parse().unwrap());
     match tokio_tungstenite::connect_async(bad).await {
-        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 403),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 403)
+        }
         other => panic!("expected HTTP 403, got {other:?}"),
     }
     let mut good = url.into_client_request().unwrap();
-    good.headers_mut().insert("origin", "http://good.test".parse().unwrap());
+    good.headers_mut()
+        .insert("origin", "http://good.test".parse().unwrap());
     assert!(tokio_tungstenite::connect_async(good).await.is_ok());
     server.shutdown().await;
 }

@@ -24,8 +24,14 @@ async fn direct_chat_streams_and_sends_history_upstream() {
     assert_eq!(text_of(&frames), "Hello wörld");
     let done = frames.last().unwrap();
     assert_eq!(done["reason"], "completed");
-    assert_eq!(done["message"], json!({"role":"assistant","content":"Hello wörld"}));
-    assert_eq!(done["usage"], json!({"prompt_tokens":10,"completion_tokens":3}));
+    assert_eq!(
+        done["message"],
+        json!({"role":"assistant","content":"Hello wörld"})
+    );
+    assert_eq!(
+        done["usage"],
+        json!({"prompt_tokens":10,"completion_tokens":3})
+    );
 
     let requests = upstream.requests();
     assert_eq!(requests.len(), 1, "a direct chat is one upstream call");
@@ -33,7 +39,10 @@ async fn direct_chat_streams_and_sends_history_upstream() {
     assert_eq!(request.body["model"], "fake-model");
     assert_eq!(request.body["stream"], true);
     assert_eq!(request.body["stream_options"]["include_usage"], true);
-    assert!(request.body.get("tools").is_none(), "no tools on a direct call");
+    assert!(
+        request.body.get("tools").is_none(),
+        "no tools on a direct call"
+    );
     assert_eq!(request.headers["authorization"], "Bearer test-key");
     let messages = request.messages();
     assert_eq!(messages[0].0, "system");
@@ -46,7 +55,10 @@ async fn direct_chat_streams_and_sends_history_upstream() {
             ("user".to_string(), "say hello".to_string()),
         ]
     );
-    assert!(!request.body.to_string().contains("_hook"), "_hook is never sent upstream");
+    assert!(
+        !request.body.to_string().contains("_hook"),
+        "_hook is never sent upstream"
+    );
     server.shutdown().await;
 }
 
@@ -55,7 +67,9 @@ async fn ids_are_echoed_or_made_up_and_ping_pongs() {
     let upstream = FakeUpstream::start().await;
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    let frames = client.chat(json!({"type":"chat","input":"x","enable_tools":false})).await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"x","enable_tools":false}))
+        .await;
     let id = frames[0]["id"].as_str().unwrap().to_string();
     assert!(!id.is_empty());
     assert!(frames.iter().all(|f| f["id"] == id.as_str()));
@@ -87,14 +101,35 @@ async fn every_bad_frame_gets_bad_frame_and_the_connection_lives() {
         (r#"{"type":"dance"}"#, "unknown frame type"),
         (r#"{"type":"chat"}"#, "missing field \"input\""),
         (r#"{"type":"chat","input":""}"#, "must not be empty"),
-        (r#"{"type":"chat","input":["x"]}"#, "\"input\" must be a string"),
-        (r#"{"type":"chat","id":"","input":"x"}"#, "\"id\" must not be empty"),
-        (r#"{"type":"chat","id":3,"input":"x"}"#, "\"id\" must be a string"),
-        (r#"{"type":"chat","input":"x","messages":{}}"#, "\"messages\" must be an array"),
-        (r#"{"type":"chat","input":"x","messages":[{"role":"robot","content":"x"}]}"#, "messages[0].role"),
-        (r#"{"type":"chat","input":"x","messages":[{"role":"user","content":1}]}"#, "messages[0].content"),
+        (
+            r#"{"type":"chat","input":["x"]}"#,
+            "\"input\" must be a string",
+        ),
+        (
+            r#"{"type":"chat","id":"","input":"x"}"#,
+            "\"id\" must not be empty",
+        ),
+        (
+            r#"{"type":"chat","id":3,"input":"x"}"#,
+            "\"id\" must be a string",
+        ),
+        (
+            r#"{"type":"chat","input":"x","messages":{}}"#,
+            "\"messages\" must be an array",
+        ),
+        (
+            r#"{"type":"chat","input":"x","messages":[{"role":"robot","content":"x"}]}"#,
+            "messages[0].role",
+        ),
+        (
+            r#"{"type":"chat","input":"x","messages":[{"role":"user","content":1}]}"#,
+            "messages[0].content",
+        ),
         (r#"{"type":"chat","input":"x","skills":[1]}"#, "skills"),
-        (r#"{"type":"chat","input":"x","enable_tools":1}"#, "enable_tools"),
+        (
+            r#"{"type":"chat","input":"x","enable_tools":1}"#,
+            "enable_tools",
+        ),
         (r#"{"type":"chat","input":"01234567890"}"#, "limit is 10"),
         (
             r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}"#,
@@ -102,7 +137,11 @@ async fn every_bad_frame_gets_bad_frame_and_the_connection_lives() {
         ),
     ];
     let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
-    for (text, expected) in cases.iter().copied().chain([(deep.as_str(), "deeper than 64")]) {
+    for (text, expected) in cases
+        .iter()
+        .copied()
+        .chain([(deep.as_str(), "deeper than 64")])
+    {
         client.send_text(text).await;
         let frame = client.frame().await;
         assert_eq!(frame["type"], "error", "{text}");
@@ -111,16 +150,26 @@ async fn every_bad_frame_gets_bad_frame_and_the_connection_lives() {
         assert!(message.contains(expected), "{text}: {message}");
     }
     // The id of a bad frame is echoed when it had one.
-    client.send(json!({"type":"chat","id":"bad1","input":""})).await;
+    client
+        .send(json!({"type":"chat","id":"bad1","input":""}))
+        .await;
     assert_eq!(client.frame().await["id"], "bad1");
     // Binary frames are refused, the connection stays.
     client.ws.send_binary(vec![1, 2, 3]).await;
     let frame = client.frame().await;
-    assert_eq!((frame["type"].as_str(), frame["code"].as_str()), (Some("error"), Some("bad_frame")));
+    assert_eq!(
+        (frame["type"].as_str(), frame["code"].as_str()),
+        (Some("error"), Some("bad_frame"))
+    );
     // And it still chats.
-    let frames = client.chat(json!({"type":"chat","input":"ok","enable_tools":false})).await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"ok","enable_tools":false}))
+        .await;
     assert_eq!(frames.last().unwrap()["type"], "done");
-    assert!(upstream.requests().len() == 1, "no bad frame reached the upstream");
+    assert!(
+        upstream.requests().len() == 1,
+        "no bad frame reached the upstream"
+    );
     server.shutdown().await;
 }
 
@@ -128,7 +177,9 @@ trait SendBinary {
     async fn send_binary(&mut self, bytes: Vec<u8>);
 }
 
-impl SendBinary for tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+impl SendBinary
+    for tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>
+{
     async fn send_binary(&mut self, bytes: Vec<u8>) {
         use futures::SinkExt;
         self.send(WsMessage::binary(bytes)).await.unwrap();
@@ -152,9 +203,33 @@ async fn fragmented_message_is_measured_after_reassembly() {
     let mut client = server.connect().await;
     // Three 2 KiB fragments: each fits, together they do not.
     let piece = vec![b'a'; 2048];
-    client.ws.send(WsMessage::Frame(Frame::message(piece.clone(), OpCode::Data(Data::Text), false))).await.unwrap();
-    client.ws.send(WsMessage::Frame(Frame::message(piece.clone(), OpCode::Data(Data::Continue), false))).await.unwrap();
-    client.ws.send(WsMessage::Frame(Frame::message(piece, OpCode::Data(Data::Continue), true))).await.unwrap();
+    client
+        .ws
+        .send(WsMessage::Frame(Frame::message(
+            piece.clone(),
+            OpCode::Data(Data::Text),
+            false,
+        )))
+        .await
+        .unwrap();
+    client
+        .ws
+        .send(WsMessage::Frame(Frame::message(
+            piece.clone(),
+            OpCode::Data(Data::Continue),
+            false,
+        )))
+        .await
+        .unwrap();
+    client
+        .ws
+        .send(WsMessage::Frame(Frame::message(
+            piece,
+            OpCode::Data(Data::Continue),
+            true,
+        )))
+        .await
+        .unwrap();
     assert_eq!(client.close_code(Duration::from_secs(5)).await, Some(1009));
     server.shutdown().await;
 }
@@ -181,9 +256,13 @@ async fn a_second_chat_while_one_runs_is_busy() {
     ]));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    client.send(json!({"type":"chat","id":"a","input":"one","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","id":"a","input":"one","enable_tools":false}))
+        .await;
     assert_eq!(client.frame().await["type"], "start");
-    client.send(json!({"type":"chat","id":"b","input":"two","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","id":"b","input":"two","enable_tools":false}))
+        .await;
     let mut frames = Vec::new();
     loop {
         let frame = client.frame().await;
@@ -193,12 +272,23 @@ async fn a_second_chat_while_one_runs_is_busy() {
             break;
         }
     }
-    let busy = frames.iter().find(|f| f["type"] == "error").expect("a busy error");
-    assert_eq!((busy["code"].as_str(), busy["id"].as_str()), (Some("busy"), Some("b")));
+    let busy = frames
+        .iter()
+        .find(|f| f["type"] == "error")
+        .expect("a busy error");
+    assert_eq!(
+        (busy["code"].as_str(), busy["id"].as_str()),
+        (Some("busy"), Some("b"))
+    );
     let done = frames.last().unwrap();
-    assert_eq!((done["id"].as_str(), done["message"]["content"].as_str()), (Some("a"), Some("slow end")));
+    assert_eq!(
+        (done["id"].as_str(), done["message"]["content"].as_str()),
+        (Some("a"), Some("slow end"))
+    );
     // After the end, a new chat is accepted.
-    let frames = client.chat(json!({"type":"chat","id":"c","input":"three","enable_tools":false})).await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"c","input":"three","enable_tools":false}))
+        .await;
     assert_eq!(frames.last().unwrap()["type"], "done");
     server.shutdown().await;
 }
@@ -209,7 +299,9 @@ async fn cancel_ends_the_chat_and_drops_the_upstream_at_once() {
     upstream.push(Reply::endless());
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    client.send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false}))
+        .await;
     assert_eq!(client.frame().await["type"], "start");
     let mut streamed = String::new();
     while streamed.len() < 20 {
@@ -223,8 +315,15 @@ async fn cancel_ends_the_chat_and_drops_the_upstream_at_once() {
     streamed.push_str(&text_of(&rest));
     assert_eq!(done["type"], "done");
     assert_eq!(done["reason"], "cancelled");
-    assert_eq!(done["message"]["content"], streamed.as_str(), "done holds the text streamed so far");
-    assert!(upstream.wait_dropped(Duration::from_secs(1)).await, "the upstream saw its connection close within 1 s");
+    assert_eq!(
+        done["message"]["content"],
+        streamed.as_str(),
+        "done holds the text streamed so far"
+    );
+    assert!(
+        upstream.wait_dropped(Duration::from_secs(1)).await,
+        "the upstream saw its connection close within 1 s"
+    );
     server.shutdown().await;
 }
 
@@ -236,7 +335,9 @@ async fn cancel_without_id_and_for_other_ids() {
     let mut client = server.connect().await;
     // A cancel when nothing runs is ignored.
     client.send(json!({"type":"cancel","id":"nothing"})).await;
-    client.send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false}))
+        .await;
     assert_eq!(client.frame().await["type"], "start");
     // A cancel for another id does not touch the running chat.
     client.send(json!({"type":"cancel","id":"other"})).await;
@@ -253,12 +354,17 @@ async fn a_chat_cancelled_at_once_still_gets_start_and_done() {
     upstream.push(Reply::endless());
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    client.send_text(r#"{"type":"chat","id":"q","input":"go","enable_tools":false}"#).await;
+    client
+        .send_text(r#"{"type":"chat","id":"q","input":"go","enable_tools":false}"#)
+        .await;
     client.send_text(r#"{"type":"cancel","id":"q"}"#).await;
     let frames = client.until_end().await;
     assert_eq!(frames.first().unwrap()["type"], "start");
     let done = frames.last().unwrap();
-    assert_eq!((done["type"].as_str(), done["reason"].as_str()), (Some("done"), Some("cancelled")));
+    assert_eq!(
+        (done["type"].as_str(), done["reason"].as_str()),
+        (Some("done"), Some("cancelled"))
+    );
     server.shutdown().await;
 }
 
@@ -268,11 +374,16 @@ async fn disconnect_drops_the_upstream_request() {
     upstream.push(Reply::endless());
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    client.send(json!({"type":"chat","input":"go","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","input":"go","enable_tools":false}))
+        .await;
     assert_eq!(client.frame().await["type"], "start");
     assert_eq!(client.frame().await["type"], "text");
     drop(client);
-    assert!(upstream.wait_dropped(Duration::from_secs(1)).await, "the upstream saw its connection close within 1 s");
+    assert!(
+        upstream.wait_dropped(Duration::from_secs(1)).await,
+        "the upstream saw its connection close within 1 s"
+    );
     server.shutdown().await;
 }
 
@@ -299,32 +410,47 @@ async fn shutdown_lets_a_running_chat_finish_then_closes_with_1001() {
         Piece::Raw(chunk(json!({"content":"done"}))),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
-    let server = TestServer::start(Some(&upstream), |c| c.limits.shutdown_grace = Duration::from_secs(5)).await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.limits.shutdown_grace = Duration::from_secs(5)
+    })
+    .await;
     let mut busy = server.connect().await;
     let mut idle = server.connect().await;
-    busy.send(json!({"type":"chat","id":"s","input":"go","enable_tools":false})).await;
+    busy.send(json!({"type":"chat","id":"s","input":"go","enable_tools":false}))
+        .await;
     assert_eq!(busy.frame().await["type"], "start");
     let shutdown = tokio::spawn(server.shutdown());
     assert_eq!(idle.close_code(Duration::from_secs(2)).await, Some(1001));
     let frames = busy.until_end().await;
     assert_eq!(frames.last().unwrap()["message"]["content"], "almost done");
     assert_eq!(busy.close_code(Duration::from_secs(2)).await, Some(1001));
-    tokio::time::timeout(Duration::from_secs(5), shutdown).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test]
 async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |c| c.limits.shutdown_grace = Duration::from_millis(300)).await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.limits.shutdown_grace = Duration::from_millis(300)
+    })
+    .await;
     let mut client = server.connect().await;
-    client.send(json!({"type":"chat","input":"go","enable_tools":false})).await;
+    client
+        .send(json!({"type":"chat","input":"go","enable_tools":false}))
+        .await;
     assert_eq!(client.frame().await["type"], "start");
     let started = std::time::Instant::now();
     let shutdown = tokio::spawn(server.shutdown());
     let frames = client.until_end().await;
     assert_eq!(frames.last().unwrap()["reason"], "cancelled");
     assert_eq!(client.close_code(Duration::from_secs(2)).await, Some(1001));
-    tokio::time::timeout(Duration::from_secs(5), shutdown).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
 }

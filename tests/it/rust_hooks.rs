@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use hookwire::agent::{ChatError, NoticeLevel};
 use hookwire::hooks::{
-    AgentHook, CallPhase, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
-    SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    AgentHook, CallPhase, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
+    RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use hookwire::message::{Message, Role};
 use serde_json::json;
@@ -54,7 +54,11 @@ impl AgentHook for Recorder {
         Ok(Flow::Continue)
     }
     async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
-        let last = ctx.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let last = ctx
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
         self.push(format!("post_send_message:{last}"));
         Ok(())
     }
@@ -82,20 +86,51 @@ impl AgentHook for Recorder {
         self.push("after_agent_loop".into());
         Ok(())
     }
-    async fn pre_llm_request(&self, _: &mut HookContext, request: &mut LlmRequest) -> HookResult<Flow> {
-        self.push(format!("pre_llm_request:{}:{}", phase(request.phase), request.tools.len()));
+    async fn pre_llm_request(
+        &self,
+        _: &mut HookContext,
+        request: &mut LlmRequest,
+    ) -> HookResult<Flow> {
+        self.push(format!(
+            "pre_llm_request:{}:{}",
+            phase(request.phase),
+            request.tools.len()
+        ));
         Ok(Flow::Continue)
     }
-    async fn post_llm_response(&self, _: &mut HookContext, response: &mut LlmResponse) -> HookResult<ResponseAction> {
-        self.push(format!("post_llm_response:{}:{}", phase(response.phase), response.tool_calls.len()));
+    async fn post_llm_response(
+        &self,
+        _: &mut HookContext,
+        response: &mut LlmResponse,
+    ) -> HookResult<ResponseAction> {
+        self.push(format!(
+            "post_llm_response:{}:{}",
+            phase(response.phase),
+            response.tool_calls.len()
+        ));
         Ok(ResponseAction::Continue)
     }
-    async fn pre_tool_execution(&self, _: &mut HookContext, call: &mut ToolCallInfo) -> HookResult<ToolAction> {
-        self.push(format!("pre_tool_execution:{}:{}", call.name, call.arguments));
+    async fn pre_tool_execution(
+        &self,
+        _: &mut HookContext,
+        call: &mut ToolCallInfo,
+    ) -> HookResult<ToolAction> {
+        self.push(format!(
+            "pre_tool_execution:{}:{}",
+            call.name, call.arguments
+        ));
         Ok(ToolAction::Run)
     }
-    async fn post_tool_execution(&self, _: &mut HookContext, call: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
-        self.push(format!("post_tool_execution:{}:{}", call.name, result.is_error));
+    async fn post_tool_execution(
+        &self,
+        _: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
+        self.push(format!(
+            "post_tool_execution:{}:{}",
+            call.name, result.is_error
+        ));
         Ok(Flow::Continue)
     }
     async fn post_tool_execution_failure(
@@ -112,7 +147,10 @@ impl AgentHook for Recorder {
         Ok(StopAction::Finish)
     }
     async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) -> HookResult {
-        self.push(format!("run_completed:{}:{}:{}", output.content, ctx.tool_calls_count, ctx.usage.prompt_tokens));
+        self.push(format!(
+            "run_completed:{}:{}:{}",
+            output.content, ctx.tool_calls_count, ctx.usage.prompt_tokens
+        ));
         Ok(())
     }
     async fn run_failed(&self, _: &mut HookContext, error: &ChatError) -> HookResult {
@@ -136,7 +174,13 @@ async fn every_event_fires_once_in_order_with_its_data() {
     tool_script(&upstream);
     let recorder = Arc::new(Recorder::default());
     let log = recorder.log.clone();
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, move |b| b.hook(recorder)).await;
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |_| {},
+        move |b| b.hook(recorder),
+    )
+    .await;
     let mut client = server.connect().await;
     client.chat(json!({"type":"chat","input":"read it"})).await;
     drop(client);
@@ -182,7 +226,11 @@ impl AgentHook for Injector {
         ctx.messages.push(Message::system("PERSISTENT NOTE"));
         Ok(())
     }
-    async fn pre_llm_request(&self, _: &mut HookContext, request: &mut LlmRequest) -> HookResult<Flow> {
+    async fn pre_llm_request(
+        &self,
+        _: &mut HookContext,
+        request: &mut LlmRequest,
+    ) -> HookResult<Flow> {
         if request.phase == CallPhase::Planning {
             request.inject_message(Role::System, "PLANNING ONLY", false);
             request.inject_system_context("EXTRA CONTEXT");
@@ -199,20 +247,55 @@ impl AgentHook for Injector {
 async fn per_call_changes_stay_in_their_call_and_persistent_ones_persist() {
     let upstream = FakeUpstream::start().await;
     tool_script(&upstream);
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b.hook(Arc::new(Injector))).await;
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |_| {},
+        |b| b.hook(Arc::new(Injector)),
+    )
+    .await;
     let mut client = server.connect().await;
     client.chat(json!({"type":"chat","input":"read it"})).await;
     let requests = upstream.requests();
     assert_eq!(requests.len(), 3);
-    let count = |i: usize, text: &str| requests[i].messages().iter().filter(|(_, c)| c.contains(text)).count();
-    assert_eq!((count(0, "PLANNING ONLY"), count(1, "PLANNING ONLY"), count(2, "PLANNING ONLY")), (1, 0, 0));
-    assert_eq!((count(0, "EXTRA CONTEXT"), count(1, "EXTRA CONTEXT")), (1, 0));
-    assert_eq!((count(0, "PERSISTENT NOTE"), count(1, "PERSISTENT NOTE"), count(2, "PERSISTENT NOTE")), (1, 1, 1));
+    let count = |i: usize, text: &str| {
+        requests[i]
+            .messages()
+            .iter()
+            .filter(|(_, c)| c.contains(text))
+            .count()
+    };
+    assert_eq!(
+        (
+            count(0, "PLANNING ONLY"),
+            count(1, "PLANNING ONLY"),
+            count(2, "PLANNING ONLY")
+        ),
+        (1, 0, 0)
+    );
+    assert_eq!(
+        (count(0, "EXTRA CONTEXT"), count(1, "EXTRA CONTEXT")),
+        (1, 0)
+    );
+    assert_eq!(
+        (
+            count(0, "PERSISTENT NOTE"),
+            count(1, "PERSISTENT NOTE"),
+            count(2, "PERSISTENT NOTE")
+        ),
+        (1, 1, 1)
+    );
     // The system prompt got the extra context, for the planning call only.
     assert!(requests[0].messages()[0].1.ends_with("EXTRA CONTEXT"));
     // Disabled after round 1's tools: gone from round 2's request.
-    assert_eq!(requests[1].tool_names().unwrap(), ["list_dir", "read_file", "search_text"]);
-    assert_eq!(requests[2].tool_names().unwrap(), ["list_dir", "search_text"]);
+    assert_eq!(
+        requests[1].tool_names().unwrap(),
+        ["list_dir", "read_file", "search_text"]
+    );
+    assert_eq!(
+        requests[2].tool_names().unwrap(),
+        ["list_dir", "search_text"]
+    );
     server.shutdown().await;
 }
 
@@ -221,14 +304,25 @@ struct ToolControl;
 
 #[async_trait]
 impl AgentHook for ToolControl {
-    async fn pre_tool_execution(&self, _: &mut HookContext, call: &mut ToolCallInfo) -> HookResult<ToolAction> {
+    async fn pre_tool_execution(
+        &self,
+        _: &mut HookContext,
+        call: &mut ToolCallInfo,
+    ) -> HookResult<ToolAction> {
         if call.name == "list_dir" {
-            return Ok(ToolAction::Skip { reason: "listing is not allowed here".into() });
+            return Ok(ToolAction::Skip {
+                reason: "listing is not allowed here".into(),
+            });
         }
         call.arguments["path"] = json!("b.txt");
         Ok(ToolAction::Run)
     }
-    async fn post_tool_execution(&self, _: &mut HookContext, _: &ToolCallInfo, result: &mut ToolResultInfo) -> HookResult<Flow> {
+    async fn post_tool_execution(
+        &self,
+        _: &mut HookContext,
+        _: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
         result.content = format!("[checked] {}", result.content);
         Ok(Flow::Continue)
     }
@@ -243,18 +337,45 @@ async fn tool_hooks_change_arguments_skip_and_rewrite_results() {
         ("c2", "list_dir", json!({})),
     ]));
     upstream.push(Reply::text(&["ok"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b.hook(Arc::new(ToolControl))).await;
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |_| {},
+        |b| b.hook(Arc::new(ToolControl)),
+    )
+    .await;
     let mut client = server.connect().await;
     let frames = client.chat(json!({"type":"chat","input":"go"})).await;
     let call = frames.iter().find(|f| f["type"] == "tool_call").unwrap();
-    assert_eq!(call["arguments"], json!({"path":"b.txt"}), "the frame shows the arguments that ran");
-    let results: Vec<&serde_json::Value> = frames.iter().filter(|f| f["type"] == "tool_result").collect();
-    assert_eq!(results[0]["content"].as_str().unwrap().trim(), "[checked] bee");
+    assert_eq!(
+        call["arguments"],
+        json!({"path":"b.txt"}),
+        "the frame shows the arguments that ran"
+    );
+    let results: Vec<&serde_json::Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_result")
+        .collect();
+    assert_eq!(
+        results[0]["content"].as_str().unwrap().trim(),
+        "[checked] bee"
+    );
     assert_eq!(results[1]["is_error"], true);
-    assert!(results[1]["content"].as_str().unwrap().contains("listing is not allowed here"));
+    assert!(results[1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("listing is not allowed here"));
     let last = upstream.requests().pop().unwrap();
-    let tools: Vec<String> = last.messages().into_iter().filter(|(r, _)| r == "tool").map(|(_, c)| c).collect();
-    assert!(tools[1].contains("listing is not allowed here"), "the model sees the reason");
+    let tools: Vec<String> = last
+        .messages()
+        .into_iter()
+        .filter(|(r, _)| r == "tool")
+        .map(|(_, c)| c)
+        .collect();
+    assert!(
+        tools[1].contains("listing is not allowed here"),
+        "the model sees the reason"
+    );
     server.shutdown().await;
 }
 
@@ -296,14 +417,31 @@ async fn a_failing_or_panicking_hook_does_not_break_the_chat() {
     let frames = client.chat(json!({"type":"chat","input":"hi"})).await;
     assert_eq!(text_of(&frames), "fine");
     let notice = frames.iter().find(|f| f["type"] == "notice").unwrap();
-    assert_eq!((notice["message"].as_str(), notice["source"].as_str()), (Some("output replaced"), Some("unruly")));
+    assert_eq!(
+        (notice["message"].as_str(), notice["source"].as_str()),
+        (Some("output replaced"), Some("unruly"))
+    );
     let done = frames.last().unwrap();
-    assert_eq!((done["reason"].as_str(), done["message"]["content"].as_str()), (Some("completed"), Some("REPLACED")));
+    assert_eq!(
+        (done["reason"].as_str(), done["message"]["content"].as_str()),
+        (Some("completed"), Some("REPLACED"))
+    );
     // The hooks after the broken one still ran.
-    assert!(log.lock().unwrap().iter().any(|e| e.starts_with("pre_llm_request")));
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| e.starts_with("pre_llm_request")));
     let (_, metrics) = http_get(server.addr, "/metrics").await;
-    assert!(metrics.lines().any(|l| l.contains("hook=\"unruly\"") && l.contains("outcome=\"panic\"")), "{metrics}");
-    assert!(metrics.lines().any(|l| l.contains("hook=\"unruly\"") && l.contains("outcome=\"error\"")));
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.contains("hook=\"unruly\"") && l.contains("outcome=\"panic\"")),
+        "{metrics}"
+    );
+    assert!(metrics
+        .lines()
+        .any(|l| l.contains("hook=\"unruly\"") && l.contains("outcome=\"error\"")));
     server.shutdown().await;
 }
 
@@ -316,34 +454,59 @@ struct Gate {
 impl AgentHook for Gate {
     async fn pre_send_message(&self, _: &mut HookContext, input: &mut String) -> HookResult<Flow> {
         if self.before_model && input.contains("secret") {
-            return Ok(Flow::Stop { reason: "no secrets here".into() });
+            return Ok(Flow::Stop {
+                reason: "no secrets here".into(),
+            });
         }
         *input = input.to_uppercase();
         Ok(Flow::Continue)
     }
-    async fn post_llm_response(&self, _: &mut HookContext, _: &mut LlmResponse) -> HookResult<ResponseAction> {
-        Ok(ResponseAction::Stop { reason: "enough".into() })
+    async fn post_llm_response(
+        &self,
+        _: &mut HookContext,
+        _: &mut LlmResponse,
+    ) -> HookResult<ResponseAction> {
+        Ok(ResponseAction::Stop {
+            reason: "enough".into(),
+        })
     }
 }
 
 #[tokio::test]
 async fn a_stop_before_the_model_is_hook_blocked_and_after_it_done_stopped() {
     let upstream = FakeUpstream::start().await;
-    let server =
-        TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b.hook(Arc::new(Gate { before_model: true }))).await;
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |_| {},
+        |b| b.hook(Arc::new(Gate { before_model: true })),
+    )
+    .await;
     let mut client = server.connect().await;
-    let frames = client.chat(json!({"type":"chat","id":"g","input":"tell me the secret"})).await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"g","input":"tell me the secret"}))
+        .await;
     let last = frames.last().unwrap();
-    assert_eq!((last["type"].as_str(), last["code"].as_str()), (Some("error"), Some("hook_blocked")));
+    assert_eq!(
+        (last["type"].as_str(), last["code"].as_str()),
+        (Some("error"), Some("hook_blocked"))
+    );
     assert_eq!(last["message"], "no secrets here");
     assert!(upstream.requests().is_empty(), "the model never ran");
 
     upstream.push(Reply::text(&["partial"]));
-    let frames = client.chat(json!({"type":"chat","id":"h","input":"hello"})).await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"h","input":"hello"}))
+        .await;
     let done = frames.last().unwrap();
     assert_eq!(done["reason"], "stopped");
-    assert!(frames.iter().any(|f| f["type"] == "notice" && f["message"] == "enough"));
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "notice" && f["message"] == "enough"));
     // pre_send_message rewrote the input.
-    assert!(upstream.requests()[0].messages().iter().any(|(r, c)| r == "user" && c == "HELLO"));
+    assert!(upstream.requests()[0]
+        .messages()
+        .iter()
+        .any(|(r, c)| r == "user" && c == "HELLO"));
     server.shutdown().await;
 }

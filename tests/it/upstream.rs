@@ -9,12 +9,17 @@ use serde_json::json;
 /// Runs one direct chat and returns its error frame's message.
 async fn upstream_error(server: &TestServer) -> String {
     let mut client = server.connect().await;
-    let frames = client.chat(json!({"type":"chat","id":"e","input":"hi","enable_tools":false})).await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"e","input":"hi","enable_tools":false}))
+        .await;
     let last = frames.last().unwrap();
     assert_eq!(last["type"], "error", "{frames:?}");
     assert_eq!(last["code"], "upstream");
     assert_eq!(last["id"], "e");
-    assert!(!frames.iter().any(|f| f["type"] == "done"), "a failed chat has no done");
+    assert!(
+        !frames.iter().any(|f| f["type"] == "done"),
+        "a failed chat has no done"
+    );
     // The connection still works.
     client.send(json!({"type":"ping"})).await;
     assert_eq!(client.frame().await["type"], "pong");
@@ -27,19 +32,32 @@ async fn refused_connection() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let server = TestServer::start(None, |c| c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"))).await;
+    let server = TestServer::start(None, |c| {
+        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"))
+    })
+    .await;
     let message = upstream_error(&server).await;
-    assert!(message.contains("could not connect") && message.contains(&port.to_string()), "{message}");
+    assert!(
+        message.contains("could not connect") && message.contains(&port.to_string()),
+        "{message}"
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn http_401_shows_the_upstream_error_text() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Status(401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#.into()));
+    upstream.push(Reply::Status(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#
+            .into(),
+    ));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let message = upstream_error(&server).await;
-    assert!(message.contains("401") && message.contains("Incorrect API key provided"), "{message}");
+    assert!(
+        message.contains("401") && message.contains("Incorrect API key provided"),
+        "{message}"
+    );
     server.shutdown().await;
 }
 
@@ -49,14 +67,19 @@ async fn http_500_with_a_text_body() {
     upstream.push(Reply::Status(500, "model overloaded".into()));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let message = upstream_error(&server).await;
-    assert!(message.contains("500") && message.contains("model overloaded"), "{message}");
+    assert!(
+        message.contains("500") && message.contains("model overloaded"),
+        "{message}"
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn malformed_event() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Sse(vec![Piece::Raw("data: {\"choices\": [oops\n\n".into())]));
+    upstream.push(Reply::Sse(vec![Piece::Raw(
+        "data: {\"choices\": [oops\n\n".into(),
+    )]));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let message = upstream_error(&server).await;
     assert!(message.contains("malformed"), "{message}");
@@ -66,7 +89,9 @@ async fn malformed_event() {
 #[tokio::test]
 async fn stream_cut_before_done() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Sse(vec![Piece::Raw(chunk(json!({"content":"half"})))]));
+    upstream.push(Reply::Sse(vec![Piece::Raw(chunk(
+        json!({"content":"half"}),
+    ))]));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let message = upstream_error(&server).await;
     assert!(message.contains("ended before"), "{message}");
@@ -76,8 +101,14 @@ async fn stream_cut_before_done() {
 #[tokio::test]
 async fn first_byte_timeout() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Delay(Duration::from_secs(5), Box::new(Reply::text(&["late"]))));
-    let server = TestServer::start(Some(&upstream), |c| c.llm.idle_timeout = Duration::from_millis(300)).await;
+    upstream.push(Reply::Delay(
+        Duration::from_secs(5),
+        Box::new(Reply::text(&["late"])),
+    ));
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.llm.idle_timeout = Duration::from_millis(300)
+    })
+    .await;
     let started = std::time::Instant::now();
     let message = upstream_error(&server).await;
     assert!(message.contains("timeout"), "{message}");
@@ -88,8 +119,14 @@ async fn first_byte_timeout() {
 #[tokio::test]
 async fn idle_timeout_between_events() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Sse(vec![Piece::Raw(chunk(json!({"content":"first "}))), Piece::Hang]));
-    let server = TestServer::start(Some(&upstream), |c| c.llm.idle_timeout = Duration::from_millis(300)).await;
+    upstream.push(Reply::Sse(vec![
+        Piece::Raw(chunk(json!({"content":"first "}))),
+        Piece::Hang,
+    ]));
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.llm.idle_timeout = Duration::from_millis(300)
+    })
+    .await;
     let message = upstream_error(&server).await;
     assert!(message.contains("timeout"), "{message}");
     server.shutdown().await;
@@ -110,7 +147,9 @@ async fn keepalive_comments_and_split_events_are_fine() {
     ]));
     let server = TestServer::start(Some(&upstream), |_| {}).await;
     let mut client = server.connect().await;
-    let frames = client.chat(json!({"type":"chat","input":"hi","enable_tools":false})).await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
     assert_eq!(frames.last().unwrap()["message"]["content"], "héllo");
     server.shutdown().await;
 }
