@@ -198,9 +198,11 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
         Some("system") => Role::System,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        Some(other) => return Err(format!(
+        Some(other) => {
+            return Err(format!(
             "messages[{index}].role must be \"system\", \"user\" or \"assistant\", got {other:?}"
-        )),
+        ))
+        }
         None => {
             return Err(format!(
                 "messages[{index}].role must be \"system\", \"user\" or \"assistant\""

@@ -26,9 +26,12 @@ use tower_http::services::ServeDir;
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
 use crate::llm::demo::DemoModel;
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
 use crate::skills::watch::{watch, SkillWatcher};
 use crate::skills::{SkillHookFactory, SkillRegistry};
+use crate::tools::workspace::Workspace;
+use crate::tools::{builtin_tools, ToolLimits};
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
 /// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
@@ -71,6 +74,10 @@ impl AppState {
 
     /// State around an agent built elsewhere (library users, tests).
     pub fn new(config: Config, agent: AgentClient, demo: bool, skills: Arc<SkillRegistry>) -> Self {
+        // Install the recorder before anything records, or those values are lost.
+        if metrics::handle().is_none() {
+            tracing::warn!("another metrics recorder is installed; /metrics will be unavailable");
+        }
         let sessions = Arc::new(Semaphore::new(config.limits.max_connections));
         Self {
             skills,
@@ -90,8 +97,23 @@ pub fn agent_builder(
     config: &Config,
     skills: Arc<SkillRegistry>,
 ) -> Result<AgentClientBuilder, StartError> {
-    // PENDING(helpers): OpenAI client and workspace tools.
-    let model: Arc<dyn ChatModel> = Arc::new(DemoModel::new(&config.agent.marker));
+    let model: Arc<dyn ChatModel> = match config.llm.effective_base_url() {
+        None => Arc::new(DemoModel::new(&config.agent.marker)),
+        Some(base_url) => Arc::new(
+            OpenAiClient::new(OpenAiConfig {
+                base_url,
+                api_key: config.llm.api_key.clone(),
+                connect_timeout: config.llm.connect_timeout,
+                idle_timeout: config.llm.idle_timeout,
+                ..OpenAiConfig::default()
+            })
+            .map_err(|e| StartError(format!("cannot create the model client: {e}")))?,
+        ),
+    };
+    let workspace = Workspace::new(&config.workspace)
+        .map_err(|e| StartError(format!("workspace {}: {e}", config.workspace.display())))?;
+    let mut agent_config = config.agent.clone();
+    agent_config.workspace = workspace.root().to_path_buf();
     let skill_hooks = SkillHookFactory::new(
         skills,
         config.default_skills.clone(),
@@ -99,7 +121,8 @@ pub fn agent_builder(
     );
     Ok(AgentClient::builder()
         .model(model)
-        .config(config.agent.clone())
+        .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
+        .config(agent_config)
         .hook_factory(Arc::new(skill_hooks)))
 }
 

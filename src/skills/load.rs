@@ -539,6 +539,9 @@ mod tests {
         let good = merged.get("good").unwrap();
         assert_eq!(good.hooks.len(), 1, "the last good hooks stay");
         assert_eq!(good.errors.len(), 1, "and the error shows");
+        // A second broken reload still keeps them.
+        let again = merged.merge_reload(scan_skills(dir.path()));
+        assert_eq!(again.get("good").unwrap().hooks.len(), 1);
     }
 
     #[test]

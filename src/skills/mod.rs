@@ -140,15 +140,16 @@ impl SkillSet {
     }
 
     /// `next`, except that a skill that broke keeps its last good hooks (and shows the errors).
+    /// A broken skill's hooks in `self` are already its last good ones (or none, if it never
+    /// loaded), so they carry over however many broken reloads follow.
     pub fn merge_reload(&self, mut next: SkillSet) -> SkillSet {
         for (name, skill) in next.skills.iter_mut() {
             if skill.errors.is_empty() {
                 continue;
             }
-            if let Some(previous) = self.skills.get(name).filter(|p| p.errors.is_empty()) {
-                let mut kept = (**previous).clone();
-                kept.errors = skill.errors.clone();
-                kept.warnings = skill.warnings.clone();
+            if let Some(previous) = self.skills.get(name) {
+                let mut kept = (**skill).clone();
+                kept.hooks = previous.hooks.clone();
                 *skill = Arc::new(kept);
             }
         }

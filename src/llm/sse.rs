@@ -1,0 +1,352 @@
+//! The pure part of the OpenAI streaming protocol: the request body, lenient chunk types, and the
+//! accumulator that joins tool-call fragments by index. No I/O here, so it is tested on strings.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{LlmError, ModelRequest};
+use crate::message::{Message, Role, ToolCall, Usage};
+
+/// The request body of `POST /chat/completions` (streamed, usage included). `Message::hook` and
+/// `Message::injection` are hookwire's own and never leave the process.
+pub fn request_body(request: &ModelRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+fn message_json(message: &Message) -> Value {
+    let mut value = json!({"role": message.role.as_str(), "content": message.content});
+    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+        let calls: Vec<Value> = message
+            .tool_calls
+            .iter()
+            .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
+            .collect();
+        value["tool_calls"] = Value::Array(calls);
+    }
+    if let Some(id) = &message.tool_call_id {
+        value["tool_call_id"] = json!(id);
+    }
+    value
+}
+
+/// One `chat.completion.chunk`, accepting what real servers send: missing `object`, empty or
+/// null `finish_reason`, `choices: []` with usage only, tool deltas without `index`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Chunk {
+    #[serde(default)]
+    pub choices: Vec<Choice>,
+    #[serde(default)]
+    pub usage: Option<ChunkUsage>,
+    /// Some servers report failures as an event.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Choice {
+    #[serde(default)]
+    pub delta: Delta,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Delta {
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ToolCallDelta {
+    #[serde(default)]
+    pub index: Option<usize>,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FunctionDelta {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ChunkUsage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+/// Parses one event's `data`; the error says what was wrong, with a short excerpt.
+pub fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
+    serde_json::from_str(data).map_err(|e| {
+        let excerpt: String = data.chars().take(120).collect();
+        LlmError::Malformed(format!("{e} in {excerpt:?}"))
+    })
+}
+
+/// The message of an `{"error": …}` event.
+pub fn error_message(error: &Value) -> String {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| error.to_string())
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// Collects a streamed reply: hands out text deltas, joins tool calls by index, keeps the finish
+/// reason and usage.
+#[derive(Debug, Default)]
+pub struct ChunkAccumulator {
+    calls: BTreeMap<usize, PartialCall>,
+    last_index: usize,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+impl ChunkAccumulator {
+    /// Takes one chunk; returns its text, if any.
+    pub fn push(&mut self, chunk: Chunk) -> Option<String> {
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+            });
+        }
+        let mut text = String::new();
+        for choice in chunk.choices {
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish_reason = Some(reason);
+            }
+            if let Some(content) = choice.delta.content {
+                text.push_str(&content);
+            }
+            for delta in choice.delta.tool_calls.unwrap_or_default() {
+                // A fragment without an index continues the call before it.
+                let index = delta.index.unwrap_or(self.last_index);
+                self.last_index = index;
+                let call = self.calls.entry(index).or_default();
+                if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+                    call.id = Some(id);
+                }
+                if let Some(function) = delta.function {
+                    if let Some(name) = function.name {
+                        call.name.push_str(&name);
+                    }
+                    if let Some(arguments) = function.arguments {
+                        call.arguments.push_str(&arguments);
+                    }
+                }
+            }
+        }
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Whether the reply said it was finished (some servers end without `[DONE]`).
+    pub fn saw_finish(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// The tool calls in index order.
+    pub fn into_tool_calls(self) -> Result<Vec<ToolCall>, LlmError> {
+        self.calls
+            .into_iter()
+            .map(|(index, call)| {
+                if call.name.is_empty() {
+                    return Err(LlmError::Malformed(format!(
+                        "tool call {index} has no function name"
+                    )));
+                }
+                Ok(ToolCall {
+                    id: call.id.unwrap_or_else(|| format!("call_{index}")),
+                    name: call.name,
+                    arguments: call.arguments,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolSpec;
+
+    fn feed(events: &[&str]) -> (String, ChunkAccumulator) {
+        let mut acc = ChunkAccumulator::default();
+        let mut text = String::new();
+        for event in events {
+            if let Some(delta) = acc.push(parse_chunk(event).unwrap()) {
+                text.push_str(&delta);
+            }
+        }
+        (text, acc)
+    }
+
+    #[test]
+    fn text_usage_and_finish_reason() {
+        let (text, acc) = feed(&[
+            r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo","reasoning_content":"hmm"},"finish_reason":""}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}"#,
+        ]);
+        assert_eq!(text, "Hello");
+        assert_eq!(acc.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(
+            acc.usage,
+            Some(Usage {
+                prompt_tokens: 9,
+                completion_tokens: 2
+            })
+        );
+        assert_eq!(acc.into_tool_calls().unwrap(), vec![]);
+    }
+
+    #[test]
+    fn parallel_tool_calls_are_joined_by_index() {
+        let (_, acc) = feed(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"read_file","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"list_dir","arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a.md\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"th\":\".\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let calls = acc.into_tool_calls().unwrap();
+        assert_eq!(
+            calls,
+            vec![
+                ToolCall {
+                    id: "call_a".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"a.md"}"#.into()
+                },
+                ToolCall {
+                    id: "call_b".into(),
+                    name: "list_dir".into(),
+                    arguments: r#"{"path":"."}"#.into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn fragments_without_index_or_id() {
+        let (_, acc) = feed(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"list_dir","arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}"#,
+        ]);
+        let calls = acc.into_tool_calls().unwrap();
+        assert_eq!(
+            calls,
+            vec![ToolCall {
+                id: "call_0".into(),
+                name: "list_dir".into(),
+                arguments: "{}".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_call_without_a_name_is_malformed() {
+        let (_, acc) = feed(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+        ]);
+        assert!(matches!(acc.into_tool_calls(), Err(LlmError::Malformed(_))));
+    }
+
+    #[test]
+    fn malformed_json_says_where() {
+        let Err(LlmError::Malformed(message)) = parse_chunk(r#"{"choices": [oops"#) else {
+            panic!()
+        };
+        assert!(message.contains("oops"), "{message}");
+    }
+
+    #[test]
+    fn request_body_shape() {
+        let mut hooked = Message::system("be brief");
+        hooked.hook = Some(crate::message::HookTag {
+            name: "h".into(),
+            skill: "s".into(),
+            timing: "after_user_input".into(),
+            sig: "x".into(),
+        });
+        hooked.injection = Some(3);
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![
+                hooked,
+                Message::user("hi"),
+                Message::assistant_with_tools(
+                    "",
+                    vec![ToolCall {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        arguments: "{}".into(),
+                    }],
+                ),
+                Message::tool_result("c1", "text"),
+            ],
+            tools: vec![],
+        };
+        assert_eq!(
+            request_body(&request),
+            json!({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[
+                {"role":"system","content":"be brief"},
+                {"role":"user","content":"hi"},
+                {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{}"}}]},
+                {"role":"tool","content":"text","tool_call_id":"c1"}
+            ]})
+        );
+        let with_tools = ModelRequest {
+            tools: vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: json!({"type":"object"}),
+            }],
+            ..request
+        };
+        assert_eq!(
+            request_body(&with_tools)["tools"],
+            json!([{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}])
+        );
+    }
+}
