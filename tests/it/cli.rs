@@ -148,3 +148,28 @@ fn check_passes_on_a_good_setup() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+#[test]
+fn check_reports_broken_skills_with_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join("skills/broken/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(
+        hooks.join("hooks.json"),
+        r#"{"hooks":[{"name":"x","file":"x.md","timing":"whenever","role":"system","persistent":false}]}"#,
+    )
+    .unwrap();
+    std::fs::write(hooks.join("x.md"), "text").unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--workspace", dir.path().to_str().unwrap()])
+        .args(["--skills-dir", dir.path().join("skills").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout
+            .contains("broken/hooks/hooks.json: hooks[0] (x).timing: unknown timing \"whenever\""),
+        "{stdout}"
+    );
+}

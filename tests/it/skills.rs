@@ -603,3 +603,38 @@ async fn the_demo_chat_shows_a_hook_frame_with_the_example_skills() {
     assert!(kinds.contains(&"tool_call".to_string()), "{kinds:?}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn hooks_follow_the_order_of_the_chats_skills_then_hooks_json() {
+    let upstream = FakeUpstream::start().await;
+    let server = server_with_skills(
+        &upstream,
+        |d| {
+            write_skill(
+                d,
+                "a",
+                &[
+                    ("a1", "after_user_input", "system", false, None),
+                    ("a2", "after_user_input", "user", false, None),
+                ],
+            );
+            write_skill(d, "b", &[("b1", "after_user_input", "system", false, None)]);
+        },
+        |_| {},
+    )
+    .await;
+    run_chat(
+        &server,
+        json!({"type":"chat","input":"go","skills":["b","a"],"enable_tools":false}),
+    )
+    .await;
+    let request = &upstream.requests()[0];
+    let at = index_of_user_input(request, "go");
+    let order: Vec<usize> = ["TEXT:b1", "TEXT:a1", "TEXT:a2"]
+        .iter()
+        .map(|t| positions(request, t)[0])
+        .collect();
+    assert_eq!(order, vec![at + 1, at + 2, at + 3]);
+    assert_eq!(request.messages()[at + 3].0, "user");
+    server.shutdown().await;
+}

@@ -153,3 +153,29 @@ async fn keepalive_comments_and_split_events_are_fine() {
     assert_eq!(frames.last().unwrap()["message"]["content"], "héllo");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_stream_split_into_single_bytes_still_parses() {
+    let upstream = FakeUpstream::start().await;
+    let body = [
+        ": keep-alive\n\n".to_string(),
+        chunk(json!({"content": "wörds "})),
+        chunk(json!({"content": "→ ok"})),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    upstream.push(Reply::Sse(
+        body.into_bytes()
+            .into_iter()
+            .map(|b| Piece::Bytes(vec![b]))
+            .collect(),
+    ));
+    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(text_of(&frames), "wörds → ok");
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    server.shutdown().await;
+}
