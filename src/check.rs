@@ -2,6 +2,7 @@
 //! `file: field: reason`.
 
 use crate::config::Config;
+use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
 
 /// Every problem found, one line each (`error: …` or `warning: …`); empty when all is well.
@@ -19,6 +20,9 @@ pub fn problems(config: &Config) -> Vec<String> {
             config.skills_dir.display()
         ));
     }
+    let (_, hook_problems) =
+        load_hook_set(&hook_files(config.hooks_file.as_deref(), &config.workspace));
+    problems.extend(hook_problems.into_iter().map(|p| format!("error: {p}")));
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());
     if let Some(defaults) = &config.default_skills {

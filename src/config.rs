@@ -99,6 +99,10 @@ pub struct FileConfig {
     pub default_skills: Option<Vec<String>>,
     /// Allowed `Origin` headers for `/ws`; unset = any origin.
     pub allowed_origins: Option<Vec<String>>,
+    /// The server-level hook file (else `HOOKWIRE_HOOKS`, else `hooks.yaml` beside this file).
+    pub hooks: Option<PathBuf>,
+    /// Let the model register `command` session hooks too (default: only `llm`).
+    pub allow_session_command_hooks: Option<bool>,
     #[serde(default)]
     pub planning: PlanningFile,
     #[serde(default)]
@@ -210,6 +214,9 @@ pub struct Config {
     pub agent: AgentConfig,
     /// The config file used, if any (server-level hook files live beside it).
     pub config_file: Option<PathBuf>,
+    /// The server-level hook file, if there is one.
+    pub hooks_file: Option<PathBuf>,
+    pub allow_session_command_hooks: bool,
 }
 
 /// A setting that could not be used; the message names the setting and why.
@@ -385,6 +392,14 @@ impl Config {
             allowed_origins: file.allowed_origins,
             limits,
             agent,
+            hooks_file: env("HOOKWIRE_HOOKS")
+                .map(PathBuf::from)
+                .or(file.hooks)
+                .or_else(|| {
+                    let beside = cli.config.as_ref()?.parent()?.join("hooks.yaml");
+                    beside.is_file().then_some(beside)
+                }),
+            allow_session_command_hooks: file.allow_session_command_hooks.unwrap_or(false),
             config_file: cli.config.clone(),
         })
     }

@@ -5,6 +5,7 @@
 //! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
 
 mod context;
+pub mod external;
 pub mod prompt;
 pub mod signing;
 mod stack;

@@ -25,6 +25,8 @@ use tower_http::services::ServeDir;
 
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
+use crate::hooks::external::runner::{sub_agent_config, Runner};
+use crate::hooks::external::{hook_files, load_hook_set, ExternalHooks};
 use crate::llm::demo::DemoModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
@@ -114,6 +116,30 @@ pub fn agent_builder(
         .map_err(|e| StartError(format!("workspace {}: {e}", config.workspace.display())))?;
     let mut agent_config = config.agent.clone();
     agent_config.workspace = workspace.root().to_path_buf();
+    let (set, problems) =
+        load_hook_set(&hook_files(config.hooks_file.as_deref(), workspace.root()));
+    if !problems.is_empty() {
+        return Err(StartError(format!(
+            "invalid hook file(s):\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+    let read_only_tools = builtin_tools(Arc::new(workspace.clone()), ToolLimits::default());
+    let sub_agent = AgentClient::builder()
+        .model(model.clone())
+        .tools(read_only_tools)
+        .config(sub_agent_config(&agent_config, 4))
+        .build();
+    let runner = Runner::new(
+        model.clone(),
+        agent_config.model.clone(),
+        sub_agent,
+        workspace.root().to_path_buf(),
+    );
+    let external = Arc::new(ExternalHooks::new(set, runner));
+    if let Err(error) = external.watch(config.hooks_file.clone(), workspace.root().to_path_buf()) {
+        tracing::warn!("{error}; hook files will not reload without a restart");
+    }
     let skill_hooks = SkillHookFactory::new(
         skills,
         config.default_skills.clone(),
@@ -123,6 +149,7 @@ pub fn agent_builder(
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .config(agent_config)
+        .hook(external)
         .hook_factory(Arc::new(skill_hooks)))
 }
 

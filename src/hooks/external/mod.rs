@@ -1,0 +1,793 @@
+//! `ExternalHooks`: hooks from YAML (seeds 001 and 004) as one [`AgentHook`] adapter.
+//!
+//! Each event runs its chain: the hooks of that event in order (server level, then workspace
+//! level), filters first; each hook sees the values as the previous one left them; the first
+//! hook that stops, skips, blocks or asks for a retry ends the chain. `on_error: skip` logs a
+//! failure and goes on, `abort` ends the chain. A chain has 30 s in all; each hook its own
+//! timeout within that.
+
+pub mod config;
+pub mod event;
+pub mod protocol;
+pub mod runner;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use self::config::{parse_hooks, HookDef, OnError};
+use self::event::Event;
+use self::protocol::{input_json, parse_output, Control, Envelope, EventState, HookOutput};
+use self::runner::{RunResult, Runner};
+use super::{
+    AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
+    SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+};
+use crate::agent::{ChatError, NoticeLevel};
+use crate::message::{Message, Role};
+
+/// Time one chain may take in all.
+const CHAIN_BUDGET: Duration = Duration::from_secs(30);
+
+/// The hook files of a server: where they are, and their hooks by event.
+#[derive(Debug, Default)]
+pub struct HookSet {
+    by_event: HashMap<Event, Vec<Arc<HookDef>>>,
+    pub files: Vec<PathBuf>,
+}
+
+impl HookSet {
+    pub fn len(&self) -> usize {
+        self.by_event.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn hooks(&self, event: Event) -> &[Arc<HookDef>] {
+        self.by_event.get(&event).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// The hook files to read, in order: server level, then workspace level.
+pub fn hook_files(server_file: Option<&Path>, workspace: &Path) -> Vec<(PathBuf, &'static str)> {
+    let mut files = Vec::new();
+    if let Some(file) = server_file {
+        files.push((file.to_path_buf(), "server"));
+    }
+    let dir = workspace.join(".hookwire");
+    let main = dir.join("hooks.yaml");
+    if main.is_file() {
+        files.push((main, "workspace"));
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("hooks")) {
+        let mut extra: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        extra.sort();
+        files.extend(extra.into_iter().map(|p| (p, "workspace")));
+    }
+    files
+}
+
+/// Reads every hook file; problems are `file:line: …` lines (any problem means: do not use it).
+pub fn load_hook_set(files: &[(PathBuf, &'static str)]) -> (HookSet, Vec<String>) {
+    let mut set = HookSet::default();
+    let mut problems = Vec::new();
+    for (path, level) in files {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => {
+                problems.push(format!("{}: cannot read: {error}", path.display()));
+                continue;
+            }
+        };
+        let (hooks, mut found) = parse_hooks(path, &text, level);
+        problems.append(&mut found);
+        for hook in hooks {
+            if !hook.event.fires() {
+                tracing::warn!(file = %path.display(), event = hook.event.as_str(), "this event does not fire yet (hookwire does not compact context)");
+            }
+            set.by_event
+                .entry(hook.event)
+                .or_default()
+                .push(Arc::new(hook));
+        }
+        set.files.push(path.clone());
+    }
+    (set, problems)
+}
+
+/// The adapter: shared by every chat, its set swapped on reload.
+pub struct ExternalHooks {
+    set: RwLock<Arc<HookSet>>,
+    runner: Runner,
+    /// Set for per-chat session hooks: their origin in logs.
+    label: &'static str,
+    /// The file watcher that reloads the set (kept alive here).
+    watcher: std::sync::Mutex<
+        Option<notify_debouncer_mini::Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>>,
+    >,
+}
+
+impl ExternalHooks {
+    pub fn new(set: HookSet, runner: Runner) -> Self {
+        Self {
+            set: RwLock::new(Arc::new(set)),
+            runner,
+            label: "external",
+            watcher: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Reloads the hook files when they change: a valid change replaces the set, an invalid one
+    /// keeps the last good set and logs every problem.
+    pub fn watch(
+        self: &Arc<Self>,
+        server_file: Option<PathBuf>,
+        workspace: PathBuf,
+    ) -> Result<(), String> {
+        use notify_debouncer_mini::notify::RecursiveMode;
+        let weak = Arc::downgrade(self);
+        let (file, root) = (server_file.clone(), workspace.clone());
+        let mut debouncer = notify_debouncer_mini::new_debouncer(
+            Duration::from_millis(200),
+            move |result: notify_debouncer_mini::DebounceEventResult| {
+                let (Ok(_), Some(hooks)) = (result, weak.upgrade()) else {
+                    return;
+                };
+                let (set, problems) = load_hook_set(&hook_files(file.as_deref(), &root));
+                if problems.is_empty() {
+                    tracing::info!(hooks = set.len(), "hook files reloaded");
+                    hooks.replace(set);
+                } else {
+                    for problem in problems {
+                        tracing::warn!("{problem} (keeping the last good hooks)");
+                    }
+                }
+            },
+        )
+        .map_err(|e| format!("cannot watch hook files: {e}"))?;
+        let mut watched = 0;
+        if let Some(dir) = server_file
+            .as_ref()
+            .and_then(|f| f.parent())
+            .filter(|d| d.is_dir())
+        {
+            watched += debouncer
+                .watcher()
+                .watch(dir, RecursiveMode::NonRecursive)
+                .is_ok() as usize;
+        }
+        let dir = workspace.join(".hookwire");
+        if dir.is_dir() {
+            watched += debouncer
+                .watcher()
+                .watch(&dir, RecursiveMode::Recursive)
+                .is_ok() as usize;
+        } else if workspace.is_dir() {
+            // Picks up a .hookwire folder created later.
+            watched += debouncer
+                .watcher()
+                .watch(&workspace, RecursiveMode::NonRecursive)
+                .is_ok() as usize;
+        }
+        if watched > 0 {
+            if let Ok(mut slot) = self.watcher.lock() {
+                *slot = Some(debouncer);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn with_label(mut self, label: &'static str) -> Self {
+        self.label = label;
+        self
+    }
+
+    pub fn current(&self) -> Arc<HookSet> {
+        match self.set.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn replace(&self, set: HookSet) {
+        let mut guard = match self.set.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(set);
+    }
+
+    /// Runs the chain of `event` over `state`; returns the control decision, if any, and the
+    /// outputs' side effects (context, injections, notices) merged.
+    async fn chain(
+        &self,
+        event: Event,
+        envelope: &Envelope,
+        state: &mut EventState,
+        notices: &mut Vec<String>,
+    ) -> ChainOutcome {
+        let set = self.current();
+        let hooks = set.hooks(event);
+        let mut outcome = ChainOutcome::default();
+        if hooks.is_empty() {
+            return outcome;
+        }
+        let deadline = Instant::now() + CHAIN_BUDGET;
+        for hook in hooks {
+            if !hook
+                .filter
+                .matches(event, state.tool_name.as_deref(), &envelope.model)
+            {
+                continue;
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                tracing::warn!(
+                    event = event.as_str(),
+                    "hook chain ran out of its 30 s budget; the rest is skipped"
+                );
+                break;
+            }
+            let input = input_json(event, &hook.event_name, envelope, state);
+            let started = Instant::now();
+            let result = self
+                .runner
+                .run(
+                    &hook.handler,
+                    event.as_str(),
+                    &input,
+                    hook.timeout.min(remaining),
+                )
+                .await;
+            let output = match result {
+                RunResult::Output(value) => parse_output(&value, hook.capabilities.as_ref())
+                    .map_err(|e| format!("bad result: {e}")),
+                RunResult::Block(reason) => Ok(HookOutput {
+                    control: Some(Control::Block(reason)),
+                    ..Default::default()
+                }),
+                RunResult::Error(error) => Err(error),
+                RunResult::Timeout => {
+                    Err(format!("timed out after {:?}", hook.timeout.min(remaining)))
+                }
+            };
+            let timed_out = matches!(output, Err(ref e) if e.starts_with("timed out"));
+            let outcome_label = match &output {
+                Ok(out) => match &out.control {
+                    Some(Control::Skip(_)) => "skip",
+                    Some(Control::Stop(_) | Control::Block(_)) => "block",
+                    None => "success",
+                },
+                Err(_) if timed_out => "timeout",
+                Err(_) => "failure",
+            };
+            record(hook, event, outcome_label, started.elapsed());
+            let output = match output {
+                Ok(output) => output,
+                Err(error) => {
+                    tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
+                    if hook.on_error == OnError::Abort {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            if !output.refused.is_empty() {
+                tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
+            }
+            if let (Some(message), false) = (&output.system_message, output.suppress_output) {
+                notices.push(message.clone());
+            }
+            let control = apply(event, &hook.name, output, state, &mut outcome);
+            if control.is_some() {
+                outcome.control = control;
+                break;
+            }
+        }
+        outcome
+    }
+
+    fn envelope(&self, ctx: &HookContext) -> Envelope {
+        Envelope {
+            session_id: ctx.session_id.clone(),
+            run_id: Some(ctx.run_id.clone()),
+            cwd: ctx.cwd.display().to_string(),
+            model: ctx.model.clone(),
+        }
+    }
+
+    fn notify(&self, ctx: &mut HookContext, notices: Vec<String>) {
+        for message in notices {
+            ctx.notify(NoticeLevel::Info, message, self.label);
+        }
+    }
+}
+
+fn record(hook: &HookDef, event: Event, outcome: &'static str, elapsed: Duration) {
+    let labels = [
+        ("hook", hook.name.clone()),
+        ("event", event.as_str().to_string()),
+        ("outcome", outcome.to_string()),
+    ];
+    metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
+    metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
+        .record(elapsed.as_secs_f64());
+    tracing::debug!(hook = %hook.name, event = event.as_str(), outcome, ms = elapsed.as_millis() as u64, "hook ran");
+}
+
+/// What a chain leaves besides the changed state.
+#[derive(Debug, Default)]
+struct ChainOutcome {
+    control: Option<ChainControl>,
+    inject_messages: Vec<Message>,
+    additional_context: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum ChainControl {
+    Stop(String),
+    Skip(String),
+    Retry(String),
+}
+
+/// Applies one hook's output to the chain's state, at the events where each field is valid;
+/// returns a control decision that ends the chain.
+fn apply(
+    event: Event,
+    hook: &str,
+    output: HookOutput,
+    state: &mut EventState,
+    outcome: &mut ChainOutcome,
+) -> Option<ChainControl> {
+    let invalid = |field: &str| {
+        tracing::warn!(
+            hook,
+            field,
+            event = event.as_str(),
+            "this result field does not apply to this event; ignored"
+        )
+    };
+    use Event::*;
+    if let Some(v) = output.user_input {
+        if event == PreSendMessage {
+            state.user_input = Some(v)
+        } else {
+            invalid("user_input")
+        }
+    }
+    if let Some(v) = output.messages {
+        if event == PreLlmRequest {
+            state.messages = Some(v)
+        } else {
+            invalid("messages")
+        }
+    }
+    if let Some(v) = output.system_prompt {
+        if event == PreLlmRequest {
+            state.system_prompt = Some(v)
+        } else {
+            invalid("system_prompt")
+        }
+    }
+    if let Some(v) = output.tool_arguments {
+        if event == PreToolExecution {
+            state.tool_arguments = Some(v)
+        } else {
+            invalid("tool_arguments")
+        }
+    }
+    if let Some(v) = output.tool_result {
+        if event == PostToolExecution {
+            state.tool_result = Some(v)
+        } else {
+            invalid("tool_result")
+        }
+    }
+    if let Some(v) = output.tool_error {
+        if event == PostToolExecutionFailure {
+            state.tool_error = Some(v)
+        } else {
+            invalid("tool_error")
+        }
+    }
+    if let Some(v) = output.assistant_output {
+        if matches!(event, PostLlmResponse | RunCompleted) {
+            state.assistant_output = Some(v)
+        } else {
+            invalid("assistant_output")
+        }
+    }
+    if !output.inject_messages.is_empty() {
+        if matches!(event, PreLlmRequest | SessionStart) {
+            outcome.inject_messages.extend(output.inject_messages)
+        } else {
+            invalid("inject_messages")
+        }
+    }
+    if let Some(v) = output.additional_context {
+        if matches!(
+            event,
+            PreLlmRequest | Stop | PostToolExecutionFailure | PreAutoCompact
+        ) {
+            outcome.additional_context.push(v)
+        } else {
+            invalid("additional_context")
+        }
+    }
+    let named = |reason: String| {
+        if reason.is_empty() {
+            format!("stopped by hook {hook}")
+        } else {
+            reason
+        }
+    };
+    match output.control {
+        Some(Control::Stop(reason)) if can_stop(event) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(Control::Skip(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Block(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Block(reason)) if can_stop(event) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(_) => invalid("action"),
+        None => {}
+    }
+    if let Some(feedback) = output.retry_feedback {
+        if matches!(event, PreLlmRequest | PostLlmResponse | Stop) {
+            return Some(ChainControl::Retry(feedback));
+        }
+        invalid("retry_feedback");
+    }
+    None
+}
+
+/// Events whose hooks may end the chat.
+fn can_stop(event: Event) -> bool {
+    use Event::*;
+    matches!(
+        event,
+        PreSendMessage
+            | PreLlmRequest
+            | PostLlmResponse
+            | PreToolExecution
+            | PostToolExecution
+            | PostToolExecutionFailure
+    )
+}
+
+fn stop_flow(outcome: &ChainOutcome) -> Flow {
+    match &outcome.control {
+        Some(ChainControl::Stop(reason)) => Flow::Stop {
+            reason: reason.clone(),
+        },
+        _ => Flow::Continue,
+    }
+}
+
+#[async_trait]
+impl AgentHook for ExternalHooks {
+    fn name(&self) -> &str {
+        self.label
+    }
+
+    async fn session_start(&self, session: &SessionInfo) -> HookResult {
+        let envelope = Envelope {
+            session_id: session.session_id.clone(),
+            cwd: self.runner.cwd.display().to_string(),
+            model: self.runner.model_name.clone(),
+            run_id: None,
+        };
+        self.chain(
+            Event::SessionStart,
+            &envelope,
+            &mut EventState::default(),
+            &mut Vec::new(),
+        )
+        .await;
+        Ok(())
+    }
+
+    async fn session_end(&self, session: &SessionInfo) -> HookResult {
+        let envelope = Envelope {
+            session_id: session.session_id.clone(),
+            cwd: self.runner.cwd.display().to_string(),
+            model: self.runner.model_name.clone(),
+            run_id: None,
+        };
+        self.chain(
+            Event::SessionEnd,
+            &envelope,
+            &mut EventState::default(),
+            &mut Vec::new(),
+        )
+        .await;
+        Ok(())
+    }
+
+    async fn pre_send_message(
+        &self,
+        ctx: &mut HookContext,
+        input: &mut String,
+    ) -> HookResult<Flow> {
+        let mut state = EventState {
+            user_input: Some(input.clone()),
+            messages: Some(ctx.messages.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PreSendMessage,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(changed) = state.user_input {
+            *input = changed;
+        }
+        Ok(stop_flow(&outcome))
+    }
+
+    async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
+        let user_input = ctx.last_user_message().map(|m| m.content.clone());
+        let mut state = EventState {
+            user_input,
+            messages: Some(ctx.messages.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        self.chain(
+            Event::PostSendMessage,
+            &self.envelope(ctx),
+            &mut state,
+            &mut notices,
+        )
+        .await;
+        self.notify(ctx, notices);
+        Ok(())
+    }
+
+    async fn pre_llm_request(
+        &self,
+        ctx: &mut HookContext,
+        request: &mut LlmRequest,
+    ) -> HookResult<Flow> {
+        let system_prompt = request
+            .messages
+            .iter()
+            .find(|m| m.role == Role::System)
+            .map(|m| m.content.clone());
+        let mut state = EventState {
+            messages: Some(request.messages.clone()),
+            system_prompt: system_prompt.clone(),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PreLlmRequest,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(messages) = state.messages.filter(|m| *m != request.messages) {
+            request.messages = messages;
+        }
+        if let Some(prompt) = state
+            .system_prompt
+            .filter(|p| Some(p) != system_prompt.as_ref())
+        {
+            match request.messages.iter_mut().find(|m| m.role == Role::System) {
+                Some(message) => message.content = prompt,
+                None => request.messages.insert(0, Message::system(prompt)),
+            }
+        }
+        request
+            .messages
+            .extend(outcome.inject_messages.iter().cloned());
+        for context in &outcome.additional_context {
+            request.inject_system_context(context);
+        }
+        if let Some(ChainControl::Retry(feedback)) = &outcome.control {
+            request.messages.push(Message::user(feedback.clone()));
+        }
+        Ok(stop_flow(&outcome))
+    }
+
+    async fn post_llm_response(
+        &self,
+        ctx: &mut HookContext,
+        response: &mut LlmResponse,
+    ) -> HookResult<ResponseAction> {
+        let mut state = EventState {
+            assistant_output: Some(response.content.clone()),
+            messages: Some(ctx.messages.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PostLlmResponse,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(output) = state.assistant_output {
+            response.content = output;
+        }
+        Ok(match outcome.control {
+            Some(ChainControl::Stop(reason)) => ResponseAction::Stop { reason },
+            Some(ChainControl::Retry(feedback)) => ResponseAction::Retry { feedback },
+            _ => ResponseAction::Continue,
+        })
+    }
+
+    async fn pre_tool_execution(
+        &self,
+        ctx: &mut HookContext,
+        call: &mut ToolCallInfo,
+    ) -> HookResult<ToolAction> {
+        let mut state = EventState {
+            tool_name: Some(call.name.clone()),
+            tool_arguments: Some(call.arguments.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PreToolExecution,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(arguments) = state.tool_arguments {
+            call.arguments = arguments;
+        }
+        Ok(match outcome.control {
+            Some(ChainControl::Stop(reason)) => ToolAction::Stop { reason },
+            Some(ChainControl::Skip(reason)) => ToolAction::Skip { reason },
+            _ => ToolAction::Run,
+        })
+    }
+
+    async fn post_tool_execution(
+        &self,
+        ctx: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
+        let mut state = EventState {
+            tool_name: Some(call.name.clone()),
+            tool_arguments: Some(call.arguments.clone()),
+            tool_result: Some(result.content.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PostToolExecution,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(content) = state.tool_result {
+            result.content = content;
+        }
+        Ok(stop_flow(&outcome))
+    }
+
+    async fn post_tool_execution_failure(
+        &self,
+        ctx: &mut HookContext,
+        call: &ToolCallInfo,
+        result: &mut ToolResultInfo,
+    ) -> HookResult<Flow> {
+        let mut state = EventState {
+            tool_name: Some(call.name.clone()),
+            tool_arguments: Some(call.arguments.clone()),
+            tool_error: Some(result.content.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(
+                Event::PostToolExecutionFailure,
+                &self.envelope(ctx),
+                &mut state,
+                &mut notices,
+            )
+            .await;
+        self.notify(ctx, notices);
+        if let Some(content) = state.tool_error {
+            result.content = content;
+        }
+        for context in &outcome.additional_context {
+            result.content.push_str("\n\n");
+            result.content.push_str(context);
+        }
+        Ok(stop_flow(&outcome))
+    }
+
+    async fn stop(&self, ctx: &mut HookContext, output: &str) -> HookResult<StopAction> {
+        let mut state = EventState {
+            user_input: ctx.last_user_message().map(|m| m.content.clone()),
+            messages: Some(ctx.messages.clone()),
+            system_prompt: ctx.system_prompt().map(str::to_string),
+            assistant_output: Some(output.to_string()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(Event::Stop, &self.envelope(ctx), &mut state, &mut notices)
+            .await;
+        self.notify(ctx, notices);
+        for context in &outcome.additional_context {
+            ctx.append_to_system_prompt(context);
+        }
+        Ok(match outcome.control {
+            Some(ChainControl::Retry(feedback)) => StopAction::Continue { feedback },
+            _ => StopAction::Finish,
+        })
+    }
+
+    async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) -> HookResult {
+        let mut state = EventState {
+            assistant_output: Some(output.content.clone()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        self.chain(
+            Event::RunCompleted,
+            &self.envelope(ctx),
+            &mut state,
+            &mut notices,
+        )
+        .await;
+        self.notify(ctx, notices);
+        if let Some(content) = state.assistant_output {
+            output.content = content;
+        }
+        Ok(())
+    }
+
+    async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) -> HookResult {
+        let mut state = EventState {
+            error: Some(error.to_string()),
+            ..Default::default()
+        };
+        let mut notices = Vec::new();
+        self.chain(
+            Event::RunFailed,
+            &self.envelope(ctx),
+            &mut state,
+            &mut notices,
+        )
+        .await;
+        self.notify(ctx, notices);
+        Ok(())
+    }
+}

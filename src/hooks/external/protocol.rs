@@ -1,0 +1,390 @@
+//! The JSON a hook reads and writes. Input: seed 001's fields plus seed 004's envelope, unset
+//! fields omitted. Output: both vocabularies, normalised into [`HookOutput`].
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use super::event::Event;
+use crate::message::{Message, Role};
+
+/// The values a chain works on; each hook sees them as the previous hook left them.
+#[derive(Debug, Clone, Default)]
+pub struct EventState {
+    pub user_input: Option<String>,
+    pub messages: Option<Vec<Message>>,
+    pub system_prompt: Option<String>,
+    pub assistant_output: Option<String>,
+    pub tool_name: Option<String>,
+    pub tool_arguments: Option<Value>,
+    pub tool_result: Option<String>,
+    pub tool_error: Option<String>,
+    /// `run_failed`: what went wrong.
+    pub error: Option<String>,
+}
+
+/// Who is asking: the ids and the place.
+#[derive(Debug, Clone, Default)]
+pub struct Envelope {
+    pub session_id: String,
+    pub run_id: Option<String>,
+    pub cwd: String,
+    pub model: String,
+}
+
+fn messages_json(messages: &[Message]) -> Value {
+    Value::Array(
+        messages
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect(),
+    )
+}
+
+/// The input JSON for one hook.
+pub fn input_json(
+    event: Event,
+    event_name: &str,
+    envelope: &Envelope,
+    state: &EventState,
+) -> Value {
+    let mut map = Map::new();
+    let mut put = |key: &str, value: Value| {
+        map.insert(key.to_string(), value);
+    };
+    put("event", json!(event.as_str()));
+    put("hook_event_name", json!(event_name));
+    put("session_id", json!(envelope.session_id));
+    if let Some(run_id) = &envelope.run_id {
+        put("run_id", json!(run_id));
+    }
+    put("cwd", json!(envelope.cwd));
+    put("agent_name", json!("hookwire"));
+    put("effective_agent_name", json!("hookwire"));
+    put("model", json!(envelope.model));
+    if matches!(event, Event::PreLlmRequest | Event::PostLlmResponse) {
+        put("model_ref", json!(envelope.model));
+    }
+    if let Some(messages) = &state.messages {
+        put("messages", messages_json(messages));
+    }
+    if let Some(v) = &state.system_prompt {
+        put("system_prompt", json!(v));
+    }
+    if let Some(v) = &state.user_input {
+        put("user_input", json!(v));
+    }
+    if let Some(v) = &state.assistant_output {
+        put("assistant_output", json!(v));
+        put("model_response", json!({"content": v}));
+    }
+    if let Some(v) = &state.tool_name {
+        put("tool_name", json!(v));
+    }
+    if let Some(v) = &state.tool_arguments {
+        put("tool_arguments", json!(v.to_string()));
+        put("tool_input", v.clone());
+    }
+    if let Some(v) = &state.tool_result {
+        put("tool_result", json!(v));
+        put("tool_output", json!(v));
+    }
+    if let Some(v) = &state.tool_error {
+        put("tool_error", json!(v));
+        put("tool_output", json!(v));
+    }
+    if matches!(event, Event::RunCompleted | Event::RunFailed) {
+        put("trigger_type", json!("chat"));
+    }
+    if let Some(v) = &state.error {
+        put("error", json!(v));
+    }
+    Value::Object(map)
+}
+
+/// What a hook decided about the flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// End the step and the chat (`action: stop`, `abort: true`, `continue: false`).
+    Stop(String),
+    /// Skip this step (`action: skip`).
+    Skip(String),
+    /// `decision: block` or exit 2: skip on a tool event, stop elsewhere.
+    Block(String),
+}
+
+/// A hook's result, both vocabularies merged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HookOutput {
+    pub user_input: Option<String>,
+    pub messages: Option<Vec<Message>>,
+    pub system_prompt: Option<String>,
+    pub tool_arguments: Option<Value>,
+    pub tool_result: Option<String>,
+    pub tool_error: Option<String>,
+    pub assistant_output: Option<String>,
+    pub inject_messages: Vec<Message>,
+    pub additional_context: Option<String>,
+    pub retry_feedback: Option<String>,
+    pub system_message: Option<String>,
+    pub control: Option<Control>,
+    pub suppress_output: bool,
+    /// Changes that were refused (outside the capabilities), for the log.
+    pub refused: Vec<String>,
+}
+
+fn string_field(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+fn parse_messages(value: &Value, key: &str) -> Result<Vec<Message>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("`{key}` must be an array of messages"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let role = match item.get("role").and_then(Value::as_str) {
+                Some("system") => Role::System,
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                _ => {
+                    return Err(format!(
+                        "`{key}[{i}].role` must be system, user or assistant"
+                    ))
+                }
+            };
+            let content = item
+                .get("content")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("`{key}[{i}].content` must be a string"))?;
+            Ok(Message::new(role, content))
+        })
+        .collect()
+}
+
+/// Parses a hook's JSON answer. `Value::Null` and `{}` mean no change.
+pub fn parse_output(
+    value: &Value,
+    capabilities: Option<&BTreeSet<String>>,
+) -> Result<HookOutput, String> {
+    let empty = Map::new();
+    let object = match value {
+        Value::Null => &empty,
+        Value::Object(object) => object,
+        _ => return Err("the result must be a JSON object".into()),
+    };
+    let mut out = HookOutput::default();
+    // Change fields: top level (seed 001) unless capabilities are declared and leave them out;
+    // `hookSpecificOutput` (seed 004) only with a declared capability.
+    let specific = match object.get("hookSpecificOutput") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(patch)) => Some(patch),
+        Some(_) => return Err("`hookSpecificOutput` must be an object".into()),
+    };
+    let allowed = |field: &str, from_patch: bool| match capabilities {
+        Some(set) => set.contains(field),
+        None => !from_patch,
+    };
+    let sources: Vec<(&Map<String, Value>, bool)> = std::iter::once((object, false))
+        .chain(specific.map(|p| (p, true)))
+        .collect();
+    for (source, from_patch) in sources {
+        for (key, value) in source {
+            let field = match key.as_str() {
+                "tool_input" => "tool_arguments",
+                "tool_output" => "tool_result",
+                "hookEventName" => continue,
+                other => other,
+            };
+            if !super::config::CAPABILITIES.contains(&field) || value.is_null() {
+                continue;
+            }
+            if !allowed(field, from_patch) {
+                out.refused.push(field.to_string());
+                continue;
+            }
+            match field {
+                "user_input" => out.user_input = string_field(source, key)?,
+                "system_prompt" => out.system_prompt = string_field(source, key)?,
+                "tool_result" => {
+                    out.tool_result = Some(
+                        value
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| value.to_string()),
+                    )
+                }
+                "tool_error" => out.tool_error = string_field(source, key)?,
+                "assistant_output" => out.assistant_output = string_field(source, key)?,
+                "additional_context" => out.additional_context = string_field(source, key)?,
+                "messages" => out.messages = Some(parse_messages(value, key)?),
+                "inject_messages" => out.inject_messages = parse_messages(value, key)?,
+                "tool_arguments" => {
+                    out.tool_arguments = Some(match value {
+                        Value::String(text) => serde_json::from_str(text)
+                            .map_err(|e| format!("`{key}` is not JSON: {e}"))?,
+                        other => other.clone(),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    out.retry_feedback = string_field(object, "retry_feedback")?;
+    out.system_message =
+        string_field(object, "system_message")?.or(string_field(object, "systemMessage")?);
+    out.suppress_output = object
+        .get("suppressOutput")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let reason = string_field(object, "stopReason")?.or(string_field(object, "reason")?);
+    let action = string_field(object, "action")?;
+    out.control = match action.as_deref() {
+        Some("stop") => Some(Control::Stop(reason.clone().unwrap_or_default())),
+        Some("skip") => Some(Control::Skip(reason.clone().unwrap_or_default())),
+        Some(other) if !other.is_empty() && other != "continue" => {
+            return Err(format!("`action` {other:?} must be \"stop\" or \"skip\""))
+        }
+        _ => None,
+    };
+    if out.control.is_none() {
+        let abort = object.get("abort").and_then(Value::as_bool) == Some(true);
+        let halt = object.get("continue").and_then(Value::as_bool) == Some(false);
+        let decision = string_field(object, "decision")?;
+        if abort || halt {
+            out.control = Some(Control::Stop(reason.clone().unwrap_or_default()));
+        } else if decision.as_deref() == Some("block") {
+            out.control = Some(Control::Block(reason.unwrap_or_default()));
+        }
+    }
+    Ok(out)
+}
+
+/// Pulls the JSON object out of a model's answer (which may wrap it in prose or a code fence).
+pub fn json_in_text(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(Value::Null);
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+        return Ok(value);
+    }
+    let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}')) else {
+        return Err(format!(
+            "no JSON object in the answer: {:?}",
+            trimmed.chars().take(120).collect::<String>()
+        ));
+    };
+    if end < start {
+        return Err("no JSON object in the answer".into());
+    }
+    serde_json::from_str(&trimmed[start..=end])
+        .map_err(|e| format!("the answer's JSON is invalid: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_has_both_vocabularies_and_omits_unset_fields() {
+        let state = EventState {
+            tool_name: Some("read_file".into()),
+            tool_arguments: Some(json!({"path":"a.env"})),
+            ..Default::default()
+        };
+        let envelope = Envelope {
+            session_id: "s1".into(),
+            run_id: Some("c1".into()),
+            cwd: "/w".into(),
+            model: "m".into(),
+        };
+        assert_eq!(
+            input_json(
+                Event::PreToolExecution,
+                "before_tool_dispatch",
+                &envelope,
+                &state
+            ),
+            json!({"event":"pre_tool_execution","hook_event_name":"before_tool_dispatch","session_id":"s1","run_id":"c1",
+                   "cwd":"/w","agent_name":"hookwire","effective_agent_name":"hookwire","model":"m",
+                   "tool_name":"read_file","tool_arguments":"{\"path\":\"a.env\"}","tool_input":{"path":"a.env"}})
+        );
+    }
+
+    #[test]
+    fn seed_001_results() {
+        let out = parse_output(
+            &json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
+                    "retry_feedback":"again","system_message":"hi","action":"skip","reason":"nope"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(out.user_input.as_deref(), Some("x"));
+        assert_eq!(out.inject_messages, vec![Message::user("now")]);
+        assert_eq!(out.control, Some(Control::Skip("nope".into())));
+        assert_eq!(
+            parse_output(&json!({"abort": true}), None).unwrap().control,
+            Some(Control::Stop(String::new()))
+        );
+        assert_eq!(
+            parse_output(&json!({}), None).unwrap(),
+            HookOutput::default()
+        );
+        assert_eq!(
+            parse_output(&Value::Null, None).unwrap(),
+            HookOutput::default()
+        );
+        assert!(parse_output(&json!([1]), None).is_err());
+        assert!(parse_output(&json!({"action":"explode"}), None).is_err());
+    }
+
+    #[test]
+    fn seed_004_results_and_capabilities() {
+        let answer = json!({"continue": false, "stopReason": "budget", "systemMessage": "stopped",
+                            "hookSpecificOutput": {"hookEventName":"before_model_call","system_prompt":"new"}});
+        let without = parse_output(&answer, None).unwrap();
+        assert_eq!(without.control, Some(Control::Stop("budget".into())));
+        assert_eq!(without.system_message.as_deref(), Some("stopped"));
+        assert_eq!(
+            without.system_prompt, None,
+            "patches need a declared capability"
+        );
+        assert_eq!(without.refused, vec!["system_prompt"]);
+        let caps: BTreeSet<String> = ["system_prompt".to_string()].into();
+        let with = parse_output(&answer, Some(&caps)).unwrap();
+        assert_eq!(with.system_prompt.as_deref(), Some("new"));
+        let outside = parse_output(&json!({"user_input": "x"}), Some(&caps)).unwrap();
+        assert_eq!(
+            (outside.user_input, outside.refused),
+            (None, vec!["user_input".to_string()])
+        );
+        let block = parse_output(&json!({"decision":"block","reason":"no"}), None).unwrap();
+        assert_eq!(block.control, Some(Control::Block("no".into())));
+        let tool = parse_output(
+            &json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
+            Some(&["tool_arguments".to_string()].into()),
+        )
+        .unwrap();
+        assert_eq!(tool.tool_arguments, Some(json!({"path":"b"})));
+    }
+
+    #[test]
+    fn json_is_found_in_model_prose() {
+        assert_eq!(
+            json_in_text("```json\n{\"action\":\"skip\"}\n```").unwrap(),
+            json!({"action":"skip"})
+        );
+        assert_eq!(
+            json_in_text("Sure: {\"a\": 1} done").unwrap(),
+            json!({"a":1})
+        );
+        assert!(json_in_text("no json here").is_err());
+    }
+}

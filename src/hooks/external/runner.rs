@@ -1,0 +1,433 @@
+//! Running one hook's handler. Errors are data: every run returns a [`RunResult`], never `Err`.
+//!
+//! The exit-code contract of command hooks, written once: exit 0 → stdout is the result (empty
+//! or `{}` = no change); exit 2 → block, stderr is the reason; anything else → an error (logged,
+//! the chain goes on unless `on_error: abort`). A command that runs past its timeout is killed
+//! with its whole process group.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::config::Handler;
+use super::protocol::json_in_text;
+use crate::agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
+use crate::llm::{ChatModel, ModelEvent, ModelRequest};
+use crate::message::Message;
+
+/// Output past this is not kept (the process may go on writing; it is drained).
+const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// How one run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunResult {
+    /// The result JSON (`Null` = no change).
+    Output(Value),
+    /// Exit 2: blocked, with the reason.
+    Block(String),
+    Error(String),
+    Timeout,
+}
+
+/// What the handlers need from the server.
+pub struct Runner {
+    pub http: reqwest::Client,
+    pub model: Arc<dyn ChatModel>,
+    pub model_name: String,
+    /// The sub-agent of `agent` hooks: read-only tools, no hooks.
+    pub sub_agent: AgentClient,
+    pub cwd: std::path::PathBuf,
+}
+
+const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
+\"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \
+\"user_input\", \"tool_arguments\", \"tool_result\", \"assistant_output\". Reply {} for no change.";
+
+impl Runner {
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        model_name: String,
+        sub_agent: AgentClient,
+        cwd: std::path::PathBuf,
+    ) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
+        Self {
+            http,
+            model,
+            model_name,
+            sub_agent,
+            cwd,
+        }
+    }
+
+    pub async fn run(
+        &self,
+        handler: &Handler,
+        event: &str,
+        input: &Value,
+        timeout: Duration,
+    ) -> RunResult {
+        match handler {
+            Handler::Command { command } => {
+                run_command(command, event, &self.cwd, input, timeout).await
+            }
+            Handler::Http { url, headers } => self.run_http(url, headers, input, timeout).await,
+            Handler::Llm { prompt, model } => {
+                let prompt = format!("{}{JSON_INSTRUCTION}", render(prompt, input));
+                let model = model.clone().unwrap_or_else(|| self.model_name.clone());
+                match tokio::time::timeout(timeout, self.ask_with_retry(&prompt, &model)).await {
+                    Err(_) => RunResult::Timeout,
+                    Ok(result) => result,
+                }
+            }
+            Handler::Agent { prompt, max_steps } => {
+                match tokio::time::timeout(timeout, self.run_agent(prompt, *max_steps, input)).await
+                {
+                    Err(_) => RunResult::Timeout,
+                    Ok(result) => result,
+                }
+            }
+        }
+    }
+
+    async fn run_http(
+        &self,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        input: &Value,
+        timeout: Duration,
+    ) -> RunResult {
+        let mut request = self.http.post(url).timeout(timeout).json(input);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) if error.is_timeout() => return RunResult::Timeout,
+            Err(error) => return RunResult::Error(format!("POST {url} failed: {error}")),
+        };
+        let status = response.status();
+        let body = match response.text().await {
+            Ok(body) => body,
+            Err(error) if error.is_timeout() => return RunResult::Timeout,
+            Err(error) => {
+                return RunResult::Error(format!("reading the answer of {url} failed: {error}"))
+            }
+        };
+        if !status.is_success() {
+            let short: String = body.chars().take(300).collect();
+            return RunResult::Error(format!("{url} answered HTTP {}: {short}", status.as_u16()));
+        }
+        if body.trim().is_empty() {
+            return RunResult::Output(Value::Null);
+        }
+        match serde_json::from_str(&body) {
+            Ok(value) => RunResult::Output(value),
+            Err(error) => RunResult::Error(format!("{url} answered with invalid JSON: {error}")),
+        }
+    }
+
+    /// Asks the model; one retry when the call fails or the answer holds no JSON.
+    async fn ask_with_retry(&self, prompt: &str, model: &str) -> RunResult {
+        let mut last = String::new();
+        for _ in 0..2 {
+            match self
+                .ask(prompt, model)
+                .await
+                .and_then(|text| json_in_text(&text))
+            {
+                Ok(value) => return RunResult::Output(value),
+                Err(error) => last = error,
+            }
+        }
+        RunResult::Error(format!("the model's answer was not usable: {last}"))
+    }
+
+    async fn ask(&self, prompt: &str, model: &str) -> Result<String, String> {
+        let request = ModelRequest {
+            model: model.to_string(),
+            messages: vec![Message::user(prompt)],
+            tools: Vec::new(),
+        };
+        let mut stream = self
+            .model
+            .stream(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            match event.map_err(|e| e.to_string())? {
+                ModelEvent::Text(delta) => text.push_str(&delta),
+                ModelEvent::Finished { .. } => return Ok(text),
+            }
+        }
+        Err("the model stream ended early".into())
+    }
+
+    async fn run_agent(&self, prompt: &str, max_steps: usize, input: &Value) -> RunResult {
+        let task = format!(
+            "{}\n\nThe event:\n{}{JSON_INSTRUCTION}",
+            render(prompt, input),
+            input
+        );
+        let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
+        request.skills = Some(Vec::new());
+        let _ = max_steps; // bounded by the sub-agent's own config
+        let mut events = self.sub_agent.chat_stream(request);
+        while let Some(event) = events.next().await {
+            match event {
+                ChatEvent::Done { content, .. } => {
+                    return match json_in_text(&content) {
+                        Ok(value) => RunResult::Output(value),
+                        Err(error) => {
+                            RunResult::Error(format!("the agent's answer was not usable: {error}"))
+                        }
+                    }
+                }
+                ChatEvent::Error(error) => {
+                    return RunResult::Error(format!("the agent failed: {}", error.message))
+                }
+                _ => {}
+            }
+        }
+        RunResult::Error("the agent ended without an answer".into())
+    }
+}
+
+/// The sub-agent config for `agent` hooks.
+pub fn sub_agent_config(base: &AgentConfig, max_steps: usize) -> AgentConfig {
+    AgentConfig {
+        max_steps,
+        secret: None,
+        ..base.clone()
+    }
+}
+
+/// Fills `{{variable}}` from the input JSON (strings as they are, other values as JSON).
+pub fn render(template: &str, input: &Value) -> String {
+    let mut out = template.to_string();
+    for key in [
+        "event",
+        "user_input",
+        "tool_name",
+        "tool_arguments",
+        "tool_result",
+        "assistant_output",
+        "model",
+        "cwd",
+        "tool_error",
+        "session_id",
+    ] {
+        let placeholder = format!("{{{{{key}}}}}");
+        if out.contains(&placeholder) {
+            let value = match input.get(key) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            out = out.replace(&placeholder, &value);
+        }
+    }
+    out
+}
+
+/// Runs `sh -c command` in its own process group: JSON on stdin (written while stdout is read,
+/// so a large input cannot deadlock), stdout and stderr capped.
+pub async fn run_command(
+    command: &str,
+    event: &str,
+    cwd: &std::path::Path,
+    input: &Value,
+    timeout: Duration,
+) -> RunResult {
+    let mut child = match tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("HOOKWIRE_HOOK_EVENT", event)
+        .env("HOOKWIRE_CWD", cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => return RunResult::Error(format!("cannot start `sh -c {command}`: {error}")),
+    };
+    let pid = child.id();
+    let payload = input.to_string().into_bytes();
+    let (mut stdin, mut stdout, mut stderr) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let work = async {
+        let write = async {
+            if let Some(mut stdin) = stdin.take() {
+                // A hook that does not read its input closes the pipe early; that is fine.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let (_, out, err, status) = tokio::join!(
+            write,
+            read_capped(stdout.as_mut()),
+            read_capped(stderr.as_mut()),
+            child.wait()
+        );
+        (out, err, status)
+    };
+    let (out, err, status) = match tokio::time::timeout(timeout, work).await {
+        Ok(done) => done,
+        Err(_) => {
+            kill_group(pid);
+            let _ = child.wait().await;
+            return RunResult::Timeout;
+        }
+    };
+    let status = match status {
+        Ok(status) => status,
+        Err(error) => return RunResult::Error(format!("waiting for the hook failed: {error}")),
+    };
+    let stdout = String::from_utf8_lossy(&out).to_string();
+    let stderr = String::from_utf8_lossy(&err).trim().to_string();
+    match status.code() {
+        Some(0) => {
+            if stdout.trim().is_empty() {
+                return RunResult::Output(Value::Null);
+            }
+            match serde_json::from_str(stdout.trim()) {
+                Ok(value) => RunResult::Output(value),
+                Err(error) => RunResult::Error(format!(
+                    "stdout is not JSON ({error}): {:?}",
+                    stdout.chars().take(200).collect::<String>()
+                )),
+            }
+        }
+        Some(2) => RunResult::Block(if stderr.is_empty() {
+            "blocked by a hook".into()
+        } else {
+            stderr
+        }),
+        Some(code) => RunResult::Error(format!(
+            "exit code {code}: {}",
+            stderr.chars().take(300).collect::<String>()
+        )),
+        None => RunResult::Error("killed by a signal".into()),
+    }
+}
+
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) -> Vec<u8> {
+    let Some(reader) = reader else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// Kills the hook's whole process group (the shell and everything it started).
+fn kill_group(pid: Option<u32>) {
+    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals the process group we created with
+    // process_group(0); it touches no memory of ours.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn exit_codes() {
+        let cwd = std::env::temp_dir();
+        let ok = run_command(
+            "cat >/dev/null; echo '{\"user_input\":\"x\"}'",
+            "e",
+            &cwd,
+            &json!({}),
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(ok, RunResult::Output(json!({"user_input":"x"})));
+        let empty = run_command("true", "e", &cwd, &json!({}), Duration::from_secs(5)).await;
+        assert_eq!(empty, RunResult::Output(Value::Null));
+        let block = run_command(
+            "echo 'not allowed' >&2; exit 2",
+            "e",
+            &cwd,
+            &json!({}),
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(block, RunResult::Block("not allowed".into()));
+        let error = run_command(
+            "echo boom >&2; exit 3",
+            "e",
+            &cwd,
+            &json!({}),
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(error, RunResult::Error("exit code 3: boom".into()));
+        let env = run_command(
+            "printf '{\"e\":\"%s\"}' \"$HOOKWIRE_HOOK_EVENT\"",
+            "stop",
+            &cwd,
+            &json!({}),
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(env, RunResult::Output(json!({"e":"stop"})));
+    }
+
+    #[tokio::test]
+    async fn large_input_does_not_deadlock() {
+        let big = json!({"messages": "x".repeat(300_000)});
+        let result = run_command(
+            "wc -c | awk '{print \"{\\\"n\\\":\" $1 \"}\"}'",
+            "e",
+            &std::env::temp_dir(),
+            &big,
+            Duration::from_secs(10),
+        )
+        .await;
+        let RunResult::Output(value) = result else {
+            panic!("{result:?}")
+        };
+        assert!(value["n"].as_u64().unwrap() > 300_000);
+    }
+
+    #[test]
+    fn templates_fill_variables() {
+        let input =
+            json!({"tool_name":"read_file","tool_arguments":"{\"path\":\"a\"}","model":"m"});
+        assert_eq!(
+            render(
+                "{{tool_name}} {{tool_arguments}} {{model}} {{user_input}}!",
+                &input
+            ),
+            "read_file {\"path\":\"a\"} m !"
+        );
+    }
+}
