@@ -4,6 +4,7 @@
 mod agent;
 mod cli;
 mod common;
+mod external;
 mod http;
 mod protocol;
 mod rust_hooks;

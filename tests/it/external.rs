@@ -1,0 +1,543 @@
+//! External hooks from YAML: real subprocesses, a real HTTP hook server, the fake upstream.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::agent::workspace;
+use crate::common::*;
+
+/// A server whose server-level hook file is `server_yaml` and workspace-level one is
+/// `workspace_yaml`; `scripts` are written into the workspace, executable.
+async fn server_with_hooks(
+    upstream: &FakeUpstream,
+    server_yaml: &str,
+    workspace_yaml: Option<&str>,
+    scripts: &[(&str, &str)],
+    tweak: impl FnOnce(&mut hookwire::config::Config),
+) -> TestServer {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workspace();
+    for (name, body) in scripts {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let hooks_file = dir.path().join("server-hooks.yaml");
+    std::fs::write(&hooks_file, server_yaml).unwrap();
+    if let Some(yaml) = workspace_yaml {
+        std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
+        std::fs::write(dir.path().join(".hookwire/hooks.yaml"), yaml).unwrap();
+    }
+    TestServer::start_in(
+        dir,
+        Some(upstream),
+        move |c| {
+            c.hooks_file = Some(hooks_file);
+            tweak(c);
+        },
+        |b| b,
+    )
+    .await
+}
+
+fn tool_round(upstream: &FakeUpstream, tool: &str, args: Value) {
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[("c1", tool, args)]));
+    upstream.push(Reply::text(&["final"]));
+}
+
+async fn chat(server: &TestServer, frame: Value) -> Vec<Value> {
+    server.connect().await.chat(frame).await
+}
+
+#[tokio::test]
+async fn every_event_fires_once_at_its_place_with_its_input() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(&upstream, "read_file", json!({"path":"README.md"}));
+    let events = [
+        "session_start",
+        "pre_send_message",
+        "post_send_message",
+        "pre_llm_request",
+        "post_llm_response",
+        "pre_tool_execution",
+        "post_tool_execution",
+        "stop",
+        "run_completed",
+        "session_end",
+    ];
+    let yaml: String = events
+        .iter()
+        .map(|e| format!("{e}:\n  - command: 'cat > \"input-$HOOKWIRE_HOOK_EVENT.json\"; echo \"$HOOKWIRE_HOOK_EVENT\" >> events.log'\n"))
+        .collect();
+    let server = server_with_hooks(&upstream, &yaml, None, &[], |_| {}).await;
+    let root = server.workspace.path().to_path_buf();
+    let frames = chat(&server, json!({"type":"chat","input":"read it"})).await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = std::fs::read_to_string(root.join("events.log")).unwrap();
+    let fired: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        fired,
+        [
+            "session_start",
+            "pre_send_message",
+            "post_send_message",
+            "pre_llm_request",
+            "post_llm_response", // planning
+            "pre_llm_request",
+            "post_llm_response",
+            "pre_tool_execution",
+            "post_tool_execution", // round 1
+            "pre_llm_request",
+            "post_llm_response",
+            "stop",
+            "run_completed", // round 2
+            "session_end",
+        ]
+    );
+    let read = |event: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(root.join(format!("input-{event}.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let pre_send = read("pre_send_message");
+    assert_eq!(pre_send["user_input"], "read it");
+    assert_eq!(pre_send["hook_event_name"], "pre_send_message");
+    assert_eq!(pre_send["agent_name"], "hookwire");
+    assert!(pre_send["session_id"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    assert!(pre_send["run_id"].as_str().is_some());
+    let tool = read("pre_tool_execution");
+    assert_eq!(
+        (tool["tool_name"].as_str(), tool["tool_arguments"].as_str()),
+        (Some("read_file"), Some("{\"path\":\"README.md\"}"))
+    );
+    assert_eq!(tool["tool_input"], json!({"path":"README.md"}));
+    assert!(read("post_tool_execution")["tool_result"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the readme"));
+    assert_eq!(read("stop")["assistant_output"], "final");
+    assert_eq!(read("pre_llm_request")["model_ref"], "fake-model");
+    assert!(
+        read("session_start").get("user_input").is_none(),
+        "unset fields are omitted"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_apply_at_their_events_and_are_ignored_elsewhere() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(&upstream, "read_file", json!({"path":"README.md"}));
+    let yaml = r#"
+pre_send_message:
+  - command: echo '{"user_input":"REWRITTEN","system_message":"input rewritten"}'
+post_send_message:
+  - command: echo '{"user_input":"IGNORED"}'
+pre_llm_request:
+  - command: echo '{"additional_context":"EXTRA","inject_messages":[{"role":"user","content":"INJECTED"}]}'
+pre_tool_execution:
+  - command: echo '{"tool_arguments":{"path":"b.txt"}}'
+post_tool_execution:
+  - command: echo '{"tool_result":"RESULT REPLACED"}'
+post_llm_response:
+  - command: echo '{}'
+run_completed:
+  - command: echo '{"assistant_output":"DONE REPLACED"}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"original"})).await;
+    let requests = upstream.requests();
+    assert!(requests[0]
+        .messages()
+        .iter()
+        .any(|(r, c)| r == "user" && c == "REWRITTEN"));
+    assert!(!requests[0]
+        .messages()
+        .iter()
+        .any(|(_, c)| c == "IGNORED" || c == "original"));
+    assert!(requests[0].messages()[0].1.ends_with("EXTRA"));
+    assert_eq!(
+        requests[0].messages().last().unwrap(),
+        &("user".to_string(), "INJECTED".to_string())
+    );
+    let call = frames.iter().find(|f| f["type"] == "tool_call").unwrap();
+    assert_eq!(call["arguments"], json!({"path":"b.txt"}));
+    let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
+    assert_eq!(result["content"], "RESULT REPLACED");
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "notice" && f["message"] == "input rewritten"));
+    assert_eq!(
+        frames.last().unwrap()["message"]["content"],
+        "DONE REPLACED"
+    );
+    // Per-call: the injection is not in the persistent list.
+    assert_eq!(
+        requests[2]
+            .messages()
+            .iter()
+            .filter(|(_, c)| c == "INJECTED")
+            .count(),
+        1
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn exit_2_blocks_and_other_exit_codes_are_errors() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(&upstream, "read_file", json!({"path":".env"}));
+    let guard = "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'.env'*) echo 'reading .env files is not allowed' >&2; exit 2;; esac\nexit 0\n";
+    let yaml =
+        "pre_tool_execution:\n  - command: ./guard.sh\npost_send_message:\n  - command: exit 7\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[("guard.sh", guard)], |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"read .env"})).await;
+    let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(result["content"]
+        .as_str()
+        .unwrap()
+        .contains("reading .env files is not allowed"));
+    assert_eq!(
+        frames.last().unwrap()["reason"],
+        "completed",
+        "exit 7 is logged, the chat goes on"
+    );
+
+    let blocking = "pre_send_message:\n  - command: \"echo 'no chats today' >&2; exit 2\"\n";
+    let upstream2 = FakeUpstream::start().await;
+    let server2 = server_with_hooks(&upstream2, blocking, None, &[], |_| {}).await;
+    let frames = chat(&server2, json!({"type":"chat","input":"hi"})).await;
+    let last = frames.last().unwrap();
+    assert_eq!(
+        (last["code"].as_str(), last["message"].as_str()),
+        (Some("hook_blocked"), Some("no chats today"))
+    );
+    assert!(upstream2.requests().is_empty());
+    let (_, metrics) = http_get(server2.addr, "/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("hookwire_external_hook_runs_total")
+                && l.contains("outcome=\"block\"")),
+        "{metrics}"
+    );
+    server.shutdown().await;
+    server2.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_command_is_killed_with_its_process_group() {
+    let upstream = FakeUpstream::start().await;
+    let yaml = "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 0.5\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let started = Instant::now();
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(
+        frames.last().unwrap()["type"],
+        "done",
+        "a timeout is an error: the chat goes on"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1000 + 500),
+        "killed within its timeout + 0.5 s"
+    );
+    let pid = std::fs::read_to_string(server.workspace.path().join("child.pid")).unwrap();
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while alive(&pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(&pid), "the grandchild was killed too");
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    assert!(metrics.lines().any(|l| l.contains("outcome=\"timeout\"")));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn chains_run_server_then_workspace_and_see_earlier_changes() {
+    let upstream = FakeUpstream::start().await;
+    let append = |tag: &str| {
+        format!("  - command: 'python3 -c \"import json,sys; d=json.load(sys.stdin); print(json.dumps({{\\\"user_input\\\": d[\\\"user_input\\\"] + \\\" [{tag}]\\\"}}))\"'\n")
+    };
+    let server_yaml = format!(
+        "pre_send_message:\n{}{}",
+        append("server-1"),
+        append("server-2")
+    );
+    let workspace_yaml = format!("pre_send_message:\n{}", append("workspace"));
+    let server =
+        server_with_hooks(&upstream, &server_yaml, Some(&workspace_yaml), &[], |_| {}).await;
+    chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    let messages = upstream.requests()[0].messages();
+    assert!(
+        messages
+            .iter()
+            .any(|(r, c)| r == "user" && c == "hi [server-1] [server-2] [workspace]"),
+        "{messages:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn on_error_skip_goes_on_and_abort_ends_the_chain() {
+    let upstream = FakeUpstream::start().await;
+    let yaml = r#"
+pre_send_message:
+  - command: exit 3
+  - command: echo '{"user_input":"after skip"}'
+  - command: exit 3
+    on_error: abort
+  - command: echo '{"user_input":"never"}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert!(upstream.requests()[0]
+        .messages()
+        .iter()
+        .any(|(_, c)| c == "after skip"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn filters_select_hooks() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[
+        ("c1", "read_file", json!({"path":"README.md"})),
+        ("c2", "list_dir", json!({})),
+        ("c3", "search_text", json!({"pattern":"hello"})),
+    ]));
+    upstream.push(Reply::text(&["final"]));
+    let yaml = r#"
+post_tool_execution:
+  - command: echo '{"tool_result":"BY NAME"}'
+    filter: { tool_name: read_file, tool_matcher: list_dir }
+  - command: echo '{"tool_result":"BY MATCHER"}'
+    filter: { tool_matcher: "list_dir|nothing" }
+  - command: echo '{"tool_result":"BY REGEX"}'
+    matcher: "^search"
+  - command: echo '{"tool_result":"WRONG MODEL"}'
+    filter: { model_prefix: "gpt-" }
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
+    let results: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_result")
+        .map(|f| f["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["BY NAME", "BY MATCHER", "BY REGEX"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn seed_004_results_need_capabilities_and_retry_feedback_is_bounded() {
+    let upstream = FakeUpstream::start().await;
+    for _ in 0..4 {
+        upstream.push(Reply::text(&["draft"]));
+    }
+    let yaml = r#"
+before_model_call:
+  - command: echo '{"hookSpecificOutput":{"system_prompt":"PATCHED PROMPT"}}'
+    capabilities: [system_prompt]
+  - command: echo '{"hookSpecificOutput":{"system_prompt":"NOT ALLOWED"}}'
+after_model_call:
+  - command: echo '{"retry_feedback":"try again"}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |c| c.agent.max_retries = 2).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    let requests = upstream.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "one call plus two retries, then the bound holds"
+    );
+    assert_eq!(requests[0].messages()[0].1, "PATCHED PROMPT");
+    assert!(requests[1]
+        .messages()
+        .iter()
+        .any(|(r, c)| r == "user" && c == "try again"));
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn seed_004_control_fields_stop_the_chat() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["answer"]));
+    // A script written for seed 004's protocol, unchanged.
+    let script = "#!/bin/sh\ncat >/dev/null\necho '{\"continue\": false, \"stopReason\": \"budget reached\", \"systemMessage\": \"stopping\"}'\n";
+    let yaml = "after_model_call:\n  - command: ./budget.sh\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[("budget.sh", script)], |_| {}).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["reason"], "stopped");
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "notice" && f["message"] == "budget reached"));
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "notice" && f["message"] == "stopping"));
+    server.shutdown().await;
+}
+
+#[derive(Clone, Default)]
+struct HookServer {
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+async fn hook_endpoint(
+    State(state): State<HookServer>,
+    Json(body): Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    state.seen.lock().unwrap().push(body.clone());
+    if body["user_input"] == "fail" {
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "hook server broke",
+        )
+            .into_response();
+    }
+    Json(json!({"user_input": format!("{} (via http)", body["user_input"].as_str().unwrap_or(""))}))
+        .into_response()
+}
+
+#[tokio::test]
+async fn http_hooks_post_the_event_and_apply_the_answer() {
+    let hooks = HookServer::default();
+    let app = Router::new()
+        .route("/hook", post(hook_endpoint))
+        .with_state(hooks.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let upstream = FakeUpstream::start().await;
+    let yaml = format!("pre_send_message:\n  - type: http\n    url: http://{addr}/hook\n");
+    let server = server_with_hooks(&upstream, &yaml, None, &[], |_| {}).await;
+    chat(
+        &server,
+        json!({"type":"chat","input":"hello","enable_tools":false}),
+    )
+    .await;
+    assert!(upstream.requests()[0]
+        .messages()
+        .iter()
+        .any(|(_, c)| c == "hello (via http)"));
+    assert_eq!(hooks.seen.lock().unwrap()[0]["event"], "pre_send_message");
+    // A non-2xx answer is an error: logged, the chat goes on unchanged.
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"fail","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    assert!(upstream.requests()[1]
+        .messages()
+        .iter()
+        .any(|(_, c)| c == "fail"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn llm_hooks_ask_the_model_with_the_template_filled() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path":"README.md"}),
+    )]));
+    // The judge's answer (prose around the JSON is fine).
+    upstream.push(Reply::text(&[
+        "Verdict: {\"action\": \"skip\", \"reason\": \"the judge said no\"}",
+    ]));
+    upstream.push(Reply::text(&["final"]));
+    let yaml = "pre_tool_execution:\n  - type: llm\n    prompt: 'Is it safe to run {{tool_name}} with {{tool_arguments}}?'\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
+    let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("the judge said no"),
+        "{result}"
+    );
+    let judge = &upstream.requests()[2];
+    let prompt = &judge.messages()[0].1;
+    assert!(
+        prompt.starts_with("Is it safe to run read_file with {\"path\":\"README.md\"}?"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Reply with exactly one JSON object"));
+    assert!(judge.tool_names().is_none());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_invalid_hook_file_stops_the_server_from_starting_and_check_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &hooks,
+        "pre_send_message:\n  - command: x\n    timeout: -1\nnot_an_event:\n  - command: y\n",
+    )
+    .unwrap();
+    let mut config = test_config(None, dir.path());
+    config.hooks_file = Some(hooks.clone());
+    let skills = Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
+    let Err(error) = hookwire::server::agent_builder(&config, skills) else {
+        panic!("the server must refuse")
+    };
+    assert!(
+        error
+            .0
+            .contains("hooks.yaml:2: pre_send_message[0]: timeout -1"),
+        "{error}"
+    );
+    assert!(
+        error
+            .0
+            .contains("hooks.yaml:4: unknown event \"not_an_event\""),
+        "{error}"
+    );
+    let problems = hookwire::check::problems(&config);
+    assert!(
+        problems.iter().any(|p| p.contains("unknown event")),
+        "{problems:?}"
+    );
+}
