@@ -298,7 +298,7 @@ impl ChatRun {
         })
         .await?;
         let started = Instant::now();
-        let output = match action {
+        let mut output = match action {
             ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
             ToolAction::Skip { reason } => {
                 ToolOutput::error(format!("the tool did not run: {reason}"))
@@ -312,6 +312,9 @@ impl ChatRun {
             },
         };
         metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => if output.is_error { "error" } else { "ok" }).increment(1);
+        for event in std::mem::take(&mut output.events) {
+            self.send(event).await?;
+        }
         let mut result = ToolResultInfo {
             call_id: info.call_id.clone(),
             name: info.name.clone(),

@@ -21,6 +21,8 @@ pub struct ChatRequest {
     pub skills: Option<Vec<String>>,
     /// `false` = one direct model call, no planning round and no agent loop.
     pub enable_tools: bool,
+    /// Session hooks the client stored (`session_hook` frames' `hook`, signature inside).
+    pub session_hooks: Vec<Value>,
     /// Cancelling it ends the chat with `done` reason `cancelled` and drops the upstream request.
     pub cancel: CancellationToken,
 }
@@ -34,6 +36,7 @@ impl ChatRequest {
             input: input.into(),
             skills: None,
             enable_tools: true,
+            session_hooks: Vec::new(),
             cancel: CancellationToken::new(),
         }
     }
@@ -147,6 +150,8 @@ pub enum ChatEvent {
     },
     /// A persistent hook was injected.
     Hook(HookMessage),
+    /// The model registered a session hook; the client sends it back in `session_hooks`.
+    SessionHook(Value),
     /// A message for the person from a hook (or the agent).
     Notice {
         level: NoticeLevel,

@@ -11,6 +11,9 @@ use crate::message::{HookTag, Message, Role};
 /// JSON nesting deeper than this is refused before parsing.
 pub const MAX_JSON_DEPTH: usize = 64;
 
+/// Session hooks one chat may carry.
+pub const MAX_SESSION_HOOKS: usize = 100;
+
 // ─── client → server ───
 
 /// A `chat` frame, validated.
@@ -22,6 +25,8 @@ pub struct ChatFrame {
     pub input: String,
     pub skills: Option<Vec<String>>,
     pub enable_tools: bool,
+    /// Session hooks the client stored from `session_hook` frames.
+    pub session_hooks: Vec<Value>,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -181,12 +186,24 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
     };
+    let session_hooks = match object.get("session_hooks") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
+            return Err(format!(
+                "field \"session_hooks\" has {} hooks; the limit is {MAX_SESSION_HOOKS}",
+                items.len()
+            ))
+        }
+        Some(Value::Array(items)) if items.iter().all(Value::is_object) => items.clone(),
+        Some(_) => return Err("field \"session_hooks\" must be an array of objects".into()),
+    };
     Ok(ChatFrame {
         id,
         messages,
         input,
         skills,
         enable_tools,
+        session_hooks,
     })
 }
 
@@ -258,6 +275,10 @@ pub enum ServerFrame {
     Text {
         id: String,
         delta: String,
+    },
+    SessionHook {
+        id: String,
+        hook: Value,
     },
     ToolCall {
         id: String,
@@ -348,6 +369,7 @@ impl ServerFrame {
             ChatEvent::Started => ServerFrame::Start { id },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
+            ChatEvent::SessionHook(hook) => ServerFrame::SessionHook { id, hook },
             ChatEvent::ToolCall {
                 call_id,
                 name,

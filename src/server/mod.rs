@@ -26,12 +26,14 @@ use tower_http::services::ServeDir;
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
 use crate::hooks::external::runner::{sub_agent_config, Runner};
+use crate::hooks::external::session::SessionHookFactory;
 use crate::hooks::external::{hook_files, load_hook_set, ExternalHooks};
 use crate::llm::demo::DemoModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
 use crate::skills::watch::{watch, SkillWatcher};
 use crate::skills::{SkillHookFactory, SkillRegistry};
+use crate::tools::register_hook::RegisterHook;
 use crate::tools::workspace::Workspace;
 use crate::tools::{builtin_tools, ToolLimits};
 
@@ -130,16 +132,25 @@ pub fn agent_builder(
         .tools(read_only_tools)
         .config(sub_agent_config(&agent_config, 4))
         .build();
-    let runner = Runner::new(
+    let runner = Arc::new(Runner::new(
         model.clone(),
         agent_config.model.clone(),
         sub_agent,
         workspace.root().to_path_buf(),
-    );
-    let external = Arc::new(ExternalHooks::new(set, runner));
+    ));
+    let external = Arc::new(ExternalHooks::new(set, runner.clone()));
     if let Err(error) = external.watch(config.hooks_file.clone(), workspace.root().to_path_buf()) {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
+    let session_hooks = SessionHookFactory::new(
+        runner,
+        config.agent.secret.clone(),
+        config.allow_session_command_hooks,
+    );
+    let register_hook = RegisterHook::new(
+        config.agent.secret.clone(),
+        config.allow_session_command_hooks,
+    );
     let skill_hooks = SkillHookFactory::new(
         skills,
         config.default_skills.clone(),
@@ -149,8 +160,10 @@ pub fn agent_builder(
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .config(agent_config)
+        .tool(Arc::new(register_hook))
         .hook(external)
-        .hook_factory(Arc::new(skill_hooks)))
+        .hook_factory(Arc::new(skill_hooks))
+        .hook_factory(Arc::new(session_hooks)))
 }
 
 /// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.

@@ -238,6 +238,7 @@ fn start_chat(
         input,
         skills,
         enable_tools,
+        session_hooks,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -248,6 +249,7 @@ fn start_chat(
         input,
         skills,
         enable_tools,
+        session_hooks,
         cancel: cancel.clone(),
     };
     let mut events = state.agent.chat_stream(request);

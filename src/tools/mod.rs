@@ -20,10 +20,12 @@ pub struct ToolSpec {
 }
 
 /// The outcome of one tool call, as the model and the client see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Events for the client besides the result (e.g. the `session_hook` of `register_hook`).
+    pub events: Vec<crate::agent::ChatEvent>,
 }
 
 impl ToolOutput {
@@ -31,12 +33,14 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            events: Vec::new(),
         }
     }
     pub fn error(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: true,
+            events: Vec::new(),
         }
     }
 }
@@ -83,6 +87,7 @@ impl ToolRegistry {
 
 pub mod list_dir;
 pub mod read_file;
+pub mod register_hook;
 pub mod search_text;
 pub mod workspace;
 

@@ -102,7 +102,10 @@ async fn marker_gives_a_plan_then_rounds_with_tools_in_openai_order() {
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0].tool_names(), None);
     let tools = requests[1].tool_names().unwrap();
-    assert_eq!(tools, ["list_dir", "read_file", "search_text"]);
+    assert_eq!(
+        tools,
+        ["list_dir", "read_file", "register_hook", "search_text"]
+    );
     // Round 1: the plan is in the list, the first-step prompt comes last, the planning prompt is gone.
     let round1 = requests[1].messages();
     assert!(!round1

@@ -541,3 +541,187 @@ async fn an_invalid_hook_file_stops_the_server_from_starting_and_check_reports_i
         "{problems:?}"
     );
 }
+
+#[tokio::test]
+async fn session_hooks_round_trip_signed_and_command_handlers_are_refused() {
+    let upstream = FakeUpstream::start().await;
+    // Chat 1: the model registers an llm hook on `stop`, and tries a command hook.
+    upstream.push(Reply::text(&["[NEED_TOOL] register"]));
+    upstream.push(Reply::tool_calls(&[
+        (
+            "r1",
+            "register_hook",
+            json!({"event":"stop","prompt":"JUDGE: {{assistant_output}}"}),
+        ),
+        (
+            "r2",
+            "register_hook",
+            json!({"event":"stop","type":"command","command":"touch pwned"}),
+        ),
+    ]));
+    upstream.push(Reply::text(&["registered"]));
+    let server = server_with_hooks(&upstream, "", None, &[], |c| {
+        c.agent.secret = Some("k".into())
+    })
+    .await;
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"check your answers from now on"}))
+        .await;
+    let registered: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "session_hook")
+        .collect();
+    assert_eq!(registered.len(), 1, "{frames:?}");
+    let hook = registered[0]["hook"].clone();
+    assert_eq!(hook["event"], "stop");
+    assert_eq!(
+        hook["sig"],
+        hookwire::hooks::external::session::sign_spec("k", &hook).as_str()
+    );
+    let refused = frames
+        .iter()
+        .find(|f| f["type"] == "tool_result" && f["call_id"] == "r2")
+        .unwrap();
+    assert_eq!(refused["is_error"], true);
+    assert!(refused["content"]
+        .as_str()
+        .unwrap()
+        .contains("only use the llm handler"));
+
+    // Chat 2: the client sends the hook back; it runs at `stop`.
+    upstream.push(Reply::text(&["the answer"]));
+    upstream.push(Reply::text(&["{}"]));
+    let frames = client
+        .chat(
+            json!({"type":"chat","input":"hi","enable_tools":false,"session_hooks":[hook.clone()]}),
+        )
+        .await;
+    assert_eq!(frames.last().unwrap()["message"]["content"], "the answer");
+    let judge = upstream.requests().pop().unwrap();
+    assert_eq!(
+        judge.messages()[0].1.lines().next(),
+        Some("JUDGE: the answer")
+    );
+
+    // Chat 3: a forged hook (changed prompt) is dropped: no judge call.
+    let before = upstream.requests().len();
+    let mut forged = hook.clone();
+    forged["prompt"] = json!("FORGED {{assistant_output}}");
+    upstream.push(Reply::text(&["plain"]));
+    client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false,"session_hooks":[forged]}))
+        .await;
+    assert_eq!(upstream.requests().len(), before + 1);
+    assert!(!server.workspace.path().join("pwned").exists());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn agent_hooks_run_a_sub_agent_whose_answer_is_the_result() {
+    let upstream = FakeUpstream::start().await;
+    // The sub-agent's planning round answers directly with the result JSON.
+    upstream.push(Reply::text(&[
+        "{\"user_input\": \"rewritten by the agent\"}",
+    ]));
+    upstream.push(Reply::text(&["ok"]));
+    let yaml =
+        "pre_send_message:\n  - type: agent\n    prompt: 'Rewrite this politely: {{user_input}}'\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    chat(
+        &server,
+        json!({"type":"chat","input":"gimme","enable_tools":false}),
+    )
+    .await;
+    let requests = upstream.requests();
+    let task = requests[0]
+        .messages()
+        .iter()
+        .find(|(r, _)| r == "user")
+        .unwrap()
+        .1
+        .clone();
+    assert!(task.starts_with("Rewrite this politely: gimme"), "{task}");
+    assert!(requests[1]
+        .messages()
+        .iter()
+        .any(|(r, c)| r == "user" && c == "rewritten by the agent"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn hook_files_reload_without_a_restart() {
+    let upstream = FakeUpstream::start().await;
+    let server = server_with_hooks(&upstream, "", None, &[], |_| {}).await;
+    let dir = server.workspace.path().join(".hookwire");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hooks.yaml"),
+        "pre_send_message:\n  - command: echo '{\"user_input\":\"RELOADED\"}'\n",
+    )
+    .unwrap();
+    let mut client = server.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        client
+            .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+            .await;
+        if upstream
+            .requests()
+            .last()
+            .unwrap()
+            .messages()
+            .iter()
+            .any(|(_, c)| c == "RELOADED")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new hook file was never picked up"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A broken edit keeps the last good hooks.
+    std::fs::write(
+        dir.join("hooks.yaml"),
+        "pre_send_message:\n  - command: x\n    timeout: never\n",
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert!(upstream
+        .requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .any(|(_, c)| c == "RELOADED"));
+    // A later valid edit of the file in the new folder is picked up too.
+    std::fs::write(
+        dir.join("hooks.yaml"),
+        "pre_send_message:\n  - command: echo '{\"user_input\":\"SECOND\"}'\n",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        client
+            .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+            .await;
+        if upstream
+            .requests()
+            .last()
+            .unwrap()
+            .messages()
+            .iter()
+            .any(|(_, c)| c == "SECOND")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the edit was never picked up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.shutdown().await;
+}

@@ -198,7 +198,7 @@ async fn every_event_fires_once_in_order_with_its_data() {
             "after_planning",
             "before_each_agent:1",
             "before_first_agent:1",
-            "pre_llm_request:agent1:3",
+            "pre_llm_request:agent1:4",
             "post_llm_response:agent1:2",
             "pre_tool_execution:read_file:{\"path\":\"README.md\"}",
             "post_tool_execution:read_file:false",
@@ -206,7 +206,7 @@ async fn every_event_fires_once_in_order_with_its_data() {
             "post_tool_execution_failure:read_file",
             "after_tool_call:read_file",
             "before_each_agent:2",
-            "pre_llm_request:agent2:3",
+            "pre_llm_request:agent2:4",
             "post_llm_response:agent2:0",
             "stop:answer",
             "after_agent_loop",
@@ -290,11 +290,11 @@ async fn per_call_changes_stay_in_their_call_and_persistent_ones_persist() {
     // Disabled after round 1's tools: gone from round 2's request.
     assert_eq!(
         requests[1].tool_names().unwrap(),
-        ["list_dir", "read_file", "search_text"]
+        ["list_dir", "read_file", "register_hook", "search_text"]
     );
     assert_eq!(
         requests[2].tool_names().unwrap(),
-        ["list_dir", "search_text"]
+        ["list_dir", "register_hook", "search_text"]
     );
     server.shutdown().await;
 }

@@ -291,7 +291,8 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         },
         "http" => {
             let url = required(&raw.url, "url", &mut errors);
-            if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+            if !url.is_empty() && !scheme_ok {
                 errors.push(format!(
                     "{at}: url {url:?} must start with http:// or https://"
                 ));

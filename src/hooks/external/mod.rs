@@ -10,6 +10,7 @@ pub mod config;
 pub mod event;
 pub mod protocol;
 pub mod runner;
+pub mod session;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -107,7 +108,7 @@ pub fn load_hook_set(files: &[(PathBuf, &'static str)]) -> (HookSet, Vec<String>
 /// The adapter: shared by every chat, its set swapped on reload.
 pub struct ExternalHooks {
     set: RwLock<Arc<HookSet>>,
-    runner: Runner,
+    runner: Arc<Runner>,
     /// Set for per-chat session hooks: their origin in logs.
     label: &'static str,
     /// The file watcher that reloads the set (kept alive here).
@@ -117,7 +118,7 @@ pub struct ExternalHooks {
 }
 
 impl ExternalHooks {
-    pub fn new(set: HookSet, runner: Runner) -> Self {
+    pub fn new(set: HookSet, runner: Arc<Runner>) -> Self {
         Self {
             set: RwLock::new(Arc::new(set)),
             runner,
@@ -142,6 +143,15 @@ impl ExternalHooks {
                 let (Ok(_), Some(hooks)) = (result, weak.upgrade()) else {
                     return;
                 };
+                // A .hookwire folder made after the start gets watched from now on.
+                let dot = root.join(".hookwire");
+                if dot.is_dir() {
+                    if let Ok(mut slot) = hooks.watcher.lock() {
+                        if let Some(debouncer) = slot.as_mut() {
+                            let _ = debouncer.watcher().watch(&dot, RecursiveMode::Recursive);
+                        }
+                    }
+                }
                 let (set, problems) = load_hook_set(&hook_files(file.as_deref(), &root));
                 if problems.is_empty() {
                     tracing::info!(hooks = set.len(), "hook files reloaded");
@@ -171,8 +181,9 @@ impl ExternalHooks {
                 .watcher()
                 .watch(&dir, RecursiveMode::Recursive)
                 .is_ok() as usize;
-        } else if workspace.is_dir() {
-            // Picks up a .hookwire folder created later.
+        }
+        if workspace.is_dir() {
+            // Sees a .hookwire folder created later.
             watched += debouncer
                 .watcher()
                 .watch(&workspace, RecursiveMode::NonRecursive)

@@ -1,0 +1,76 @@
+//! `register_hook`: the model adds a hook for the rest of the conversation (a session hook).
+//! The hook is checked, signed and sent to the client as a `session_hook` frame; it applies from
+//! the next chat on, when the client sends it back.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{Tool, ToolOutput, ToolSpec};
+use crate::agent::ChatEvent;
+use crate::hooks::external::session::{sign_spec, validate_spec};
+
+pub struct RegisterHook {
+    secret: Option<String>,
+    allow_command: bool,
+}
+
+impl RegisterHook {
+    pub fn new(secret: Option<String>, allow_command: bool) -> Self {
+        Self {
+            secret,
+            allow_command,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for RegisterHook {
+    fn spec(&self) -> ToolSpec {
+        let handlers = if self.allow_command {
+            "\"llm\" (default) or \"command\""
+        } else {
+            "\"llm\""
+        };
+        ToolSpec {
+            name: "register_hook".into(),
+            description: format!(
+                "Register a hook that runs at an event of every later chat of this conversation, e.g. a check \
+                 of each answer before it is final. Handler type: {handlers}. An llm hook's `prompt` may use \
+                 {{{{user_input}}}}, {{{{assistant_output}}}}, {{{{tool_name}}}}, {{{{tool_arguments}}}}, {{{{tool_result}}}}."
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "event": {"type": "string", "description": "e.g. stop, post_llm_response, pre_tool_execution"},
+                    "type": {"type": "string", "description": format!("Handler: {handlers}.")},
+                    "prompt": {"type": "string", "description": "For llm hooks: the question to ask; the answer is JSON."},
+                    "command": {"type": "string", "description": "For command hooks (if allowed)."},
+                    "name": {"type": "string"},
+                    "matcher": {"type": "string", "description": "Regex on the tool name (tool events) or model."}
+                },
+                "required": ["event"]
+            }),
+        }
+    }
+
+    async fn run(&self, arguments: Value) -> ToolOutput {
+        let mut spec = match validate_spec(&arguments, self.allow_command) {
+            Ok(spec) => spec,
+            Err(error) => {
+                return ToolOutput::error(format!("the hook was not registered: {error}"))
+            }
+        };
+        let sig = self
+            .secret
+            .as_deref()
+            .map(|secret| sign_spec(secret, &spec))
+            .unwrap_or_default();
+        spec["sig"] = json!(sig);
+        let event = spec["event"].as_str().unwrap_or_default().to_string();
+        let mut output = ToolOutput::ok(format!(
+            "registered a session hook on {event}; it runs from the next message of this conversation on"
+        ));
+        output.events.push(ChatEvent::SessionHook(spec));
+        output
+    }
+}
