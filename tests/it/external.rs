@@ -725,3 +725,70 @@ async fn hook_files_reload_without_a_restart() {
     }
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_example_hooks_guard_audit_inject_and_judge() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] read"]));
+    upstream.push(Reply::tool_calls(&[
+        ("c1", "read_file", json!({"path":".env"})),
+        ("c2", "read_file", json!({"path":"README.md"})),
+    ]));
+    upstream.push(Reply::text(&["incomplete"]));
+    upstream.push(Reply::text(&[
+        "{\"retry_feedback\": \"say what the readme says\"}",
+    ])); // judge, 1st
+    upstream.push(Reply::text(&["It says hello."]));
+    upstream.push(Reply::text(&["{}"])); // judge, 2nd
+    let dir = workspace();
+    std::fs::write(dir.path().join(".env"), "SECRET=1\n").unwrap();
+    let dot = dir.path().join(".hookwire");
+    std::fs::create_dir_all(&dot).unwrap();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks");
+    for entry in std::fs::read_dir(&examples).unwrap().flatten() {
+        std::fs::copy(entry.path(), dot.join(entry.file_name())).unwrap();
+    }
+    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, |b| b).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"what does the readme say?"}),
+    )
+    .await;
+    let results: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_result")
+        .collect();
+    assert_eq!(results[0]["is_error"], true);
+    assert!(results[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("reading .env files is not allowed"));
+    assert_eq!(results[1]["is_error"], false);
+    assert_eq!(
+        frames.last().unwrap()["message"]["content"],
+        "incomplete\n\nIt says hello."
+    );
+    let requests = upstream.requests();
+    assert!(
+        requests[0].messages()[0].1.contains("The current time is"),
+        "the time injector ran"
+    );
+    assert!(requests[3].messages()[0]
+        .1
+        .starts_with("You review an assistant's final answer"));
+    assert!(requests[4]
+        .messages()
+        .iter()
+        .any(|(r, c)| r == "user" && c == "say what the readme says"));
+    let audit =
+        std::fs::read_to_string(server.workspace.path().join(".hookwire/audit.log")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{audit}");
+    assert_eq!(lines[0]["event"], "post_tool_execution_failure");
+    assert_eq!(lines[1]["tool_name"], "read_file");
+    server.shutdown().await;
+}
