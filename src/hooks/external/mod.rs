@@ -316,6 +316,22 @@ impl ExternalHooks {
         }
     }
 
+    /// Runs `event`'s chain over `state` for a chat, sending its notices; returns the state as
+    /// the chain left it.
+    async fn fire(
+        &self,
+        ctx: &mut HookContext,
+        event: Event,
+        mut state: EventState,
+    ) -> (EventState, ChainOutcome) {
+        let mut notices = Vec::new();
+        let outcome = self
+            .chain(event, &self.envelope(ctx), &mut state, &mut notices)
+            .await;
+        self.notify(ctx, notices);
+        (state, outcome)
+    }
+
     fn notify(&self, ctx: &mut HookContext, notices: Vec<String>) {
         for message in notices {
             ctx.notify(NoticeLevel::Info, message, self.label);
@@ -534,21 +550,17 @@ impl AgentHook for ExternalHooks {
         ctx: &mut HookContext,
         input: &mut String,
     ) -> HookResult<Flow> {
-        let mut state = EventState {
-            user_input: Some(input.clone()),
-            messages: Some(ctx.messages.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PreSendMessage,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    user_input: Some(input.clone()),
+                    messages: Some(ctx.messages.clone()),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(changed) = state.user_input {
             *input = changed;
         }
@@ -557,20 +569,16 @@ impl AgentHook for ExternalHooks {
 
     async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
         let user_input = ctx.last_user_message().map(|m| m.content.clone());
-        let mut state = EventState {
-            user_input,
-            messages: Some(ctx.messages.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        self.chain(
+        self.fire(
+            ctx,
             Event::PostSendMessage,
-            &self.envelope(ctx),
-            &mut state,
-            &mut notices,
+            EventState {
+                user_input,
+                messages: Some(ctx.messages.clone()),
+                ..Default::default()
+            },
         )
         .await;
-        self.notify(ctx, notices);
         Ok(())
     }
 
@@ -584,21 +592,17 @@ impl AgentHook for ExternalHooks {
             .iter()
             .find(|m| m.role == Role::System)
             .map(|m| m.content.clone());
-        let mut state = EventState {
-            messages: Some(request.messages.clone()),
-            system_prompt: system_prompt.clone(),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PreLlmRequest,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    messages: Some(request.messages.clone()),
+                    system_prompt: system_prompt.clone(),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(messages) = state.messages.filter(|m| *m != request.messages) {
             request.messages = messages;
         }
@@ -628,21 +632,17 @@ impl AgentHook for ExternalHooks {
         ctx: &mut HookContext,
         response: &mut LlmResponse,
     ) -> HookResult<ResponseAction> {
-        let mut state = EventState {
-            assistant_output: Some(response.content.clone()),
-            messages: Some(ctx.messages.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PostLlmResponse,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    assistant_output: Some(response.content.clone()),
+                    messages: Some(ctx.messages.clone()),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(output) = state.assistant_output {
             response.content = output;
         }
@@ -658,21 +658,17 @@ impl AgentHook for ExternalHooks {
         ctx: &mut HookContext,
         call: &mut ToolCallInfo,
     ) -> HookResult<ToolAction> {
-        let mut state = EventState {
-            tool_name: Some(call.name.clone()),
-            tool_arguments: Some(call.arguments.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PreToolExecution,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    tool_name: Some(call.name.clone()),
+                    tool_arguments: Some(call.arguments.clone()),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(arguments) = state.tool_arguments {
             call.arguments = arguments;
         }
@@ -689,22 +685,18 @@ impl AgentHook for ExternalHooks {
         call: &ToolCallInfo,
         result: &mut ToolResultInfo,
     ) -> HookResult<Flow> {
-        let mut state = EventState {
-            tool_name: Some(call.name.clone()),
-            tool_arguments: Some(call.arguments.clone()),
-            tool_result: Some(result.content.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PostToolExecution,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    tool_name: Some(call.name.clone()),
+                    tool_arguments: Some(call.arguments.clone()),
+                    tool_result: Some(result.content.clone()),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(content) = state.tool_result {
             result.content = content;
         }
@@ -717,22 +709,18 @@ impl AgentHook for ExternalHooks {
         call: &ToolCallInfo,
         result: &mut ToolResultInfo,
     ) -> HookResult<Flow> {
-        let mut state = EventState {
-            tool_name: Some(call.name.clone()),
-            tool_arguments: Some(call.arguments.clone()),
-            tool_error: Some(result.content.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(
+        let (state, outcome) = self
+            .fire(
+                ctx,
                 Event::PostToolExecutionFailure,
-                &self.envelope(ctx),
-                &mut state,
-                &mut notices,
+                EventState {
+                    tool_name: Some(call.name.clone()),
+                    tool_arguments: Some(call.arguments.clone()),
+                    tool_error: Some(result.content.clone()),
+                    ..Default::default()
+                },
             )
             .await;
-        self.notify(ctx, notices);
         if let Some(content) = state.tool_error {
             result.content = content;
         }
@@ -744,18 +732,19 @@ impl AgentHook for ExternalHooks {
     }
 
     async fn stop(&self, ctx: &mut HookContext, output: &str) -> HookResult<StopAction> {
-        let mut state = EventState {
-            user_input: ctx.last_user_message().map(|m| m.content.clone()),
-            messages: Some(ctx.messages.clone()),
-            system_prompt: ctx.system_prompt().map(str::to_string),
-            assistant_output: Some(output.to_string()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        let outcome = self
-            .chain(Event::Stop, &self.envelope(ctx), &mut state, &mut notices)
+        let (_, outcome) = self
+            .fire(
+                ctx,
+                Event::Stop,
+                EventState {
+                    user_input: ctx.last_user_message().map(|m| m.content.clone()),
+                    messages: Some(ctx.messages.clone()),
+                    system_prompt: ctx.system_prompt().map(str::to_string),
+                    assistant_output: Some(output.to_string()),
+                    ..Default::default()
+                },
+            )
             .await;
-        self.notify(ctx, notices);
         for context in &outcome.additional_context {
             ctx.append_to_system_prompt(context);
         }
@@ -766,19 +755,16 @@ impl AgentHook for ExternalHooks {
     }
 
     async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) -> HookResult {
-        let mut state = EventState {
-            assistant_output: Some(output.content.clone()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        self.chain(
-            Event::RunCompleted,
-            &self.envelope(ctx),
-            &mut state,
-            &mut notices,
-        )
-        .await;
-        self.notify(ctx, notices);
+        let (state, _) = self
+            .fire(
+                ctx,
+                Event::RunCompleted,
+                EventState {
+                    assistant_output: Some(output.content.clone()),
+                    ..Default::default()
+                },
+            )
+            .await;
         if let Some(content) = state.assistant_output {
             output.content = content;
         }
@@ -786,19 +772,15 @@ impl AgentHook for ExternalHooks {
     }
 
     async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) -> HookResult {
-        let mut state = EventState {
-            error: Some(error.to_string()),
-            ..Default::default()
-        };
-        let mut notices = Vec::new();
-        self.chain(
+        self.fire(
+            ctx,
             Event::RunFailed,
-            &self.envelope(ctx),
-            &mut state,
-            &mut notices,
+            EventState {
+                error: Some(error.to_string()),
+                ..Default::default()
+            },
         )
         .await;
-        self.notify(ctx, notices);
         Ok(())
     }
 }
