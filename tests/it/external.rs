@@ -792,3 +792,65 @@ async fn the_example_hooks_guard_audit_inject_and_judge() {
     assert_eq!(lines[1]["tool_name"], "read_file");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn more_result_fields_at_valid_and_invalid_events() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path":"missing.txt"}),
+    )]));
+    upstream.push(Reply::text(&["model text"]));
+    let yaml = r#"
+pre_llm_request:
+  - command: echo '{"messages":[{"role":"system","content":"ONLY THIS"},{"role":"user","content":"REPLACED LIST"}],"tool_result":"NOT HERE"}'
+post_tool_execution_failure:
+  - command: echo '{"tool_error":"FRIENDLIER ERROR","additional_context":"HINT","systemMessage":"quiet","suppressOutput":true}'
+post_send_message:
+  - command: echo '{"abort":true}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
+    let requests = upstream.requests();
+    for request in &requests {
+        assert_eq!(
+            request.messages(),
+            [
+                ("system".to_string(), "ONLY THIS".to_string()),
+                ("user".to_string(), "REPLACED LIST".to_string())
+            ],
+            "messages replace the whole list of each call"
+        );
+    }
+    let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
+    assert_eq!(result["content"], "FRIENDLIER ERROR\n\nHINT");
+    assert!(
+        !frames
+            .iter()
+            .any(|f| f["type"] == "notice" && f["message"] == "quiet"),
+        "suppressOutput hides it"
+    );
+    // `abort` at an observe-only event does not stop the chat.
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    server.shutdown().await;
+
+    // assistant_output at post_llm_response replaces the text that is kept (user_input there is ignored).
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["model text"]));
+    let yaml = "post_llm_response:\n  - command: echo '{\"assistant_output\":\"KEPT OUTPUT\",\"user_input\":\"IGNORED\"}'\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"go","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(
+        text_of(&frames),
+        "model text",
+        "what streamed stays streamed"
+    );
+    assert_eq!(frames.last().unwrap()["message"]["content"], "KEPT OUTPUT");
+    server.shutdown().await;
+}
