@@ -1,0 +1,473 @@
+//! The browser page in real headless Chromium, driven over the DevTools protocol: chat, stream,
+//! tool cards, hook chips, history across a reload (checked against what the upstream received),
+//! Stop, and model output that tries to inject HTML. Without Chromium the tests say they were
+//! skipped and why; under `CI=true` they fail instead.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use crate::agent::workspace;
+use crate::common::*;
+
+fn chromium_path() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {name}"))
+                .output()
+                .ok()?;
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            (!path.is_empty()).then_some(path)
+        })
+}
+
+/// A headless Chromium with one page, driven over CDP.
+struct Browser {
+    child: Child,
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    session: String,
+    next_id: u64,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts Chromium, or explains why not (a failure under CI).
+    async fn launch() -> Option<Browser> {
+        let Some(path) = chromium_path() else {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("Chromium is not installed, and CI=true requires the browser tests");
+            }
+            eprintln!("SKIPPED: browser tests need Chromium (apt-get install chromium); it is not installed");
+            return None;
+        };
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new(path)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                "--window-size=1200,900",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                    let _ = tx.send(url.trim().to_string());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("Chromium printed its DevTools address");
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let mut browser = Browser {
+            child,
+            ws,
+            session: String::new(),
+            next_id: 0,
+            _profile: profile,
+        };
+        let target = browser
+            .call("Target.createTarget", json!({"url": "about:blank"}))
+            .await;
+        let attached = browser
+            .call(
+                "Target.attachToTarget",
+                json!({"targetId": target["targetId"], "flatten": true}),
+            )
+            .await;
+        browser.session = attached["sessionId"].as_str().unwrap().to_string();
+        browser.call("Page.enable", json!({})).await;
+        Some(browser)
+    }
+
+    /// One CDP command (on the page once attached); returns its result.
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = json!(self.session);
+        }
+        self.ws
+            .send(WsMessage::text(message.to_string()))
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.ws.next())
+                .await
+                .expect("CDP answered in time");
+            let Some(Ok(WsMessage::Text(text))) = next else {
+                continue;
+            };
+            let value: Value = serde_json::from_str(text.as_str()).unwrap();
+            if value["id"] == id {
+                assert!(value.get("error").is_none(), "{method}: {value}");
+                return value["result"].clone();
+            }
+        }
+    }
+
+    async fn eval(&mut self, expression: &str) -> Value {
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+            )
+            .await;
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Polls `expression` until it is true, or fails with what the page shows.
+    async fn wait_for(&mut self, expression: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if self.eval(expression).await == json!(true) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let page = self.eval("document.body.innerText").await;
+        panic!("timed out waiting for `{expression}`; the page shows:\n{page}");
+    }
+
+    async fn open(&mut self, url: &str) {
+        self.call("Page.navigate", json!({"url": url})).await;
+        self.wait_for(
+            "document.readyState === 'complete' && document.body.dataset.state === 'idle'",
+        )
+        .await;
+    }
+
+    /// Types like a person: focus, insert text, press Enter.
+    async fn type_and_enter(&mut self, text: &str) {
+        self.eval("document.getElementById('input').focus()").await;
+        self.call("Input.insertText", json!({"text": text})).await;
+        for kind in ["keyDown", "keyUp"] {
+            self.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13}),
+            )
+            .await;
+        }
+    }
+
+    async fn screenshot(&mut self, name: &str) {
+        let shot = self
+            .call("Page.captureScreenshot", json!({"format": "png"}))
+            .await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn server_with_example_skills(upstream: &FakeUpstream) -> TestServer {
+    let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
+    TestServer::start_in(
+        workspace(),
+        Some(upstream),
+        move |c| c.skills_dir = skills,
+        |b| b,
+    )
+    .await
+}
+
+const HOSTILE: &str = "The readme says **hello**.\n\n```rust\nfn main() {}\n```\n\n<img src=x onerror=\"window.__pwned=1\"> <script>window.__pwned=2</script> [x](javascript:window.__pwned=3)";
+
+#[tokio::test]
+async fn chat_tools_hooks_history_and_reload_in_chromium() {
+    let Some(mut browser) = Browser::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] read the readme"]));
+    upstream.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path":"README.md"}),
+    )]));
+    let pieces: Vec<String> = HOSTILE.split_inclusive(' ').map(str::to_string).collect();
+    upstream.push(Reply::text(
+        &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let server = server_with_example_skills(&upstream).await;
+    browser.open(&server.url("/")).await;
+
+    browser.type_and_enter("what does the readme say?").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    let page = browser
+        .eval(
+            "(() => { const a = document.querySelector('.msg.assistant'); return {
+                text: a.innerText, strong: !!a.querySelector('strong'), code: !!a.querySelector('pre code'),
+                imgs: document.querySelectorAll('img').length, scripts: document.querySelectorAll('#transcript script').length,
+                links: Array.from(a.querySelectorAll('a')).length, pwned: window.__pwned === undefined ? null : window.__pwned,
+                user: document.querySelector('.msg.user').innerText,
+                plan: document.querySelector('.plan').innerText,
+                tool: document.querySelector('.tool-card summary').innerText,
+                toolOpen: document.querySelector('.tool-card').open,
+                toolResult: document.querySelector('.tool-card .result').textContent,
+                chips: Array.from(document.querySelectorAll('.hook-chip')).map(c => c.innerText),
+                history: JSON.parse(localStorage.getItem('hookwire.history')) }; })()",
+        )
+        .await;
+    assert_eq!(page["user"], "what does the readme say?");
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap()
+            .contains("The readme says hello."),
+        "{page}"
+    );
+    assert_eq!(
+        (page["strong"].as_bool(), page["code"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap()
+            .contains("<img src=x onerror="),
+        "HTML from the model is shown as text"
+    );
+    assert!(page["text"].as_str().unwrap().contains("<script>"));
+    assert_eq!(
+        (
+            page["imgs"].as_u64(),
+            page["scripts"].as_u64(),
+            page["links"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+    assert_eq!(page["pwned"], Value::Null, "nothing the model wrote ran");
+    assert!(page["plan"].as_str().unwrap().contains("read the readme"));
+    assert!(page["tool"].as_str().unwrap().contains("read_file"));
+    assert_eq!(
+        page["toolOpen"], false,
+        "tool cards are collapsed by default"
+    );
+    assert!(page["toolResult"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the readme"));
+    assert!(
+        page["chips"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("concise/brevity")),
+        "{page}"
+    );
+    let history = page["history"].as_array().unwrap();
+    assert_eq!(
+        history.len(),
+        3,
+        "user, hook message, done message: {history:?}"
+    );
+    assert_eq!(history[1]["_hook"]["name"], "brevity");
+    browser.screenshot("chat.png").await;
+
+    // Reload: everything is still there, and the next chat sends the history back.
+    browser.call("Page.reload", json!({})).await;
+    browser
+        .wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle'")
+        .await;
+    let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
+    assert_eq!(after, json!([1, 1, 1]));
+    upstream.push(Reply::text(&["Second answer."]));
+    browser.type_and_enter("and again").await;
+    browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
+    let last = upstream.requests().pop().unwrap();
+    let messages = last.messages();
+    assert!(messages
+        .iter()
+        .any(|(r, c)| r == "user" && c == "what does the readme say?"));
+    let brevity = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/concise/hooks/brevity.md"),
+    )
+    .unwrap();
+    let copies = messages
+        .iter()
+        .filter(|(_, c)| c == brevity.trim_end())
+        .count();
+    assert_eq!(copies, 2, "the hook from history plus the new injection");
+    browser.screenshot("after-reload.png").await;
+
+    // A phone-sized screen: nothing overflows sideways, the composer is on screen.
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 390, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
+        )
+        .await;
+    browser.call("Page.reload", json!({})).await;
+    browser
+        .wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle'")
+        .await;
+    let fits = browser
+        .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom <= 800 && c.width > 300 && document.getElementById('panel').hidden; })()")
+        .await;
+    assert_eq!(fits, json!(true));
+    browser.screenshot("phone.png").await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stop_cancels_the_running_chat_in_chromium() {
+    let Some(mut browser) = Browser::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::endless());
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await; // tools off: a direct call
+    browser.type_and_enter("go on forever").await;
+    browser.wait_for("document.body.dataset.state === 'running' && (document.querySelector('.msg.assistant')?.innerText || '').includes('tick')").await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('input').disabled")
+            .await,
+        json!(true),
+        "input disabled while running"
+    );
+    browser
+        .eval("document.getElementById('stop').click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle'")
+        .await;
+    let note = browser
+        .eval("document.querySelector('.note').innerText")
+        .await;
+    assert_eq!(note, "ended: cancelled");
+    assert!(
+        upstream.wait_dropped(Duration::from_secs(1)).await,
+        "the upstream request was dropped"
+    );
+    assert_eq!(
+        upstream.requests()[0].body.get("tools"),
+        None,
+        "the tools switch was off"
+    );
+    server.shutdown().await;
+}
+
+/// Sends a `notice` at the start of every chat.
+struct Greeter;
+
+#[async_trait::async_trait]
+impl hookwire::hooks::AgentHook for Greeter {
+    async fn post_send_message(
+        &self,
+        ctx: &mut hookwire::hooks::HookContext,
+    ) -> hookwire::hooks::HookResult {
+        ctx.notify(
+            hookwire::agent::NoticeLevel::Warn,
+            "a hook says hi",
+            "greeter",
+        );
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn notices_errors_and_the_demo_banner_in_chromium() {
+    let Some(mut browser) = Browser::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::Status(500, "model overloaded".into()));
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |_| {},
+        |b| b.hook(std::sync::Arc::new(Greeter)),
+    )
+    .await;
+    browser.open(&server.url("/")).await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('banner').hidden")
+            .await,
+        json!(true)
+    );
+    browser.type_and_enter("hello").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.chat-error')",
+        )
+        .await;
+    let shown = browser.eval("[document.querySelector('.chat-error').innerText, document.querySelector('.toast')?.innerText]").await;
+    assert!(
+        shown[0].as_str().unwrap().contains("upstream")
+            && shown[0].as_str().unwrap().contains("model overloaded"),
+        "{shown}"
+    );
+    assert_eq!(shown[1], "a hook says hi");
+    let history = browser
+        .eval("JSON.parse(localStorage.getItem('hookwire.history') || '[]').length")
+        .await;
+    assert_eq!(
+        history,
+        json!(0),
+        "a failed chat adds nothing to the history"
+    );
+    server.shutdown().await;
+
+    let demo = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    browser.open(&demo.url("/")).await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('banner').hidden")
+            .await,
+        json!(false),
+        "the demo banner shows"
+    );
+    demo.shutdown().await;
+}
