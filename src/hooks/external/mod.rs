@@ -384,57 +384,58 @@ fn apply(
         )
     };
     use Event::*;
-    if let Some(v) = output.user_input {
-        if event == PreSendMessage {
-            state.user_input = Some(v)
-        } else {
-            invalid("user_input")
-        }
-    }
-    if let Some(v) = output.messages {
-        if event == PreLlmRequest {
-            state.messages = Some(v)
-        } else {
-            invalid("messages")
-        }
-    }
-    if let Some(v) = output.system_prompt {
-        if event == PreLlmRequest {
-            state.system_prompt = Some(v)
-        } else {
-            invalid("system_prompt")
-        }
-    }
-    if let Some(v) = output.tool_arguments {
-        if event == PreToolExecution {
-            state.tool_arguments = Some(v)
-        } else {
-            invalid("tool_arguments")
-        }
-    }
-    if let Some(v) = output.tool_result {
-        if event == PostToolExecution {
-            state.tool_result = Some(v)
-        } else {
-            invalid("tool_result")
-        }
-    }
-    if let Some(v) = output.tool_error {
-        if event == PostToolExecutionFailure {
-            state.tool_error = Some(v)
-        } else {
-            invalid("tool_error")
-        }
-    }
-    if let Some(v) = output.assistant_output {
-        if matches!(event, PostLlmResponse | RunCompleted) {
-            state.assistant_output = Some(v)
-        } else {
-            invalid("assistant_output")
-        }
-    }
+    assign(
+        output.user_input,
+        event == PreSendMessage,
+        &mut state.user_input,
+        "user_input",
+        &invalid,
+    );
+    assign(
+        output.messages,
+        event == PreLlmRequest,
+        &mut state.messages,
+        "messages",
+        &invalid,
+    );
+    assign(
+        output.system_prompt,
+        event == PreLlmRequest,
+        &mut state.system_prompt,
+        "system_prompt",
+        &invalid,
+    );
+    assign(
+        output.tool_arguments,
+        event == PreToolExecution,
+        &mut state.tool_arguments,
+        "tool_arguments",
+        &invalid,
+    );
+    assign(
+        output.tool_result,
+        event == PostToolExecution,
+        &mut state.tool_result,
+        "tool_result",
+        &invalid,
+    );
+    assign(
+        output.tool_error,
+        event == PostToolExecutionFailure,
+        &mut state.tool_error,
+        "tool_error",
+        &invalid,
+    );
+    let output_events = matches!(event, PostLlmResponse | RunCompleted);
+    assign(
+        output.assistant_output,
+        output_events,
+        &mut state.assistant_output,
+        "assistant_output",
+        &invalid,
+    );
     if !output.inject_messages.is_empty() {
-        if matches!(event, PreLlmRequest | SessionStart) {
+        if event == PreLlmRequest {
             outcome.inject_messages.extend(output.inject_messages)
         } else {
             invalid("inject_messages")
@@ -480,6 +481,23 @@ fn apply(
         invalid("retry_feedback");
     }
     None
+}
+
+/// Puts a changed value in its slot when the field applies to the event; otherwise logs it.
+fn assign<T>(
+    value: Option<T>,
+    applies: bool,
+    slot: &mut Option<T>,
+    field: &str,
+    ignored: &dyn Fn(&str),
+) {
+    if let Some(value) = value {
+        if applies {
+            *slot = Some(value);
+        } else {
+            ignored(field);
+        }
+    }
 }
 
 /// Events whose hooks may end the chat.
