@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -291,6 +292,12 @@ impl ChatRun {
             .pre_tool_execution(&mut self.ctx, &mut info)
             .await;
         self.flush_outbox().await?;
+        let skip_reason = match action {
+            // A stop ends the chat before the call is shown or run.
+            ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
+            ToolAction::Skip { reason } => Some(reason),
+            ToolAction::Run => None,
+        };
         self.send(ChatEvent::ToolCall {
             call_id: info.call_id.clone(),
             name: info.name.clone(),
@@ -298,18 +305,16 @@ impl ChatRun {
         })
         .await?;
         let started = Instant::now();
-        let mut output = match action {
-            ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
-            ToolAction::Skip { reason } => {
-                ToolOutput::error(format!("the tool did not run: {reason}"))
-            }
-            ToolAction::Run => match parsed {
-                Err(error) => ToolOutput::error(format!(
-                    "the arguments of {} are not valid JSON: {error}",
-                    info.name
-                )),
-                Ok(_) => self.execute_tool(&info).await?,
-            },
+        let unparsable = parsed
+            .err()
+            .filter(|_| info.arguments == Value::Object(Default::default()));
+        let mut output = match (skip_reason, unparsable) {
+            (Some(reason), _) => ToolOutput::error(format!("the tool did not run: {reason}")),
+            (None, Some(error)) => ToolOutput::error(format!(
+                "the arguments of {} are not valid JSON: {error}",
+                info.name
+            )),
+            (None, None) => self.execute_tool(&info).await?,
         };
         metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => if output.is_error { "error" } else { "ok" }).increment(1);
         for event in std::mem::take(&mut output.events) {

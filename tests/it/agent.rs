@@ -288,3 +288,39 @@ async fn the_demo_model_shows_the_whole_loop() {
     assert!(text_of(&frames).contains("hello from the readme"));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn tool_arguments_that_are_not_json_are_an_error_result() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::Sse(vec![
+        Piece::Raw(chunk(json!({"tool_calls":[{"index":0,"id":"bad","type":"function","function":{"name":"read_file","arguments":"{\"path\": README"}}]}))),
+        Piece::Raw("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n".into()),
+        Piece::Raw("data: [DONE]\n\n".into()),
+    ]));
+    upstream.push(Reply::text(&["sorry"]));
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let mut client = server.connect().await;
+    let frames = client.chat(chat("go")).await;
+    let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{result}"
+    );
+    // The model sees its own arguments as they were, and the error.
+    let last = upstream.requests().pop().unwrap();
+    let messages = last.body["messages"].as_array().unwrap();
+    let call = messages
+        .iter()
+        .find(|m| m.get("tool_calls").is_some())
+        .unwrap();
+    assert_eq!(
+        call["tool_calls"][0]["function"]["arguments"],
+        "{\"path\": README"
+    );
+    server.shutdown().await;
+}
