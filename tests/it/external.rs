@@ -854,3 +854,50 @@ post_send_message:
     assert_eq!(frames.last().unwrap()["message"]["content"], "KEPT OUTPUT");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn seed_004_context_build_events_fire_and_after_may_replace_the_messages() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[("c1", "list_dir", json!({}))]));
+    upstream.push(Reply::text(&["done"]));
+    let yaml = r#"
+before_context_build:
+  - command: 'cat > before.json'
+after_context_build:
+  - command: echo '{"messages":[{"role":"system","content":"REBUILT SYSTEM"},{"role":"user","content":"REBUILT INPUT"}]}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let history =
+        json!([{"role":"user","content":"old"},{"role":"assistant","content":"older answer"}]);
+    chat(
+        &server,
+        json!({"type":"chat","input":"new","messages":history}),
+    )
+    .await;
+    let before: Value = serde_json::from_str(
+        &std::fs::read_to_string(server.workspace.path().join("before.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(before["hook_event_name"], "before_context_build");
+    assert_eq!(
+        before["messages"].as_array().unwrap().len(),
+        3,
+        "system prompt and the history, before the input"
+    );
+    for request in upstream.requests() {
+        let messages = request.messages();
+        assert_eq!(
+            &messages[..2],
+            &[
+                ("system".to_string(), "REBUILT SYSTEM".to_string()),
+                ("user".to_string(), "REBUILT INPUT".to_string())
+            ]
+        );
+        assert!(
+            !messages.iter().any(|(_, c)| c == "older answer"),
+            "the rebuilt list persists for every call"
+        );
+    }
+    server.shutdown().await;
+}

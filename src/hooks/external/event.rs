@@ -16,6 +16,10 @@ pub enum Event {
     Stop,
     RunCompleted,
     RunFailed,
+    /// Seed 004: before the chat's message list is assembled (observe).
+    BeforeContextBuild,
+    /// Seed 004: the list is assembled (system prompt, history, input); may replace `messages`.
+    AfterContextBuild,
     PreAutoCompact,
     PostAutoCompact,
     PreMicroCompact,
@@ -23,7 +27,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 16] = [
+    pub const ALL: [Event; 18] = [
         Event::SessionStart,
         Event::SessionEnd,
         Event::PreSendMessage,
@@ -36,6 +40,8 @@ impl Event {
         Event::Stop,
         Event::RunCompleted,
         Event::RunFailed,
+        Event::BeforeContextBuild,
+        Event::AfterContextBuild,
         Event::PreAutoCompact,
         Event::PostAutoCompact,
         Event::PreMicroCompact,
@@ -56,6 +62,8 @@ impl Event {
             Event::Stop => "stop",
             Event::RunCompleted => "run_completed",
             Event::RunFailed => "run_failed",
+            Event::BeforeContextBuild => "before_context_build",
+            Event::AfterContextBuild => "after_context_build",
             Event::PreAutoCompact => "pre_auto_compact",
             Event::PostAutoCompact => "post_auto_compact",
             Event::PreMicroCompact => "pre_micro_compact",

@@ -393,7 +393,7 @@ fn apply(
     );
     assign(
         output.messages,
-        event == PreLlmRequest,
+        matches!(event, PreLlmRequest | AfterContextBuild),
         &mut state.messages,
         "messages",
         &invalid,
@@ -568,6 +568,11 @@ impl AgentHook for ExternalHooks {
         ctx: &mut HookContext,
         input: &mut String,
     ) -> HookResult<Flow> {
+        let history = EventState {
+            messages: Some(ctx.messages.clone()),
+            ..Default::default()
+        };
+        self.fire(ctx, Event::BeforeContextBuild, history).await;
         let (state, outcome) = self
             .fire(
                 ctx,
@@ -586,6 +591,14 @@ impl AgentHook for ExternalHooks {
     }
 
     async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
+        let built = EventState {
+            messages: Some(ctx.messages.clone()),
+            ..Default::default()
+        };
+        let (built, _) = self.fire(ctx, Event::AfterContextBuild, built).await;
+        if let Some(messages) = built.messages.filter(|m| *m != ctx.messages) {
+            ctx.messages = messages;
+        }
         let user_input = ctx.last_user_message().map(|m| m.content.clone());
         self.fire(
             ctx,
