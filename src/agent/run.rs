@@ -101,7 +101,13 @@ pub(crate) async fn run_chat(
         retries: 0,
     };
     let started = Instant::now();
-    let result = run.execute(request).await;
+    // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
+    // future is dropped, which drops the upstream request or kills the hook's processes.
+    let cancel = run.cancel.clone();
+    let result = tokio::select! {
+        _ = cancel.cancelled() => Err(Interrupt::Cancelled),
+        result = run.execute(request) => result,
+    };
     run.finish(result).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
 }

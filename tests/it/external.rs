@@ -901,3 +901,42 @@ after_context_build:
     }
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
+    let upstream = FakeUpstream::start().await;
+    let yaml =
+        "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 20\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let mut client = server.connect().await;
+    client
+        .send(json!({"type":"chat","id":"slow","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(client.frame().await["type"], "start");
+    let pid_file = server.workspace.path().join("child.pid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::fs::read_to_string(&pid_file).map_or(true, |p| p.trim().is_empty()) {
+        assert!(Instant::now() < deadline, "the hook never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = Instant::now();
+    client.send(json!({"type":"cancel","id":"slow"})).await;
+    let frames = client.until_end().await;
+    assert_eq!(frames.last().unwrap()["reason"], "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "cancel did not wait for the hook"
+    );
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .is_ok_and(|s| !s.contains(") Z "))
+    };
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while alive(&pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(&pid), "the hook's process group was killed");
+    assert!(upstream.requests().is_empty());
+    server.shutdown().await;
+}

@@ -264,6 +264,9 @@ pub async fn run_command(
         Ok(child) => child,
         Err(error) => return RunResult::Error(format!("cannot start `sh -c {command}`: {error}")),
     };
+    // If the chat is cancelled while the hook runs, this future is dropped: the guard then kills
+    // the whole group, so nothing the hook started outlives the chat.
+    let mut guard = GroupGuard(child.id());
     let pid = child.id();
     let payload = input.to_string().into_bytes();
     let (mut stdin, mut stdout, mut stderr) =
@@ -288,10 +291,12 @@ pub async fn run_command(
         Ok(done) => done,
         Err(_) => {
             kill_group(pid);
+            guard.disarm();
             let _ = child.wait().await;
             return RunResult::Timeout;
         }
     };
+    guard.disarm();
     let status = match status {
         Ok(status) => status,
         Err(error) => return RunResult::Error(format!("waiting for the hook failed: {error}")),
@@ -338,6 +343,21 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) ->
                 kept.extend_from_slice(&buffer[..n.min(room)]);
             }
         }
+    }
+}
+
+/// Kills the process group when dropped, unless the hook finished normally.
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
     }
 }
 
