@@ -471,3 +471,73 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     );
     demo.shutdown().await;
 }
+
+#[tokio::test]
+async fn skill_toggles_and_session_hooks_persist_in_chromium() {
+    let Some(mut browser) = Browser::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] register"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "register_hook",
+        json!({"event":"stop","prompt":"JUDGE {{assistant_output}}"}),
+    )]));
+    upstream.push(Reply::text(&["registered"]));
+    let server = server_with_example_skills(&upstream).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .wait_for("!!document.querySelector('#skills input[data-skill=concise]')")
+        .await;
+    browser
+        .eval("document.querySelector('#skills input[data-skill=concise]').click()")
+        .await;
+    browser.type_and_enter("check your answers").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    let brevity = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/concise/hooks/brevity.md"),
+    )
+    .unwrap();
+    let first = upstream.requests()[0].messages();
+    assert!(
+        !first.iter().any(|(_, c)| c == brevity.trim_end()),
+        "the switched-off skill's hook is not sent"
+    );
+    assert!(
+        first[0].1.contains("code-reader") && !first[0].1.contains("- concise"),
+        "{}",
+        first[0].1
+    );
+    let stored = browser.eval("[localStorage.getItem('hookwire.skills'), JSON.parse(localStorage.getItem('hookwire.sessionHooks')).length, document.querySelectorAll('.hook-chip').length]").await;
+    assert_eq!(stored[1], json!(1), "the session hook is stored: {stored}");
+    assert!(!stored[0].as_str().unwrap().contains("concise"));
+
+    // After a reload the toggle is still off, and the session hook goes back with the next chat.
+    browser.call("Page.reload", json!({})).await;
+    browser.wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle' && !!document.querySelector('#skills input[data-skill=concise]')").await;
+    assert_eq!(
+        browser
+            .eval("document.querySelector('#skills input[data-skill=concise]').checked")
+            .await,
+        json!(false)
+    );
+    upstream.push(Reply::text(&["fine"]));
+    upstream.push(Reply::text(&["{}"]));
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    browser.type_and_enter("next").await;
+    browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
+    let judge = upstream.requests().pop().unwrap();
+    assert_eq!(
+        judge.messages()[0].1.lines().next(),
+        Some("JUDGE fine"),
+        "the session hook ran"
+    );
+    server.shutdown().await;
+}
