@@ -42,8 +42,9 @@ pub enum Handler {
         prompt: String,
         model: Option<String>,
     },
-    /// A bounded sub-run of the agent loop with the read-only tools; its final JSON is the result.
-    Agent { prompt: String, max_steps: usize },
+    /// A sub-run of the agent loop (at most 4 rounds) with the read-only tools; its final JSON
+    /// is the result.
+    Agent { prompt: String },
 }
 
 impl Handler {
@@ -162,7 +163,6 @@ struct RawHook {
     headers: Option<BTreeMap<String, String>>,
     prompt: Option<String>,
     model: Option<String>,
-    max_steps: Option<usize>,
     timeout: Option<f64>,
     on_error: Option<String>,
     filter: Option<RawFilter>,
@@ -308,7 +308,6 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         },
         "agent" => Handler::Agent {
             prompt: required(&raw.prompt, "prompt", &mut errors),
-            max_steps: raw.max_steps.unwrap_or(4).clamp(1, 8),
         },
         other => {
             errors.push(format!(

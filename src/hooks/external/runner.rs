@@ -88,9 +88,8 @@ impl Runner {
                     Ok(result) => result,
                 }
             }
-            Handler::Agent { prompt, max_steps } => {
-                match tokio::time::timeout(timeout, self.run_agent(prompt, *max_steps, input)).await
-                {
+            Handler::Agent { prompt } => {
+                match tokio::time::timeout(timeout, self.run_agent(prompt, input)).await {
                     Err(_) => RunResult::Timeout,
                     Ok(result) => result,
                 }
@@ -172,7 +171,7 @@ impl Runner {
         Err("the model stream ended early".into())
     }
 
-    async fn run_agent(&self, prompt: &str, max_steps: usize, input: &Value) -> RunResult {
+    async fn run_agent(&self, prompt: &str, input: &Value) -> RunResult {
         let task = format!(
             "{}\n\nThe event:\n{}{JSON_INSTRUCTION}",
             render(prompt, input),
@@ -180,7 +179,6 @@ impl Runner {
         );
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());
-        let _ = max_steps; // bounded by the sub-agent's own config
         let mut events = self.sub_agent.chat_stream(request);
         while let Some(event) = events.next().await {
             match event {
