@@ -12,6 +12,22 @@ use crate::message::{Message, Role};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// An HMAC-SHA256 keyed with `secret` over `parts` joined by `"\n"`.
+pub(crate) fn mac_over(secret: &str, parts: &[&str]) -> HmacSha256 {
+    // HMAC accepts keys of any length, so this cannot fail.
+    let mut mac = match HmacSha256::new_from_slice(secret.as_bytes()) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC takes keys of any length"),
+    };
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            mac.update(b"\n");
+        }
+        mac.update(part.as_bytes());
+    }
+    mac
+}
+
 fn mac(
     secret: &str,
     role: &str,
@@ -20,18 +36,7 @@ fn mac(
     skill: &str,
     timing: &str,
 ) -> HmacSha256 {
-    // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = match HmacSha256::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        Err(_) => unreachable!("HMAC takes keys of any length"),
-    };
-    for (i, part) in [role, content, name, skill, timing].iter().enumerate() {
-        if i > 0 {
-            mac.update(b"\n");
-        }
-        mac.update(part.as_bytes());
-    }
-    mac
+    mac_over(secret, &[role, content, name, skill, timing])
 }
 
 /// The signature of a hook message, as lowercase hex.

@@ -7,9 +7,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac};
+use hmac::Mac;
 use serde_json::{json, Map, Value};
-use sha2::Sha256;
 
 use super::config::parse_hooks;
 use super::runner::Runner;
@@ -29,12 +28,8 @@ pub fn sign_spec(secret: &str, spec: &Value) -> String {
     if let Some(object) = unsigned.as_object_mut() {
         object.remove("sig");
     }
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        Err(_) => unreachable!("HMAC takes keys of any length"),
-    };
-    mac.update(b"session_hook\n");
-    mac.update(unsigned.to_string().as_bytes());
+    let spec_json = unsigned.to_string();
+    let mac = crate::hooks::signing::mac_over(secret, &["session_hook", &spec_json]);
     hex::encode(mac.finalize().into_bytes())
 }
 
