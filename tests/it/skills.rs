@@ -62,6 +62,11 @@ async fn server_with_skills(
     .await
 }
 
+/// A server with one skill, `s`, holding `hooks`.
+async fn one_skill(upstream: &FakeUpstream, hooks: &[HookDef<'_>]) -> TestServer {
+    server_with_skills(upstream, |d| write_skill(d, "s", hooks), |_| {}).await
+}
+
 /// Positions of the messages whose content is exactly `text`.
 fn positions(request: &Recorded, text: &str) -> Vec<usize> {
     request
@@ -102,16 +107,9 @@ async fn run_chat(server: &TestServer, frame: Value) -> Vec<Value> {
 async fn after_user_input_is_in_every_call_right_after_the_input() {
     let upstream = FakeUpstream::start().await;
     three_rounds(&upstream);
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| {
-            write_skill(
-                d,
-                "s",
-                &[("aui", "after_user_input", "system", false, None)],
-            )
-        },
-        |_| {},
+        &[("aui", "after_user_input", "system", false, None)],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -130,10 +128,9 @@ async fn after_user_input_is_in_every_call_right_after_the_input() {
 async fn before_planning_is_in_the_planning_call_only_before_the_planning_prompt() {
     let upstream = FakeUpstream::start().await;
     three_rounds(&upstream);
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| write_skill(d, "s", &[("bp", "before_planning", "system", false, None)]),
-        |_| {},
+        &[("bp", "before_planning", "system", false, None)],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -154,16 +151,9 @@ async fn before_planning_is_in_the_planning_call_only_before_the_planning_prompt
 async fn before_each_agent_is_in_each_round_exactly_once() {
     let upstream = FakeUpstream::start().await;
     three_rounds(&upstream);
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| {
-            write_skill(
-                d,
-                "s",
-                &[("bea", "before_each_agent", "system", false, None)],
-            )
-        },
-        |_| {},
+        &[("bea", "before_each_agent", "system", false, None)],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -183,16 +173,9 @@ async fn before_each_agent_is_in_each_round_exactly_once() {
 async fn before_first_agent_stays_for_every_round_once() {
     let upstream = FakeUpstream::start().await;
     three_rounds(&upstream);
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| {
-            write_skill(
-                d,
-                "s",
-                &[("bfa", "before_first_agent", "system", false, None)],
-            )
-        },
-        |_| {},
+        &[("bfa", "before_first_agent", "system", false, None)],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -211,25 +194,18 @@ async fn before_first_agent_stays_for_every_round_once() {
 async fn after_tool_call_is_seen_by_the_next_round_only_with_its_filter() {
     let upstream = FakeUpstream::start().await;
     three_rounds(&upstream);
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| {
-            write_skill(
-                d,
-                "s",
-                &[
-                    ("any", "after_tool_call", "system", false, None),
-                    (
-                        "reads",
-                        "after_tool_call",
-                        "system",
-                        false,
-                        Some(&["read_file", "search_text"]),
-                    ),
-                ],
-            )
-        },
-        |_| {},
+        &[
+            ("any", "after_tool_call", "system", false, None),
+            (
+                "reads",
+                "after_tool_call",
+                "system",
+                false,
+                Some(&["read_file", "search_text"]),
+            ),
+        ],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -271,16 +247,9 @@ async fn several_tools_in_a_round_fire_a_hook_once_after_all_results() {
         ("c3", "read_file", json!({"path":"b.txt"})),
     ]));
     upstream.push(Reply::text(&["answer"]));
-    let server = server_with_skills(
+    let server = one_skill(
         &upstream,
-        |d| {
-            write_skill(
-                d,
-                "s",
-                &[("ld", "after_tool_call", "user", false, Some(&["list_dir"]))],
-            )
-        },
-        |_| {},
+        &[("ld", "after_tool_call", "user", false, Some(&["list_dir"]))],
     )
     .await;
     run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
@@ -308,7 +277,7 @@ const ALL_TIMINGS: &[HookDef<'static>] = &[
 async fn a_direct_planning_answer_sees_no_agent_hooks() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["plain answer"]));
-    let server = server_with_skills(&upstream, |d| write_skill(d, "s", ALL_TIMINGS), |_| {}).await;
+    let server = one_skill(&upstream, ALL_TIMINGS).await;
     let frames = run_chat(&server, json!({"type":"chat","input":"hi","skills":["s"]})).await;
     assert_eq!(text_of(&frames), "plain answer");
     let requests = upstream.requests();
@@ -324,7 +293,7 @@ async fn a_direct_planning_answer_sees_no_agent_hooks() {
 #[tokio::test]
 async fn enable_tools_false_sees_only_after_user_input() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(&upstream, |d| write_skill(d, "s", ALL_TIMINGS), |_| {}).await;
+    let server = one_skill(&upstream, ALL_TIMINGS).await;
     run_chat(
         &server,
         json!({"type":"chat","input":"hi","skills":["s"],"enable_tools":false}),
