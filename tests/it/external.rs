@@ -940,3 +940,34 @@ async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
     assert!(upstream.requests().is_empty());
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn run_failed_fires_when_the_chat_fails() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::Status(503, "down for maintenance".into()));
+    let yaml = "run_failed:\n  - command: 'cat > failed.json'\nrun_completed:\n  - command: 'touch completed'\n";
+    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["code"], "upstream");
+    let input: Value = serde_json::from_str(
+        &std::fs::read_to_string(server.workspace.path().join("failed.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (input["event"].as_str(), input["trigger_type"].as_str()),
+        (Some("run_failed"), Some("chat"))
+    );
+    assert!(
+        input["error"]
+            .as_str()
+            .unwrap()
+            .contains("down for maintenance"),
+        "{input}"
+    );
+    assert!(!server.workspace.path().join("completed").exists());
+    server.shutdown().await;
+}
