@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::common::*;
+use futures::StreamExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;
@@ -398,6 +399,29 @@ async fn idle_connections_are_closed_with_1001() {
     // Not reading means not answering pings: the server sees nothing and gives up.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(client.close_code(Duration::from_secs(3)).await, Some(1001));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_that_answers_pings_stays_connected() {
+    let server = TestServer::start(None, |c| {
+        c.limits.ping_interval = Duration::from_millis(100);
+        c.limits.idle_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut client = server.connect().await;
+    // Reading lets the client answer each ping with a pong, which counts as being alive.
+    let mut pings = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(900);
+    while let Ok(Some(message)) = tokio::time::timeout_at(deadline, client.ws.next()).await {
+        match message.unwrap() {
+            WsMessage::Ping(_) => pings += 1,
+            other => panic!("expected only pings while idle, got {other:?}"),
+        }
+    }
+    assert!(pings >= 3, "the server pings on its timer; saw {pings}");
+    client.send(json!({"type":"ping","id":"p"})).await;
+    assert_eq!(client.frame().await["type"], "pong");
     server.shutdown().await;
 }
 
