@@ -388,13 +388,18 @@ async fn disconnect_drops_the_upstream_request() {
     server.shutdown().await;
 }
 
-#[tokio::test]
-async fn idle_connections_are_closed_with_1001() {
-    let server = TestServer::start(None, |c| {
+/// A server that pings every 100 ms and gives up on a silent client after 300 ms.
+async fn fast_ping_server() -> TestServer {
+    TestServer::start(None, |c| {
         c.limits.ping_interval = Duration::from_millis(100);
         c.limits.idle_timeout = Duration::from_millis(300);
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed_with_1001() {
+    let server = fast_ping_server().await;
     let mut client = server.connect().await;
     // Not reading means not answering pings: the server sees nothing and gives up.
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -404,11 +409,7 @@ async fn idle_connections_are_closed_with_1001() {
 
 #[tokio::test]
 async fn a_client_that_answers_pings_stays_connected() {
-    let server = TestServer::start(None, |c| {
-        c.limits.ping_interval = Duration::from_millis(100);
-        c.limits.idle_timeout = Duration::from_millis(300);
-    })
-    .await;
+    let server = fast_ping_server().await;
     let mut client = server.connect().await;
     // Reading lets the client answer each ping with a pong, which counts as being alive.
     let mut pings = 0;
