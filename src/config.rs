@@ -138,6 +138,7 @@ pub struct LimitsFile {
     pub shutdown_grace_seconds: Option<f64>,
     pub ping_interval_seconds: Option<f64>,
     pub idle_timeout_seconds: Option<f64>,
+    pub hook_chain_timeout_seconds: Option<f64>,
 }
 
 /// Limits of the chat protocol.
@@ -156,6 +157,8 @@ pub struct Limits {
     pub ping_interval: Duration,
     /// A connection that sends nothing (pongs included) this long is closed with 1001.
     pub idle_timeout: Duration,
+    /// Time the hooks of one event (a chain) may take in all.
+    pub hook_chain_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -168,6 +171,7 @@ impl Default for Limits {
             shutdown_grace: Duration::from_secs(10),
             ping_interval: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(90),
+            hook_chain_timeout: crate::hooks::external::runner::DEFAULT_CHAIN_BUDGET,
         }
     }
 }
@@ -301,6 +305,10 @@ impl Config {
             idle_timeout: match file.limits.idle_timeout_seconds {
                 Some(v) => seconds("limits.idle_timeout_seconds", v)?,
                 None => defaults.idle_timeout,
+            },
+            hook_chain_timeout: match file.limits.hook_chain_timeout_seconds {
+                Some(v) => seconds("limits.hook_chain_timeout_seconds", v)?,
+                None => defaults.hook_chain_timeout,
             },
         };
         if limits.max_message_bytes < 1024 {
@@ -492,12 +500,16 @@ mod tests {
     fn file_sections_are_read_and_unknown_keys_refused() {
         let config = Config::resolve(
             &CliSettings::default(),
-            file("planning:\n  marker: '<<TOOLS>>'\nlimits:\n  max_steps: 3\ndefault_skills: [a, b]\n"),
+            file("planning:\n  marker: '<<TOOLS>>'\nlimits:\n  max_steps: 3\n  hook_chain_timeout_seconds: 2.5\ndefault_skills: [a, b]\n"),
             no_env,
         )
         .unwrap();
         assert_eq!(config.agent.marker, "<<TOOLS>>");
         assert_eq!(config.agent.max_steps, 3);
+        assert_eq!(
+            config.limits.hook_chain_timeout,
+            Duration::from_millis(2500)
+        );
         assert_eq!(
             config.default_skills,
             Some(vec!["a".to_string(), "b".to_string()])
@@ -515,5 +527,15 @@ mod tests {
         };
         let error = Config::resolve(&cli, FileConfig::default(), no_env).unwrap_err();
         assert!(error.0.contains("llm_timeout"), "{error}");
+        let error = Config::resolve(
+            &CliSettings::default(),
+            file("limits:\n  hook_chain_timeout_seconds: 0\n"),
+            no_env,
+        )
+        .unwrap_err();
+        assert!(
+            error.0.contains("limits.hook_chain_timeout_seconds"),
+            "{error}"
+        );
     }
 }

@@ -132,12 +132,15 @@ pub fn agent_builder(
         .tools(read_only_tools)
         .config(sub_agent_config(&agent_config, 4))
         .build();
-    let runner = Arc::new(Runner::new(
-        model.clone(),
-        agent_config.model.clone(),
-        sub_agent,
-        workspace.root().to_path_buf(),
-    ));
+    let runner = Arc::new(
+        Runner::new(
+            model.clone(),
+            agent_config.model.clone(),
+            sub_agent,
+            workspace.root().to_path_buf(),
+        )
+        .with_chain_budget(config.limits.hook_chain_timeout),
+    );
     let external = Arc::new(ExternalHooks::new(set, runner.clone()));
     if let Err(error) = external.watch(config.hooks_file.clone(), workspace.root().to_path_buf()) {
         tracing::warn!("{error}; hook files will not reload without a restart");

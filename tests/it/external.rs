@@ -272,6 +272,45 @@ async fn a_slow_command_is_killed_with_its_process_group() {
 }
 
 #[tokio::test]
+async fn a_chain_that_runs_out_of_its_budget_skips_the_rest() {
+    let upstream = FakeUpstream::start().await;
+    // Budget 1 s: the first hook takes 0.6 s and applies; the second would take 0.6 s more and
+    // is cut off at the budget; the third never starts.
+    let yaml = r#"
+pre_send_message:
+  - command: sleep 0.6; echo '{"user_input":"first"}'
+  - command: sleep 0.6; echo '{"user_input":"second"}'
+    timeout: 5
+  - command: touch third-ran; echo '{"user_input":"third"}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[], |c| {
+        c.limits.hook_chain_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let started = Instant::now();
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    assert!(
+        started.elapsed() < Duration::from_millis(1000 + 500),
+        "the chain ended at its budget, took {:?}",
+        started.elapsed()
+    );
+    let messages = upstream.requests()[0].messages();
+    assert!(
+        messages.iter().any(|(r, c)| r == "user" && c == "first"),
+        "{messages:?}"
+    );
+    assert!(!server.workspace.path().join("third-ran").exists());
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    assert!(metrics.lines().any(|l| l.contains("outcome=\"timeout\"")));
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn chains_run_server_then_workspace_and_see_earlier_changes() {
     let upstream = FakeUpstream::start().await;
     let append = |tag: &str| {

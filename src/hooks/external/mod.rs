@@ -3,8 +3,8 @@
 //! Each event runs its chain: the hooks of that event in order (server level, then workspace
 //! level), filters first; each hook sees the values as the previous one left them; the first
 //! hook that stops, skips, blocks or asks for a retry ends the chain. `on_error: skip` logs a
-//! failure and goes on, `abort` ends the chain. A chain has 30 s in all; each hook its own
-//! timeout within that.
+//! failure and goes on, `abort` ends the chain. A chain has a time budget in all (30 s unless
+//! `limits.hook_chain_timeout_seconds` says otherwise); each hook its own timeout within that.
 
 pub mod config;
 pub mod event;
@@ -29,9 +29,6 @@ use super::{
 };
 use crate::agent::{ChatError, NoticeLevel};
 use crate::message::{Message, Role};
-
-/// Time one chain may take in all.
-const CHAIN_BUDGET: Duration = Duration::from_secs(30);
 
 /// The hook files of a server: where they are, and their hooks by event.
 #[derive(Debug, Default)]
@@ -232,7 +229,7 @@ impl ExternalHooks {
         if hooks.is_empty() {
             return outcome;
         }
-        let deadline = Instant::now() + CHAIN_BUDGET;
+        let deadline = Instant::now() + self.runner.chain_budget;
         for hook in hooks {
             if !hook
                 .filter
@@ -244,7 +241,8 @@ impl ExternalHooks {
             if remaining.is_zero() {
                 tracing::warn!(
                     event = event.as_str(),
-                    "hook chain ran out of its 30 s budget; the rest is skipped"
+                    budget = ?self.runner.chain_budget,
+                    "hook chain ran out of its time budget; the rest is skipped"
                 );
                 break;
             }

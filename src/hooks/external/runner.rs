@@ -41,7 +41,12 @@ pub struct Runner {
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
     pub sub_agent: AgentClient,
     pub cwd: std::path::PathBuf,
+    /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
+    pub chain_budget: Duration,
 }
+
+/// The default [`Runner::chain_budget`].
+pub const DEFAULT_CHAIN_BUDGET: Duration = Duration::from_secs(30);
 
 const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
 \"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \
@@ -65,7 +70,14 @@ impl Runner {
             model_name,
             sub_agent,
             cwd,
+            chain_budget: DEFAULT_CHAIN_BUDGET,
         }
+    }
+
+    /// Sets the time one chain may take in all.
+    pub fn with_chain_budget(mut self, budget: Duration) -> Self {
+        self.chain_budget = budget;
+        self
     }
 
     pub async fn run(
