@@ -541,3 +541,44 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_page_reconnects_when_the_server_comes_back() {
+    let Some(mut browser) = Browser::launch().await else {
+        return;
+    };
+    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let addr = server.addr;
+    browser.open(&server.url("/")).await;
+    server.shutdown().await;
+    browser
+        .wait_for("document.body.dataset.state === 'offline' && document.getElementById('status-text').innerText.startsWith('offline, retrying')")
+        .await;
+    // Offline: Send is disabled, and Enter keeps the draft instead of losing it.
+    assert_eq!(
+        browser
+            .eval("document.getElementById('send').disabled")
+            .await,
+        json!(true),
+        "no sending while offline"
+    );
+    browser.type_and_enter("hello again").await;
+    assert_eq!(
+        browser
+            .eval("[document.getElementById('input').value, document.querySelectorAll('.msg.user').length]")
+            .await,
+        json!(["hello again", 0]),
+        "the draft is kept and nothing was sent"
+    );
+    // The same address again: the page's back-off finds it without a reload.
+    let again = TestServer::start_in(workspace(), None, |c| c.addr = addr.to_string(), |b| b).await;
+    assert_eq!(again.addr, addr);
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.getElementById('status-text').innerText === 'connected'")
+        .await;
+    browser.type_and_enter("").await; // Enter sends the kept draft
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && (document.querySelector('.msg.user')?.innerText || '').includes('hello again') && (document.querySelector('.msg.assistant')?.innerText || '').includes('demo')")
+        .await;
+    again.shutdown().await;
+}
