@@ -1,205 +1,22 @@
-//! The browser page in real headless Chromium, driven over the DevTools protocol: chat, stream,
-//! tool cards, hook chips, history across a reload (checked against what the upstream received),
-//! Stop, and model output that tries to inject HTML. Without Chromium the tests say they were
-//! skipped and why; under `CI=true` they fail instead.
+//! The browser page in real headless Chromium (over the DevTools protocol) and Firefox (over
+//! WebDriver BiDi): chat, stream, tool cards, hook chips, history across a reload (checked against
+//! what the upstream received), Stop, reconnects, and model output that tries to inject HTML.
+//! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod chromium;
+mod driver;
+mod firefox;
 
-use base64::Engine;
-use futures::{SinkExt, StreamExt};
+use std::time::Duration;
+
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use self::chromium::Chromium;
+use self::driver::Page;
+use self::firefox::Firefox;
 
 use crate::agent::workspace;
 use crate::common::*;
-
-fn chromium_path() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            let out = Command::new("sh")
-                .arg("-c")
-                .arg(format!("command -v {name}"))
-                .output()
-                .ok()?;
-            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            (!path.is_empty()).then_some(path)
-        })
-}
-
-/// A headless Chromium with one page, driven over CDP.
-struct Browser {
-    child: Child,
-    ws: tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-    session: String,
-    next_id: u64,
-    _profile: tempfile::TempDir,
-}
-
-impl Browser {
-    /// Starts Chromium, or explains why not (a failure under CI).
-    async fn launch() -> Option<Browser> {
-        let Some(path) = chromium_path() else {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("Chromium is not installed, and CI=true requires the browser tests");
-            }
-            eprintln!("SKIPPED: browser tests need Chromium (apt-get install chromium); it is not installed");
-            return None;
-        };
-        let profile = tempfile::tempdir().unwrap();
-        let mut child = Command::new(path)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-                "--window-size=1200,900",
-                "--remote-debugging-port=0",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.split("DevTools listening on ").nth(1) {
-                    let _ = tx.send(url.trim().to_string());
-                }
-            }
-        });
-        let url = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("Chromium printed its DevTools address");
-        let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-        let mut browser = Browser {
-            child,
-            ws,
-            session: String::new(),
-            next_id: 0,
-            _profile: profile,
-        };
-        let target = browser
-            .call("Target.createTarget", json!({"url": "about:blank"}))
-            .await;
-        let attached = browser
-            .call(
-                "Target.attachToTarget",
-                json!({"targetId": target["targetId"], "flatten": true}),
-            )
-            .await;
-        browser.session = attached["sessionId"].as_str().unwrap().to_string();
-        browser.call("Page.enable", json!({})).await;
-        Some(browser)
-    }
-
-    /// One CDP command (on the page once attached); returns its result.
-    async fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut message = json!({"id": id, "method": method, "params": params});
-        if !self.session.is_empty() {
-            message["sessionId"] = json!(self.session);
-        }
-        self.ws
-            .send(WsMessage::text(message.to_string()))
-            .await
-            .unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let next = tokio::time::timeout_at(deadline, self.ws.next())
-                .await
-                .expect("CDP answered in time");
-            let Some(Ok(WsMessage::Text(text))) = next else {
-                continue;
-            };
-            let value: Value = serde_json::from_str(text.as_str()).unwrap();
-            if value["id"] == id {
-                assert!(value.get("error").is_none(), "{method}: {value}");
-                return value["result"].clone();
-            }
-        }
-    }
-
-    async fn eval(&mut self, expression: &str) -> Value {
-        let result = self
-            .call(
-                "Runtime.evaluate",
-                json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
-            )
-            .await;
-        assert!(
-            result.get("exceptionDetails").is_none(),
-            "{expression}: {result}"
-        );
-        result["result"]["value"].clone()
-    }
-
-    /// Polls `expression` until it is true, or fails with what the page shows.
-    async fn wait_for(&mut self, expression: &str) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if self.eval(expression).await == json!(true) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let page = self.eval("document.body.innerText").await;
-        panic!("timed out waiting for `{expression}`; the page shows:\n{page}");
-    }
-
-    async fn open(&mut self, url: &str) {
-        self.call("Page.navigate", json!({"url": url})).await;
-        self.wait_for(
-            "document.readyState === 'complete' && document.body.dataset.state === 'idle'",
-        )
-        .await;
-    }
-
-    /// Types like a person: focus, insert text, press Enter.
-    async fn type_and_enter(&mut self, text: &str) {
-        self.eval("document.getElementById('input').focus()").await;
-        self.call("Input.insertText", json!({"text": text})).await;
-        for kind in ["keyDown", "keyUp"] {
-            self.call(
-                "Input.dispatchKeyEvent",
-                json!({"type": kind, "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13}),
-            )
-            .await;
-        }
-    }
-
-    async fn screenshot(&mut self, name: &str) {
-        let shot = self
-            .call("Page.captureScreenshot", json!({"format": "png"}))
-            .await;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(shot["data"].as_str().unwrap())
-            .unwrap();
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 async fn server_with_example_skills(upstream: &FakeUpstream) -> TestServer {
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
@@ -216,9 +33,24 @@ const HOSTILE: &str = "The readme says **hello**.\n\n```rust\nfn main() {}\n```\
 
 #[tokio::test]
 async fn chat_tools_hooks_history_and_reload_in_chromium() {
-    let Some(mut browser) = Browser::launch().await else {
+    let Some(mut browser) = Chromium::launch().await else {
         return;
     };
+    chat_tools_hooks_history_and_reload(&mut browser, "chromium").await;
+}
+
+#[tokio::test]
+async fn chat_tools_hooks_history_and_reload_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    chat_tools_hooks_history_and_reload(&mut browser, "firefox").await;
+}
+
+/// The page's main path in `browser`: a chat with a plan, a tool card, a hook chip and hostile
+/// Markdown; a reload that keeps it all and sends it back; a phone-sized screen. Screenshots go
+/// to `target/browser/<name>-*.png`.
+async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str) {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["[NEED_TOOL] read the readme"]));
     upstream.push(Reply::tool_calls(&[(
@@ -308,13 +140,10 @@ async fn chat_tools_hooks_history_and_reload_in_chromium() {
         "user, hook message, done message: {history:?}"
     );
     assert_eq!(history[1]["_hook"]["name"], "brevity");
-    browser.screenshot("chat.png").await;
+    browser.screenshot(&format!("{name}-chat.png")).await;
 
     // Reload: everything is still there, and the next chat sends the history back.
-    browser.call("Page.reload", json!({})).await;
-    browser
-        .wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle'")
-        .await;
+    browser.reload_and_wait().await;
     let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
     assert_eq!(after, json!([1, 1, 1]));
     upstream.push(Reply::text(&["Second answer."]));
@@ -334,30 +163,24 @@ async fn chat_tools_hooks_history_and_reload_in_chromium() {
         .filter(|(_, c)| c == brevity.trim_end())
         .count();
     assert_eq!(copies, 2, "the hook from history plus the new injection");
-    browser.screenshot("after-reload.png").await;
+    browser
+        .screenshot(&format!("{name}-after-reload.png"))
+        .await;
 
     // A phone-sized screen: nothing overflows sideways, the composer is on screen.
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 390, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
-        )
-        .await;
-    browser.call("Page.reload", json!({})).await;
-    browser
-        .wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle'")
-        .await;
+    browser.set_viewport(390, 800).await;
+    browser.reload_and_wait().await;
     let fits = browser
         .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom <= 800 && c.width > 300 && document.getElementById('panel').hidden; })()")
         .await;
     assert_eq!(fits, json!(true));
-    browser.screenshot("phone.png").await;
+    browser.screenshot(&format!("{name}-phone.png")).await;
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn stop_cancels_the_running_chat_in_chromium() {
-    let Some(mut browser) = Browser::launch().await else {
+    let Some(mut browser) = Chromium::launch().await else {
         return;
     };
     let upstream = FakeUpstream::start().await;
@@ -418,7 +241,7 @@ impl hookwire::hooks::AgentHook for Greeter {
 
 #[tokio::test]
 async fn notices_errors_and_the_demo_banner_in_chromium() {
-    let Some(mut browser) = Browser::launch().await else {
+    let Some(mut browser) = Chromium::launch().await else {
         return;
     };
     let upstream = FakeUpstream::start().await;
@@ -474,7 +297,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
 
 #[tokio::test]
 async fn skill_toggles_and_session_hooks_persist_in_chromium() {
-    let Some(mut browser) = Browser::launch().await else {
+    let Some(mut browser) = Chromium::launch().await else {
         return;
     };
     let upstream = FakeUpstream::start().await;
@@ -518,7 +341,7 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
     assert!(!stored[0].as_str().unwrap().contains("concise"));
 
     // After a reload the toggle is still off, and the session hook goes back with the next chat.
-    browser.call("Page.reload", json!({})).await;
+    browser.reload().await;
     browser.wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle' && !!document.querySelector('#skills input[data-skill=concise]')").await;
     assert_eq!(
         browser
@@ -544,7 +367,7 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
 
 #[tokio::test]
 async fn the_page_reconnects_when_the_server_comes_back() {
-    let Some(mut browser) = Browser::launch().await else {
+    let Some(mut browser) = Chromium::launch().await else {
         return;
     };
     let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
