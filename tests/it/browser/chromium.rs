@@ -36,7 +36,6 @@ impl Chromium {
                 "about:blank",
             ],
             |profile| vec![format!("--user-data-dir={}", profile.display())],
-            |_| {},
             "DevTools listening on ",
         );
         let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();

@@ -108,21 +108,19 @@ impl Drop for Process {
     }
 }
 
-/// Starts `path` with `args` and a fresh profile directory (`profile_arg` renders its flag),
-/// and waits for the stderr line that contains `marker`; returns what follows the marker
-/// (the WebSocket address to drive it with).
+/// Starts `path` with `args` and a fresh profile directory (`profile` fills it and returns the
+/// flags that name it), and waits for the stderr line that contains `marker`; returns what
+/// follows the marker (the WebSocket address to drive it with).
 pub fn launch(
     path: &str,
     args: &[&str],
-    profile_arg: impl Fn(&std::path::Path) -> Vec<String>,
-    prepare_profile: impl Fn(&std::path::Path),
+    profile: impl FnOnce(&std::path::Path) -> Vec<String>,
     marker: &'static str,
 ) -> (Process, String) {
-    let profile = tempfile::tempdir().unwrap();
-    prepare_profile(profile.path());
+    let profile_dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(path)
         .args(args)
-        .args(profile_arg(profile.path()))
+        .args(profile(profile_dir.path()))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -138,7 +136,7 @@ pub fn launch(
     });
     let process = Process {
         child,
-        _profile: profile,
+        _profile: profile_dir,
     };
     let address = rx
         .recv_timeout(Duration::from_secs(30))

@@ -32,8 +32,10 @@ impl Firefox {
         let (process, url) = launch(
             &path,
             &["--headless", "--no-remote", "--remote-debugging-port", "0"],
-            |profile| vec!["--profile".into(), profile.display().to_string()],
-            |profile| std::fs::write(profile.join("user.js"), USER_JS).unwrap(),
+            |profile| {
+                std::fs::write(profile.join("user.js"), USER_JS).unwrap();
+                vec!["--profile".into(), profile.display().to_string()]
+            },
             "WebDriver BiDi listening on ",
         );
         let (ws, _) = tokio_tungstenite::connect_async(format!("{url}/session"))
