@@ -235,6 +235,8 @@
       state.retry = 0;
       setStatus('online', 'connected');
       setState('idle');
+      // A page opened while the server was down has no skills yet: fetch them now.
+      if (document.body.dataset.info === 'failed') loadServerInfo();
     };
     ws.onmessage = (event) => {
       let frame;
@@ -308,8 +310,10 @@
       state.defaultSkills = info.default_skills || [];
       const skills = await (await fetch('/api/skills')).json();
       renderSkills(skills);
+      document.body.dataset.info = 'loaded';
     } catch (error) {
       $('skills').textContent = 'could not load the skills: ' + error;
+      document.body.dataset.info = 'failed';
     }
   }
 

@@ -65,8 +65,8 @@ pub trait Page {
     }
 }
 
-pub const PAGE_READY: &str =
-    "document.readyState === 'complete' && document.body.dataset.state === 'idle'";
+/// Loaded, connected, idle, and `/api/info` + `/api/skills` answered (banner and skills drawn).
+pub const PAGE_READY: &str = "document.readyState === 'complete' && document.body.dataset.state === 'idle' && !!document.body.dataset.info";
 
 /// The first of `names` on the PATH, or, when there is none, `None` after saying the tests were
 /// skipped (outside CI) — under `CI=true` a missing browser fails the test instead.
