@@ -311,9 +311,6 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
     let server = server_with_example_skills(&upstream).await;
     browser.open(&server.url("/")).await;
     browser
-        .wait_for("!!document.querySelector('#skills input[data-skill=concise]')")
-        .await;
-    browser
         .eval("document.querySelector('#skills input[data-skill=concise]').click()")
         .await;
     browser.type_and_enter("check your answers").await;
@@ -341,8 +338,7 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
     assert!(!stored[0].as_str().unwrap().contains("concise"));
 
     // After a reload the toggle is still off, and the session hook goes back with the next chat.
-    browser.reload().await;
-    browser.wait_for("document.readyState === 'complete' && document.body.dataset.state === 'idle' && !!document.querySelector('#skills input[data-skill=concise]')").await;
+    browser.reload_and_wait().await;
     assert_eq!(
         browser
             .eval("document.querySelector('#skills input[data-skill=concise]').checked")
