@@ -139,6 +139,11 @@ pub struct LimitsFile {
     pub ping_interval_seconds: Option<f64>,
     pub idle_timeout_seconds: Option<f64>,
     pub hook_chain_timeout_seconds: Option<f64>,
+    pub write_stall_seconds: Option<f64>,
+    pub max_frame_bytes: Option<usize>,
+    pub max_tool_calls_per_round: Option<usize>,
+    pub header_read_timeout_seconds: Option<f64>,
+    pub max_pending_connections: Option<usize>,
 }
 
 /// Limits of the chat protocol.
@@ -159,6 +164,16 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Time the hooks of one event (a chain) may take in all.
     pub hook_chain_timeout: Duration,
+    /// A connection whose writes make no progress this long is closed (1008) and its chat
+    /// cancelled: a client that stops reading cannot hold a session.
+    pub write_stall: Duration,
+    /// Largest outgoing frame: hook- and tool-supplied fields are cut (with a marker) to fit,
+    /// long text deltas are split.
+    pub max_frame_bytes: usize,
+    /// How long a client may take to send the request headers before the socket is closed.
+    pub header_read_timeout: Duration,
+    /// Connections accepted but not yet upgraded (or answered); more wait in the kernel backlog.
+    pub max_pending_connections: usize,
 }
 
 impl Default for Limits {
@@ -172,6 +187,10 @@ impl Default for Limits {
             ping_interval: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(90),
             hook_chain_timeout: crate::hooks::external::runner::DEFAULT_CHAIN_BUDGET,
+            write_stall: Duration::from_secs(30),
+            max_frame_bytes: 1024 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            max_pending_connections: 1024,
         }
     }
 }
@@ -310,10 +329,36 @@ impl Config {
                 Some(v) => seconds("limits.hook_chain_timeout_seconds", v)?,
                 None => defaults.hook_chain_timeout,
             },
+            write_stall: match file.limits.write_stall_seconds {
+                Some(v) => seconds("limits.write_stall_seconds", v)?,
+                None => defaults.write_stall,
+            },
+            max_frame_bytes: file
+                .limits
+                .max_frame_bytes
+                .unwrap_or(defaults.max_frame_bytes),
+            header_read_timeout: match file.limits.header_read_timeout_seconds {
+                Some(v) => seconds("limits.header_read_timeout_seconds", v)?,
+                None => defaults.header_read_timeout,
+            },
+            max_pending_connections: file
+                .limits
+                .max_pending_connections
+                .unwrap_or(defaults.max_pending_connections),
         };
         if limits.max_message_bytes < 1024 {
             return Err(ConfigError(
                 "limits.max_message_bytes must be at least 1024".into(),
+            ));
+        }
+        if limits.max_frame_bytes < 4096 {
+            return Err(ConfigError(
+                "limits.max_frame_bytes must be at least 4096".into(),
+            ));
+        }
+        if limits.max_pending_connections == 0 {
+            return Err(ConfigError(
+                "limits.max_pending_connections must be at least 1".into(),
             ));
         }
         if limits.max_connections == 0 {
@@ -355,9 +400,18 @@ impl Config {
                 .limits
                 .max_retries
                 .unwrap_or(agent_defaults.max_retries),
+            max_tool_calls_per_round: file
+                .limits
+                .max_tool_calls_per_round
+                .unwrap_or(agent_defaults.max_tool_calls_per_round),
             workspace: workspace.clone(),
             secret: env("HOOKWIRE_SECRET").or(file.secret),
         };
+        if agent.max_tool_calls_per_round == 0 {
+            return Err(ConfigError(
+                "limits.max_tool_calls_per_round must be at least 1".into(),
+            ));
+        }
         if agent.max_steps == 0 {
             return Err(ConfigError("limits.max_steps must be at least 1".into()));
         }

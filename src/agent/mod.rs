@@ -73,6 +73,8 @@ pub struct AgentConfig {
     pub max_steps: usize,
     /// How often hooks may send the model back with feedback in one chat.
     pub max_retries: usize,
+    /// Tool calls run in one round; further calls get an `is_error` result instead.
+    pub max_tool_calls_per_round: usize,
     /// The workspace root (the `cwd` hooks see).
     pub workspace: PathBuf,
     /// Key that signs persistent hook messages; `None` = history is trusted as sent.
@@ -90,6 +92,7 @@ impl Default for AgentConfig {
             each_step_prompt: prompts::DEFAULT_EACH_STEP_PROMPT.into(),
             max_steps: 8,
             max_retries: 2,
+            max_tool_calls_per_round: 16,
             workspace: PathBuf::from("."),
             secret: None,
         }

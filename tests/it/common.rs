@@ -192,14 +192,7 @@ impl FakeUpstream {
 
     /// Waits until a streamed body was dropped by the client, up to `limit`.
     pub async fn wait_dropped(&self, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        while tokio::time::Instant::now() < deadline {
-            if self.dropped() > 0 {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        false
+        eventually(limit, || async { self.dropped() > 0 }).await
     }
 }
 
@@ -286,6 +279,25 @@ async fn respond(mut reply: Reply, dropped: Arc<AtomicUsize>) -> Response {
                     .unwrap();
             }
         }
+    }
+}
+
+/// Waits until `check` holds, looking every 10 ms, for at most `limit`; returns whether it held.
+/// Use it instead of fixed sleeps: a test waits exactly as long as the condition needs.
+pub async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
