@@ -404,6 +404,7 @@ impl Config {
                 .limits
                 .max_tool_calls_per_round
                 .unwrap_or(agent_defaults.max_tool_calls_per_round),
+            hook_timeout: limits.hook_chain_timeout,
             workspace: workspace.clone(),
             secret: env("HOOKWIRE_SECRET").or(file.secret),
         };

@@ -43,6 +43,7 @@ pub use types::{
     ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
 };
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -75,6 +76,8 @@ pub struct AgentConfig {
     pub max_retries: usize,
     /// Tool calls run in one round; further calls get an `is_error` result instead.
     pub max_tool_calls_per_round: usize,
+    /// How long one hook call may take (a hook that never answers cannot hang a chat).
+    pub hook_timeout: std::time::Duration,
     /// The workspace root (the `cwd` hooks see).
     pub workspace: PathBuf,
     /// Key that signs persistent hook messages; `None` = history is trusted as sent.
@@ -93,6 +96,7 @@ impl Default for AgentConfig {
             max_steps: 8,
             max_retries: 2,
             max_tool_calls_per_round: 16,
+            hook_timeout: crate::hooks::DEFAULT_HOOK_BUDGET,
             workspace: PathBuf::from("."),
             secret: None,
         }
@@ -129,12 +133,19 @@ impl AgentClient {
     }
 
     /// Runs one chat. The stream starts with [`ChatEvent::Started`] once the chat is accepted and
-    /// ends with exactly one `Done` or `Error`. Dropping it stops the chat and drops the upstream
+    /// ends with exactly one `Done` or `Error` — even when a tool, the model or a hook panics
+    /// (then `Error` with code `internal`). Dropping it stops the chat and drops the upstream
     /// request at once.
     pub fn chat_stream(&self, request: ChatRequest) -> ChatStream {
         let (tx, rx) = mpsc::channel(64);
+        let chat_id = request.id.clone();
         let task = tokio::spawn(run::run_chat(self.inner.clone(), request, tx));
-        ChatStream { rx, task }
+        ChatStream {
+            rx,
+            task: Some(task),
+            chat_id,
+            ended: false,
+        }
     }
 
     /// Tells every hook that a WebSocket session opened.
@@ -151,21 +162,67 @@ impl AgentClient {
 /// The events of one chat. Dropping it aborts the chat's task.
 pub struct ChatStream {
     rx: mpsc::Receiver<ChatEvent>,
-    task: JoinHandle<()>,
+    /// The chat's task; watched so that a panic still ends the stream with an `Error`.
+    task: Option<JoinHandle<()>>,
+    chat_id: String,
+    /// Whether the last event (`Done` or `Error`) was yielded.
+    ended: bool,
 }
 
 impl Stream for ChatStream {
     type Item = ChatEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ChatEvent>> {
-        self.rx.poll_recv(cx)
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(event)) => {
+                self.ended = event.is_terminal();
+                Poll::Ready(Some(event))
+            }
+            // The task dropped its sender without a last event: it panicked (or was aborted).
+            // Wait for it to be done so the panic can be told, then end with `internal`.
+            Poll::Ready(None) => {
+                let Some(task) = self.task.as_mut() else {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                };
+                let joined = std::task::ready!(Pin::new(task).poll(cx));
+                self.task = None;
+                self.ended = true;
+                let cause = match joined {
+                    Err(error) if error.is_panic() => panic_message(error.into_panic()),
+                    Err(error) => error.to_string(),
+                    Ok(()) => "it ended without a result".into(),
+                };
+                tracing::error!(chat = %self.chat_id, %cause, "the chat task failed");
+                metrics::counter!("hookwire_chats_total", "outcome" => "internal").increment(1);
+                Poll::Ready(Some(ChatEvent::Error(ChatError::new(
+                    ErrorCode::Internal,
+                    "the chat failed unexpectedly on the server (details are in its log)",
+                ))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
 impl Drop for ChatStream {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Builds an [`AgentClient`]: the model, the tools, the hooks, the config.
@@ -214,8 +271,9 @@ impl AgentClientBuilder {
         self
     }
 
-    pub fn build(self) -> AgentClient {
+    pub fn build(mut self) -> AgentClient {
         let config = self.config.unwrap_or_default();
+        self.hooks.set_budget(config.hook_timeout);
         let model = self
             .model
             .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));

@@ -13,7 +13,7 @@ mod stack;
 pub use context::{
     CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo,
 };
-pub use stack::HookStack;
+pub use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
 use std::sync::Arc;
 

@@ -6,12 +6,13 @@
 //!   decides; the hooks after it are not called for that event.
 //! - Isolation: a hook that returns an error or panics is logged and counted
 //!   (`hookwire_hook_runs_total{outcome="error"|"panic"}`), its answer counts as the default, and
-//!   the chat goes on.
+//!   the chat goes on. So does a hook that takes longer than the stack's budget (the chain
+//!   budget, `limits.hook_chain_timeout_seconds`): `outcome="timeout"`.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
@@ -21,48 +22,83 @@ use super::{
 };
 use crate::agent::ChatError;
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct HookStack {
     hooks: Vec<Arc<dyn AgentHook>>,
+    /// How long one hook call may take before it counts as timed out (its answer is the
+    /// default and the chat goes on): a hook that never returns cannot hang a chat.
+    budget: Duration,
 }
 
-/// Awaits one hook call, turning errors and panics into the default answer.
-async fn guarded<T: Default>(
-    hook: &dyn AgentHook,
-    event: &'static str,
-    call: impl Future<Output = HookResult<T>>,
-) -> T {
-    let started = Instant::now();
-    let (outcome, value) = match AssertUnwindSafe(call).catch_unwind().await {
-        Ok(Ok(value)) => ("ok", value),
-        Ok(Err(error)) => {
-            tracing::warn!(hook = hook.name(), event, %error, "hook failed; the chat goes on");
-            ("error", T::default())
+impl Default for HookStack {
+    fn default() -> Self {
+        Self {
+            hooks: Vec::new(),
+            budget: DEFAULT_HOOK_BUDGET,
         }
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            tracing::error!(hook = hook.name(), event, panic = %message, "hook panicked; the chat goes on");
-            ("panic", T::default())
-        }
-    };
-    let labels = [
-        ("hook", hook.name().to_string()),
-        ("event", event.to_string()),
-        ("outcome", outcome.to_string()),
-    ];
-    metrics::counter!("hookwire_hook_runs_total", &labels).increment(1);
-    metrics::histogram!("hookwire_hook_duration_seconds", &labels[..2])
-        .record(started.elapsed().as_secs_f64());
-    value
+    }
 }
+
+/// The default time one hook call may take (the same as an external hook chain's budget).
+pub const DEFAULT_HOOK_BUDGET: Duration = Duration::from_secs(30);
+
+/// Beyond the budget, time a hook gets to finish its own timeout handling (an external hook
+/// chain enforces the same budget itself and should be the one to report it).
+const BUDGET_GRACE: Duration = Duration::from_secs(1);
 
 impl HookStack {
     pub fn new(hooks: Vec<Arc<dyn AgentHook>>) -> Self {
-        Self { hooks }
+        Self {
+            hooks,
+            ..Self::default()
+        }
+    }
+
+    /// Sets how long one hook call may take.
+    pub fn set_budget(&mut self, budget: Duration) {
+        self.budget = budget;
+    }
+
+    /// Awaits one hook call, turning errors, panics and overruns into the default answer.
+    async fn guarded<T: Default>(
+        &self,
+        hook: &dyn AgentHook,
+        event: &'static str,
+        call: impl Future<Output = HookResult<T>>,
+    ) -> T {
+        let started = Instant::now();
+        let limit = self.budget + BUDGET_GRACE;
+        let guarded = tokio::time::timeout(limit, AssertUnwindSafe(call).catch_unwind());
+        let (outcome, value) = match guarded.await {
+            Ok(Ok(Ok(value))) => ("ok", value),
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(hook = hook.name(), event, %error, "hook failed; the chat goes on");
+                ("error", T::default())
+            }
+            Ok(Err(panic)) => {
+                let message = crate::agent::panic_message(panic);
+                tracing::error!(hook = hook.name(), event, panic = %message, "hook panicked; the chat goes on");
+                ("panic", T::default())
+            }
+            Err(_) => {
+                tracing::warn!(
+                    hook = hook.name(),
+                    event,
+                    "hook did not answer within {:.1}s; the chat goes on without it",
+                    limit.as_secs_f64()
+                );
+                ("timeout", T::default())
+            }
+        };
+        let labels = [
+            ("hook", hook.name().to_string()),
+            ("event", event.to_string()),
+            ("outcome", outcome.to_string()),
+        ];
+        metrics::counter!("hookwire_hook_runs_total", &labels).increment(1);
+        metrics::histogram!("hookwire_hook_duration_seconds", &labels[..2])
+            .record(started.elapsed().as_secs_f64());
+        value
     }
 
     pub fn push(&mut self, hook: Arc<dyn AgentHook>) {
@@ -83,24 +119,27 @@ impl HookStack {
 
     pub async fn session_start(&self, session: &SessionInfo) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "session_start", hook.session_start(session)).await;
+            self.guarded(hook.as_ref(), "session_start", hook.session_start(session))
+                .await;
         }
     }
 
     pub async fn session_end(&self, session: &SessionInfo) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "session_end", hook.session_end(session)).await;
+            self.guarded(hook.as_ref(), "session_end", hook.session_end(session))
+                .await;
         }
     }
 
     pub async fn pre_send_message(&self, ctx: &mut HookContext, input: &mut String) -> Flow {
         for hook in &self.hooks {
-            let flow = guarded(
-                hook.as_ref(),
-                "pre_send_message",
-                hook.pre_send_message(ctx, input),
-            )
-            .await;
+            let flow = self
+                .guarded(
+                    hook.as_ref(),
+                    "pre_send_message",
+                    hook.pre_send_message(ctx, input),
+                )
+                .await;
             if flow != Flow::Continue {
                 return flow;
             }
@@ -110,7 +149,7 @@ impl HookStack {
 
     pub async fn post_send_message(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "post_send_message",
                 hook.post_send_message(ctx),
@@ -121,19 +160,21 @@ impl HookStack {
 
     pub async fn before_planning(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "before_planning", hook.before_planning(ctx)).await;
+            self.guarded(hook.as_ref(), "before_planning", hook.before_planning(ctx))
+                .await;
         }
     }
 
     pub async fn after_planning(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "after_planning", hook.after_planning(ctx)).await;
+            self.guarded(hook.as_ref(), "after_planning", hook.after_planning(ctx))
+                .await;
         }
     }
 
     pub async fn before_first_agent(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "before_first_agent",
                 hook.before_first_agent(ctx),
@@ -144,7 +185,7 @@ impl HookStack {
 
     pub async fn before_each_agent(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "before_each_agent",
                 hook.before_each_agent(ctx),
@@ -155,7 +196,7 @@ impl HookStack {
 
     pub async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "after_tool_call",
                 hook.after_tool_call(ctx, tool_names),
@@ -166,7 +207,7 @@ impl HookStack {
 
     pub async fn after_agent_loop(&self, ctx: &mut HookContext) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "after_agent_loop",
                 hook.after_agent_loop(ctx),
@@ -177,12 +218,13 @@ impl HookStack {
 
     pub async fn pre_llm_request(&self, ctx: &mut HookContext, request: &mut LlmRequest) -> Flow {
         for hook in &self.hooks {
-            let flow = guarded(
-                hook.as_ref(),
-                "pre_llm_request",
-                hook.pre_llm_request(ctx, request),
-            )
-            .await;
+            let flow = self
+                .guarded(
+                    hook.as_ref(),
+                    "pre_llm_request",
+                    hook.pre_llm_request(ctx, request),
+                )
+                .await;
             if flow != Flow::Continue {
                 return flow;
             }
@@ -196,12 +238,13 @@ impl HookStack {
         response: &mut LlmResponse,
     ) -> ResponseAction {
         for hook in &self.hooks {
-            let action = guarded(
-                hook.as_ref(),
-                "post_llm_response",
-                hook.post_llm_response(ctx, response),
-            )
-            .await;
+            let action = self
+                .guarded(
+                    hook.as_ref(),
+                    "post_llm_response",
+                    hook.post_llm_response(ctx, response),
+                )
+                .await;
             if action != ResponseAction::Continue {
                 return action;
             }
@@ -215,12 +258,13 @@ impl HookStack {
         call: &mut ToolCallInfo,
     ) -> ToolAction {
         for hook in &self.hooks {
-            let action = guarded(
-                hook.as_ref(),
-                "pre_tool_execution",
-                hook.pre_tool_execution(ctx, call),
-            )
-            .await;
+            let action = self
+                .guarded(
+                    hook.as_ref(),
+                    "pre_tool_execution",
+                    hook.pre_tool_execution(ctx, call),
+                )
+                .await;
             if action != ToolAction::Run {
                 return action;
             }
@@ -237,14 +281,14 @@ impl HookStack {
     ) -> Flow {
         for hook in &self.hooks {
             let flow = if result.is_error {
-                guarded(
+                self.guarded(
                     hook.as_ref(),
                     "post_tool_execution_failure",
                     hook.post_tool_execution_failure(ctx, call, result),
                 )
                 .await
             } else {
-                guarded(
+                self.guarded(
                     hook.as_ref(),
                     "post_tool_execution",
                     hook.post_tool_execution(ctx, call, result),
@@ -260,7 +304,9 @@ impl HookStack {
 
     pub async fn stop(&self, ctx: &mut HookContext, output: &str) -> StopAction {
         for hook in &self.hooks {
-            let action = guarded(hook.as_ref(), "stop", hook.stop(ctx, output)).await;
+            let action = self
+                .guarded(hook.as_ref(), "stop", hook.stop(ctx, output))
+                .await;
             if action != StopAction::Finish {
                 return action;
             }
@@ -270,7 +316,7 @@ impl HookStack {
 
     pub async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) {
         for hook in &self.hooks {
-            guarded(
+            self.guarded(
                 hook.as_ref(),
                 "run_completed",
                 hook.run_completed(ctx, output),
@@ -281,7 +327,8 @@ impl HookStack {
 
     pub async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) {
         for hook in &self.hooks {
-            guarded(hook.as_ref(), "run_failed", hook.run_failed(ctx, error)).await;
+            self.guarded(hook.as_ref(), "run_failed", hook.run_failed(ctx, error))
+                .await;
         }
     }
 }

@@ -2,7 +2,9 @@
 //! metrics and graceful shutdown. The session logic lives in [`session`], the wire types in
 //! [`frames`].
 
+mod fit;
 pub mod frames;
+mod listen;
 pub mod metrics;
 pub mod session;
 
@@ -118,6 +120,7 @@ pub fn agent_builder(
         .map_err(|e| StartError(format!("workspace {}: {e}", config.workspace.display())))?;
     let mut agent_config = config.agent.clone();
     agent_config.workspace = workspace.root().to_path_buf();
+    agent_config.hook_timeout = config.limits.hook_chain_timeout;
     let (set, problems) =
         load_hook_set(&hook_files(config.hooks_file.as_deref(), workspace.root()));
     if !problems.is_empty() {
@@ -289,9 +292,11 @@ async fn upgrade(
     };
     let limit = state.config.limits.max_message_bytes;
     let tracker = state.tracker.clone();
+    // The write buffer has no cap of its own (tungstenite's default): outgoing frames are
+    // bounded by `limits.max_frame_bytes` (see `fit`) and `done` carries the whole answer, which
+    // must not be refused. A client that stops reading is caught by the write-stall watchdog.
     ws.read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(0)
-        .max_write_buffer_size(limit * 2 + READ_BUFFER_BYTES)
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
@@ -332,14 +337,11 @@ impl RunningServer {
         }
         let app = router(state.clone());
         let shutdown = state.shutdown.clone();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "server failed");
-            }
-        });
+        let limits = listen::ListenLimits {
+            header_read_timeout: state.config.limits.header_read_timeout,
+            max_pending_connections: state.config.limits.max_pending_connections,
+        };
+        let task = tokio::spawn(listen::serve(listener, app, limits, shutdown));
         Ok(Self {
             addr,
             state,

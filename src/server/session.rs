@@ -3,9 +3,15 @@
 //! channels in tests.
 //!
 //! Three parts run at once: the reader loop (client frames, keepalive, shutdown), a writer task
-//! that drains a bounded channel into the socket, and — while a chat runs — a forwarder task that
-//! turns the chat's events into frames. A slow client slows only its own chat; a `cancel` is read
-//! while a reply streams.
+//! that drains two bounded channels into the socket, and — while a chat runs — a forwarder task
+//! that turns the chat's events into frames. A slow client slows only its own chat; a `cancel` is
+//! read while a reply streams.
+//!
+//! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames)
+//! goes through a small control channel with `try_send`; a client that floods it without reading
+//! is closed. Chat frames go through the data channel and apply backpressure to the chat. A write
+//! that makes no progress for `limits.write_stall_seconds` (the client stopped reading) ends the
+//! session: the chat is cancelled, its upstream request dropped, the socket closed.
 
 use std::time::Duration;
 
@@ -25,7 +31,9 @@ use crate::hooks::SessionInfo;
 pub mod close_code {
     pub const GOING_AWAY: u16 = 1001;
     pub const INVALID_DATA: u16 = 1007;
+    pub const POLICY: u16 = 1008;
     pub const TOO_BIG: u16 = 1009;
+    pub const INTERNAL: u16 = 1011;
 }
 
 /// What the writer task sends. Frames are boxed: the channel allocates its slots up front, and
@@ -34,6 +42,45 @@ enum Outbound {
     Frame(Box<ServerFrame>),
     Ping,
     Close(u16, &'static str),
+}
+
+/// Slots of the control channel (the reader's pings, pongs and errors). A client that sends this
+/// many pings or bad frames without reading the answers is not reading at all.
+const CONTROL_SLOTS: usize = 32;
+
+/// How the writer failed, as the reader learns it.
+#[derive(Clone, Copy, Debug)]
+enum WriteFailure {
+    Stalled,
+    Failed,
+}
+
+/// The reader's handle on the writer: two channels and the writer's failure, if any.
+struct Outbox {
+    data: mpsc::Sender<Outbound>,
+    control: mpsc::Sender<Outbound>,
+    failed: CancellationToken,
+    failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
+    max_frame_bytes: usize,
+}
+
+impl Outbox {
+    /// Queues a frame from the reader without waiting; `false` if the client is flooding.
+    fn control(&self, frame: ServerFrame) -> bool {
+        let frames = super::fit::fit(frame, self.max_frame_bytes);
+        frames.into_iter().all(|frame| {
+            match self.control.try_send(Outbound::Frame(Box::new(frame))) {
+                Ok(()) => true,
+                // The writer is gone: the session is ending anyway.
+                Err(mpsc::error::TrySendError::Closed(_)) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => false,
+            }
+        })
+    }
+
+    fn failure(&self) -> Option<WriteFailure> {
+        self.failure.lock().ok().and_then(|slot| *slot)
+    }
 }
 
 /// The chat running on this connection, if any.
@@ -54,6 +101,8 @@ enum Ending {
     ClientGone,
     Close(u16, &'static str),
     Shutdown,
+    /// The writer failed or stalled: nothing more can be written.
+    WriterFailed,
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
@@ -72,10 +121,27 @@ where
     state.agent.session_started(&session).await;
 
     let (sink, mut stream) = socket.split();
-    let (out_tx, out_rx) = mpsc::channel::<Outbound>(64);
-    let writer = tokio::spawn(write_loop(sink, out_rx));
-    let mut chat: Option<RunningChat> = None;
     let limits = state.config.limits.clone();
+    let (data_tx, data_rx) = mpsc::channel::<Outbound>(64);
+    let (control_tx, control_rx) = mpsc::channel::<Outbound>(CONTROL_SLOTS);
+    let outbox = Outbox {
+        data: data_tx,
+        control: control_tx,
+        failed: CancellationToken::new(),
+        failure: Default::default(),
+        max_frame_bytes: limits.max_frame_bytes,
+    };
+    let writer = tokio::spawn(write_loop(
+        sink,
+        WriterChannels {
+            data: data_rx,
+            control: control_rx,
+        },
+        limits.write_stall,
+        outbox.failed.clone(),
+        outbox.failure.clone(),
+    ));
+    let mut chat: Option<RunningChat> = None;
     let mut last_seen = Instant::now();
     let mut ping =
         tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
@@ -89,10 +155,14 @@ where
                     Some(Err(error)) => break read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
                         let frame = ClientFrame::parse(text.as_str(), &limits);
-                        handle_frame(frame, &state, &session, &out_tx, &mut chat).await;
+                        if !handle_frame(frame, &state, &session, &outbox, &mut chat) {
+                            break flooded(&session);
+                        }
                     }
                     Some(Ok(WsMessage::Binary(_))) => {
-                        send(&out_tx, ServerFrame::error(None, ErrorCode::BadFrame, "binary frames are not supported; send JSON text frames")).await;
+                        if !outbox.control(ServerFrame::error(None, ErrorCode::BadFrame, "binary frames are not supported; send JSON text frames")) {
+                            break flooded(&session);
+                        }
                     }
                     Some(Ok(WsMessage::Close(_))) => break Ending::ClientGone,
                     Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_))) => {}
@@ -102,12 +172,15 @@ where
                 if last_seen.elapsed() >= limits.idle_timeout {
                     break Ending::Close(close_code::GOING_AWAY, "idle timeout");
                 }
-                let _ = out_tx.send(Outbound::Ping).await;
+                // Never wait here: a full queue means the writer is behind, and the stall
+                // watchdog or the flood check deals with that.
+                let _ = outbox.control.try_send(Outbound::Ping);
             }
             _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
                 break Ending::Close(close_code::GOING_AWAY, "idle timeout");
             }
             _ = state.shutdown.cancelled() => break Ending::Shutdown,
+            _ = outbox.failed.cancelled() => break Ending::WriterFailed,
         }
     };
 
@@ -122,7 +195,15 @@ where
             if let Some(chat) = chat.take() {
                 chat.forwarder.abort();
             }
-            let _ = out_tx.send(Outbound::Close(code, reason)).await;
+            close(&outbox, code, reason, limits.write_stall).await;
+        }
+        Ending::WriterFailed => {
+            // The writer already logged why; the chat must not go on writing to nowhere.
+            if let Some(chat) = chat.take() {
+                chat.forwarder.abort();
+            }
+            let failure = outbox.failure();
+            tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
         }
         Ending::Shutdown => {
             // Running chats get the grace period to finish, then the socket closes with 1001.
@@ -141,27 +222,39 @@ where
                     }
                 }
             }
-            let _ = out_tx
-                .send(Outbound::Close(
-                    close_code::GOING_AWAY,
-                    "server shutting down",
-                ))
-                .await;
+            // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
+            close(
+                &outbox,
+                close_code::GOING_AWAY,
+                "server shutting down",
+                limits.write_stall.min(Duration::from_secs(2)),
+            )
+            .await;
         }
     }
-    drop(out_tx);
+    let writer_failed = outbox.failed.is_cancelled();
+    drop(outbox);
     // The writer ends once the close is written or the client is gone; don't wait forever.
-    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    let mut writer = writer;
+    if tokio::time::timeout(Duration::from_secs(2), &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
     // Close handshake: read until the client's close reply, so that unread data does not make
-    // the kernel reset the connection and lose our close frame on the way.
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        while let Some(Ok(message)) = stream.next().await {
-            if matches!(message, WsMessage::Close(_)) {
-                break;
+    // the kernel reset the connection and lose our close frame on the way. A client whose
+    // writes stalled gets no such courtesy.
+    if !writer_failed {
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            while let Some(Ok(message)) = stream.next().await {
+                if matches!(message, WsMessage::Close(_)) {
+                    break;
+                }
             }
-        }
-    })
-    .await;
+        })
+        .await;
+    }
     state.agent.session_ended(&session).await;
     metrics::gauge!("hookwire_connections_open").decrement(1.0);
     tracing::debug!(session = %session.session_id, "session closed");
@@ -191,18 +284,39 @@ fn read_error_ending(error: axum::Error) -> Ending {
     }
 }
 
-async fn handle_frame(
+/// The client sent pings or bad frames faster than it read the answers.
+fn flooded(session: &SessionInfo) -> Ending {
+    tracing::warn!(session = %session.session_id, "closing a connection that sends frames without reading the answers");
+    ::metrics::counter!("hookwire_closed_connections_total", "reason" => "flood").increment(1);
+    Ending::Close(
+        close_code::POLICY,
+        "frames sent without reading the answers",
+    )
+}
+
+/// Queues a close frame after the frames already queued, waiting at most `limit` (and not at
+/// all once the writer has failed).
+async fn close(outbox: &Outbox, code: u16, reason: &'static str, limit: Duration) {
+    let queued = outbox.data.send(Outbound::Close(code, reason));
+    tokio::select! {
+        _ = tokio::time::timeout(limit, queued) => {}
+        _ = outbox.failed.cancelled() => {}
+    }
+}
+
+/// Handles one client frame; `false` when the client floods the control channel.
+fn handle_frame(
     frame: ClientFrame,
     state: &AppState,
     session: &SessionInfo,
-    out: &mpsc::Sender<Outbound>,
+    out: &Outbox,
     chat: &mut Option<RunningChat>,
-) {
+) -> bool {
     match frame {
-        ClientFrame::Ping { id } => send(out, ServerFrame::Pong { id }).await,
+        ClientFrame::Ping { id } => out.control(ServerFrame::Pong { id }),
         ClientFrame::Invalid { id, message } => {
             metrics::counter!("hookwire_bad_frames_total").increment(1);
-            send(out, ServerFrame::error(id, ErrorCode::BadFrame, message)).await
+            out.control(ServerFrame::error(id, ErrorCode::BadFrame, message))
         }
         ClientFrame::Cancel { id } => {
             // A cancel for a chat that is not running may race with `done`: ignored.
@@ -211,6 +325,7 @@ async fn handle_frame(
                     running.cancel.cancel();
                 }
             }
+            true
         }
         ClientFrame::Chat(frame) => {
             if let Some(running) = chat.as_ref().filter(|c| c.is_running()) {
@@ -218,10 +333,16 @@ async fn handle_frame(
                     "chat {:?} is still running; cancel it or wait for its end",
                     running.id
                 );
-                send(out, ServerFrame::error(frame.id, ErrorCode::Busy, message)).await;
-                return;
+                return out.control(ServerFrame::error(frame.id, ErrorCode::Busy, message));
             }
-            *chat = Some(start_chat(frame, state, session, out.clone()));
+            *chat = Some(start_chat(
+                frame,
+                state,
+                session,
+                out.data.clone(),
+                out.max_frame_bytes,
+            ));
+            true
         }
     }
 }
@@ -231,6 +352,7 @@ fn start_chat(
     state: &AppState,
     session: &SessionInfo,
     out: mpsc::Sender<Outbound>,
+    max_frame_bytes: usize,
 ) -> RunningChat {
     let ChatFrame {
         id,
@@ -255,18 +377,29 @@ fn start_chat(
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();
     let forwarder = tokio::spawn(async move {
+        let mut ended = false;
         while let Some(event) = events.next().await {
-            let terminal = event.is_terminal();
-            if out
-                .send(Outbound::Frame(Box::new(ServerFrame::from_event(
-                    &chat_id, event,
-                ))))
-                .await
-                .is_err()
-                || terminal
-            {
-                break;
+            ended = event.is_terminal();
+            let frame = ServerFrame::from_event(&chat_id, event);
+            for frame in super::fit::fit(frame, max_frame_bytes) {
+                if out.send(Outbound::Frame(Box::new(frame))).await.is_err() {
+                    return; // the writer is gone: nobody is left to tell
+                }
             }
+            if ended {
+                return;
+            }
+        }
+        // The stream promises a last event; should it ever break that promise, the client
+        // still learns that the chat is over.
+        if !ended {
+            tracing::error!(chat = %chat_id, "a chat stream ended without done or error");
+            let frame = ServerFrame::error(
+                Some(chat_id),
+                ErrorCode::Internal,
+                "the chat ended without a result",
+            );
+            let _ = out.send(Outbound::Frame(Box::new(frame))).await;
         }
     });
     RunningChat {
@@ -276,17 +409,43 @@ fn start_chat(
     }
 }
 
-async fn send(out: &mpsc::Sender<Outbound>, frame: ServerFrame) {
-    let _ = out.send(Outbound::Frame(Box::new(frame))).await;
+/// The writer's ends of the two channels.
+struct WriterChannels {
+    data: mpsc::Receiver<Outbound>,
+    control: mpsc::Receiver<Outbound>,
 }
 
-/// Writes outbound messages until the channel closes, a close is sent, or the socket fails.
-async fn write_loop<W>(mut sink: W, mut rx: mpsc::Receiver<Outbound>)
-where
+impl WriterChannels {
+    /// The next message: control first (a pong must not wait behind a long answer); `None`
+    /// once the data channel is closed.
+    async fn next(&mut self) -> Option<Outbound> {
+        tokio::select! {
+            biased;
+            Some(control) = self.control.recv() => Some(control),
+            data = self.data.recv() => data,
+        }
+    }
+}
+
+/// Writes outbound messages until the channels close, a close is sent, or the socket fails or
+/// stalls (a write that makes no progress for `stall`); then cancels `failed`.
+async fn write_loop<W>(
+    mut sink: W,
+    mut channels: WriterChannels,
+    stall: Duration,
+    failed: CancellationToken,
+    failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
+) where
     W: Sink<WsMessage> + Unpin,
     W::Error: std::fmt::Display,
 {
-    while let Some(outbound) = rx.recv().await {
+    let fail = |why: WriteFailure| {
+        if let Ok(mut slot) = failure.lock() {
+            *slot = Some(why);
+        }
+        failed.cancel();
+    };
+    while let Some(outbound) = channels.next().await {
         let (message, last) = match outbound {
             Outbound::Frame(frame) => (WsMessage::Text(Utf8Bytes::from(frame.to_json())), false),
             Outbound::Ping => (WsMessage::Ping(Default::default()), false),
@@ -298,13 +457,38 @@ where
                 true,
             ),
         };
-        if let Err(error) = sink.send(message).await {
-            tracing::debug!(%error, "websocket write failed");
-            return;
+        // The sink's error type need not be `Send`: keep only its text across awaits.
+        let sent = tokio::time::timeout(stall, sink.send(message))
+            .await
+            .map(|result| result.map_err(|error| error.to_string()));
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
+                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
+                    .increment(1);
+                let close = WsMessage::Close(Some(CloseFrame {
+                    code: close_code::INTERNAL,
+                    reason: Utf8Bytes::from_static("server write failed"),
+                }));
+                let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close)).await;
+                fail(WriteFailure::Failed);
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "a client stopped reading: no write progress for {:.1}s; closing the connection and cancelling its chat",
+                    stall.as_secs_f64()
+                );
+                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
+                    .increment(1);
+                fail(WriteFailure::Stalled);
+                return;
+            }
         }
         if last {
             break;
         }
     }
-    let _ = sink.close().await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }

@@ -46,7 +46,7 @@ pub struct Runner {
 }
 
 /// The default [`Runner::chain_budget`].
-pub const DEFAULT_CHAIN_BUDGET: Duration = Duration::from_secs(30);
+pub const DEFAULT_CHAIN_BUDGET: Duration = crate::hooks::DEFAULT_HOOK_BUDGET;
 
 const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
 \"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \

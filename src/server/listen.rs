@@ -1,0 +1,106 @@
+//! The accept loop. `axum::serve` offers neither a header-read timeout nor a bound on
+//! connections that have not reached a handler yet, and leaves Nagle's algorithm on, so this
+//! module serves each accepted socket with hyper itself:
+//!
+//! - `TCP_NODELAY` on every socket: a chat writes small frames (`start`, then the first `text`);
+//!   with Nagle the second waits for the client's delayed ACK, ~40 ms per short chat.
+//! - A header-read timeout: a client that trickles its request headers is cut off instead of
+//!   holding a socket and a task for as long as it likes.
+//! - At most `max_pending_connections` connections between accept and upgrade (or the end of
+//!   their plain HTTP exchange); past that the loop stops accepting and new clients wait in the
+//!   kernel's backlog. Upgraded WebSocket sessions are bounded by the session semaphore instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// How the accept loop treats connections before they become sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListenLimits {
+    pub header_read_timeout: Duration,
+    pub max_pending_connections: usize,
+}
+
+/// Accepts and serves connections until `shutdown` is cancelled. Connections still in an HTTP
+/// exchange at shutdown finish it (graceful); WebSocket sessions are shut down by their own task.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ListenLimits,
+    shutdown: CancellationToken,
+) {
+    let pending = Arc::new(Semaphore::new(limits.max_pending_connections));
+    loop {
+        // Take the permit first: while every slot is in use, nothing more is accepted.
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            permit = pending.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let socket = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((socket, _peer)) => socket,
+                Err(error) => {
+                    // Usually EMFILE/ENFILE: back off instead of spinning on the error.
+                    tracing::warn!(%error, "accept failed; retrying in 100 ms");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let app = app.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            serve_connection(socket, app, limits, shutdown).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn serve_connection(
+    socket: TcpStream,
+    app: Router,
+    limits: ListenLimits,
+    shutdown: CancellationToken,
+) {
+    if let Err(error) = socket.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY");
+    }
+    let service = TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let connection = builder
+        .serve_connection(TokioIo::new(socket), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => log_connection_end(result),
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            log_connection_end(connection.await);
+        }
+    }
+}
+
+fn log_connection_end(result: Result<(), hyper::Error>) {
+    match result {
+        Ok(()) => {}
+        Err(error) if error.is_timeout() => {
+            ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "header_timeout")
+                .increment(1);
+            tracing::debug!("closed a connection that did not send its request headers in time");
+        }
+        Err(error) => tracing::debug!(%error, "connection ended with an error"),
+    }
+}
