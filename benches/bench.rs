@@ -4,11 +4,14 @@
 //! 1. Client frame parsing (strict, validated) vs a bare `serde_json` parse of the same text.
 //! 2. A streamed chat end to end (WebSocket → hookwire → fake upstream over HTTP/SSE → back) vs
 //!    reading the same SSE stream from the fake upstream directly with reqwest.
-//! 3. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
+//! 3. A short chat whose first token arrives at once (the latency a person feels) vs a minimal
+//!    relay (`relay.rs`: axum WebSocket + reqwest + serde_json, no agent, no hooks).
+//! 4. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
 //!    the server in its own process.
 
 #[path = "../tests/it/common.rs"]
 mod common;
+mod relay;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -32,6 +35,7 @@ fn main() {
     };
     bench_parse();
     runtime.block_on(bench_chat());
+    runtime.block_on(bench_short_chat());
     runtime.block_on(bench_idle_memory());
 }
 
@@ -128,6 +132,59 @@ async fn bench_chat() {
     println!(
         "streamed chat ({CHUNKS} chunks, median of {CHATS}): through hookwire {ours:?}, upstream read directly {baseline:?}, ratio {:.2}",
         ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
+const SHORT_CHATS: usize = 300;
+
+/// Times `SHORT_CHATS` one-token chats on one connection to `url`, interleaved by the caller.
+async fn short_chat(ws: &mut common::Client, upstream: &FakeUpstream, id: usize) -> Duration {
+    upstream.push(Reply::text(&["hi"]));
+    let started = Instant::now();
+    let frames = ws
+        .chat(json!({"type":"chat","id":format!("s{id}"),"input":"hi","enable_tools":false}))
+        .await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        frames.last().map(|f| f["type"].clone()),
+        Some(json!("done"))
+    );
+    elapsed
+}
+
+async fn bench_short_chat() {
+    let upstream = FakeUpstream::start().await;
+    let relay_addr = match relay::start(&upstream.base_url).await {
+        Ok(addr) => addr,
+        Err(error) => {
+            eprintln!("cannot start the relay: {error}");
+            return;
+        }
+    };
+    let Ok((relay_ws, _)) = tokio_tungstenite::connect_async(format!("ws://{relay_addr}/ws")).await
+    else {
+        eprintln!("cannot connect to the relay");
+        return;
+    };
+    let mut relay_ws = common::Client { ws: relay_ws };
+    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let mut ours_ws = server.connect().await;
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    // Interleaved, so that noise from the rest of the machine falls on both alike.
+    for i in 0..SHORT_CHATS {
+        baseline.push(short_chat(&mut relay_ws, &upstream, i).await);
+        ours.push(short_chat(&mut ours_ws, &upstream, i).await);
+    }
+    server.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "short chat, first token at once (median of {SHORT_CHATS}): hookwire {ours:?}, minimal relay {baseline:?}, ratio {:.2}, added {:.3} ms (target ≤ 0.3 ms)",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
     );
 }
 
