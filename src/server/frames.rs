@@ -232,26 +232,41 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
         None => return Err(format!("missing field messages[{index}].content")),
     };
     let mut message = Message::new(role, content);
-    match object.get("_hook") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(hook)) => {
-            let field = |name: &str, required: bool| -> Result<String, String> {
-                match hook.get(name) {
-                    Some(Value::String(value)) => Ok(value.clone()),
-                    None | Some(Value::Null) if !required => Ok(String::new()),
-                    _ => Err(format!("messages[{index}]._hook.{name} must be a string")),
-                }
-            };
-            message.hook = Some(HookTag {
-                name: field("name", true)?,
-                skill: field("skill", true)?,
-                timing: field("timing", true)?,
-                sig: field("sig", false)?,
-            });
+    message.hook = match (role, parse_hook_tag(index, object.get("_hook"))) {
+        (_, Ok(tag)) => tag,
+        (Role::System, Err(why)) => return Err(why),
+        // Only a system message's mark is checked (it is what makes it trusted); on any other
+        // role it changes nothing, so a malformed one is no reason to refuse the chat.
+        (_, Err(why)) => {
+            tracing::warn!(
+                role = role.as_str(),
+                "ignored the mark of a history message: {why}"
+            );
+            None
         }
-        Some(_) => return Err(format!("messages[{index}]._hook must be an object")),
-    }
+    };
     Ok(message)
+}
+
+fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>, String> {
+    let hook = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(hook)) => hook,
+        Some(_) => return Err(format!("messages[{index}]._hook must be an object")),
+    };
+    let field = |name: &str, required: bool| -> Result<String, String> {
+        match hook.get(name) {
+            Some(Value::String(value)) => Ok(value.clone()),
+            None | Some(Value::Null) if !required => Ok(String::new()),
+            _ => Err(format!("messages[{index}]._hook.{name} must be a string")),
+        }
+    };
+    Ok(Some(HookTag {
+        name: field("name", true)?,
+        skill: field("skill", true)?,
+        timing: field("timing", true)?,
+        sig: field("sig", false)?,
+    }))
 }
 
 // ─── server → client ───

@@ -173,3 +173,46 @@ fn check_reports_broken_skills_with_file_and_field() {
         "{stdout}"
     );
 }
+
+#[test]
+fn text_logs_to_a_pipe_carry_no_colour_codes() {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", std::env::temp_dir())
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("listening on http://"))
+    {
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => lines.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("demo model")),
+        "a warning (coloured on a terminal) and the listening line: {lines:?}"
+    );
+    assert!(
+        lines.iter().all(|l| !l.contains("\x1b[")),
+        "no ANSI escape in a pipe: {lines:?}"
+    );
+}

@@ -5,6 +5,7 @@ mod agent;
 mod browser;
 mod cli;
 mod common;
+mod demo;
 mod external;
 mod http;
 mod protocol;

@@ -479,3 +479,46 @@ async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
         .unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
 }
+
+#[tokio::test]
+async fn a_malformed_hook_mark_on_a_user_or_assistant_message_is_ignored() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["fine"]));
+    let server = TestServer::start(Some(&upstream), |c| c.agent.secret = Some("k".into())).await;
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(
+            json!({"type":"chat","id":"m","enable_tools":false,"input":"go on",
+            "messages":[{"role":"user","content":"earlier","_hook":"not an object"},
+                        {"role":"assistant","content":"reply","_hook":{"name":5}},
+                        {"role":"user","content":"later","_hook":{}}]}),
+        )
+        .await;
+    assert_eq!(types_of(&frames), ["start", "text", "done"], "{frames:?}");
+    let request = &upstream.requests()[0];
+    assert_eq!(
+        &request.messages()[1..],
+        &[
+            ("user".to_string(), "earlier".to_string()),
+            ("assistant".to_string(), "reply".to_string()),
+            ("user".to_string(), "later".to_string()),
+            ("user".to_string(), "go on".to_string()),
+        ],
+        "plain messages, in order"
+    );
+    assert!(!request.body.to_string().contains("_hook"));
+
+    // On a system message the mark is what makes it trusted, so a malformed one still refuses.
+    let frames = client
+        .chat(
+            json!({"type":"chat","id":"s","enable_tools":false,"input":"x",
+            "messages":[{"role":"system","content":"obey","_hook":"not an object"}]}),
+        )
+        .await;
+    assert_eq!(
+        (frames[0]["type"].as_str(), frames[0]["code"].as_str()),
+        (Some("error"), Some("bad_frame")),
+        "{frames:?}"
+    );
+    server.shutdown().await;
+}

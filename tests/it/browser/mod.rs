@@ -401,3 +401,73 @@ async fn the_page_reconnects_when_the_server_comes_back() {
         .await;
     again.shutdown().await;
 }
+
+/// A real demo conversation with the repository's skills on: "list the files", then "search for
+/// TODO". Its screenshot, `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
+#[tokio::test]
+async fn a_demo_conversation_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let server = TestServer::start_in(
+        crate::demo::workspace(),
+        None,
+        |c| c.skills_dir = crate::demo::skills_dir(),
+        |b| b,
+    )
+    .await;
+    // A desktop screen tall enough for both exchanges.
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    browser.open(&server.url("/")).await;
+    for (count, input) in [(1, "list the files"), (2, "search for TODO")] {
+        browser.type_and_enter(input).await;
+        browser
+            .wait_for(&format!("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === {count}"))
+            .await;
+    }
+    let page = browser
+        .eval(
+            "(() => { const all = (s) => Array.from(document.querySelectorAll(s)).map(e => e.innerText); return {
+                plans: all('.plan'), tools: all('.tool-card summary'), answers: all('.msg.assistant'),
+                chips: all('.hook-chip') }; })()",
+        )
+        .await;
+    let texts = |key: &str| -> Vec<String> {
+        page[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (plans, tools, answers) = (texts("plans"), texts("tools"), texts("answers"));
+    assert_eq!(plans.len(), 2, "{page}");
+    assert!(
+        plans[0].contains("list_dir") && plans[1].contains("search_text"),
+        "{page}"
+    );
+    assert!(
+        tools[0].contains("list_dir") && tools[1].contains("search_text"),
+        "{page}"
+    );
+    assert!(
+        answers[0].starts_with("The workspace has 4 entries: README.md"),
+        "{page}"
+    );
+    assert!(
+        answers[1].starts_with("Found 3 matches for TODO: ") && answers[1].contains("notes.txt:1"),
+        "{page}"
+    );
+    assert_eq!(
+        texts("chips").len(),
+        2,
+        "one persistent hook per chat: {page}"
+    );
+    browser.screenshot("chromium-demo.png").await;
+    server.shutdown().await;
+}

@@ -1,0 +1,200 @@
+//! The built-in demo model with the repository's own skills on (the default): it plans, calls the
+//! tool it planned with arguments taken from the person's words, and answers from the result.
+
+use crate::common::*;
+use serde_json::{json, Value};
+
+/// A workspace with four entries and three `TODO`s in two files.
+pub fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("README.md"), "# Demo\nhello from the readme\n").unwrap();
+    std::fs::write(root.join("notes.txt"), "TODO: write the docs\nbuy milk\n").unwrap();
+    std::fs::create_dir(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/guide.md"), "nothing to do here\n").unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/main.rs"),
+        "fn main() {\n    // TODO: handle errors\n    run();\n    // TODO: log\n}\n",
+    )
+    .unwrap();
+    dir
+}
+
+pub fn skills_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills")
+}
+
+/// The demo model with the repository's `skills/`, every skill on by default.
+async fn demo_server() -> TestServer {
+    TestServer::start_in(workspace(), None, |c| c.skills_dir = skills_dir(), |b| b).await
+}
+
+/// Every line of every hook file of the repository's skills.
+fn hook_lines() -> Vec<String> {
+    let mut lines = Vec::new();
+    for skill in std::fs::read_dir(skills_dir()).unwrap() {
+        let hooks = skill.unwrap().path().join("hooks");
+        for file in std::fs::read_dir(hooks).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                let text = std::fs::read_to_string(path).unwrap();
+                lines.extend(
+                    text.lines()
+                        .map(str::trim)
+                        .filter(|l| l.len() > 20)
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+    assert!(lines.len() >= 5, "the skills have hook texts: {lines:?}");
+    lines
+}
+
+/// What the person sees of the model: the plan, the streamed text and the kept answer.
+fn assert_no_hook_text(frames: &[Value]) {
+    let shown: Vec<String> = frames
+        .iter()
+        .filter_map(|f| match f["type"].as_str() {
+            Some("plan") => f["content"].as_str().map(str::to_string),
+            Some("done") => f["message"]["content"].as_str().map(str::to_string),
+            _ => None,
+        })
+        .chain([text_of(frames)])
+        .collect();
+    for line in hook_lines() {
+        for text in &shown {
+            assert!(
+                !text.contains(&line),
+                "hook text {line:?} leaked into {text:?}"
+            );
+        }
+    }
+}
+
+fn answer_of(frames: &[Value]) -> String {
+    let done = frames.last().unwrap();
+    assert_eq!(done["type"], "done", "{frames:?}");
+    assert_eq!(done["reason"], "completed", "{done}");
+    done["message"]["content"].as_str().unwrap().to_string()
+}
+
+fn tool_calls(frames: &[Value]) -> Vec<(String, Value)> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "tool_call")
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["arguments"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The history the page keeps after a chat: input, hook messages, the answer.
+fn history_after(input: &str, frames: &[Value]) -> Vec<Value> {
+    let mut history = vec![json!({"role":"user","content":input})];
+    history.extend(
+        frames
+            .iter()
+            .filter(|f| f["type"] == "hook")
+            .map(|f| f["message"].clone()),
+    );
+    history.push(frames.last().unwrap()["message"].clone());
+    history
+}
+
+#[tokio::test]
+async fn list_the_files_lists_the_workspace_and_counts_its_entries() {
+    let server = demo_server().await;
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"list the files"}))
+        .await;
+    let kinds = types_of(&frames);
+    assert!(kinds.contains(&"plan".to_string()), "{kinds:?}");
+    assert!(
+        kinds.contains(&"hook".to_string()),
+        "the skills are on: {kinds:?}"
+    );
+    assert_eq!(
+        tool_calls(&frames),
+        [("list_dir".to_string(), json!({"path":"."}))]
+    );
+    let answer = answer_of(&frames);
+    assert!(
+        answer.starts_with("The workspace has 4 entries: "),
+        "{answer}"
+    );
+    for entry in ["README.md", "docs/", "notes.txt", "src/"] {
+        assert!(answer.contains(entry), "{entry} in {answer}");
+    }
+    assert_no_hook_text(&frames);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn search_for_todo_after_an_earlier_chat_searches_and_counts_the_matches() {
+    let server = demo_server().await;
+    let mut client = server.connect().await;
+    let first = client
+        .chat(json!({"type":"chat","input":"list the files"}))
+        .await;
+    let history = history_after("list the files", &first);
+    let frames = client
+        .chat(json!({"type":"chat","input":"search for TODO","messages":history}))
+        .await;
+    assert_eq!(
+        tool_calls(&frames),
+        [("search_text".to_string(), json!({"pattern":"TODO"}))]
+    );
+    let answer = answer_of(&frames);
+    assert!(answer.starts_with("Found 3 matches for TODO: "), "{answer}");
+    for place in ["notes.txt:1", "src/main.rs:2", "src/main.rs:4"] {
+        assert!(answer.contains(place), "{place} in {answer}");
+    }
+    assert!(!answer.contains("guide.md"), "{answer}");
+    assert_no_hook_text(&frames);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn read_a_named_file_reads_it_and_quotes_it() {
+    let server = demo_server().await;
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","input":"please read notes.txt"}))
+        .await;
+    assert_eq!(
+        tool_calls(&frames),
+        [("read_file".to_string(), json!({"path":"notes.txt"}))]
+    );
+    let answer = answer_of(&frames);
+    assert!(
+        answer.contains("notes.txt") && answer.contains("TODO: write the docs"),
+        "{answer}"
+    );
+    assert_no_hook_text(&frames);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn hello_is_answered_directly_without_tools() {
+    let server = demo_server().await;
+    let mut client = server.connect().await;
+    let frames = client.chat(json!({"type":"chat","input":"hello"})).await;
+    let kinds = types_of(&frames);
+    assert!(
+        !kinds.iter().any(|k| k == "plan" || k == "tool_call"),
+        "{kinds:?}"
+    );
+    let answer = answer_of(&frames);
+    assert!(
+        answer.contains("demo model") && answer.contains("You said: \"hello\""),
+        "{answer}"
+    );
+    assert_no_hook_text(&frames);
+    server.shutdown().await;
+}
