@@ -8,6 +8,7 @@ mod common;
 mod external;
 mod http;
 mod protocol;
+mod reload;
 mod rust_hooks;
 mod skills;
 mod upstream;
