@@ -10,6 +10,7 @@
 //! - [`llm`]: the `ChatModel` trait, the OpenAI-compatible streaming client, the demo model.
 //! - [`tools`]: the `Tool` trait, the registry and the workspace tools.
 //! - [`message`]: the conversation types shared by all of the above.
+//! - [`reload`]: hot reload of skills and hook files on real changes.
 
 pub mod agent;
 pub mod check;
@@ -17,6 +18,7 @@ pub mod config;
 pub mod hooks;
 pub mod llm;
 pub mod message;
+pub mod reload;
 pub mod server;
 pub mod skills;
 pub mod tools;

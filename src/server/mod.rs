@@ -29,11 +29,11 @@ use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
 use crate::hooks::external::runner::{sub_agent_config, Runner};
 use crate::hooks::external::session::SessionHookFactory;
-use crate::hooks::external::{hook_files, load_hook_set, ExternalHooks};
+use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
 use crate::llm::demo::DemoModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
-use crate::skills::watch::{watch, SkillWatcher};
+use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::register_hook::RegisterHook;
 use crate::tools::workspace::Workspace;
@@ -43,9 +43,6 @@ use crate::tools::{builtin_tools, ToolLimits};
 /// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
 /// messages still arrive whole: the buffer is refilled as often as needed.
 const READ_BUFFER_BYTES: usize = 4 * 1024;
-
-/// How long the skills dir must be quiet before a change is reloaded.
-const SKILL_RELOAD_DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// What every request handler shares.
 #[derive(Clone)]
@@ -103,6 +100,17 @@ pub fn agent_builder(
     config: &Config,
     skills: Arc<SkillRegistry>,
 ) -> Result<AgentClientBuilder, StartError> {
+    agent_parts(config, skills).map(|parts| parts.builder)
+}
+
+/// An agent builder and the hook files it runs (to see their reloads).
+pub struct AgentParts {
+    pub builder: AgentClientBuilder,
+    pub hook_files: Arc<HookFiles>,
+}
+
+/// Like [`agent_builder`], with a handle on the hook files.
+pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentParts, StartError> {
     let model: Arc<dyn ChatModel> = match config.llm.effective_base_url() {
         None => Arc::new(DemoModel::new(&config.agent.marker)),
         Some(base_url) => Arc::new(
@@ -144,8 +152,9 @@ pub fn agent_builder(
         )
         .with_chain_budget(config.limits.hook_chain_timeout),
     );
-    let external = Arc::new(ExternalHooks::new(set, runner.clone()));
-    if let Err(error) = external.watch(config.hooks_file.clone(), workspace.root().to_path_buf()) {
+    let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
+    if let Err(error) = hook_files.watch(config.hooks_file.clone(), workspace.root().to_path_buf())
+    {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     let session_hooks = SessionHookFactory::new(
@@ -162,14 +171,20 @@ pub fn agent_builder(
         config.default_skills.clone(),
         config.agent.secret.clone(),
     );
-    Ok(AgentClient::builder()
+    let builder = AgentClient::builder()
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .config(agent_config)
         .tool(Arc::new(register_hook))
-        .hook(external)
+        // The connection events; chats get the hook files as they were when they started.
+        .hook(hook_files.clone())
+        .hook_factory(hook_files.clone())
         .hook_factory(Arc::new(skill_hooks))
-        .hook_factory(Arc::new(session_hooks)))
+        .hook_factory(Arc::new(session_hooks));
+    Ok(AgentParts {
+        builder,
+        hook_files,
+    })
 }
 
 /// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.
@@ -312,7 +327,7 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     state: AppState,
     task: tokio::task::JoinHandle<()>,
-    _watcher: Option<SkillWatcher>,
+    _skill_reloader: Option<Reloader>,
 }
 
 impl RunningServer {
@@ -325,8 +340,8 @@ impl RunningServer {
         let addr = listener
             .local_addr()
             .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
-        let watcher = match watch(state.skills.clone(), SKILL_RELOAD_DEBOUNCE) {
-            Ok(watcher) => Some(watcher),
+        let reloader = match crate::skills::watch::watch(state.skills.clone()) {
+            Ok(reloader) => Some(reloader),
             Err(error) => {
                 tracing::warn!("{error}; skills will not reload without a restart");
                 None
@@ -346,7 +361,7 @@ impl RunningServer {
             addr,
             state,
             task,
-            _watcher: watcher,
+            _skill_reloader: reloader,
         })
     }
 

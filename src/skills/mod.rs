@@ -12,6 +12,7 @@ pub use load::{scan_skill, scan_skills};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::message::Role;
@@ -162,6 +163,8 @@ impl SkillSet {
 pub struct SkillRegistry {
     dir: PathBuf,
     current: RwLock<Arc<SkillSet>>,
+    /// How many times the set was swapped since the start.
+    generation: AtomicU64,
 }
 
 impl SkillRegistry {
@@ -172,6 +175,7 @@ impl SkillRegistry {
         Self {
             dir,
             current: RwLock::new(Arc::new(set)),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -187,6 +191,11 @@ impl SkillRegistry {
         }
     }
 
+    /// How many reloads swapped the set since the start (0 for a server nobody edited).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
     /// Scans the dir again; broken skills keep their last good hooks. Returns the new set.
     pub fn reload(&self) -> Arc<SkillSet> {
         let next = scan_skills(&self.dir);
@@ -196,6 +205,7 @@ impl SkillRegistry {
         };
         let merged = Arc::new(guard.merge_reload(next));
         *guard = merged.clone();
+        self.generation.fetch_add(1, Ordering::Relaxed);
         merged
     }
 }

@@ -1,51 +1,116 @@
-//! Hot reload: a file watcher on the skills dir with a debounce; every burst of changes rescans
-//! the dir and swaps the registry's set (broken skills keep their last good hooks).
+//! Hot reload of the skills dir through the generic [`Reloader`]: a real change to a skill's
+//! files rescans the dir and swaps the registry's set (broken skills keep their last good hooks).
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
+use notify::RecursiveMode;
 
 use super::SkillRegistry;
+use crate::reload::{Layout, Outcome, Reloader};
 
-/// Keeps the watcher running; dropping it stops the watching.
-pub struct SkillWatcher {
-    _debouncer: Debouncer<RecommendedWatcher>,
+/// The files a skill set is loaded from: `<dir>/<skill>/SKILL.md` and `<dir>/<skill>/hooks/*`
+/// (hook texts may have any name), for every visible skill folder.
+struct SkillFiles {
+    dir: PathBuf,
 }
 
-impl std::fmt::Debug for SkillWatcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SkillWatcher")
+/// Hidden files and editor backups are never part of a skill.
+fn visible(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    !name.starts_with('.') && !name.ends_with('~')
+}
+
+impl Layout for SkillFiles {
+    fn roots(&self) -> Vec<(PathBuf, RecursiveMode)> {
+        vec![(self.dir.clone(), RecursiveMode::Recursive)]
+    }
+
+    fn matters(&self, path: &Path) -> bool {
+        let Ok(inside) = path.strip_prefix(&self.dir) else {
+            return false;
+        };
+        let parts: Vec<&OsStr> = inside.iter().collect();
+        match parts.as_slice() {
+            [skill] => visible(skill),
+            [skill, file] => visible(skill) && (*file == "SKILL.md" || *file == "hooks"),
+            [skill, hooks, file] => visible(skill) && *hooks == "hooks" && visible(file),
+            _ => false,
+        }
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for skill in sorted_entries(&self.dir).into_iter().filter(|p| p.is_dir()) {
+            files.push(skill.join("SKILL.md"));
+            files.extend(
+                sorted_entries(&skill.join("hooks"))
+                    .into_iter()
+                    .filter(|p| p.is_file()),
+            );
+            // The folder itself: an empty folder is a skill too.
+            files.push(skill);
+        }
+        files
     }
 }
 
-/// Starts watching the registry's dir (recursively). Fails if the dir cannot be watched, e.g.
-/// because it does not exist.
-pub fn watch(registry: Arc<SkillRegistry>, debounce: Duration) -> Result<SkillWatcher, String> {
-    let dir = registry.dir().to_path_buf();
-    let handler_registry = registry.clone();
-    let mut debouncer = new_debouncer(debounce, move |result: DebounceEventResult| match result {
-        Ok(_events) => {
-            let set = handler_registry.reload();
-            let problems = set.problems();
-            tracing::info!(
-                skills = set.skills.len(),
-                problems = problems.len(),
-                "skills reloaded"
-            );
-            for problem in problems {
-                tracing::warn!("{problem}");
-            }
+/// The visible entries of `dir`, sorted (none if it cannot be read).
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| visible(&e.file_name()))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Starts reloading the registry when its dir changes (also once it is made, if it does not
+/// exist yet). Fails if nothing can be watched.
+pub fn watch(registry: Arc<SkillRegistry>) -> Result<Reloader, String> {
+    let dir = std::path::absolute(registry.dir())
+        .map_err(|e| format!("cannot watch {}: {e}", registry.dir().display()))?;
+    Reloader::start("skills", SkillFiles { dir }, move || {
+        let set = registry.reload();
+        Some(Outcome::Swapped {
+            summary: format!("{} skill(s)", set.skills.len()),
+            warnings: set.problems(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_skill_files_matter() {
+        let files = SkillFiles {
+            dir: PathBuf::from("/s"),
+        };
+        for path in [
+            "/s/style",
+            "/s/style/SKILL.md",
+            "/s/style/hooks",
+            "/s/style/hooks/hooks.json",
+            "/s/style/hooks/brief.md",
+        ] {
+            assert!(files.matters(Path::new(path)), "{path}");
         }
-        Err(error) => tracing::warn!(%error, "skill watcher error"),
-    })
-    .map_err(|e| format!("cannot start the skill watcher: {e}"))?;
-    debouncer
-        .watcher()
-        .watch(&dir, RecursiveMode::Recursive)
-        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
-    Ok(SkillWatcher {
-        _debouncer: debouncer,
-    })
+        for path in [
+            "/s/.git/config",
+            "/s/style/notes.md",
+            "/s/style/hooks/.brief.md.swp",
+            "/s/style/hooks/brief.md~",
+            "/s/style/hooks/old/x.md",
+            "/elsewhere/style/SKILL.md",
+        ] {
+            assert!(!files.matters(Path::new(path)), "{path}");
+        }
+    }
 }

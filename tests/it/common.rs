@@ -307,6 +307,9 @@ pub struct TestServer {
     pub addr: std::net::SocketAddr,
     server: Option<RunningServer>,
     pub workspace: tempfile::TempDir,
+    /// The server's skills and hook files, to count their reloads.
+    pub skills: Arc<hookwire::skills::SkillRegistry>,
+    pub hook_files: Arc<hookwire::hooks::external::HookFiles>,
 }
 
 /// A config for tests: port 0, a temp workspace, the given upstream (or the demo model).
@@ -352,15 +355,17 @@ impl TestServer {
         let mut config = test_config(upstream, workspace.path());
         tweak(&mut config);
         let demo = config.llm.is_demo();
-        let skills = std::sync::Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
-        let client =
-            agent(hookwire::server::agent_builder(&config, skills.clone()).unwrap()).build();
-        let state = AppState::new(config, client, demo, skills);
+        let skills = Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
+        let parts = hookwire::server::agent_parts(&config, skills.clone()).unwrap();
+        let client = agent(parts.builder).build();
+        let state = AppState::new(config, client, demo, skills.clone());
         let server = RunningServer::start(state).await.unwrap();
         TestServer {
             addr: server.addr,
             server: Some(server),
             workspace,
+            skills,
+            hook_files: parts.hook_files,
         }
     }
 

@@ -692,6 +692,16 @@ async fn agent_hooks_run_a_sub_agent_whose_answer_is_the_result() {
 async fn hook_files_reload_without_a_restart() {
     let upstream = FakeUpstream::start().await;
     let server = server_with_hooks(&upstream, "", None, &[], |_| {}).await;
+    let hooks = server.hook_files.clone();
+    let said = |text: &str| {
+        upstream
+            .requests()
+            .last()
+            .unwrap()
+            .messages()
+            .iter()
+            .any(|(_, c)| c == text)
+    };
     let dir = server.workspace.path().join(".hookwire");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -699,69 +709,41 @@ async fn hook_files_reload_without_a_restart() {
         "pre_send_message:\n  - command: echo '{\"user_input\":\"RELOADED\"}'\n",
     )
     .unwrap();
+    let loaded = eventually(Duration::from_secs(5), || async { hooks.generation() == 1 });
+    assert!(loaded.await, "the new hook file was never picked up");
     let mut client = server.connect().await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        client
-            .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
-            .await;
-        if upstream
-            .requests()
-            .last()
-            .unwrap()
-            .messages()
-            .iter()
-            .any(|(_, c)| c == "RELOADED")
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the new hook file was never picked up"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert!(said("RELOADED"));
     // A broken edit keeps the last good hooks.
     std::fs::write(
         dir.join("hooks.yaml"),
         "pre_send_message:\n  - command: x\n    timeout: never\n",
     )
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    let refused = eventually(Duration::from_secs(5), || async {
+        !hooks.problems().is_empty()
+    });
+    assert!(refused.await, "the broken edit was never looked at");
+    assert_eq!(hooks.generation(), 1);
     client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
         .await;
-    assert!(upstream
-        .requests()
-        .last()
-        .unwrap()
-        .messages()
-        .iter()
-        .any(|(_, c)| c == "RELOADED"));
+    assert!(said("RELOADED"));
     // A later valid edit of the file in the new folder is picked up too.
     std::fs::write(
         dir.join("hooks.yaml"),
         "pre_send_message:\n  - command: echo '{\"user_input\":\"SECOND\"}'\n",
     )
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        client
-            .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
-            .await;
-        if upstream
-            .requests()
-            .last()
-            .unwrap()
-            .messages()
-            .iter()
-            .any(|(_, c)| c == "SECOND")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the edit was never picked up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let loaded = eventually(Duration::from_secs(5), || async { hooks.generation() == 2 });
+    assert!(loaded.await, "the edit was never picked up");
+    client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert!(said("SECOND"));
+    assert!(hooks.problems().is_empty());
     server.shutdown().await;
 }
 

@@ -10,6 +10,7 @@ mod external;
 mod http;
 mod protocol;
 mod reliability;
+mod reload;
 mod rust_hooks;
 mod skills;
 mod upstream;

@@ -469,21 +469,14 @@ async fn unknown_skills_are_refused_and_broken_skills_isolated() {
     server.shutdown().await;
 }
 
-/// Polls `/api/skills` until `check` holds, up to 5 s.
+/// Waits until `/api/skills` shows what `check` wants, up to 5 s.
 async fn wait_for_skills(server: &TestServer, check: impl Fn(&Value) -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
+    let skills = || async {
         let (_, body) = http_get(server.addr, "/api/skills").await;
-        let skills: Value = serde_json::from_str(&body).unwrap();
-        if check(&skills) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "skills did not reload: {skills}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let reloaded = eventually(Duration::from_secs(5), || async { check(&skills().await) });
+    assert!(reloaded.await, "skills did not reload: {}", skills().await);
 }
 
 fn skill<'a>(skills: &'a Value, name: &str) -> Option<&'a Value> {
@@ -517,21 +510,20 @@ async fn hot_reload_add_change_break_remove() {
     assert_eq!(positions(&upstream.requests()[0], "TEXT:v").len(), 1);
 
     // Change the text.
+    let before = server.skills.generation();
     std::fs::write(skills_dir.join("live/hooks/v.md"), "NEW TEXT").unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        client
-            .chat(json!({"type":"chat","input":"x","skills":["live"],"enable_tools":false}))
-            .await;
-        if positions(upstream.requests().last().unwrap(), "NEW TEXT").len() == 1 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the changed text never reached the model"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let changed = eventually(Duration::from_secs(5), || async {
+        server.skills.generation() > before
+    });
+    assert!(changed.await, "the changed text was never reloaded");
+    client
+        .chat(json!({"type":"chat","input":"x","skills":["live"],"enable_tools":false}))
+        .await;
+    assert_eq!(
+        positions(upstream.requests().last().unwrap(), "NEW TEXT").len(),
+        1,
+        "the changed text reaches the model"
+    );
 
     // Break it: the last good version stays, the error shows.
     std::fs::write(skills_dir.join("live/hooks/hooks.json"), "{ broken").unwrap();

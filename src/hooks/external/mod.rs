@@ -8,13 +8,16 @@
 
 pub mod config;
 pub mod event;
+mod files;
 pub mod protocol;
 pub mod runner;
 pub mod session;
 
+pub use files::HookFiles;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -102,116 +105,31 @@ pub fn load_hook_set(files: &[(PathBuf, &'static str)]) -> (HookSet, Vec<String>
     (set, problems)
 }
 
-/// The adapter: shared by every chat, its set swapped on reload.
+/// The adapter for one fixed set: the hook files as a chat started with them (see [`HookFiles`]),
+/// or a chat's session hooks.
 pub struct ExternalHooks {
-    set: RwLock<Arc<HookSet>>,
+    set: Arc<HookSet>,
     runner: Arc<Runner>,
     /// Set for per-chat session hooks: their origin in logs.
     label: &'static str,
-    /// The file watcher that reloads the set (kept alive here).
-    watcher: std::sync::Mutex<
-        Option<notify_debouncer_mini::Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>>,
-    >,
 }
 
 impl ExternalHooks {
     pub fn new(set: HookSet, runner: Arc<Runner>) -> Self {
-        Self {
-            set: RwLock::new(Arc::new(set)),
-            runner,
-            label: "external",
-            watcher: std::sync::Mutex::new(None),
-        }
+        Self::of(Arc::new(set), runner)
     }
 
-    /// Reloads the hook files when they change: a valid change replaces the set, an invalid one
-    /// keeps the last good set and logs every problem.
-    pub fn watch(
-        self: &Arc<Self>,
-        server_file: Option<PathBuf>,
-        workspace: PathBuf,
-    ) -> Result<(), String> {
-        use notify_debouncer_mini::notify::RecursiveMode;
-        let weak = Arc::downgrade(self);
-        let (file, root) = (server_file.clone(), workspace.clone());
-        let mut debouncer = notify_debouncer_mini::new_debouncer(
-            Duration::from_millis(200),
-            move |result: notify_debouncer_mini::DebounceEventResult| {
-                let (Ok(_), Some(hooks)) = (result, weak.upgrade()) else {
-                    return;
-                };
-                // A .hookwire folder made after the start gets watched from now on.
-                let dot = root.join(".hookwire");
-                if dot.is_dir() {
-                    if let Ok(mut slot) = hooks.watcher.lock() {
-                        if let Some(debouncer) = slot.as_mut() {
-                            let _ = debouncer.watcher().watch(&dot, RecursiveMode::Recursive);
-                        }
-                    }
-                }
-                let (set, problems) = load_hook_set(&hook_files(file.as_deref(), &root));
-                if problems.is_empty() {
-                    tracing::info!(hooks = set.len(), "hook files reloaded");
-                    hooks.replace(set);
-                } else {
-                    for problem in problems {
-                        tracing::warn!("{problem} (keeping the last good hooks)");
-                    }
-                }
-            },
-        )
-        .map_err(|e| format!("cannot watch hook files: {e}"))?;
-        let mut watched = 0;
-        if let Some(dir) = server_file
-            .as_ref()
-            .and_then(|f| f.parent())
-            .filter(|d| d.is_dir())
-        {
-            watched += debouncer
-                .watcher()
-                .watch(dir, RecursiveMode::NonRecursive)
-                .is_ok() as usize;
+    fn of(set: Arc<HookSet>, runner: Arc<Runner>) -> Self {
+        Self {
+            set,
+            runner,
+            label: "external",
         }
-        let dir = workspace.join(".hookwire");
-        if dir.is_dir() {
-            watched += debouncer
-                .watcher()
-                .watch(&dir, RecursiveMode::Recursive)
-                .is_ok() as usize;
-        }
-        if workspace.is_dir() {
-            // Sees a .hookwire folder created later.
-            watched += debouncer
-                .watcher()
-                .watch(&workspace, RecursiveMode::NonRecursive)
-                .is_ok() as usize;
-        }
-        if watched > 0 {
-            if let Ok(mut slot) = self.watcher.lock() {
-                *slot = Some(debouncer);
-            }
-        }
-        Ok(())
     }
 
     pub fn with_label(mut self, label: &'static str) -> Self {
         self.label = label;
         self
-    }
-
-    pub fn current(&self) -> Arc<HookSet> {
-        match self.set.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    pub fn replace(&self, set: HookSet) {
-        let mut guard = match self.set.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = Arc::new(set);
     }
 
     /// Runs the chain of `event` over `state`; returns the control decision, if any, and the
@@ -223,8 +141,7 @@ impl ExternalHooks {
         state: &mut EventState,
         notices: &mut Vec<String>,
     ) -> ChainOutcome {
-        let set = self.current();
-        let hooks = set.hooks(event);
+        let hooks = self.set.hooks(event);
         let mut outcome = ChainOutcome::default();
         if hooks.is_empty() {
             return outcome;

@@ -1,0 +1,214 @@
+//! [`HookFiles`]: the server's hook files as last loaded, reloaded when they really change. Each
+//! chat gets the set as it was when the chat started, so an edit never changes a running chat.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use notify::RecursiveMode;
+
+use super::runner::Runner;
+use super::{hook_files, load_hook_set, ExternalHooks, HookSet};
+use crate::agent::{ChatError, ChatRequest};
+use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
+use crate::reload::{Layout, Outcome, Reloader};
+
+/// Shared by the server: a [`HookFactory`] that gives each chat the current set, and an
+/// [`AgentHook`] for the connection events (`session_start` / `session_end`), which belong to no
+/// chat.
+pub struct HookFiles {
+    set: RwLock<Arc<HookSet>>,
+    runner: Arc<Runner>,
+    /// How many times the set was replaced since the start.
+    generation: AtomicU64,
+    /// Why the last change was refused (empty after a good one).
+    problems: Mutex<Vec<String>>,
+    reloader: Mutex<Option<Reloader>>,
+}
+
+impl HookFiles {
+    pub fn new(set: HookSet, runner: Arc<Runner>) -> Self {
+        Self {
+            set: RwLock::new(Arc::new(set)),
+            runner,
+            generation: AtomicU64::new(0),
+            problems: Mutex::new(Vec::new()),
+            reloader: Mutex::new(None),
+        }
+    }
+
+    /// Reloads the hook files when they change: a valid change replaces the set, an invalid one
+    /// keeps the last good set and logs every problem. Watching stops when `self` is dropped.
+    pub fn watch(
+        self: &Arc<Self>,
+        server_file: Option<PathBuf>,
+        workspace: PathBuf,
+    ) -> Result<(), String> {
+        let absolute = |path: &Path| {
+            std::path::absolute(path).map_err(|e| format!("cannot watch {}: {e}", path.display()))
+        };
+        let layout = HookFileLayout {
+            server_file: server_file.as_deref().map(absolute).transpose()?,
+            workspace: absolute(&workspace)?,
+        };
+        // Weak: the reloader lives in `self` and must not keep it alive.
+        let hooks = Arc::downgrade(self);
+        let reloader = Reloader::start("hook files", layout, move || {
+            let hooks = hooks.upgrade()?;
+            let (set, problems) = load_hook_set(&hook_files(server_file.as_deref(), &workspace));
+            Some(hooks.update(set, problems))
+        })?;
+        if let Ok(mut slot) = self.reloader.lock() {
+            *slot = Some(reloader);
+        }
+        Ok(())
+    }
+
+    /// The hooks as they are now.
+    pub fn current(&self) -> Arc<HookSet> {
+        match self.set.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// How many reloads replaced the set since the start (0 for a server nobody edited).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Why the last change was refused; empty when the last change was loaded.
+    pub fn problems(&self) -> Vec<String> {
+        match self.problems.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Uses `set` unless it has problems.
+    fn update(&self, set: HookSet, problems: Vec<String>) -> Outcome {
+        if let Ok(mut slot) = self.problems.lock() {
+            slot.clone_from(&problems);
+        }
+        if !problems.is_empty() {
+            return Outcome::Refused { problems };
+        }
+        let summary = format!("{} hook(s) in {} file(s)", set.len(), set.files.len());
+        let mut guard = match self.set.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(set);
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Outcome::Swapped {
+            summary,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn snapshot(&self) -> ExternalHooks {
+        ExternalHooks::of(self.current(), self.runner.clone())
+    }
+}
+
+impl HookFactory for HookFiles {
+    fn hooks_for(&self, _request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError> {
+        let hooks = self.snapshot();
+        if hooks.set.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Arc::new(hooks)])
+    }
+}
+
+#[async_trait]
+impl AgentHook for HookFiles {
+    fn name(&self) -> &str {
+        "external-connection"
+    }
+
+    async fn session_start(&self, session: &SessionInfo) -> HookResult {
+        self.snapshot().session_start(session).await
+    }
+
+    async fn session_end(&self, session: &SessionInfo) -> HookResult {
+        self.snapshot().session_end(session).await
+    }
+}
+
+/// Where hook files are: the server file (its folder watched, so a save by rename is seen),
+/// `<workspace>/.hookwire/hooks.yaml` and `<workspace>/.hookwire/hooks/*.yaml`. Nothing else in
+/// those folders matters: hooks may write logs there.
+struct HookFileLayout {
+    server_file: Option<PathBuf>,
+    workspace: PathBuf,
+}
+
+impl HookFileLayout {
+    fn dot(&self) -> PathBuf {
+        self.workspace.join(".hookwire")
+    }
+}
+
+impl Layout for HookFileLayout {
+    fn roots(&self) -> Vec<(PathBuf, RecursiveMode)> {
+        let mut roots: Vec<(PathBuf, RecursiveMode)> = self
+            .server_file
+            .as_ref()
+            .and_then(|file| file.parent())
+            .map(|dir| (dir.to_path_buf(), RecursiveMode::NonRecursive))
+            .into_iter()
+            .collect();
+        roots.push((self.dot(), RecursiveMode::NonRecursive));
+        roots.push((self.dot().join("hooks"), RecursiveMode::NonRecursive));
+        roots
+    }
+
+    fn matters(&self, path: &Path) -> bool {
+        let extra = self.dot().join("hooks");
+        self.server_file.as_deref() == Some(path)
+            || path == self.dot().join("hooks.yaml")
+            || (path.parent() == Some(extra.as_path())
+                && path.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        // Exactly the files a reload reads (the server file even when it is missing).
+        hook_files(self.server_file.as_deref(), &self.workspace)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hook_files_matter() {
+        let layout = HookFileLayout {
+            server_file: Some(PathBuf::from("/ws/server-hooks.yaml")),
+            workspace: PathBuf::from("/ws"),
+        };
+        for path in [
+            "/ws/server-hooks.yaml",
+            "/ws/.hookwire/hooks.yaml",
+            "/ws/.hookwire/hooks/extra.yaml",
+            "/ws/.hookwire/hooks/extra.yml",
+        ] {
+            assert!(layout.matters(Path::new(path)), "{path}");
+        }
+        for path in [
+            "/ws/events.log",
+            "/ws/.hookwire/audit.log",
+            "/ws/.hookwire/guard.sh",
+            "/ws/.hookwire/hooks/notes.md",
+            "/ws/.hookwire/hooks/old/x.yaml",
+            "/ws/other.yaml",
+        ] {
+            assert!(!layout.matters(Path::new(path)), "{path}");
+        }
+    }
+}
