@@ -6,6 +6,7 @@ mod browser;
 mod cli;
 mod common;
 mod external;
+mod hook_processes;
 mod http;
 mod protocol;
 mod rust_hooks;
