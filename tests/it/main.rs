@@ -11,4 +11,5 @@ mod http;
 mod protocol;
 mod rust_hooks;
 mod skills;
+mod tools;
 mod upstream;
