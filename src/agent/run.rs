@@ -259,7 +259,9 @@ impl ChatRun {
         Ok(DoneReason::MaxSteps)
     }
 
-    /// Runs a round's tool calls in order and fires `after_tool_call`.
+    /// Runs a round's tool calls in order and fires `after_tool_call`. Calls past
+    /// `max_tool_calls_per_round` do not run, but still get an error result each: every call of
+    /// the assistant message needs its tool message, and the model learns why.
     async fn run_tools(&mut self, response: LlmResponse) -> Outcome<()> {
         if !response.content.is_empty() {
             self.kept.push(response.content.clone());
@@ -268,8 +270,17 @@ impl ChatRun {
             response.content,
             response.tool_calls.clone(),
         ));
+        let cap = self.inner.config.max_tool_calls_per_round;
+        let asked = response.tool_calls.len();
+        if asked > cap {
+            tracing::warn!(chat = %self.ctx.run_id, asked, cap, "more tool calls than a round may run; the rest get an error result");
+        }
         let mut names = Vec::new();
-        for call in response.tool_calls {
+        for (index, call) in response.tool_calls.into_iter().enumerate() {
+            if index >= cap {
+                self.refuse_tool(call, cap).await?;
+                continue;
+            }
             if !names.contains(&call.name) {
                 names.push(call.name.clone());
             }
@@ -277,6 +288,40 @@ impl ChatRun {
         }
         self.hooks.after_tool_call(&mut self.ctx, &names).await;
         self.flush_outbox().await
+    }
+
+    /// A call past the round's cap: shown and answered with an error, without running it or
+    /// its hooks.
+    async fn refuse_tool(&mut self, call: ToolCall, cap: usize) -> Outcome<()> {
+        let arguments = serde_json::from_str::<Value>(&call.arguments)
+            .unwrap_or_else(|_| Value::Object(Default::default()));
+        self.send(ChatEvent::ToolCall {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments,
+        })
+        .await?;
+        let content = format!(
+            "the tool did not run: a round runs at most {cap} tool calls \
+             (limits.max_tool_calls_per_round); call it again in the next round"
+        );
+        metrics::counter!("hookwire_tool_calls_total", "tool" => call.name.clone(), "outcome" => "refused").increment(1);
+        self.ctx.steps.push(Step::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.clone(),
+            is_error: true,
+        });
+        self.ctx
+            .messages
+            .push(Message::tool_result(call.id.clone(), content.clone()));
+        self.send(ChatEvent::ToolResult {
+            call_id: call.id,
+            name: call.name,
+            content,
+            is_error: true,
+        })
+        .await
     }
 
     async fn run_tool(&mut self, call: ToolCall) -> Outcome<()> {
@@ -314,15 +359,26 @@ impl ChatRun {
         let unparsable = parsed
             .err()
             .filter(|_| info.arguments == Value::Object(Default::default()));
-        let mut output = match (skip_reason, unparsable) {
-            (Some(reason), _) => ToolOutput::error(format!("the tool did not run: {reason}")),
-            (None, Some(error)) => ToolOutput::error(format!(
-                "the arguments of {} are not valid JSON: {error}",
-                info.name
-            )),
+        let (mut output, panicked) = match (skip_reason, unparsable) {
+            (Some(reason), _) => (
+                ToolOutput::error(format!("the tool did not run: {reason}")),
+                false,
+            ),
+            (None, Some(error)) => (
+                ToolOutput::error(format!(
+                    "the arguments of {} are not valid JSON: {error}",
+                    info.name
+                )),
+                false,
+            ),
             (None, None) => self.execute_tool(&info).await?,
         };
-        metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => if output.is_error { "error" } else { "ok" }).increment(1);
+        let outcome = match (panicked, output.is_error) {
+            (true, _) => "panic",
+            (false, true) => "error",
+            (false, false) => "ok",
+        };
+        metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => outcome).increment(1);
         for event in std::mem::take(&mut output.events) {
             self.send(event).await?;
         }
@@ -362,22 +418,43 @@ impl ChatRun {
         }
     }
 
-    async fn execute_tool(&self, info: &ToolCallInfo) -> Outcome<ToolOutput> {
+    /// Runs the tool; `true` = it panicked. A panic is isolated like a hook's: the model gets an
+    /// error result and the chat goes on.
+    async fn execute_tool(&self, info: &ToolCallInfo) -> Outcome<(ToolOutput, bool)> {
         if !self.ctx.is_tool_enabled(&info.name) {
-            return Ok(ToolOutput::error(format!(
-                "unknown or disabled tool: {}",
-                info.name
-            )));
+            return Ok((
+                ToolOutput::error(format!("unknown or disabled tool: {}", info.name)),
+                false,
+            ));
         }
         let Some(tool) = self.inner.tools.get(&info.name) else {
-            return Ok(ToolOutput::error(format!("unknown tool: {}", info.name)));
+            return Ok((
+                ToolOutput::error(format!("unknown tool: {}", info.name)),
+                false,
+            ));
         };
         let tool = tool.clone();
         let arguments = info.arguments.clone();
-        tokio::select! {
-            _ = self.cancel.cancelled() => Err(Interrupt::Cancelled),
-            output = tool.run(arguments) => Ok(output),
-        }
+        let run =
+            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.run(arguments)));
+        let result = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+            result = run => result,
+        };
+        Ok(match result {
+            Ok(output) => (output, false),
+            Err(panic) => {
+                let message = crate::tools::panic_message(panic.as_ref());
+                tracing::error!(chat = %self.ctx.run_id, tool = %info.name, panic = %message, "tool panicked; the chat goes on");
+                (
+                    ToolOutput::error(format!(
+                        "the tool {} failed unexpectedly: {message}",
+                        info.name
+                    )),
+                    true,
+                )
+            }
+        })
     }
 
     /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::workspace::{Kind, Workspace};
-use super::{arguments_object, optional_str, run_bounded, Tool, ToolLimits, ToolOutput, ToolSpec};
+use super::{
+    arguments_object, optional_str, run_bounded, StopSignal, Tool, ToolLimits, ToolOutput, ToolSpec,
+};
 
 pub struct ListDir {
     workspace: Arc<Workspace>,
@@ -43,14 +45,19 @@ impl Tool for ListDir {
         };
         let workspace = self.workspace.clone();
         let max_entries = self.limits.max_entries;
-        run_bounded("list_dir", self.limits, move || {
-            list(&workspace, &path, max_entries)
+        run_bounded("list_dir", self.limits, move |stop| {
+            list(&workspace, &path, max_entries, stop)
         })
         .await
     }
 }
 
-fn list(workspace: &Workspace, path: &str, max_entries: usize) -> Result<String, String> {
+fn list(
+    workspace: &Workspace,
+    path: &str,
+    max_entries: usize,
+    stop: &StopSignal,
+) -> Result<String, String> {
     let resolved = workspace.resolve(path)?;
     let (dir, kind) = workspace.open_path(&resolved, path)?;
     if kind != Kind::Dir {
@@ -59,20 +66,21 @@ fn list(workspace: &Workspace, path: &str, max_entries: usize) -> Result<String,
     // Read the folder that was opened and verified, not whatever the name points at now.
     let entries = std::fs::read_dir(workspace.opened_dir_path(&dir, &resolved))
         .map_err(|e| format!("cannot list {path}: {e}"))?;
-    let mut names: Vec<String> = entries
-        .flatten()
-        .map(|entry| {
-            let name = entry.file_name().to_string_lossy().to_string();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => format!("{name}/"),
-                Ok(t) if t.is_symlink() => match std::fs::read_link(entry.path()) {
-                    Ok(target) => format!("{name} -> {}", target.display()),
-                    Err(_) => name,
-                },
-                _ => name,
-            }
-        })
-        .collect();
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        // A folder of millions of entries must not hold the call past its deadline.
+        stop.check()
+            .map_err(|why| format!("cannot list {path}: {why}"))?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        names.push(match entry.file_type() {
+            Ok(t) if t.is_dir() => format!("{name}/"),
+            Ok(t) if t.is_symlink() => match std::fs::read_link(entry.path()) {
+                Ok(target) => format!("{name} -> {}", target.display()),
+                Err(_) => name,
+            },
+            _ => name,
+        });
+    }
     names.sort();
     if names.is_empty() {
         return Ok(format!("[{path} is empty]"));

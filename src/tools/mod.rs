@@ -91,7 +91,9 @@ pub mod register_hook;
 pub mod search_text;
 pub mod workspace;
 
-use std::time::Duration;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use workspace::Workspace;
 
@@ -131,22 +133,129 @@ pub fn builtin_tools(workspace: Arc<Workspace>, limits: ToolLimits) -> Vec<Arc<d
     ]
 }
 
-/// Runs blocking tool work off the async threads, bounded by the call's time limit.
+/// Time the blocking work gets past its deadline to report what it has (e.g. `search_text`'s
+/// matches so far) before the call counts as timed out.
+const REPORT_GRACE: Duration = Duration::from_millis(100);
+
+/// Why blocking tool work has to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The call's time limit passed.
+    Deadline,
+    /// Nobody waits for the result any more: the call timed out, or its chat was cancelled or
+    /// ended.
+    Abandoned,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stopped::Deadline => "the time limit was reached",
+            Stopped::Abandoned => "the call was abandoned",
+        })
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// Handed to a tool's blocking work, which checks it inside its loops: a thread of the blocking
+/// pool cannot be killed, so it has to notice by itself that its work is no longer wanted.
+#[derive(Debug, Clone)]
+pub(crate) struct StopSignal {
+    abandoned: Arc<AtomicBool>,
+    deadline: Instant,
+}
+
+impl StopSignal {
+    pub(crate) fn new(timeout: Duration) -> Self {
+        Self {
+            abandoned: Arc::new(AtomicBool::new(false)),
+            deadline: Instant::now() + timeout,
+        }
+    }
+
+    /// `Err` once the work should stop.
+    pub(crate) fn check(&self) -> Result<(), Stopped> {
+        if self.abandoned.load(Ordering::Relaxed) {
+            Err(Stopped::Abandoned)
+        } else if Instant::now() >= self.deadline {
+            Err(Stopped::Deadline)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Abandons the work when the future awaiting it is dropped, however that happens.
+struct AbandonOnDrop(StopSignal);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+/// A reader that fails once its work should stop, so any read loop over it (skipping lines,
+/// searching) ends within one buffer of input.
+pub(crate) struct StopReader<R> {
+    inner: R,
+    stop: StopSignal,
+}
+
+impl<R> StopReader<R> {
+    pub(crate) fn new(inner: R, stop: StopSignal) -> Self {
+        Self { inner, stop }
+    }
+}
+
+impl<R: Read> Read for StopReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stop.check().map_err(std::io::Error::other)?;
+        self.inner.read(buf)
+    }
+}
+
+/// Runs blocking tool work off the async threads, bounded by the call's time limit. The work
+/// gets a [`StopSignal`]: it stops at the deadline, and as soon as this future is dropped (the
+/// call timed out, or the chat was cancelled or ended).
 pub(crate) async fn run_bounded(
     name: &str,
     limits: ToolLimits,
-    work: impl FnOnce() -> Result<String, String> + Send + 'static,
+    work: impl FnOnce(&StopSignal) -> Result<String, String> + Send + 'static,
 ) -> ToolOutput {
-    let task = tokio::task::spawn_blocking(work);
-    match tokio::time::timeout(limits.timeout, task).await {
-        Err(_) => ToolOutput::error(format!(
+    let stop = StopSignal::new(limits.timeout);
+    let _abandon_on_drop = AbandonOnDrop(stop.clone());
+    let task = tokio::task::spawn_blocking({
+        let stop = stop.clone();
+        move || work(&stop)
+    });
+    let timed_out = || {
+        ToolOutput::error(format!(
             "{name} timed out after {}s",
             limits.timeout.as_secs_f64()
-        )),
+        ))
+    };
+    match tokio::time::timeout(limits.timeout + REPORT_GRACE, task).await {
+        Err(_) => timed_out(),
         Ok(Err(join)) => ToolOutput::error(format!("{name} failed: {join}")),
         Ok(Ok(Ok(content))) => ToolOutput::ok(cap_output(content, limits.max_output_bytes)),
+        // The work gave up at its deadline (with nothing to show): say so plainly.
+        Ok(Ok(Err(_))) if stop.check() == Err(Stopped::Deadline) => timed_out(),
         Ok(Ok(Err(error))) => ToolOutput::error(error),
     }
+}
+
+/// The message a panic carried, for the error result of a tool that panicked.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Cuts `text` at a character boundary past `max` bytes, saying so.
@@ -220,11 +329,85 @@ mod tests {
             timeout: Duration::from_millis(50),
             ..ToolLimits::default()
         };
-        let output = run_bounded("slow", limits, || {
+        let output = run_bounded("slow", limits, |_| {
             std::thread::sleep(Duration::from_millis(300));
             Ok(String::new())
         })
         .await;
         assert_eq!(output, ToolOutput::error("slow timed out after 0.05s"));
+    }
+
+    /// Works until told to stop, then says why and when.
+    fn busy_until_stopped(
+        report: std::sync::mpsc::Sender<(Stopped, Instant)>,
+        result: Result<String, String>,
+    ) -> impl FnOnce(&StopSignal) -> Result<String, String> {
+        move |stop| loop {
+            if let Err(why) = stop.check() {
+                let _ = report.send((why, Instant::now()));
+                return result;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[tokio::test]
+    async fn work_stops_at_its_deadline_and_keeps_what_it_found() {
+        let limits = ToolLimits {
+            timeout: Duration::from_millis(50),
+            ..ToolLimits::default()
+        };
+        let (report, stopped) = std::sync::mpsc::channel();
+        let partial = run_bounded(
+            "search",
+            limits,
+            busy_until_stopped(report.clone(), Ok("found so far".into())),
+        )
+        .await;
+        assert_eq!(partial, ToolOutput::ok("found so far"));
+        assert_eq!(
+            stopped.try_recv().map(|(why, _)| why),
+            Ok(Stopped::Deadline)
+        );
+        let nothing = run_bounded(
+            "read",
+            limits,
+            busy_until_stopped(report, Err("cannot read: stopped".into())),
+        )
+        .await;
+        assert_eq!(nothing, ToolOutput::error("read timed out after 0.05s"));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_stops_its_work_at_once() {
+        let limits = ToolLimits {
+            timeout: Duration::from_secs(60),
+            ..ToolLimits::default()
+        };
+        let (report, stopped) = std::sync::mpsc::channel();
+        let call = run_bounded(
+            "busy",
+            limits,
+            busy_until_stopped(report, Ok(String::new())),
+        );
+        // The chat is cancelled while the call runs: its future is dropped.
+        assert!(tokio::time::timeout(Duration::from_millis(50), call)
+            .await
+            .is_err());
+        let dropped = Instant::now();
+        let (why, at) = stopped.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(why, Stopped::Abandoned);
+        assert!(at.duration_since(dropped) < Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_stop_reader_fails_once_stopped() {
+        let stop = StopSignal::new(Duration::from_secs(60));
+        let mut reader = StopReader::new(&b"abc"[..], stop.clone());
+        let mut buf = [0u8; 1];
+        assert_eq!(reader.read(&mut buf).unwrap(), 1);
+        stop.abandon();
+        let error = reader.read(&mut buf).unwrap_err();
+        assert_eq!(error.to_string(), "the call was abandoned");
     }
 }

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::workspace::{Kind, Workspace};
 use super::{
-    arguments_object, optional_count, optional_str, run_bounded, Tool, ToolLimits, ToolOutput,
-    ToolSpec,
+    arguments_object, optional_count, optional_str, run_bounded, StopReader, StopSignal, Tool,
+    ToolLimits, ToolOutput, ToolSpec,
 };
 
 pub struct ReadFile {
@@ -64,8 +64,8 @@ impl Tool for ReadFile {
         let workspace = self.workspace.clone();
         // Leave room for the marker inside the output cap.
         let max_bytes = self.limits.max_output_bytes.saturating_sub(200);
-        run_bounded("read_file", self.limits, move || {
-            read_lines(&workspace, &path, offset, limit, max_bytes)
+        run_bounded("read_file", self.limits, move |stop| {
+            read_lines(&workspace, &path, offset, limit, max_bytes, stop)
         })
         .await
     }
@@ -77,6 +77,7 @@ fn read_lines(
     offset: usize,
     limit: usize,
     max_bytes: usize,
+    stop: &StopSignal,
 ) -> Result<String, String> {
     let (file, kind) = workspace.open(path)?;
     if kind == Kind::Dir {
@@ -84,7 +85,8 @@ fn read_lines(
             "{path} is a folder; use list_dir to see what is in it"
         ));
     }
-    let mut reader = BufReader::new(file);
+    // Every read checks `stop`: skipping to a far `offset` of a huge file ends at the deadline.
+    let mut reader = BufReader::new(StopReader::new(file, stop.clone()));
     let head = reader
         .fill_buf()
         .map_err(|e| format!("cannot read {path}: {e}"))?;

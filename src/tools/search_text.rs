@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
@@ -12,7 +11,10 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::{json, Value};
 
 use super::workspace::{Kind, Workspace};
-use super::{arguments_object, optional_str, run_bounded, Tool, ToolLimits, ToolOutput, ToolSpec};
+use super::{
+    arguments_object, optional_str, run_bounded, StopReader, StopSignal, Tool, ToolLimits,
+    ToolOutput, ToolSpec,
+};
 
 /// A matching line longer than this is shortened.
 const MAX_LINE_CHARS: usize = 300;
@@ -64,9 +66,8 @@ impl Tool for SearchText {
         };
         let workspace = self.workspace.clone();
         let limits = self.limits;
-        let deadline = Instant::now() + limits.timeout;
-        run_bounded("search_text", limits, move || {
-            search(&workspace, &pattern, &path, limits, deadline)
+        run_bounded("search_text", limits, move |stop| {
+            search(&workspace, &pattern, &path, limits, stop)
         })
         .await
     }
@@ -77,7 +78,7 @@ fn search(
     pattern: &str,
     path: &str,
     limits: ToolLimits,
-    deadline: Instant,
+    stop: &StopSignal,
 ) -> Result<String, String> {
     if pattern.is_empty() {
         return Err("argument \"pattern\" must not be empty".into());
@@ -102,9 +103,10 @@ fn search(
         .follow_links(false)
         .hidden(true)
         .build();
+    let time_limit = format!("time limit of {}s", limits.timeout.as_secs_f64());
     for entry in walker {
-        if Instant::now() > deadline {
-            cut = Some(format!("time limit of {}s", limits.timeout.as_secs_f64()));
+        if stop.check().is_err() {
+            cut = Some(time_limit);
             break;
         }
         let Ok(entry) = entry else { continue };
@@ -116,9 +118,10 @@ fn search(
         let Ok((file, Kind::File)) = workspace.open_path(entry.path(), &shown) else {
             continue;
         };
-        let result = searcher.search_file(
+        // Every read checks `stop`, so one big file cannot hold the search past its deadline.
+        let result = searcher.search_reader(
             &matcher,
-            &file,
+            StopReader::new(file, stop.clone()),
             UTF8(|line_number, line| {
                 if matches == limits.max_matches {
                     cut = Some(format!("{} matches", limits.max_matches));
@@ -135,13 +138,19 @@ fn search(
                 Ok(true)
             }),
         );
+        if result.is_err() && stop.check().is_err() {
+            cut = Some(time_limit);
+            break;
+        }
         // A file that is not UTF-8 mid-way is skipped; what matched before stays.
-        let _ = result;
         if cut.is_some() {
             break;
         }
     }
     if matches == 0 {
+        if let Some(why) = cut {
+            return Err(format!("no match for /{pattern}/ before the {why}"));
+        }
         return Ok(format!(
             "no matches for /{pattern}/ in {}",
             display_start(workspace, &start)

@@ -12,7 +12,7 @@ use crate::common::http_get;
 const BIN: &str = env!("CARGO_BIN_EXE_hookwire");
 
 /// Starts `hookwire serve` and returns it with the address from its `listening on` line.
-fn spawn_server(args: &[&str], envs: &[(&str, &str)]) -> (Child, std::net::SocketAddr) {
+pub(crate) fn spawn_server(args: &[&str], envs: &[(&str, &str)]) -> (Child, std::net::SocketAddr) {
     let workspace = std::env::temp_dir();
     let mut command = Command::new(BIN);
     command

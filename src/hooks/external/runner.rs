@@ -274,13 +274,18 @@ pub async fn run_command(
         Ok(child) => child,
         Err(error) => return RunResult::Error(format!("cannot start `sh -c {command}`: {error}")),
     };
-    // If the chat is cancelled while the hook runs, this future is dropped: the guard then kills
-    // the whole group, so nothing the hook started outlives the chat.
-    let mut guard = GroupGuard(child.id());
-    let pid = child.id();
-    let payload = input.to_string().into_bytes();
+    let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+        return RunResult::Error(format!("`sh -c {command}` has no process id"));
+    };
     let (mut stdin, mut stdout, mut stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    // If the run ends before the shell does (timeout, or this future dropped because the chat was
+    // cancelled), dropping `process` kills the whole group and reaps it.
+    let mut process = HookProcess {
+        child: Some(child),
+        group,
+    };
+    let payload = input.to_string().into_bytes();
     let work = async {
         let write = async {
             if let Some(mut stdin) = stdin.take() {
@@ -293,20 +298,15 @@ pub async fn run_command(
             write,
             read_capped(stdout.as_mut()),
             read_capped(stderr.as_mut()),
-            child.wait()
+            process.wait()
         );
         (out, err, status)
     };
-    let (out, err, status) = match tokio::time::timeout(timeout, work).await {
-        Ok(done) => done,
-        Err(_) => {
-            kill_group(pid);
-            guard.disarm();
-            let _ = child.wait().await;
-            return RunResult::Timeout;
-        }
+    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
+        drop(process);
+        return RunResult::Timeout;
     };
-    guard.disarm();
+    process.finished();
     let status = match status {
         Ok(status) => status,
         Err(error) => return RunResult::Error(format!("waiting for the hook failed: {error}")),
@@ -356,30 +356,78 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) ->
     }
 }
 
-/// Kills the process group when dropped, unless the hook finished normally.
-struct GroupGuard(Option<u32>);
+/// A hook's shell, leader of its own process group.
+struct HookProcess {
+    /// `None` once the shell exited by itself and was waited for.
+    child: Option<tokio::process::Child>,
+    group: i32,
+}
 
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
+impl HookProcess {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.child.as_mut() {
+            Some(child) => child.wait().await,
+            None => Err(std::io::Error::other("the hook's process is gone")),
+        }
+    }
+
+    /// The shell exited and was reaped: nothing is killed. (What it left running in the
+    /// background is left alone, as before.)
+    fn finished(&mut self) {
+        self.child = None;
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for HookProcess {
+    /// Kills the group and reaps it, so no `<defunct>` process is left behind: the shell, and
+    /// the hook's other processes if they were handed to us (hookwire as PID 1 of a container,
+    /// or a subreaper, inherits the orphans of the killed shell).
     fn drop(&mut self) {
-        kill_group(self.0.take());
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        kill_group(self.group);
+        let group = self.group;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    // The shell first, through tokio, which owns its pid; then the rest.
+                    let _ = child.wait().await;
+                    let _ = tokio::task::spawn_blocking(move || reap_group(group)).await;
+                });
+            }
+            // No runtime: the process is ending; tokio reaps the shell if it can.
+            Err(_) => drop(child),
+        }
+    }
+}
+
+/// Reaps every child of ours left in the killed `group`, blocking until none is left (they were
+/// all sent SIGKILL, so this is quick). Without a subreaper role there is none: the group's
+/// orphans belong to init.
+fn reap_group(group: i32) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid(2) with a negative pid waits for our children in that process group;
+        // it writes only the status we pass.
+        let reaped = unsafe { libc::waitpid(-group, &mut status, 0) };
+        if reaped > 0 {
+            continue;
+        }
+        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        // ECHILD: no child of ours is left in the group.
+        return;
     }
 }
 
 /// Kills the hook's whole process group (the shell and everything it started).
-fn kill_group(pid: Option<u32>) {
-    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
-        return;
-    };
+fn kill_group(group: i32) {
     // SAFETY: kill(2) with a negative pid signals the process group we created with
     // process_group(0); it touches no memory of ours.
     unsafe {
-        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(-group, libc::SIGKILL);
     }
 }
 
