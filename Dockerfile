@@ -9,7 +9,7 @@ RUN cargo build --release --locked
 # Run: slim Debian with CA certificates, as a non-root user.
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl \
+ && apt-get install -y --no-install-recommends ca-certificates curl tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /app hookwire \
  && mkdir -p /workspace && chown hookwire /workspace
@@ -25,5 +25,7 @@ ENV HOOKWIRE_ADDR=0.0.0.0:8080 \
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \
   CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
-ENTRYPOINT ["hookwire"]
+# tini is PID 1: it reaps the orphans of hook processes (a command hook's background children),
+# which hookwire itself would inherit as zombies if it were PID 1.
+ENTRYPOINT ["/usr/bin/tini", "--", "hookwire"]
 CMD ["serve"]
