@@ -9,7 +9,8 @@
 //! - [`hooks`]: the `AgentHook` trait and the stack that runs hooks with error isolation.
 //! - [`llm`]: the `ChatModel` trait, the OpenAI-compatible streaming client, the demo model.
 //! - [`tools`]: the `Tool` trait, the registry and the workspace tools.
-//! - [`message`]: the conversation types shared by all of the above.
+//! - [`types`]: the vocabulary shared by all of the above (messages, chat events, tool specs);
+//!   it depends on nothing else in the crate.
 //! - [`reload`]: hot reload of skills and hook files on real changes.
 
 pub mod agent;
@@ -17,13 +18,13 @@ pub mod check;
 pub mod config;
 pub mod hooks;
 pub mod llm;
-pub mod message;
 pub mod reload;
 pub mod server;
 pub mod skills;
 pub mod tools;
+pub mod types;
 
 pub use agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
 pub use hooks::AgentHook;
 pub use llm::{ChatModel, ModelRequest};
-pub use message::{Message, Role};
+pub use types::{Message, Role};

@@ -37,9 +37,9 @@
 mod marker;
 pub mod prompts;
 mod run;
-mod types;
 
-pub use types::{
+use crate::types::panic_message;
+pub use crate::types::{
     ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
 };
 
@@ -159,6 +159,37 @@ impl AgentClient {
     }
 }
 
+/// `agent` hooks run a bounded sub-chat of their own: the final answer is the hook's result.
+#[async_trait::async_trait]
+impl crate::hooks::external::runner::SubAgent for AgentClient {
+    async fn answer(&self, task: String) -> Result<String, String> {
+        use futures::StreamExt;
+        let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
+        request.skills = Some(Vec::new());
+        let mut events = self.chat_stream(request);
+        while let Some(event) = events.next().await {
+            match event {
+                ChatEvent::Done { content, .. } => return Ok(content),
+                ChatEvent::Error(error) => return Err(error.message),
+                _ => {}
+            }
+        }
+        Err("it ended without an answer".into())
+    }
+}
+
+impl AgentConfig {
+    /// The config of the sub-agent behind `agent` hooks: at most `max_steps` rounds, and no
+    /// signing (its history never reaches a client).
+    pub fn for_hook_agent(&self, max_steps: usize) -> AgentConfig {
+        AgentConfig {
+            max_steps,
+            secret: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// The events of one chat. Dropping it aborts the chat's task.
 pub struct ChatStream {
     rx: mpsc::Receiver<ChatEvent>,
@@ -214,15 +245,6 @@ impl Drop for ChatStream {
             task.abort();
         }
     }
-}
-
-/// The text of a panic payload (`panic!` with a literal or a formatted message).
-pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Builds an [`AgentClient`]: the model, the tools, the hooks, the config.

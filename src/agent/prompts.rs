@@ -2,7 +2,7 @@
 //! written for real models.
 
 /// The marker that starts a planning reply when tools are needed.
-pub const DEFAULT_MARKER: &str = "[NEED_TOOL]";
+pub use crate::types::DEFAULT_MARKER;
 
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant running inside hookwire. \
 Answer clearly and concisely. When you use tools, rely on what they return rather than guessing, \

@@ -10,7 +10,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::marker::{strip_marker, MarkerDetector, MarkerState};
-use super::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use super::{prompts, AgentInner};
 use crate::hooks::prompt::PromptHookManager;
 use crate::hooks::{
@@ -18,8 +17,9 @@ use crate::hooks::{
     Step, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::llm::{ModelEvent, ModelRequest};
-use crate::message::{Message, Role, ToolCall};
 use crate::tools::{ToolOutput, ToolSpec};
+use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
+use crate::types::{Message, Role, ToolCall};
 
 /// Why a chat ended early.
 enum Interrupt {

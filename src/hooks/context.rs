@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::agent::{ChatEvent, DoneReason, HookMessage, NoticeLevel};
-use crate::message::{Message, Role, ToolCall, Usage};
 use crate::tools::ToolSpec;
+use crate::types::{ChatEvent, DoneReason, HookMessage, NoticeLevel};
+use crate::types::{Message, Role, ToolCall, Usage};
 
 /// Which model call of a chat this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::agent::{ChatError, ChatRequest};
+use crate::types::{ChatError, ChatRequest};
 
 /// What a hook's failure looks like: any error; it is logged and counted, and the chat goes on.
 pub type HookError = Box<dyn std::error::Error + Send + Sync>;

@@ -21,9 +21,60 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{signing, AgentHook, Flow, HookContext, HookResult};
-use crate::agent::HookMessage;
-use crate::message::{HookTag, Message, Role};
-use crate::skills::{HookSpec, Timing};
+use crate::types::HookMessage;
+use crate::types::{HookTag, Message, Role};
+
+/// The five checkpoints of seed 000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Timing {
+    AfterUserInput,
+    BeforePlanning,
+    BeforeFirstAgent,
+    BeforeEachAgent,
+    AfterToolCall,
+}
+
+impl Timing {
+    pub const ALL: [Timing; 5] = [
+        Timing::AfterUserInput,
+        Timing::BeforePlanning,
+        Timing::BeforeFirstAgent,
+        Timing::BeforeEachAgent,
+        Timing::AfterToolCall,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timing::AfterUserInput => "after_user_input",
+            Timing::BeforePlanning => "before_planning",
+            Timing::BeforeFirstAgent => "before_first_agent",
+            Timing::BeforeEachAgent => "before_each_agent",
+            Timing::AfterToolCall => "after_tool_call",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Timing> {
+        Timing::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+
+    /// Timings that fire more than once in a chat.
+    pub fn repeats(self) -> bool {
+        matches!(self, Timing::BeforeEachAgent | Timing::AfterToolCall)
+    }
+}
+
+/// One prompt hook of a skill, with its text loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookSpec {
+    pub name: String,
+    pub file: String,
+    pub timing: Timing,
+    pub role: Role,
+    pub persistent: bool,
+    /// Only for `after_tool_call`: fire only when one of these tools ran in the round.
+    pub tool_filter: Option<Vec<String>>,
+    pub text: String,
+}
 
 /// One hook of an enabled skill.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::message::{Message, Role};
+use crate::types::{Message, Role};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -99,7 +99,7 @@ pub fn check_history_message(secret: &str, message: &Message) -> Result<(), &'st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::HookTag;
+    use crate::types::HookTag;
 
     #[test]
     fn protocol_test_vector() {

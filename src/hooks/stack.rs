@@ -20,7 +20,7 @@ use super::{
     AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
     SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::agent::ChatError;
+use crate::types::ChatError;
 
 #[derive(Clone)]
 pub struct HookStack {
@@ -76,7 +76,7 @@ impl HookStack {
                 ("error", T::default())
             }
             Ok(Err(panic)) => {
-                let message = crate::agent::panic_message(panic);
+                let message = crate::types::panic_message(panic);
                 tracing::error!(hook = hook.name(), event, panic = %message, "hook panicked; the chat goes on");
                 ("panic", T::default())
             }

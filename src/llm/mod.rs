@@ -14,8 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
-use crate::message::{Message, ToolCall, Usage};
-use crate::tools::ToolSpec;
+use crate::types::ToolSpec;
+use crate::types::{Message, ToolCall, Usage};
 
 /// One call to the model, as the agent built it (after every hook had its say).
 #[derive(Debug, Clone, PartialEq)]

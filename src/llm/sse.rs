@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{LlmError, ModelRequest};
-use crate::message::{Message, Role, ToolCall, Usage};
+use crate::types::{Message, Role, ToolCall, Usage};
 
 /// The request body of `POST /chat/completions` (streamed, usage included). `Message::hook` and
 /// `Message::injection` are hookwire's own and never leave the process.
@@ -205,7 +205,7 @@ impl ChunkAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ToolSpec;
+    use crate::types::ToolSpec;
 
     fn feed(events: &[&str]) -> (String, ChunkAccumulator) {
         let mut acc = ChunkAccumulator::default();
@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn request_body_shape() {
         let mut hooked = Message::system("be brief");
-        hooked.hook = Some(crate::message::HookTag {
+        hooked.hook = Some(crate::types::HookTag {
             name: "h".into(),
             skill: "s".into(),
             timing: "after_user_input".into(),

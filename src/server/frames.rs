@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::agent::{ChatEvent, ErrorCode, HookMessage};
 use crate::config::Limits;
-use crate::message::{HookTag, Message, Role};
+use crate::types::{ChatEvent, ErrorCode, HookMessage};
+use crate::types::{HookTag, Message, Role};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub const MAX_JSON_DEPTH: usize = 64;
@@ -467,8 +467,8 @@ impl ServerFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{ChatError, DoneReason, NoticeLevel};
-    use crate::message::Usage;
+    use crate::types::Usage;
+    use crate::types::{ChatError, DoneReason, NoticeLevel};
     use serde_json::json;
 
     fn parse(text: &str) -> ClientFrame {

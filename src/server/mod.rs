@@ -27,7 +27,7 @@ use tower_http::services::ServeDir;
 
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
-use crate::hooks::external::runner::{sub_agent_config, Runner};
+use crate::hooks::external::runner::Runner;
 use crate::hooks::external::session::SessionHookFactory;
 use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
 use crate::llm::demo::DemoModel;
@@ -141,13 +141,13 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
     let sub_agent = AgentClient::builder()
         .model(model.clone())
         .tools(read_only_tools)
-        .config(sub_agent_config(&agent_config, 4))
+        .config(agent_config.for_hook_agent(4))
         .build();
     let runner = Arc::new(
         Runner::new(
             model.clone(),
             agent_config.model.clone(),
-            sub_agent,
+            Arc::new(sub_agent),
             workspace.root().to_path_buf(),
         )
         .with_chain_budget(config.limits.hook_chain_timeout),

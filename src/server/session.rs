@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::frames::{ChatFrame, ClientFrame, ServerFrame};
 use super::AppState;
-use crate::agent::{ChatRequest, ErrorCode};
 use crate::hooks::SessionInfo;
+use crate::types::{ChatRequest, ErrorCode};
 
 /// Close codes of RFC 6455 that the session uses.
 pub mod close_code {

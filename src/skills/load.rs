@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{HookSpec, Problem, Skill, SkillSet, Timing};
-use crate::message::Role;
+use crate::types::Role;
 
 /// A hook text larger than this is refused (hook texts are prompts, not documents).
 const MAX_HOOK_TEXT_BYTES: u64 = 256 * 1024;

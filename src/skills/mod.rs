@@ -15,59 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::message::Role;
-
-/// The five checkpoints of seed 000.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Timing {
-    AfterUserInput,
-    BeforePlanning,
-    BeforeFirstAgent,
-    BeforeEachAgent,
-    AfterToolCall,
-}
-
-impl Timing {
-    pub const ALL: [Timing; 5] = [
-        Timing::AfterUserInput,
-        Timing::BeforePlanning,
-        Timing::BeforeFirstAgent,
-        Timing::BeforeEachAgent,
-        Timing::AfterToolCall,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Timing::AfterUserInput => "after_user_input",
-            Timing::BeforePlanning => "before_planning",
-            Timing::BeforeFirstAgent => "before_first_agent",
-            Timing::BeforeEachAgent => "before_each_agent",
-            Timing::AfterToolCall => "after_tool_call",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Timing> {
-        Timing::ALL.into_iter().find(|t| t.as_str() == text)
-    }
-
-    /// Timings that fire more than once in a chat.
-    pub fn repeats(self) -> bool {
-        matches!(self, Timing::BeforeEachAgent | Timing::AfterToolCall)
-    }
-}
-
-/// One prompt hook of a skill, with its text loaded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookSpec {
-    pub name: String,
-    pub file: String,
-    pub timing: Timing,
-    pub role: Role,
-    pub persistent: bool,
-    /// Only for `after_tool_call`: fire only when one of these tools ran in the round.
-    pub tool_filter: Option<Vec<String>>,
-    pub text: String,
-}
+pub use crate::hooks::prompt::{HookSpec, Timing};
 
 /// A problem found while loading, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,10 +195,10 @@ impl SkillHookFactory {
 impl crate::hooks::HookFactory for SkillHookFactory {
     fn hooks_for(
         &self,
-        request: &crate::agent::ChatRequest,
-    ) -> Result<Vec<Arc<dyn crate::hooks::AgentHook>>, crate::agent::ChatError> {
-        use crate::agent::{ChatError, ErrorCode};
+        request: &crate::types::ChatRequest,
+    ) -> Result<Vec<Arc<dyn crate::hooks::AgentHook>>, crate::types::ChatError> {
         use crate::hooks::prompt::{PromptHookManager, SkillHook};
+        use crate::types::{ChatError, ErrorCode};
 
         let set = self.registry.current();
         let names = match &request.skills {

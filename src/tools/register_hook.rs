@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{Tool, ToolOutput, ToolSpec};
-use crate::agent::ChatEvent;
 use crate::hooks::external::session::{sign_spec, validate_spec};
+use crate::types::ChatEvent;
 
 pub struct RegisterHook {
     secret: Option<String>,

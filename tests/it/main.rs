@@ -9,6 +9,7 @@ mod demo;
 mod external;
 mod hook_processes;
 mod http;
+mod layers;
 mod protocol;
 mod reliability;
 mod reload;

@@ -10,7 +10,7 @@ use hookwire::hooks::{
     AgentHook, CallPhase, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
     RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use hookwire::message::{Message, Role};
+use hookwire::types::{Message, Role};
 use serde_json::json;
 
 use crate::agent::workspace;

@@ -10,9 +10,9 @@ use notify::RecursiveMode;
 
 use super::runner::Runner;
 use super::{hook_files, load_hook_set, ExternalHooks, HookSet};
-use crate::agent::{ChatError, ChatRequest};
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
 use crate::reload::{Layout, Outcome, Reloader};
+use crate::types::{ChatError, ChatRequest};
 
 /// Shared by the server: a [`HookFactory`] that gives each chat the current set, and an
 /// [`AgentHook`] for the connection events (`session_start` / `session_end`), which belong to no

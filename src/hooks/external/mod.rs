@@ -30,8 +30,8 @@ use super::{
     AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
     SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::agent::{ChatError, NoticeLevel};
-use crate::message::{Message, Role};
+use crate::types::{ChatError, NoticeLevel};
+use crate::types::{Message, Role};
 
 /// The hook files of a server: where they are, and their hooks by event.
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::event::Event;
-use crate::message::{Message, Role};
+use crate::types::{Message, Role};
 
 /// The values a chain works on; each hook sees them as the previous hook left them.
 #[derive(Debug, Clone, Default)]

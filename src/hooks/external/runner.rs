@@ -15,9 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::config::Handler;
 use super::protocol::json_in_text;
-use crate::agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
-use crate::message::Message;
+use crate::types::Message;
 
 /// Output past this is not kept (the process may go on writing; it is drained).
 const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -33,13 +32,21 @@ pub enum RunResult {
     Timeout,
 }
 
+/// The bounded sub-run behind `agent` hooks: a task in, the agent's final answer out. The agent
+/// layer implements it for `AgentClient` (hooks sit below the agent, so they know it only by this
+/// trait).
+#[async_trait::async_trait]
+pub trait SubAgent: Send + Sync {
+    async fn answer(&self, task: String) -> Result<String, String>;
+}
+
 /// What the handlers need from the server.
 pub struct Runner {
     pub http: reqwest::Client,
     pub model: Arc<dyn ChatModel>,
     pub model_name: String,
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
-    pub sub_agent: AgentClient,
+    pub sub_agent: Arc<dyn SubAgent>,
     pub cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
     pub chain_budget: Duration,
@@ -56,7 +63,7 @@ impl Runner {
     pub fn new(
         model: Arc<dyn ChatModel>,
         model_name: String,
-        sub_agent: AgentClient,
+        sub_agent: Arc<dyn SubAgent>,
         cwd: std::path::PathBuf,
     ) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -189,35 +196,15 @@ impl Runner {
             render(prompt, input),
             input
         );
-        let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
-        request.skills = Some(Vec::new());
-        let mut events = self.sub_agent.chat_stream(request);
-        while let Some(event) = events.next().await {
-            match event {
-                ChatEvent::Done { content, .. } => {
-                    return match json_in_text(&content) {
-                        Ok(value) => RunResult::Output(value),
-                        Err(error) => {
-                            RunResult::Error(format!("the agent's answer was not usable: {error}"))
-                        }
-                    }
+        match self.sub_agent.answer(task).await {
+            Ok(content) => match json_in_text(&content) {
+                Ok(value) => RunResult::Output(value),
+                Err(error) => {
+                    RunResult::Error(format!("the agent's answer was not usable: {error}"))
                 }
-                ChatEvent::Error(error) => {
-                    return RunResult::Error(format!("the agent failed: {}", error.message))
-                }
-                _ => {}
-            }
+            },
+            Err(error) => RunResult::Error(format!("the agent failed: {error}")),
         }
-        RunResult::Error("the agent ended without an answer".into())
-    }
-}
-
-/// The sub-agent config for `agent` hooks.
-pub fn sub_agent_config(base: &AgentConfig, max_steps: usize) -> AgentConfig {
-    AgentConfig {
-        max_steps,
-        secret: None,
-        ..base.clone()
     }
 }
 

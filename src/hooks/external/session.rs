@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 use super::config::parse_hooks;
 use super::runner::Runner;
 use super::{ExternalHooks, HookSet};
-use crate::agent::{ChatError, ChatRequest};
 use crate::hooks::{AgentHook, HookFactory};
+use crate::types::{ChatError, ChatRequest};
 
 /// The fields of a session hook spec (the `sig` travels beside them in the same object).
 const SPEC_FIELDS: [&str; 7] = [

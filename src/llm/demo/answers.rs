@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::message::ToolCall;
+use crate::types::ToolCall;
 
 /// How to reach a real model; part of every direct demo answer.
 const CONFIGURE_HINT: &str = "To talk to a real model, set OPENAI_BASE_URL and/or OPENAI_API_KEY \

@@ -6,7 +6,7 @@
 //! `user` message that carries no hook mark and comes before the plan and the planning prompt:
 //! whatever follows those was added by hookwire or a hook during this chat.
 
-use crate::message::{Message, Role, ToolCall};
+use crate::types::{Message, Role, ToolCall};
 
 use super::plan;
 
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn the_input_is_the_persons_not_a_hooks_or_a_retrys() {
         let mut persistent = Message::user("a persistent user hook");
-        persistent.hook = Some(crate::message::HookTag {
+        persistent.hook = Some(crate::types::HookTag {
             name: "h".into(),
             skill: "s".into(),
             timing: "after_user_input".into(),

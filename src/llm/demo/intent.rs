@@ -1,6 +1,6 @@
 //! From the person's words to the tool call that answers them, by keyword: search, read or list.
 
-use crate::message::ToolCall;
+use crate::types::ToolCall;
 
 /// The tool a request asks for, with arguments taken from the words; `None` for anything else.
 pub fn wanted_tool(input: &str) -> Option<ToolCall> {

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use futures::{stream, StreamExt};
 
 use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
-use crate::agent::prompts::DEFAULT_MARKER;
-use crate::message::{ToolCall, Usage};
+use crate::types::DEFAULT_MARKER;
+use crate::types::{ToolCall, Usage};
 use conversation::Conversation;
 
 #[derive(Debug, Clone)]
@@ -139,8 +139,8 @@ impl ChatModel for DemoModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
-    use crate::tools::ToolSpec;
+    use crate::types::Message;
+    use crate::types::ToolSpec;
 
     fn request(messages: &[Message], tools: &[&str]) -> ModelRequest {
         ModelRequest {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::message::ToolCall;
+use crate::types::ToolCall;
 
 /// What introduces each planned call in the plan text: "call name with {json}".
 const STEP: &str = "call ";

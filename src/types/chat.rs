@@ -4,7 +4,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{HookTag, Message, Role, Usage};
+use super::message::{HookTag, Message, Role, Usage};
 
 /// One chat, as the client asked for it (already validated by the server).
 #[derive(Debug, Clone)]
@@ -172,4 +172,17 @@ impl ChatEvent {
     pub fn is_terminal(&self) -> bool {
         matches!(self, ChatEvent::Done { .. } | ChatEvent::Error(_))
     }
+}
+
+/// The marker a planning reply starts with when it asks for the agent loop (PROTOCOL section 5);
+/// configurable as `planning.marker`.
+pub const DEFAULT_MARKER: &str = "[NEED_TOOL]";
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }

@@ -1,0 +1,14 @@
+//! The shared vocabulary of every layer: conversation messages, what goes into a chat and what
+//! comes out of it, tool specs and outputs. It depends on no other module of the crate, so any
+//! module may use it (see the layers in ARCHITECTURE.md).
+
+mod chat;
+mod message;
+mod tool;
+
+pub use chat::{
+    panic_message, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
+    NoticeLevel, DEFAULT_MARKER,
+};
+pub use message::{HookTag, Message, Role, ToolCall, Usage};
+pub use tool::{ToolOutput, ToolSpec};
