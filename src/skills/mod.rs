@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use crate::hooks::signing::SigningKey;
 use crate::message::Role;
 
 /// The five checkpoints of seed 000.
@@ -215,19 +216,20 @@ impl SkillRegistry {
 pub struct SkillHookFactory {
     registry: Arc<SkillRegistry>,
     default_skills: Option<Vec<String>>,
-    secret: Option<String>,
+    /// Signs the persistent hook messages of every chat.
+    key: Option<SigningKey>,
 }
 
 impl SkillHookFactory {
     pub fn new(
         registry: Arc<SkillRegistry>,
         default_skills: Option<Vec<String>>,
-        secret: Option<String>,
+        key: Option<SigningKey>,
     ) -> Self {
         Self {
             registry,
             default_skills,
-            secret,
+            key,
         }
     }
 
@@ -290,7 +292,7 @@ impl crate::hooks::HookFactory for SkillHookFactory {
                 spec: spec.clone(),
             }));
         }
-        let manager = PromptHookManager::new(names, hooks, descriptions, self.secret.clone());
+        let manager = PromptHookManager::new(names, hooks, descriptions, self.key.clone());
         Ok(vec![Arc::new(manager)])
     }
 }
