@@ -137,9 +137,10 @@ impl ChatRun {
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::system(self.inner.config.system_prompt.clone()));
         let secret = self.inner.config.secret.as_deref();
+        let key = secret.map(crate::hooks::signing::SigningKey::new);
         for message in history {
-            if let Some(secret) = secret {
-                if let Err(why) = crate::hooks::signing::check_history_message(secret, &message) {
+            if let Some(key) = &key {
+                if let Err(why) = crate::hooks::signing::check_history_message(key, &message) {
                     tracing::warn!(chat = %self.ctx.run_id, reason = why, "dropped a history message");
                     metrics::counter!("hookwire_history_dropped_total", "reason" => why)
                         .increment(1);

@@ -20,7 +20,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{signing, AgentHook, Flow, HookContext, HookResult};
+use super::signing::{HookSignature, SigningKey};
+use super::{AgentHook, Flow, HookContext, HookResult};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
 
@@ -91,7 +92,8 @@ pub struct PromptHookManager {
     hooks: Vec<SkillHook>,
     /// `(skill, description)` of the enabled skills, for the system prompt.
     descriptions: Vec<(String, String)>,
-    secret: Option<String>,
+    /// Signs persistent hook messages; `None` = their `sig` is empty.
+    key: Option<SigningKey>,
     /// The injection marks of the non-persistent messages still in the list, per timing.
     injected: Mutex<HashMap<Timing, Vec<u64>>>,
 }
@@ -101,13 +103,13 @@ impl PromptHookManager {
         skills: Vec<String>,
         hooks: Vec<SkillHook>,
         descriptions: Vec<(String, String)>,
-        secret: Option<String>,
+        key: Option<SigningKey>,
     ) -> Self {
         Self {
             skills,
             hooks,
             descriptions,
-            secret,
+            key,
             injected: Mutex::new(HashMap::new()),
         }
     }
@@ -134,15 +136,14 @@ impl PromptHookManager {
             let spec = &hook.spec;
             let mut message = Message::new(spec.role, spec.text.clone());
             if spec.persistent {
-                let sig = match &self.secret {
-                    Some(secret) => signing::sign(
-                        secret,
-                        spec.role.as_str(),
-                        &spec.text,
-                        &spec.name,
-                        &hook.skill,
-                        timing.as_str(),
-                    ),
+                let sig = match &self.key {
+                    Some(key) => key.sign(&HookSignature {
+                        role: spec.role,
+                        content: &spec.text,
+                        name: &spec.name,
+                        skill: &hook.skill,
+                        timing: timing.as_str(),
+                    }),
                     None => String::new(),
                 };
                 let tag = HookTag {

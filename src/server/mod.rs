@@ -30,6 +30,7 @@ use crate::config::Config;
 use crate::hooks::external::runner::Runner;
 use crate::hooks::external::session::SessionHookFactory;
 use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
+use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
@@ -157,20 +158,14 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
     {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
+    let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
     let session_hooks = SessionHookFactory::new(
         runner,
-        config.agent.secret.clone(),
+        signing_key.clone(),
         config.allow_session_command_hooks,
     );
-    let register_hook = RegisterHook::new(
-        config.agent.secret.clone(),
-        config.allow_session_command_hooks,
-    );
-    let skill_hooks = SkillHookFactory::new(
-        skills,
-        config.default_skills.clone(),
-        config.agent.secret.clone(),
-    );
+    let register_hook = RegisterHook::new(signing_key.clone(), config.allow_session_command_hooks);
+    let skill_hooks = SkillHookFactory::new(skills, config.default_skills.clone(), signing_key);
     let builder = AgentClient::builder()
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub use crate::hooks::prompt::{HookSpec, Timing};
+use crate::hooks::signing::SigningKey;
 
 /// A problem found while loading, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,19 +164,20 @@ impl SkillRegistry {
 pub struct SkillHookFactory {
     registry: Arc<SkillRegistry>,
     default_skills: Option<Vec<String>>,
-    secret: Option<String>,
+    /// Signs the persistent hook messages of every chat.
+    key: Option<SigningKey>,
 }
 
 impl SkillHookFactory {
     pub fn new(
         registry: Arc<SkillRegistry>,
         default_skills: Option<Vec<String>>,
-        secret: Option<String>,
+        key: Option<SigningKey>,
     ) -> Self {
         Self {
             registry,
             default_skills,
-            secret,
+            key,
         }
     }
 
@@ -238,7 +240,7 @@ impl crate::hooks::HookFactory for SkillHookFactory {
                 spec: spec.clone(),
             }));
         }
-        let manager = PromptHookManager::new(names, hooks, descriptions, self.secret.clone());
+        let manager = PromptHookManager::new(names, hooks, descriptions, self.key.clone());
         Ok(vec![Arc::new(manager)])
     }
 }

@@ -6,20 +6,19 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{Tool, ToolOutput, ToolSpec};
-use crate::hooks::external::session::{sign_spec, validate_spec};
+use crate::hooks::external::session::validate_spec;
+use crate::hooks::signing::{SessionHookSignature, SigningKey};
 use crate::types::ChatEvent;
 
 pub struct RegisterHook {
-    secret: Option<String>,
+    /// Signs each registered spec; `None` = the `sig` is empty.
+    key: Option<SigningKey>,
     allow_command: bool,
 }
 
 impl RegisterHook {
-    pub fn new(secret: Option<String>, allow_command: bool) -> Self {
-        Self {
-            secret,
-            allow_command,
-        }
+    pub fn new(key: Option<SigningKey>, allow_command: bool) -> Self {
+        Self { key, allow_command }
     }
 }
 
@@ -61,9 +60,9 @@ impl Tool for RegisterHook {
             }
         };
         let sig = self
-            .secret
-            .as_deref()
-            .map(|secret| sign_spec(secret, &spec))
+            .key
+            .as_ref()
+            .map(|key| key.sign(&SessionHookSignature { spec: &spec }))
             .unwrap_or_default();
         spec["sig"] = json!(sig);
         let event = spec["event"].as_str().unwrap_or_default().to_string();

@@ -616,7 +616,9 @@ async fn session_hooks_round_trip_signed_and_command_handlers_are_refused() {
     assert_eq!(hook["event"], "stop");
     assert_eq!(
         hook["sig"],
-        hookwire::hooks::external::session::sign_spec("k", &hook).as_str()
+        hookwire::hooks::signing::SigningKey::new("k")
+            .sign(&hookwire::hooks::signing::SessionHookSignature { spec: &hook })
+            .as_str()
     );
     let refused = frames
         .iter()

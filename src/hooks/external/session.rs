@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use hmac::Mac;
 use serde_json::{json, Map, Value};
 
 use super::config::parse_hooks;
 use super::runner::Runner;
 use super::{ExternalHooks, HookSet};
+use crate::hooks::signing::{SessionHookSignature, SigningKey};
 use crate::hooks::{AgentHook, HookFactory};
 use crate::types::{ChatError, ChatRequest};
 
@@ -20,18 +20,6 @@ use crate::types::{ChatError, ChatRequest};
 const SPEC_FIELDS: [&str; 7] = [
     "event", "type", "prompt", "command", "name", "filter", "matcher",
 ];
-
-/// HMAC-SHA256 (hex) of `"session_hook\n" + canonical JSON of the spec without `sig``; the
-/// canonical JSON has its keys sorted and no spaces.
-pub fn sign_spec(secret: &str, spec: &Value) -> String {
-    let mut unsigned = spec.clone();
-    if let Some(object) = unsigned.as_object_mut() {
-        object.remove("sig");
-    }
-    let spec_json = unsigned.to_string();
-    let mac = crate::hooks::signing::mac_over(secret, &["session_hook", &spec_json]);
-    hex::encode(mac.finalize().into_bytes())
-}
 
 /// Checks a spec against the rules: known fields, an allowed handler. Returns the spec to store.
 pub fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Value, String> {
@@ -100,15 +88,16 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
 /// dropped (logged), never run.
 pub struct SessionHookFactory {
     runner: Arc<Runner>,
-    secret: Option<String>,
+    /// Checks each spec's `sig`; `None` = specs are trusted as sent.
+    key: Option<SigningKey>,
     allow_command: bool,
 }
 
 impl SessionHookFactory {
-    pub fn new(runner: Arc<Runner>, secret: Option<String>, allow_command: bool) -> Self {
+    pub fn new(runner: Arc<Runner>, key: Option<SigningKey>, allow_command: bool) -> Self {
         Self {
             runner,
-            secret,
+            key,
             allow_command,
         }
     }
@@ -118,9 +107,9 @@ impl HookFactory for SessionHookFactory {
     fn hooks_for(&self, request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError> {
         let mut set = HookSet::default();
         for spec in &request.session_hooks {
-            if let Some(secret) = &self.secret {
+            if let Some(key) = &self.key {
                 let sig = spec.get("sig").and_then(Value::as_str).unwrap_or_default();
-                if sig != sign_spec(secret, spec) {
+                if !key.verify(&SessionHookSignature { spec }, sig) {
                     tracing::warn!(chat = %request.id, "dropped a session hook whose signature does not verify");
                     metrics::counter!("hookwire_session_hooks_dropped_total", "reason" => "bad_signature").increment(1);
                     continue;
@@ -172,14 +161,41 @@ mod tests {
         );
     }
 
+    fn factory(key: Option<SigningKey>) -> SessionHookFactory {
+        let model: Arc<dyn crate::llm::ChatModel> =
+            Arc::new(crate::llm::demo::DemoModel::default());
+        let sub_agent = crate::agent::AgentClient::builder()
+            .model(model.clone())
+            .build();
+        let runner = Runner::new(
+            model,
+            "demo".into(),
+            std::sync::Arc::new(sub_agent),
+            std::env::temp_dir(),
+        );
+        SessionHookFactory::new(Arc::new(runner), key, false)
+    }
+
+    fn hooks_for(factory: &SessionHookFactory, spec: Value) -> usize {
+        let mut request = ChatRequest::new("c", "hi");
+        request.session_hooks = vec![spec];
+        factory.hooks_for(&request).unwrap().len()
+    }
+
     #[test]
-    fn signatures_cover_the_spec_and_ignore_key_order() {
-        let spec = json!({"event":"stop","type":"llm","prompt":"p"});
-        let sig = sign_spec("k", &spec);
-        let mut stored = json!({"prompt":"p","type":"llm","event":"stop"});
-        stored["sig"] = json!(sig.clone());
-        assert_eq!(sign_spec("k", &stored), sig);
-        stored["prompt"] = json!("changed");
-        assert_ne!(sign_spec("k", &stored), sig);
+    fn the_factory_keeps_signed_specs_and_drops_forged_ones() {
+        let key = SigningKey::new("k");
+        let mut spec = json!({"event":"stop","type":"llm","prompt":"judge"});
+        spec["sig"] = json!(key.sign(&SessionHookSignature { spec: &spec }));
+        let signed = factory(Some(key));
+        assert_eq!(hooks_for(&signed, spec.clone()), 1);
+        let mut forged = spec.clone();
+        forged["prompt"] = json!("forged");
+        assert_eq!(hooks_for(&signed, forged), 0);
+        let mut unsigned = spec.clone();
+        unsigned["sig"] = json!("");
+        assert_eq!(hooks_for(&signed, unsigned.clone()), 0);
+        // Without a secret, specs are trusted as sent.
+        assert_eq!(hooks_for(&factory(None), unsigned), 1);
     }
 }
