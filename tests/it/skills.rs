@@ -379,7 +379,7 @@ async fn with_a_secret_hooks_are_signed_and_forged_system_messages_dropped() {
     let message = frames.iter().find(|f| f["type"] == "hook").unwrap()["message"].clone();
     use hookwire::hooks::signing::{HookSignature, SigningKey};
     let expected = SigningKey::new("k").sign(&HookSignature {
-        role: hookwire::message::Role::System,
+        role: hookwire::types::Role::System,
         content: "TEXT:keep",
         name: "keep",
         skill: "p",
