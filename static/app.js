@@ -1,37 +1,35 @@
-// The hookwire browser client: a reference for anyone writing their own front end.
-//
-// Protocol duties (PROTOCOL section 3): keep the conversation history, send it back with every
-// chat, and after a chat append {role:"user", content: input}, then every `hook` frame's
-// `message` as received (in arrival order), then `done.message`. `session_hook` frames' `hook`
-// objects are kept and sent back in `session_hooks`. Everything lives in localStorage.
+// The hookwire browser page: the view. `protocol.js` (the global `HookwireProtocol`) keeps the
+// conversation and decides what each frame means (history, session hooks, the frames to send);
+// this file draws the transcript, the skills panel and the controls, and keeps what is on the
+// screen in localStorage so a reload shows it again.
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const KEYS = { history: 'hookwire.history', transcript: 'hookwire.transcript', sessionHooks: 'hookwire.sessionHooks', skills: 'hookwire.skills', tools: 'hookwire.tools' };
+  const TRANSCRIPT = 'hookwire.transcript';
 
-  function load(key, fallback) {
-    try {
-      const raw = localStorage.getItem(key);
-      return raw === null ? fallback : JSON.parse(raw);
-    } catch (_) {
-      return fallback;
-    }
-  }
-  function save(key, value) {
-    try { localStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage full or off */ }
-  }
+  // localStorage, one JSON value per key; the conversation saves its own keys through it too.
+  const store = {
+    load(key, fallback) {
+      try {
+        const raw = localStorage.getItem(key);
+        return raw === null ? fallback : JSON.parse(raw);
+      } catch (_) {
+        return fallback;
+      }
+    },
+    save(key, value) {
+      try { localStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage full or off */ }
+    },
+  };
 
-  const state = {
-    history: load(KEYS.history, []),
-    transcript: load(KEYS.transcript, []),
-    sessionHooks: load(KEYS.sessionHooks, []),
-    skills: load(KEYS.skills, null), // null = the server's defaults
-    tools: load(KEYS.tools, true),
+  const conversation = window.HookwireProtocol.createConversation(store);
+  const loaded = store.load(TRANSCRIPT, []);
+  const view = {
+    transcript: Array.isArray(loaded) ? loaded : [], // what is drawn, as items (see draw)
     defaultSkills: [],
     ws: null,
     retry: 0,
-    current: null, // the running chat
-    counter: 0,
+    chat: null, // the running chat on screen: {bubble: the streaming answer or null, tools: {call_id: {item, node}}}
   };
 
   // ─── transcript rendering ───
@@ -83,14 +81,14 @@
   }
 
   function push(item) {
-    state.transcript.push(item);
-    save(KEYS.transcript, state.transcript);
+    view.transcript.push(item);
+    store.save(TRANSCRIPT, view.transcript);
     return draw(item);
   }
 
   function redrawAll() {
     transcriptEl.textContent = '';
-    state.transcript.forEach(draw);
+    view.transcript.forEach(draw);
     renderSessionHooks();
   }
 
@@ -111,64 +109,64 @@
   }
 
   function startChat(text) {
-    const id = 'c' + Date.now().toString(36) + (++state.counter);
-    const chat = { id, input: text, hooks: [], text: '', node: null, item: null, tools: {}, frame: 0 };
-    state.current = chat;
+    const frame = conversation.startChat(text);
+    view.chat = { bubble: null, tools: {} };
     push({ kind: 'user', text });
-    const frame = { type: 'chat', id, messages: state.history, input: text, enable_tools: state.tools };
-    if (state.skills !== null) frame.skills = state.skills;
-    if (state.sessionHooks.length) frame.session_hooks = state.sessionHooks;
-    state.ws.send(JSON.stringify(frame));
+    view.ws.send(JSON.stringify(frame));
     setState('running');
   }
 
-  // Re-renders streamed Markdown at most once per animation frame.
-  function scheduleRender(chat) {
-    if (chat.frame) return;
-    chat.frame = requestAnimationFrame(() => {
-      chat.frame = 0;
-      if (chat.node) renderAssistant(chat.node, chat.text);
+  // Streamed text goes into the open answer bubble (opened by the first delta); its Markdown is
+  // re-rendered at most once per animation frame.
+  function appendText(chat, delta) {
+    if (!chat.bubble) {
+      const item = { kind: 'assistant', text: '' };
+      view.transcript.push(item);
+      chat.bubble = { item, node: draw(item), frame: 0 };
+    }
+    const bubble = chat.bubble;
+    bubble.item.text += delta;
+    if (bubble.frame) return;
+    bubble.frame = requestAnimationFrame(() => {
+      bubble.frame = 0;
+      renderAssistant(bubble.node, bubble.item.text);
       scroll();
     });
   }
 
-  function assistantNode(chat) {
-    if (!chat.node) {
-      chat.item = { kind: 'assistant', text: '' };
-      state.transcript.push(chat.item);
-      chat.node = draw(chat.item);
-    }
-    return chat.node;
+  // The open bubble gets its final rendering and is kept; the next text opens a new one (text
+  // before a plan or a tool call is its own bubble).
+  function closeBubble(chat) {
+    const bubble = chat && chat.bubble;
+    if (!bubble) return;
+    chat.bubble = null;
+    if (bubble.frame) cancelAnimationFrame(bubble.frame);
+    renderAssistant(bubble.node, bubble.item.text);
+    store.save(TRANSCRIPT, view.transcript);
   }
 
-  function finish(chat) {
-    if (chat.frame) cancelAnimationFrame(chat.frame);
-    if (chat.node) renderAssistant(chat.node, chat.text);
-    if (chat.item) chat.item.text = chat.text;
-    save(KEYS.transcript, state.transcript);
-    state.current = null;
-    setState(state.ws && state.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
+  // The one way a chat ends on screen (done, error, connection lost): close the bubble, show how
+  // it ended (`ending`, a transcript item, when there is something to say), free the composer.
+  function finish(ending) {
+    closeBubble(view.chat);
+    if (ending) push(ending);
+    view.chat = null;
+    setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
     $('input').focus();
   }
 
   function onFrame(frame) {
-    const chat = state.current;
-    if (frame.type === 'pong') return;
-    if (!chat || frame.id !== chat.id) {
-      if (frame.type === 'error') toast('error', frame.code + ': ' + frame.message);
-      return;
-    }
-    switch (frame.type) {
-      case 'start': break;
-      case 'text':
-        assistantNode(chat);
-        chat.text += frame.delta;
-        scheduleRender(chat);
+    const update = conversation.receive(frame);
+    const chat = view.chat;
+    switch (update.kind) {
+      case 'stray_error': toast('error', frame.code + ': ' + frame.message); break;
+      case 'text': appendText(chat, frame.delta); break;
+      case 'plan':
+        closeBubble(chat);
+        push({ kind: 'plan', text: frame.content });
         break;
-      case 'plan': push({ kind: 'plan', text: frame.content }); chat.node = null; chat.text = ''; break;
       case 'tool_call': {
-        // Text before a tool call is its own bubble; text after it starts a new one.
-        if (chat.node) { finishBubble(chat); }
+        closeBubble(chat);
         const item = { kind: 'tool', call_id: frame.call_id, name: frame.name, arguments: frame.arguments, done: false };
         chat.tools[frame.call_id] = { item, node: push(item) };
         break;
@@ -180,43 +178,24 @@
         const fresh = draw(entry.item);
         entry.node.replaceWith(fresh);
         entry.node = fresh;
-        save(KEYS.transcript, state.transcript);
+        store.save(TRANSCRIPT, view.transcript);
         break;
       }
       case 'hook':
-        chat.hooks.push(frame.message);
         push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
         break;
       case 'session_hook':
-        state.sessionHooks.push(frame.hook);
-        save(KEYS.sessionHooks, state.sessionHooks);
         push({ kind: 'session_hook', event: frame.hook.event });
         renderSessionHooks();
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        finishBubble(chat);
-        state.history.push({ role: 'user', content: chat.input }, ...chat.hooks, frame.message);
-        save(KEYS.history, state.history);
-        if (frame.reason !== 'completed') push({ kind: 'note', text: 'ended: ' + frame.reason });
-        finish(chat);
+        finish(frame.reason !== 'completed' ? { kind: 'note', text: 'ended: ' + frame.reason } : null);
         break;
       case 'error':
-        finishBubble(chat);
-        push({ kind: 'error', text: frame.code + ': ' + frame.message });
-        finish(chat);
+        finish({ kind: 'error', text: frame.code + ': ' + frame.message });
         break;
     }
-  }
-
-  function finishBubble(chat) {
-    if (chat.frame) { cancelAnimationFrame(chat.frame); chat.frame = 0; }
-    if (chat.node) renderAssistant(chat.node, chat.text);
-    if (chat.item) chat.item.text = chat.text;
-    save(KEYS.transcript, state.transcript);
-    chat.node = null;
-    chat.item = null;
-    chat.text = '';
   }
 
   // ─── connection ───
@@ -230,9 +209,9 @@
   function connect() {
     setStatus('connecting', 'connecting…');
     const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
-    state.ws = ws;
+    view.ws = ws;
     ws.onopen = () => {
-      state.retry = 0;
+      view.retry = 0;
       setStatus('online', 'connected');
       setState('idle');
       // A page opened while the server was down has no skills yet: fetch them now.
@@ -244,24 +223,15 @@
       onFrame(frame);
     };
     ws.onclose = () => {
-      if (state.current) {
-        const chat = state.current;
-        finishBubble(chat);
-        push({ kind: 'error', text: 'connection lost; the reply was cut off' });
-        finish(chat);
-      }
+      if (conversation.abort()) finish({ kind: 'error', text: 'connection lost; the reply was cut off' });
       setState('offline');
-      const delay = Math.min(10000, 500 * 2 ** state.retry++);
+      const delay = Math.min(10000, 500 * 2 ** view.retry++);
       setStatus('offline', 'offline, retrying in ' + Math.round(delay / 1000) + ' s');
       setTimeout(connect, delay);
     };
   }
 
   // ─── skills panel ───
-
-  function enabledSkills() {
-    return state.skills !== null ? state.skills : state.defaultSkills;
-  }
 
   function renderSkills(skills) {
     const box = $('skills');
@@ -273,11 +243,10 @@
       const box2 = el('input');
       box2.type = 'checkbox';
       box2.dataset.skill = skill.name;
-      box2.checked = enabledSkills().includes(skill.name);
+      box2.checked = conversation.enabledSkills(view.defaultSkills).includes(skill.name);
       box2.onchange = () => {
         const names = Array.from(document.querySelectorAll('#skills input[data-skill]')).filter((c) => c.checked).map((c) => c.dataset.skill);
-        state.skills = names;
-        save(KEYS.skills, names);
+        conversation.setSkills(names);
       };
       label.appendChild(box2);
       label.appendChild(document.createTextNode(' ' + skill.name));
@@ -299,15 +268,16 @@
   function renderSessionHooks() {
     const list = $('session-hooks');
     list.textContent = '';
-    if (!state.sessionHooks.length) list.appendChild(el('li', null, 'none'));
-    for (const hook of state.sessionHooks) list.appendChild(el('li', null, hook.event + ': ' + (hook.prompt || hook.command || '')));
+    const hooks = conversation.sessionHooks;
+    if (!hooks.length) list.appendChild(el('li', null, 'none'));
+    for (const hook of hooks) list.appendChild(el('li', null, hook.event + ': ' + (hook.prompt || hook.command || '')));
   }
 
   async function loadServerInfo() {
     try {
       const info = await (await fetch('/api/info')).json();
       $('banner').hidden = !info.demo;
-      state.defaultSkills = info.default_skills || [];
+      view.defaultSkills = info.default_skills || [];
       const skills = await (await fetch('/api/skills')).json();
       renderSkills(skills);
       document.body.dataset.info = 'loaded';
@@ -322,7 +292,7 @@
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();
     const text = $('input').value.trim();
-    if (!text || state.current || !state.ws || state.ws.readyState !== WebSocket.OPEN) return;
+    if (!text || conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
     $('input').value = '';
     startChat(text);
   });
@@ -333,16 +303,14 @@
     }
   });
   $('stop').addEventListener('click', () => {
-    if (state.current && state.ws) state.ws.send(JSON.stringify({ type: 'cancel', id: state.current.id }));
+    const cancel = conversation.cancelFrame();
+    if (cancel && view.ws) view.ws.send(JSON.stringify(cancel));
   });
   $('new-chat').addEventListener('click', () => {
-    if (state.current) return;
-    state.history = [];
-    state.transcript = [];
-    state.sessionHooks = [];
-    save(KEYS.history, []);
-    save(KEYS.transcript, []);
-    save(KEYS.sessionHooks, []);
+    if (conversation.running) return;
+    conversation.clear();
+    view.transcript = [];
+    store.save(TRANSCRIPT, view.transcript);
     redrawAll();
   });
   $('toggle-panel').addEventListener('click', () => {
@@ -350,11 +318,8 @@
     panel.hidden = !panel.hidden;
     $('toggle-panel').setAttribute('aria-expanded', String(!panel.hidden));
   });
-  $('tools-switch').checked = state.tools;
-  $('tools-switch').addEventListener('change', (event) => {
-    state.tools = event.target.checked;
-    save(KEYS.tools, state.tools);
-  });
+  $('tools-switch').checked = conversation.tools;
+  $('tools-switch').addEventListener('change', (event) => conversation.setTools(event.target.checked));
   if (window.matchMedia('(min-width: 701px)').matches) {
     $('panel').hidden = false;
     $('toggle-panel').setAttribute('aria-expanded', 'true');

@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod demo;
 mod external;
+mod frontend;
 mod hook_processes;
 mod http;
 mod layers;

@@ -1,6 +1,7 @@
 //! The browser page in real headless Chromium (over the DevTools protocol) and Firefox (over
 //! WebDriver BiDi): chat, stream, tool cards, hook chips, history across a reload (checked against
-//! what the upstream received), Stop, reconnects, and model output that tries to inject HTML.
+//! what the upstream received), Stop, a connection lost mid-answer, reconnects, and model output
+//! that tries to inject HTML.
 //! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
 
 mod chromium;
@@ -83,7 +84,9 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
                 toolOpen: document.querySelector('.tool-card').open,
                 toolResult: document.querySelector('.tool-card .result').textContent,
                 chips: Array.from(document.querySelectorAll('.hook-chip')).map(c => c.innerText),
-                history: JSON.parse(localStorage.getItem('hookwire.history')) }; })()",
+                history: JSON.parse(localStorage.getItem('hookwire.history')),
+                loaded: Array.from(document.scripts).map(s => s.getAttribute('src')),
+                outside: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin + '/')) }; })()",
         )
         .await;
     assert_eq!(page["user"], "what does the readme say?");
@@ -140,6 +143,12 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         "user, hook message, done message: {history:?}"
     );
     assert_eq!(history[1]["_hook"]["name"], "brevity");
+    assert_eq!(
+        page["loaded"],
+        json!(["markdown.js", "protocol.js", "app.js"]),
+        "the view loads after what it uses"
+    );
+    assert_eq!(page["outside"], json!([]), "nothing loaded from outside");
     browser.screenshot(&format!("{name}-chat.png")).await;
 
     // Reload: everything is still there, and the next chat sends the history back.
@@ -217,6 +226,100 @@ async fn stop_cancels_the_running_chat_in_chromium() {
         upstream.requests()[0].body.get("tools"),
         None,
         "the tools switch was off"
+    );
+    server.shutdown().await;
+}
+
+/// A TCP relay to `target` on a port of its own; `cut` drops every connection it carries (the
+/// page sees its WebSocket close with no `done`), while new ones still get through.
+struct Relay {
+    addr: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Relay {
+    async fn start(target: std::net::SocketAddr) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let carried = open.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                carried.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        Relay { addr, open }
+    }
+
+    fn cut(&self) {
+        for task in self.open.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_lost_connection_ends_the_running_chat_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::endless());
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let relay = Relay::start(server.addr).await;
+    browser.open(&format!("http://{}/", relay.addr)).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    browser.type_and_enter("go on forever").await;
+    browser.wait_for("document.body.dataset.state === 'running' && (document.querySelector('.msg.assistant')?.innerText || '').includes('tick')").await;
+    relay.cut();
+    browser
+        .wait_for("!!document.querySelector('.chat-error')")
+        .await;
+    let page = browser
+        .eval(
+            "(() => ({ error: document.querySelector('.chat-error').innerText,
+                answer: document.querySelector('.msg.assistant').innerText,
+                history: localStorage.getItem('hookwire.history'),
+                kinds: JSON.parse(localStorage.getItem('hookwire.transcript')).map(i => i.kind),
+                saved: JSON.parse(localStorage.getItem('hookwire.transcript'))[1].text }))()",
+        )
+        .await;
+    assert_eq!(page["error"], "connection lost; the reply was cut off");
+    assert!(
+        page["answer"].as_str().unwrap().starts_with("tick"),
+        "the partial answer stays: {page}"
+    );
+    assert_eq!(
+        page["history"],
+        Value::Null,
+        "a lost chat adds nothing to the history"
+    );
+    assert_eq!(page["kinds"], json!(["user", "assistant", "error"]));
+    assert!(
+        page["saved"].as_str().unwrap().starts_with("tick tick"),
+        "the partial answer is stored with its text: {page}"
+    );
+
+    // The page reconnects by itself, and the next chat does not carry the lost one.
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.getElementById('status-text').innerText === 'connected'")
+        .await;
+    upstream.push(Reply::text(&["Back again."]));
+    browser.type_and_enter("are you there?").await;
+    browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
+    let last = upstream.requests().pop().unwrap().messages();
+    assert!(
+        last.iter()
+            .any(|(r, c)| r == "user" && c == "are you there?")
+            && !last.iter().any(|(_, c)| c == "go on forever"),
+        "{last:?}"
     );
     server.shutdown().await;
 }

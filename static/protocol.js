@@ -1,0 +1,147 @@
+// The hookwire chat protocol for a client, with no DOM: the conversation state, the frames the
+// client sends, and what each server frame changes. `app.js` draws; this file decides. It is the
+// reference for anyone writing their own front end (PROTOCOL.md section 3):
+//
+// - Every `chat` sends the whole history back as `messages`, plus `skills` (absent = the server's
+//   defaults), `enable_tools`, and the stored `session_hooks`.
+// - After a chat that ends with `done` (whatever its reason: a cancelled chat's `done.message`
+//   holds the partial answer), the history gains {role: "user", content: input}, then every
+//   `hook` frame's `message` exactly as received, in arrival order, then `done.message`.
+// - A chat that ends with `error`, or whose connection is lost, adds nothing to the history.
+// - `session_hook` frames' `hook` objects are kept (even if that chat later fails) and sent back.
+//
+// A plain script, no build step: it defines one global, `HookwireProtocol`. Storage is passed in
+// (`{load(key, fallback), save(key, value)}`), so node's test runner can drive it without a
+// browser (tests/js/).
+(function (global) {
+  'use strict';
+
+  const KEYS = {
+    history: 'hookwire.history',
+    sessionHooks: 'hookwire.sessionHooks',
+    skills: 'hookwire.skills', // null = the server's default skills
+    tools: 'hookwire.tools',
+  };
+
+  const NO_STORE = { load: (_key, fallback) => fallback, save: () => {} };
+
+  // What `receive` returns for a frame that changes nothing (pong, another chat's frame, …).
+  const IGNORED = Object.freeze({ kind: 'ignored', ended: false });
+
+  // Frames of the running chat that the client shows but that change no state here.
+  const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice'];
+
+  function list(value) {
+    return Array.isArray(value) ? value : [];
+  }
+
+  // A conversation, restored from `store` (which it also keeps up to date).
+  function createConversation(store) {
+    store = store || NO_STORE;
+    let history = list(store.load(KEYS.history, []));
+    let sessionHooks = list(store.load(KEYS.sessionHooks, []));
+    let skills = store.load(KEYS.skills, null);
+    if (!Array.isArray(skills)) skills = null;
+    let tools = store.load(KEYS.tools, true) !== false;
+    let current = null; // the running chat: {id, input, hooks: [hook frames' messages]}
+    let counter = 0;
+
+    return {
+      /** The history to send with the next chat (a copy). */
+      get history() { return history.slice(); },
+      /** The stored session hooks (a copy). */
+      get sessionHooks() { return sessionHooks.slice(); },
+      /** The skills chosen by the person, or null for the server's defaults. */
+      get skills() { return skills === null ? null : skills.slice(); },
+      /** Whether chats run with tools (`enable_tools`). */
+      get tools() { return tools; },
+      /** The running chat's id, or null. */
+      get running() { return current ? current.id : null; },
+
+      /** The skills that are on: the chosen ones, else `defaults` (the server's). */
+      enabledSkills(defaults) {
+        return skills !== null ? skills.slice() : list(defaults).slice();
+      },
+      setSkills(names) {
+        skills = list(names).slice();
+        store.save(KEYS.skills, skills);
+      },
+      setTools(on) {
+        tools = on !== false;
+        store.save(KEYS.tools, tools);
+      },
+
+      /** Starts a chat: returns the `chat` frame to send. One chat runs at a time. */
+      startChat(input, id) {
+        if (current) throw new Error('a chat is already running: ' + current.id);
+        if (typeof input !== 'string' || input === '') throw new Error('the input must be a non-empty string');
+        id = id || 'c' + Date.now().toString(36) + (++counter);
+        current = { id, input, hooks: [] };
+        const frame = { type: 'chat', id, messages: history.slice(), input, enable_tools: tools };
+        if (skills !== null) frame.skills = skills.slice();
+        if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
+        return frame;
+      },
+
+      /** The `cancel` frame for the running chat, or null when none runs. */
+      cancelFrame() {
+        return current ? { type: 'cancel', id: current.id } : null;
+      },
+
+      /**
+       * Takes one server frame and says what it changed:
+       * - `{kind: 'ignored'}`: a pong, an unknown type, or a frame of a chat that is not running;
+       * - `{kind: 'stray_error', frame}`: an `error` about no running chat (e.g. `busy`): show it;
+       * - `{kind: frame.type, frame, ended}` for the running chat's frames; `ended` is true for
+       *   `done` and `error`, after which no chat runs. `done` also has `added`: the messages
+       *   appended to the history.
+       */
+      receive(frame) {
+        if (!frame || typeof frame !== 'object' || frame.type === 'pong') return IGNORED;
+        if (!current || frame.id !== current.id) {
+          return frame.type === 'error' ? { kind: 'stray_error', frame, ended: false } : IGNORED;
+        }
+        switch (frame.type) {
+          case 'hook':
+            current.hooks.push(frame.message);
+            break;
+          case 'session_hook':
+            sessionHooks.push(frame.hook);
+            store.save(KEYS.sessionHooks, sessionHooks);
+            break;
+          case 'done': {
+            const added = [{ role: 'user', content: current.input }].concat(current.hooks, [frame.message]);
+            history = history.concat(added);
+            store.save(KEYS.history, history);
+            current = null;
+            return { kind: 'done', frame, ended: true, added };
+          }
+          case 'error':
+            current = null;
+            return { kind: 'error', frame, ended: true };
+          default:
+            if (!SHOWN.includes(frame.type)) return IGNORED;
+        }
+        return { kind: frame.type, frame, ended: false };
+      },
+
+      /** The connection was lost: the running chat ends with nothing added. True if one ran. */
+      abort() {
+        const was = current !== null;
+        current = null;
+        return was;
+      },
+
+      /** A new conversation: no history, no session hooks (skills and tools stay). */
+      clear() {
+        if (current) throw new Error('a chat is running: ' + current.id);
+        history = [];
+        sessionHooks = [];
+        store.save(KEYS.history, history);
+        store.save(KEYS.sessionHooks, sessionHooks);
+      },
+    };
+  }
+
+  global.HookwireProtocol = { KEYS, createConversation };
+})(globalThis);

@@ -1,0 +1,278 @@
+// static/protocol.js without a browser: the history rules of PROTOCOL.md section 3, session
+// hooks, the frames the page sends. Run: `node --test tests/js/` (tests/it/frontend.rs runs it
+// under `cargo test`).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import vm from 'node:vm';
+
+// Loaded as the page loads it: a plain script in the global scope (here node's, with no DOM, so
+// any use of `window`, `document` or `localStorage` throws).
+const before = new Set(Object.getOwnPropertyNames(globalThis));
+vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), {
+  filename: 'static/protocol.js',
+});
+const added = Object.getOwnPropertyNames(globalThis).filter((name) => !before.has(name));
+const { createConversation, KEYS } = globalThis.HookwireProtocol;
+
+// Like localStorage: values are stored as JSON text, so a change that was not saved stays unseen.
+function memoryStore(initial = {}) {
+  const data = new Map(Object.entries(initial).map(([key, value]) => [key, JSON.stringify(value)]));
+  return {
+    data,
+    load(key, fallback) { return data.has(key) ? JSON.parse(data.get(key)) : fallback; },
+    save(key, value) { data.set(key, JSON.stringify(value)); },
+    get(key) { return data.has(key) ? JSON.parse(data.get(key)) : undefined; },
+  };
+}
+
+const OLD = [
+  { role: 'user', content: 'hi' },
+  { role: 'assistant', content: 'hello' },
+];
+const BREVITY = {
+  role: 'system',
+  content: 'Be brief.',
+  _hook: { name: 'brevity', skill: 'concise', timing: 'after_user_input', sig: 'ab'.repeat(32) },
+};
+const CAREFUL = {
+  role: 'user',
+  content: 'Check the tool output.',
+  _hook: { name: 'careful', skill: 'code-reader', timing: 'after_tool_call', sig: 'cd'.repeat(32) },
+};
+const hookFrame = (id, message) => ({
+  type: 'hook',
+  id,
+  hook: { name: message._hook.name, skill: message._hook.skill, timing: message._hook.timing },
+  message,
+});
+const done = (id, content, reason = 'completed') => ({
+  type: 'done',
+  id,
+  reason,
+  message: { role: 'assistant', content },
+  usage: { prompt_tokens: 3, completion_tokens: 4 },
+});
+
+test('the script defines one global and touches no DOM', () => {
+  assert.deepEqual(added, ['HookwireProtocol']);
+  assert.equal(typeof createConversation, 'function');
+  assert.equal(typeof globalThis.window, 'undefined');
+});
+
+test('a plain chat: old messages, the input, then done.message', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  const frame = chat.startChat('how are you?', 'c1');
+  assert.deepEqual(frame.messages, OLD);
+  assert.equal(chat.running, 'c1');
+
+  assert.equal(chat.receive({ type: 'start', id: 'c1' }).kind, 'start');
+  for (const delta of ['Fine, ', 'thanks.']) {
+    const update = chat.receive({ type: 'text', id: 'c1', delta });
+    assert.deepEqual([update.kind, update.ended], ['text', false]);
+  }
+  assert.deepEqual(chat.history, OLD, 'streamed text does not touch the history');
+
+  const update = chat.receive(done('c1', 'Fine, thanks.'));
+  assert.deepEqual([update.kind, update.ended], ['done', true]);
+  const expected = [
+    ...OLD,
+    { role: 'user', content: 'how are you?' },
+    { role: 'assistant', content: 'Fine, thanks.' },
+  ];
+  assert.deepEqual(update.added, expected.slice(2));
+  assert.deepEqual(chat.history, expected);
+  assert.deepEqual(store.get(KEYS.history), expected, 'saved');
+  assert.equal(chat.running, null);
+  assert.deepEqual(chat.startChat('next', 'c2').messages, expected, 'sent back with the next chat');
+});
+
+test('persistent hook messages go in as received, in arrival order, between input and answer', () => {
+  const store = memoryStore();
+  const chat = createConversation(store);
+  chat.startChat('read README.md', 'c1');
+  const frames = [
+    { type: 'start', id: 'c1' },
+    hookFrame('c1', BREVITY),
+    { type: 'plan', id: 'c1', content: 'read the readme' },
+    { type: 'tool_call', id: 'c1', call_id: 't1', name: 'read_file', arguments: { path: 'README.md' } },
+    { type: 'tool_result', id: 'c1', call_id: 't1', name: 'read_file', content: 'hello', is_error: false },
+    hookFrame('c1', CAREFUL),
+    { type: 'notice', id: 'c1', level: 'info', message: 'hi', source: 'greeter' },
+    { type: 'text', id: 'c1', delta: 'It says hello.' },
+  ];
+  assert.deepEqual(
+    frames.map((frame) => chat.receive(frame).kind),
+    ['start', 'hook', 'plan', 'tool_call', 'tool_result', 'hook', 'notice', 'text'],
+  );
+  assert.deepEqual(chat.history, [], 'nothing is added before done');
+  chat.receive(done('c1', 'It says hello.'));
+  assert.deepEqual(store.get(KEYS.history), [
+    { role: 'user', content: 'read README.md' },
+    BREVITY,
+    CAREFUL,
+    { role: 'assistant', content: 'It says hello.' },
+  ]);
+  assert.equal(chat.history[1], BREVITY, 'the very object received, _hook and sig untouched');
+});
+
+test('a cancelled chat keeps its partial answer from done.message', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  assert.equal(chat.cancelFrame(), null, 'nothing to cancel');
+  chat.startChat('go on forever', 'c7');
+  chat.receive(hookFrame('c7', BREVITY));
+  chat.receive({ type: 'text', id: 'c7', delta: 'tick tick' });
+  assert.deepEqual(chat.cancelFrame(), { type: 'cancel', id: 'c7' });
+  assert.equal(chat.running, 'c7', 'the chat runs until the server says done');
+
+  const update = chat.receive(done('c7', 'tick tick', 'cancelled'));
+  assert.deepEqual([update.kind, update.ended, update.frame.reason], ['done', true, 'cancelled']);
+  assert.deepEqual(store.get(KEYS.history), [
+    ...OLD,
+    { role: 'user', content: 'go on forever' },
+    BREVITY,
+    { role: 'assistant', content: 'tick tick' },
+  ]);
+  assert.equal(chat.cancelFrame(), null);
+});
+
+test('a failed chat adds nothing to the history, but keeps its session hooks', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  chat.startChat('hello', 'c1');
+  chat.receive(hookFrame('c1', BREVITY));
+  const hook = { event: 'stop', type: 'prompt', prompt: 'JUDGE', sig: '' };
+  chat.receive({ type: 'session_hook', id: 'c1', hook });
+  chat.receive({ type: 'text', id: 'c1', delta: 'partial' });
+  const update = chat.receive({ type: 'error', id: 'c1', code: 'upstream', message: 'model overloaded' });
+  assert.deepEqual([update.kind, update.ended], ['error', true]);
+  assert.equal(chat.running, null);
+  assert.deepEqual(chat.history, OLD);
+  assert.deepEqual(store.get(KEYS.history), OLD, 'nothing was saved over the old history');
+  assert.deepEqual(store.get(KEYS.sessionHooks), [hook]);
+
+  // The hook messages of the failed chat do not leak into the next one.
+  chat.startChat('again', 'c2');
+  chat.receive(done('c2', 'ok'));
+  assert.deepEqual(chat.history, [...OLD, { role: 'user', content: 'again' }, { role: 'assistant', content: 'ok' }]);
+});
+
+test('a lost connection ends the chat with nothing added', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  assert.equal(chat.abort(), false, 'nothing ran');
+  chat.startChat('hello', 'c1');
+  chat.receive(hookFrame('c1', BREVITY));
+  assert.equal(chat.abort(), true);
+  assert.equal(chat.running, null);
+  assert.deepEqual(store.get(KEYS.history), OLD);
+  assert.equal(chat.receive(done('c1', 'late')).kind, 'ignored', 'a late done of that chat is ignored');
+  assert.deepEqual(chat.history, OLD);
+});
+
+test('session hooks are stored and sent back with every later chat', () => {
+  const store = memoryStore();
+  const chat = createConversation(store);
+  assert.equal('session_hooks' in chat.startChat('register one', 'c1'), false, 'none yet: field absent');
+  const first = { event: 'stop', type: 'prompt', prompt: 'JUDGE {{assistant_output}}', expires_at: 1700000000, sig: 'ef'.repeat(32) };
+  const second = { event: 'pre_tool_execution', type: 'prompt', prompt: 'careful', sig: '01'.repeat(32) };
+  assert.equal(chat.receive({ type: 'session_hook', id: 'c1', hook: first }).kind, 'session_hook');
+  chat.receive({ type: 'session_hook', id: 'c1', hook: second });
+  chat.receive(done('c1', 'registered'));
+  assert.deepEqual(chat.sessionHooks, [first, second]);
+  assert.deepEqual(store.get(KEYS.sessionHooks), [first, second]);
+  assert.deepEqual(chat.startChat('next', 'c2').session_hooks, [first, second]);
+  chat.receive(done('c2', 'fine'));
+
+  // A reload: the page builds a new conversation on the same storage.
+  const reloaded = createConversation(store);
+  assert.deepEqual(reloaded.startChat('after reload', 'c3').session_hooks, [first, second]);
+  reloaded.receive(done('c3', 'ok'));
+
+  // "New conversation" forgets the history and the session hooks.
+  reloaded.clear();
+  assert.deepEqual([store.get(KEYS.history), store.get(KEYS.sessionHooks)], [[], []]);
+  const fresh = reloaded.startChat('fresh', 'c4');
+  assert.deepEqual(fresh.messages, []);
+  assert.equal('session_hooks' in fresh, false);
+  assert.throws(() => reloaded.clear(), /running/, 'not while a chat runs');
+});
+
+test('the outgoing chat frame: id, messages, input, skills, enable_tools', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  const frame = chat.startChat('what does the readme say?', 'c1');
+  assert.deepEqual(frame, { type: 'chat', id: 'c1', messages: OLD, input: 'what does the readme say?', enable_tools: true });
+  assert.equal('skills' in frame, false, 'no choice made: the server picks its default skills');
+  assert.deepEqual(JSON.parse(JSON.stringify(frame)), frame, 'plain JSON');
+  frame.messages.push({ role: 'user', content: 'tampered' });
+  assert.deepEqual(chat.history, OLD, 'the frame holds a copy of the history');
+  assert.throws(() => chat.startChat('second', 'c2'), /already running/, 'one chat at a time');
+  chat.receive(done('c1', 'it says hello'));
+
+  assert.deepEqual(chat.enabledSkills(['concise', 'code-reader']), ['concise', 'code-reader']);
+  chat.setSkills(['code-reader']);
+  chat.setTools(false);
+  assert.deepEqual(chat.enabledSkills(['concise', 'code-reader']), ['code-reader']);
+  assert.deepEqual([store.get(KEYS.skills), store.get(KEYS.tools)], [['code-reader'], false]);
+  const next = chat.startChat('again', 'c2');
+  assert.deepEqual([next.skills, next.enable_tools], [['code-reader'], false]);
+  chat.receive(done('c2', 'ok'));
+
+  // Kept across a reload; an empty choice is sent as [] (no skills), not left out.
+  const reloaded = createConversation(store);
+  reloaded.setSkills([]);
+  const third = reloaded.startChat('no skills', 'c3');
+  assert.deepEqual([third.skills, third.enable_tools, third.messages.length], [[], false, 6]);
+
+  // Without an id, one is made up, different for every chat.
+  const other = createConversation(memoryStore());
+  const ids = new Set();
+  for (let i = 0; i < 3; i++) {
+    const made = other.startChat('hi').id;
+    assert.match(made, /^c[0-9a-z]+$/);
+    ids.add(made);
+    other.abort();
+  }
+  assert.equal(ids.size, 3);
+  assert.throws(() => other.startChat(''), /non-empty/);
+});
+
+test('frames that are not about the running chat change nothing', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  assert.equal(chat.receive({ type: 'text', id: 'c1', delta: 'x' }).kind, 'ignored', 'no chat runs');
+  const stray = chat.receive({ type: 'error', code: 'bad_frame', message: 'not JSON' });
+  assert.deepEqual([stray.kind, stray.frame.code], ['stray_error', 'bad_frame']);
+
+  chat.startChat('hello', 'c1');
+  assert.equal(chat.receive({ type: 'pong' }).kind, 'ignored');
+  assert.equal(chat.receive({ type: 'hook', id: 'old', hook: {}, message: BREVITY }).kind, 'ignored');
+  assert.equal(chat.receive({ type: 'session_hook', id: 'old', hook: { event: 'stop' } }).kind, 'ignored');
+  assert.equal(chat.receive({ type: 'done', id: 'old', reason: 'completed', message: { role: 'assistant', content: 'no' } }).kind, 'ignored');
+  assert.equal(chat.receive({ type: 'mystery', id: 'c1' }).kind, 'ignored', 'an unknown type');
+  const busy = chat.receive({ type: 'error', id: 'c9', code: 'busy', message: 'a chat is running' });
+  assert.deepEqual([busy.kind, busy.ended], ['stray_error', false]);
+  assert.equal(chat.running, 'c1', 'another chat\'s error does not end this one');
+  chat.receive(done('c1', 'hi'));
+  assert.deepEqual(store.get(KEYS.history), [...OLD, { role: 'user', content: 'hello' }, { role: 'assistant', content: 'hi' }]);
+  assert.deepEqual(store.get(KEYS.sessionHooks), undefined, 'no session hook was stored');
+});
+
+test('storage that holds something odd falls back to the defaults', () => {
+  const chat = createConversation(memoryStore({
+    [KEYS.history]: { not: 'a list' },
+    [KEYS.sessionHooks]: 'nope',
+    [KEYS.skills]: 'concise',
+    [KEYS.tools]: 'yes',
+  }));
+  assert.deepEqual([chat.history, chat.sessionHooks, chat.skills, chat.tools], [[], [], null, true]);
+  assert.deepEqual(chat.startChat('hi', 'c1'), { type: 'chat', id: 'c1', messages: [], input: 'hi', enable_tools: true });
+  // And with no storage at all, it works in memory.
+  const bare = createConversation();
+  bare.startChat('hi', 'c1');
+  bare.receive(done('c1', 'yo'));
+  assert.deepEqual(bare.history, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }]);
+});
