@@ -27,6 +27,7 @@ use tower_http::services::ServeDir;
 
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
+use crate::hooks::external::register_hook::RegisterHook;
 use crate::hooks::external::runner::Runner;
 use crate::hooks::external::session::SessionHookFactory;
 use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
@@ -36,7 +37,6 @@ use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
 use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
-use crate::tools::register_hook::RegisterHook;
 use crate::tools::workspace::Workspace;
 use crate::tools::{builtin_tools, ToolLimits};
 

@@ -54,7 +54,6 @@ impl ToolRegistry {
 
 pub mod list_dir;
 pub mod read_file;
-pub mod register_hook;
 pub mod search_text;
 pub mod workspace;
 

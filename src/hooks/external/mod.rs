@@ -10,6 +10,7 @@ pub mod config;
 pub mod event;
 mod files;
 pub mod protocol;
+pub mod register_hook;
 pub mod runner;
 pub mod session;
 

@@ -5,10 +5,10 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Tool, ToolOutput, ToolSpec};
-use crate::hooks::external::session::validate_spec;
+use super::session::validate_spec;
 use crate::hooks::signing::{SessionHookSignature, SigningKey};
-use crate::types::ChatEvent;
+use crate::tools::Tool;
+use crate::types::{ChatEvent, ToolOutput, ToolSpec};
 
 pub struct RegisterHook {
     /// Signs each registered spec; `None` = the `sig` is empty.
