@@ -2,6 +2,15 @@
 //! the agent loop) and streams [`ChatEvent`]s. It never sees axum or JSON frames, and keeps nothing
 //! between chats.
 //!
+//! Inside, one job a module (private, but for `prompts`):
+//! - `run`: one chat's state, its setup (hooks, message list, user input) and its end (`done` or
+//!   `error`, after `run_completed` / `run_failed`);
+//! - `phases`: the direct call, the planning round and the agent loop, with the checkpoints of
+//!   DESIGN section 2 in the order of its table;
+//! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);
+//! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
+//! - `marker`: the planning reply's marker, decided while it streams; `prompts`: the built-ins.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use futures::StreamExt;
@@ -34,9 +43,14 @@
 //! # }
 //! ```
 
+mod call;
 mod marker;
+mod phases;
 pub mod prompts;
 mod run;
+#[cfg(test)]
+mod tests;
+mod tool_step;
 
 use crate::types::panic_message;
 pub use crate::types::{

@@ -37,6 +37,22 @@ pub enum Step {
 }
 
 /// Everything a hook can see and change about the running chat. Lives as long as the chat.
+///
+/// The chat's record — [`steps`](Self::steps), [`usage`](Self::usage),
+/// [`tool_calls_count`](Self::tool_calls_count) — is kept by the agent loop: a hook reads it but
+/// cannot change it.
+///
+/// ```
+/// fn spent(ctx: &hookwire::hooks::HookContext) -> u64 {
+///     ctx.usage().prompt_tokens + ctx.usage().completion_tokens
+/// }
+/// ```
+///
+/// ```compile_fail,E0616
+/// fn reset(ctx: &mut hookwire::hooks::HookContext) {
+///     ctx.usage = Default::default();
+/// }
+/// ```
 #[derive(Debug)]
 pub struct HookContext {
     pub session_id: String,
@@ -53,12 +69,13 @@ pub struct HookContext {
     /// The current agent round (0 before the loop).
     pub iteration: usize,
     pub max_steps: usize,
-    pub steps: Vec<Step>,
-    /// Tokens used so far by every call of this chat.
-    pub usage: Usage,
-    pub tool_calls_count: usize,
     /// Free-form state shared by all hooks of this chat.
     pub store: Map<String, Value>,
+    // The chat's record, kept by the agent loop: private, so a hook can read it (`steps()`,
+    // `usage()`, `tool_calls_count()`) but not make the `done` usage or a later hook's view lie.
+    steps: Vec<Step>,
+    usage: Usage,
+    tool_calls_count: usize,
     tools: Vec<ToolSpec>,
     disabled_tools: BTreeSet<String>,
     outbox: Vec<ChatEvent>,
@@ -76,15 +93,43 @@ impl HookContext {
             cwd: PathBuf::new(),
             iteration: 0,
             max_steps: 0,
+            store: Map::new(),
             steps: Vec::new(),
             usage: Usage::default(),
             tool_calls_count: 0,
-            store: Map::new(),
             tools,
             disabled_tools: BTreeSet::new(),
             outbox: Vec::new(),
             next_injection: 0,
         }
+    }
+
+    // ─── the chat's record (read-only to hooks) ───
+
+    /// The finished steps of the chat, newest last.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+    /// Tokens used so far by every model call of this chat.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+    /// Tool calls answered after their hooks so far (run, skipped by a hook, or failed); calls
+    /// past the round's cap, which never reach their hooks, do not count.
+    pub fn tool_calls_count(&self) -> usize {
+        self.tool_calls_count
+    }
+    /// The agent loop records a finished step.
+    pub(crate) fn record_step(&mut self, step: Step) {
+        self.steps.push(step);
+    }
+    /// The agent loop adds one model call's usage.
+    pub(crate) fn record_usage(&mut self, usage: Usage) {
+        self.usage += usage;
+    }
+    /// The agent loop counts one handled tool call.
+    pub(crate) fn count_tool_call(&mut self) {
+        self.tool_calls_count += 1;
     }
 
     // ─── tools ───

@@ -149,7 +149,9 @@ impl AgentHook for Recorder {
     async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) -> HookResult {
         self.push(format!(
             "run_completed:{}:{}:{}",
-            output.content, ctx.tool_calls_count, ctx.usage.prompt_tokens
+            output.content,
+            ctx.tool_calls_count(),
+            ctx.usage().prompt_tokens
         ));
         Ok(())
     }

@@ -1,0 +1,152 @@
+//! One streamed model call: `pre_llm_request` on a copy of the messages, the upstream stream read
+//! to its `Finished` event, the text streamed to the client as it comes (held back in the
+//! planning round until the marker is ruled out), and the usage added to the chat's.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+
+use super::marker::{MarkerDetector, MarkerState};
+use super::run::{ChatRun, Interrupt, Outcome};
+use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
+use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::tools::ToolSpec;
+use crate::types::{ChatError, ChatEvent, ErrorCode};
+
+/// How the text of a model call reaches the client.
+pub(super) enum TextMode {
+    /// Every delta streams at once.
+    Stream,
+    /// The planning round: held back until it is clear whether the reply starts with the marker.
+    Planning(MarkerDetector),
+}
+
+impl ChatRun {
+    /// One streamed model call with `pre_llm_request` before it.
+    pub(super) async fn call(
+        &mut self,
+        phase: CallPhase,
+        tools: Vec<ToolSpec>,
+        mode: TextMode,
+    ) -> Outcome<LlmResponse> {
+        let mut request = LlmRequest {
+            phase,
+            messages: self.ctx.messages.clone(),
+            tools,
+        };
+        if let Flow::Stop { reason } = self
+            .hooks
+            .pre_llm_request(&mut self.ctx, &mut request)
+            .await
+        {
+            return Err(Interrupt::Stopped(reason));
+        }
+        self.flush_outbox().await?;
+        let model_request = ModelRequest {
+            model: self.ctx.model.clone(),
+            messages: request.messages,
+            tools: request.tools,
+        };
+        self.model_called = true;
+        self.step_has_text = false;
+        metrics::counter!("hookwire_llm_calls_total").increment(1);
+        let started = Instant::now();
+        let model = self.inner.model.clone();
+        let stream = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+            stream = model.stream(model_request) => stream.map_err(upstream_error)?,
+        };
+        self.read_reply(stream, phase, mode, started).await
+    }
+
+    /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.
+    async fn read_reply(
+        &mut self,
+        mut stream: ModelStream,
+        phase: CallPhase,
+        mut mode: TextMode,
+        started: Instant,
+    ) -> Outcome<LlmResponse> {
+        let mut content = String::new();
+        let mut first_text = true;
+        loop {
+            let item = tokio::select! {
+                _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+                item = stream.next() => item,
+            };
+            match item {
+                None => {
+                    return Err(Interrupt::Failed(ChatError::new(
+                        ErrorCode::Upstream,
+                        "the model stream ended without finishing",
+                    )))
+                }
+                Some(Err(error)) => return Err(upstream_error(error)),
+                Some(Ok(ModelEvent::Text(delta))) => {
+                    if first_text {
+                        first_text = false;
+                        metrics::histogram!("hookwire_llm_first_token_seconds")
+                            .record(started.elapsed().as_secs_f64());
+                    }
+                    content.push_str(&delta);
+                    match &mut mode {
+                        TextMode::Stream => self.send_text(delta).await?,
+                        TextMode::Planning(detector) => {
+                            if let MarkerState::Answer { held } = detector.push(&delta) {
+                                self.send_text(held).await?;
+                            }
+                        }
+                    }
+                }
+                Some(Ok(ModelEvent::Finished {
+                    tool_calls,
+                    finish_reason,
+                    usage,
+                })) => {
+                    if let TextMode::Planning(detector) = &mut mode {
+                        if let MarkerState::Answer { held } = detector.finish() {
+                            self.send_text(held).await?;
+                        }
+                    }
+                    let usage = usage.unwrap_or_default();
+                    self.ctx.record_usage(usage);
+                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt")
+                        .increment(usage.prompt_tokens);
+                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion")
+                        .increment(usage.completion_tokens);
+                    metrics::histogram!("hookwire_llm_call_seconds")
+                        .record(started.elapsed().as_secs_f64());
+                    return Ok(LlmResponse {
+                        phase,
+                        content,
+                        tool_calls,
+                        finish_reason,
+                        usage,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Streams text; a new step's text is set apart from earlier text by a blank line.
+    async fn send_text(&mut self, delta: String) -> Outcome<()> {
+        if delta.is_empty() {
+            return Ok(());
+        }
+        if !self.step_has_text
+            && !self.visible_text.is_empty()
+            && !self.visible_text.ends_with("\n\n")
+        {
+            self.visible_text.push_str("\n\n");
+            self.send(ChatEvent::Text("\n\n".into())).await?;
+        }
+        self.visible_text.push_str(&delta);
+        self.step_has_text = true;
+        metrics::counter!("hookwire_text_deltas_total").increment(1);
+        self.send(ChatEvent::Text(delta)).await
+    }
+}
+
+fn upstream_error(error: LlmError) -> Interrupt {
+    Interrupt::Failed(ChatError::new(ErrorCode::Upstream, error.to_string()))
+}

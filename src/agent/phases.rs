@@ -1,0 +1,179 @@
+//! The three phases of a chat ([`CallPhase`]): the direct call, the planning round and the agent
+//! loop, and what follows every model response (`post_llm_response`, then the `stop` hooks for a
+//! final answer). The checkpoints of DESIGN section 2 fire here, in the order of its table; a
+//! model call is `call`'s job, a round's tools `tool_step`'s.
+
+use super::call::TextMode;
+use super::marker::{strip_marker, MarkerDetector};
+use super::prompts;
+use super::run::{ChatRun, Interrupt, Outcome};
+use crate::hooks::prompt::PromptHookManager;
+use crate::hooks::{CallPhase, LlmResponse, ResponseAction, Step, StopAction};
+use crate::types::{ChatEvent, DoneReason, Message, NoticeLevel, Role};
+
+impl ChatRun {
+    /// No tools: one streamed call, then the stop hooks.
+    pub(super) async fn direct(&mut self) -> Outcome<DoneReason> {
+        loop {
+            let mut response = self
+                .call(CallPhase::Direct, Vec::new(), TextMode::Stream)
+                .await?;
+            if self.after_response(&mut response).await? {
+                continue;
+            }
+            if self.finish_or_continue(response.content).await? {
+                continue;
+            }
+            return Ok(DoneReason::Completed);
+        }
+    }
+
+    /// The planning round: no tools; a reply that starts with the marker starts the agent loop.
+    pub(super) async fn planning(&mut self) -> Outcome<DoneReason> {
+        loop {
+            self.hooks.before_planning(&mut self.ctx).await;
+            let config = &self.inner.config;
+            let prompt = prompts::planning_prompt(
+                &config.planning_prompt,
+                &config.marker,
+                &self.inner.tools.names(),
+            );
+            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
+            let detector = MarkerDetector::new(&self.inner.config.marker);
+            let result = self
+                .call(
+                    CallPhase::Planning,
+                    Vec::new(),
+                    TextMode::Planning(detector),
+                )
+                .await;
+            PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+            let retry = match result {
+                Ok(mut response) => self
+                    .after_response(&mut response)
+                    .await
+                    .map(|retry| (retry, response)),
+                Err(interrupt) => Err(interrupt),
+            };
+            // The end of the planning scope comes after its response was handled, even on failure.
+            self.hooks.after_planning(&mut self.ctx).await;
+            let (retry, response) = retry?;
+            if retry {
+                continue;
+            }
+            let trimmed = response.content.trim_start();
+            let marker = self.inner.config.marker.as_str();
+            if !marker.is_empty() && trimmed.starts_with(marker) {
+                let plan = strip_marker(&response.content, marker).to_string();
+                self.send(ChatEvent::Plan(plan.clone())).await?;
+                if !plan.is_empty() {
+                    self.ctx.messages.push(Message::assistant(plan));
+                }
+                return self.agent_loop().await;
+            }
+            if self.finish_or_continue(response.content).await? {
+                continue;
+            }
+            return Ok(DoneReason::Completed);
+        }
+    }
+
+    /// Rounds with tools until a round calls none, or `max_steps`.
+    async fn agent_loop(&mut self) -> Outcome<DoneReason> {
+        let result = self.agent_rounds().await;
+        self.hooks.after_agent_loop(&mut self.ctx).await;
+        result
+    }
+
+    async fn agent_rounds(&mut self) -> Outcome<DoneReason> {
+        let max_steps = self.inner.config.max_steps.max(1);
+        for round in 1..=max_steps {
+            self.ctx.iteration = round;
+            self.hooks.before_each_agent(&mut self.ctx).await;
+            if round == 1 {
+                self.hooks.before_first_agent(&mut self.ctx).await;
+            }
+            let step_prompt = if round == 1 {
+                self.inner.config.first_step_prompt.clone()
+            } else {
+                self.inner.config.each_step_prompt.clone()
+            };
+            let prompt_id =
+                PromptHookManager::inject_prompt(&mut self.ctx, step_prompt, Role::System);
+            let tools = self.ctx.active_tools();
+            let result = self
+                .call(CallPhase::Agent { round }, tools, TextMode::Stream)
+                .await;
+            PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+            let mut response = result?;
+            if self.after_response(&mut response).await? {
+                continue;
+            }
+            if response.tool_calls.is_empty() {
+                if self.finish_or_continue(response.content).await? {
+                    continue;
+                }
+                return Ok(DoneReason::Completed);
+            }
+            let tool_names = self.run_tools(response).await?;
+            self.hooks.after_tool_call(&mut self.ctx, &tool_names).await;
+            self.flush_outbox().await?;
+        }
+        Ok(DoneReason::MaxSteps)
+    }
+
+    /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).
+    async fn after_response(&mut self, response: &mut LlmResponse) -> Outcome<bool> {
+        let action = self.hooks.post_llm_response(&mut self.ctx, response).await;
+        self.ctx.record_step(Step::Assistant {
+            content: response.content.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        self.flush_outbox().await?;
+        match action {
+            ResponseAction::Continue => Ok(false),
+            ResponseAction::Stop { reason } => Err(Interrupt::Stopped(reason)),
+            ResponseAction::Retry { feedback } => {
+                if self.retries >= self.inner.config.max_retries {
+                    tracing::warn!(chat = %self.ctx.run_id, "retry limit reached; keeping the response");
+                    return Ok(false);
+                }
+                self.retries += 1;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!("a hook asked the model to try again: {feedback}"),
+                )
+                .await?;
+                if !response.content.is_empty() {
+                    self.ctx
+                        .messages
+                        .push(Message::assistant(response.content.clone()));
+                }
+                self.ctx.messages.push(Message::user(feedback));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Keeps the final answer and asks the `stop` hooks; `Ok(true)` = the model goes on.
+    async fn finish_or_continue(&mut self, content: String) -> Outcome<bool> {
+        let action = self.hooks.stop(&mut self.ctx, &content).await;
+        self.flush_outbox().await?;
+        if !content.is_empty() {
+            self.kept.push(content.clone());
+        }
+        match action {
+            StopAction::Finish => Ok(false),
+            StopAction::Continue { .. } if self.retries >= self.inner.config.max_retries => {
+                tracing::warn!(chat = %self.ctx.run_id, "retry limit reached; the chat ends");
+                Ok(false)
+            }
+            StopAction::Continue { feedback } => {
+                self.retries += 1;
+                self.ctx.messages.push(Message::assistant(content));
+                self.ctx.messages.push(Message::user(feedback));
+                Ok(true)
+            }
+        }
+    }
+}

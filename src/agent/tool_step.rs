@@ -1,0 +1,214 @@
+//! One tool step: the tool calls of one assistant message, in order, each with its hooks
+//! (`pre_tool_execution`, then `post_tool_execution` or `post_tool_execution_failure`), under the
+//! per-round cap. A tool's failure or panic is a result the model sees; cancelling the chat drops
+//! the running tool's future, which is its stop signal.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::run::{ChatRun, Interrupt, Outcome};
+use crate::hooks::{Flow, LlmResponse, Step, ToolAction, ToolCallInfo, ToolResultInfo};
+use crate::tools::ToolOutput;
+use crate::types::{ChatEvent, Message, ToolCall};
+
+impl ChatRun {
+    /// Runs a round's tool calls in order and returns the names of the tools that ran (for
+    /// `after_tool_call`). Calls past `max_tool_calls_per_round` do not run, but still get an
+    /// error result each: every call of the assistant message needs its tool message, and the
+    /// model learns why.
+    pub(super) async fn run_tools(&mut self, response: LlmResponse) -> Outcome<Vec<String>> {
+        if !response.content.is_empty() {
+            self.kept.push(response.content.clone());
+        }
+        self.ctx.messages.push(Message::assistant_with_tools(
+            response.content,
+            response.tool_calls.clone(),
+        ));
+        let cap = self.inner.config.max_tool_calls_per_round;
+        let asked = response.tool_calls.len();
+        if asked > cap {
+            tracing::warn!(chat = %self.ctx.run_id, asked, cap, "more tool calls than a round may run; the rest get an error result");
+        }
+        let mut names = Vec::new();
+        for (index, call) in response.tool_calls.into_iter().enumerate() {
+            if index >= cap {
+                self.refuse_tool(call, cap).await?;
+                continue;
+            }
+            if !names.contains(&call.name) {
+                names.push(call.name.clone());
+            }
+            self.run_tool(call).await?;
+        }
+        Ok(names)
+    }
+
+    /// A call past the round's cap: shown and answered with an error, without running it or
+    /// its hooks.
+    async fn refuse_tool(&mut self, call: ToolCall, cap: usize) -> Outcome<()> {
+        let arguments = call.arguments_value();
+        self.send_tool_call(&call.id, &call.name, arguments).await?;
+        let content = format!(
+            "the tool did not run: a round runs at most {cap} tool calls \
+             (limits.max_tool_calls_per_round); call it again in the next round"
+        );
+        metrics::counter!("hookwire_tool_calls_total", "tool" => call.name.clone(), "outcome" => "refused").increment(1);
+        self.answer_call(call.id, call.name, content, true).await
+    }
+
+    async fn run_tool(&mut self, call: ToolCall) -> Outcome<()> {
+        let parsed = parse_arguments(&call.arguments);
+        let mut info = ToolCallInfo {
+            call_id: call.id,
+            name: call.name,
+            arguments: parsed.as_ref().cloned().unwrap_or_else(|_| empty_object()),
+        };
+        let action = self
+            .hooks
+            .pre_tool_execution(&mut self.ctx, &mut info)
+            .await;
+        self.flush_outbox().await?;
+        let skip_reason = match action {
+            // A stop ends the chat before the call is shown or run.
+            ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
+            ToolAction::Skip { reason } => Some(reason),
+            ToolAction::Run => None,
+        };
+        self.send_tool_call(&info.call_id, &info.name, info.arguments.clone())
+            .await?;
+        let started = Instant::now();
+        // Arguments that are not JSON fail the call, unless a hook has put others in their place.
+        let unparsable = parsed.err().filter(|_| info.arguments == empty_object());
+        let (mut output, panicked) = match (skip_reason, unparsable) {
+            (Some(reason), _) => (
+                ToolOutput::error(format!("the tool did not run: {reason}")),
+                false,
+            ),
+            (None, Some(error)) => (
+                ToolOutput::error(format!(
+                    "the arguments of {} are not valid JSON: {error}",
+                    info.name
+                )),
+                false,
+            ),
+            (None, None) => self.execute_tool(&info).await?,
+        };
+        let outcome = match (panicked, output.is_error) {
+            (true, _) => "panic",
+            (false, true) => "error",
+            (false, false) => "ok",
+        };
+        metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => outcome).increment(1);
+        for event in std::mem::take(&mut output.events) {
+            self.send(event).await?;
+        }
+        let mut result = ToolResultInfo {
+            call_id: info.call_id.clone(),
+            name: info.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+            duration: started.elapsed(),
+        };
+        let flow = self
+            .hooks
+            .post_tool(&mut self.ctx, &info, &mut result)
+            .await;
+        self.ctx.count_tool_call();
+        self.answer_call(result.call_id, result.name, result.content, result.is_error)
+            .await?;
+        match flow {
+            Flow::Stop { reason } => Err(Interrupt::Stopped(reason)),
+            Flow::Continue => Ok(()),
+        }
+    }
+
+    /// Runs the tool; `true` = it panicked. A panic is isolated like a hook's: the model gets an
+    /// error result and the chat goes on.
+    async fn execute_tool(&self, info: &ToolCallInfo) -> Outcome<(ToolOutput, bool)> {
+        if !self.ctx.is_tool_enabled(&info.name) {
+            return Ok((
+                ToolOutput::error(format!("unknown or disabled tool: {}", info.name)),
+                false,
+            ));
+        }
+        let Some(tool) = self.inner.tools.get(&info.name) else {
+            return Ok((
+                ToolOutput::error(format!("unknown tool: {}", info.name)),
+                false,
+            ));
+        };
+        let tool = tool.clone();
+        let arguments = info.arguments.clone();
+        let run =
+            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.run(arguments)));
+        let result = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+            result = run => result,
+        };
+        Ok(match result {
+            Ok(output) => (output, false),
+            Err(panic) => {
+                let message = crate::tools::panic_message(panic.as_ref());
+                tracing::error!(chat = %self.ctx.run_id, tool = %info.name, panic = %message, "tool panicked; the chat goes on");
+                (
+                    ToolOutput::error(format!(
+                        "the tool {} failed unexpectedly: {message}",
+                        info.name
+                    )),
+                    true,
+                )
+            }
+        })
+    }
+
+    async fn send_tool_call(&self, call_id: &str, name: &str, arguments: Value) -> Outcome<()> {
+        self.send(ChatEvent::ToolCall {
+            call_id: call_id.to_string(),
+            name: name.to_string(),
+            arguments,
+        })
+        .await
+    }
+
+    /// Records a call's result as a step and as its tool message (right after the assistant
+    /// message and the round's earlier results: the OpenAI ordering rule), then shows it.
+    async fn answer_call(
+        &mut self,
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    ) -> Outcome<()> {
+        self.ctx.record_step(Step::Tool {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            content: content.clone(),
+            is_error,
+        });
+        self.ctx
+            .messages
+            .push(Message::tool_result(call_id.clone(), content.clone()));
+        self.flush_outbox().await?;
+        self.send(ChatEvent::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        })
+        .await
+    }
+}
+
+/// The model's argument text as JSON; no text at all means no arguments.
+fn parse_arguments(raw: &str) -> Result<Value, serde_json::Error> {
+    if raw.trim().is_empty() {
+        Ok(empty_object())
+    } else {
+        serde_json::from_str(raw)
+    }
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
