@@ -57,8 +57,26 @@ impl ChatRun {
         self.answer_call(call.id, call.name, content, true).await
     }
 
+    /// A call whose arguments its tool refuses before anyone sees them (e.g. a path outside the
+    /// workspace): shown as sent and answered with the tool's error, without hooks.
+    async fn refuse_unprepared(&mut self, call: ToolCall, error: String) -> Outcome<()> {
+        let arguments = call.arguments_value();
+        self.send_tool_call(&call.id, &call.name, arguments).await?;
+        metrics::counter!("hookwire_tool_calls_total", "tool" => call.name.clone(), "outcome" => "error").increment(1);
+        self.answer_call(call.id, call.name, error, true).await
+    }
+
     async fn run_tool(&mut self, call: ToolCall) -> Outcome<()> {
-        let parsed = parse_arguments(&call.arguments);
+        let parsed = match (
+            parse_arguments(&call.arguments),
+            self.inner.tools.get(&call.name),
+        ) {
+            (Ok(arguments), Some(tool)) => match tool.prepare(arguments) {
+                Ok(prepared) => Ok(prepared),
+                Err(error) => return self.refuse_unprepared(call, error).await,
+            },
+            (parsed, _) => parsed,
+        };
         let mut info = ToolCallInfo {
             call_id: call.id,
             name: call.name,

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::workspace::{Kind, Workspace};
 use super::{
-    arguments_object, optional_str, run_bounded, StopSignal, Tool, ToolLimits, ToolOutput, ToolSpec,
+    arguments_object, normalize_path_argument, optional_str, run_bounded, StopSignal, Tool,
+    ToolLimits, ToolOutput, ToolSpec,
 };
 
 pub struct ListDir {
@@ -36,6 +37,10 @@ impl Tool for ListDir {
                 }
             }),
         }
+    }
+
+    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+        normalize_path_argument(arguments, "path", false)
     }
 
     async fn run(&self, arguments: Value) -> ToolOutput {

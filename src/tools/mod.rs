@@ -16,7 +16,15 @@ pub use crate::types::{ToolOutput, ToolSpec};
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    /// Runs the tool. `arguments` is the parsed JSON object the model sent.
+    /// Puts the model's arguments in the one form that hooks see and [`Tool::run`] gets (the
+    /// built-in tools normalise workspace paths here, so a guard hook cannot be passed by
+    /// spelling `.env` as `./.env//`). `Err` answers the call with that error result: neither
+    /// hooks nor `run` see it. The default keeps the arguments as they are.
+    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+        Ok(arguments)
+    }
+    /// Runs the tool. `arguments` is the JSON object the model sent, after [`Tool::prepare`] and
+    /// the hooks.
     async fn run(&self, arguments: Value) -> ToolOutput;
 }
 
@@ -245,6 +253,26 @@ pub(crate) fn arguments_object(
     arguments
         .as_object()
         .ok_or_else(|| "arguments must be a JSON object".to_string())
+}
+
+/// `arguments` with its string `key` (when present) in the workspace's one spelling
+/// ([`workspace::normalize`]); `refuse_folder` also refuses a path that can only name a folder
+/// (`a/`, `a/.`).
+pub(crate) fn normalize_path_argument(
+    mut arguments: Value,
+    key: &str,
+    refuse_folder: bool,
+) -> Result<Value, String> {
+    let Some(Value::String(path)) = arguments.get_mut(key) else {
+        return Ok(arguments); // absent or not a string: `run` reports it
+    };
+    if refuse_folder && workspace::names_a_folder(path) {
+        return Err(format!(
+            "{path} ends in '/': it names a folder; use list_dir to see what is in it"
+        ));
+    }
+    *path = workspace::normalize(path)?;
+    Ok(arguments)
 }
 
 /// An optional string argument.

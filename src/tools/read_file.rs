@@ -6,10 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::workspace::{Kind, Workspace};
+use super::workspace::{names_a_folder, Kind, Workspace};
 use super::{
-    arguments_object, optional_count, optional_str, run_bounded, StopReader, StopSignal, Tool,
-    ToolLimits, ToolOutput, ToolSpec,
+    arguments_object, normalize_path_argument, optional_count, optional_str, run_bounded,
+    StopReader, StopSignal, Tool, ToolLimits, ToolOutput, ToolSpec,
 };
 
 pub struct ReadFile {
@@ -45,12 +45,21 @@ impl Tool for ReadFile {
         }
     }
 
+    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+        normalize_path_argument(arguments, "path", true)
+    }
+
     async fn run(&self, arguments: Value) -> ToolOutput {
         let parsed = (|| {
             let args = arguments_object(&arguments)?;
             let path = optional_str(args, "path")?
                 .ok_or("missing argument \"path\"")?
                 .to_string();
+            if names_a_folder(&path) {
+                return Err(format!(
+                    "{path} ends in '/': it names a folder; use list_dir to see what is in it"
+                ));
+            }
             let offset = optional_count(args, "offset")?.unwrap_or(1);
             let limit = optional_count(args, "limit")?
                 .unwrap_or(self.limits.max_lines)

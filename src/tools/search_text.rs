@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::workspace::{Kind, Workspace};
 use super::{
-    arguments_object, optional_str, run_bounded, StopReader, StopSignal, Tool, ToolLimits,
-    ToolOutput, ToolSpec,
+    arguments_object, normalize_path_argument, optional_str, run_bounded, StopReader, StopSignal,
+    Tool, ToolLimits, ToolOutput, ToolSpec,
 };
 
 /// A matching line longer than this is shortened.
@@ -50,6 +50,10 @@ impl Tool for SearchText {
                 "required": ["pattern"]
             }),
         }
+    }
+
+    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+        normalize_path_argument(arguments, "path", false)
     }
 
     async fn run(&self, arguments: Value) -> ToolOutput {

@@ -17,4 +17,5 @@ mod reload;
 mod rust_hooks;
 mod skills;
 mod tools;
+mod trust;
 mod upstream;
