@@ -23,6 +23,17 @@
   };
 
   const conversation = window.HookwireProtocol.createConversation(store);
+  // sessionStorage, for the access token: it lasts as long as the tab.
+  const session = {
+    load(key, fallback) {
+      try { const raw = sessionStorage.getItem(key); return raw === null ? fallback : JSON.parse(raw); } catch (_) { return fallback; }
+    },
+    save(key, value) {
+      try { sessionStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage off */ }
+    },
+  };
+  const access = window.HookwireProtocol.takeToken(location.href, session);
+  if (access.cleanUrl) history.replaceState(history.state, '', access.cleanUrl);
   const loaded = store.load(TRANSCRIPT, []);
   const view = {
     transcript: Array.isArray(loaded) ? loaded : [], // what is drawn, as items (see draw)
@@ -208,7 +219,7 @@
 
   function connect() {
     setStatus('connecting', 'connecting…');
-    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+    const ws = new WebSocket(window.HookwireProtocol.socketUrl(location, access.token));
     view.ws = ws;
     ws.onopen = () => {
       view.retry = 0;
@@ -273,12 +284,22 @@
     for (const hook of hooks) list.appendChild(el('li', null, hook.event + ': ' + (hook.prompt || hook.command || '')));
   }
 
+  // GET an API route with the access token; a refusal says what to do about it.
+  async function api(path) {
+    const response = await fetch(path, { headers: window.HookwireProtocol.authHeaders(access.token) });
+    if (response.status === 401) {
+      throw new Error('this server needs an access token: open the page as ' + location.origin + '/?token=YOUR_TOKEN');
+    }
+    if (!response.ok) throw new Error(path + ' answered ' + response.status);
+    return response.json();
+  }
+
   async function loadServerInfo() {
     try {
-      const info = await (await fetch('/api/info')).json();
+      const info = await api('/api/info');
       $('banner').hidden = !info.demo;
       view.defaultSkills = info.default_skills || [];
-      const skills = await (await fetch('/api/skills')).json();
+      const skills = await api('/api/skills');
       renderSkills(skills);
       document.body.dataset.info = 'loaded';
     } catch (error) {

@@ -143,5 +143,35 @@
     };
   }
 
-  global.HookwireProtocol = { KEYS, createConversation };
+  // The access token of a server that has `auth_token` set (README "Security model"): taken from
+  // the page's own URL once (`?token=…`), kept in `session` (sessionStorage: gone with the tab),
+  // and removed from the address bar. Returns `{token, cleanUrl}`: `cleanUrl` is the address to
+  // show instead (null when the URL had no token).
+  function takeToken(href, session) {
+    const url = new URL(href);
+    const fromUrl = url.searchParams.get('token');
+    if (fromUrl !== null) {
+      url.searchParams.delete('token');
+      session.save(TOKEN_KEY, fromUrl);
+      return { token: fromUrl || null, cleanUrl: url.toString() };
+    }
+    const kept = session.load(TOKEN_KEY, null);
+    return { token: typeof kept === 'string' && kept ? kept : null, cleanUrl: null };
+  }
+
+  // Where the page opens its WebSocket: the same host, `?token=` when there is one (a browser
+  // cannot set headers on a WebSocket).
+  function socketUrl(location, token) {
+    const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
+    return scheme + location.host + '/ws' + (token ? '?token=' + encodeURIComponent(token) : '');
+  }
+
+  // The headers of the page's API requests.
+  function authHeaders(token) {
+    return token ? { Authorization: 'Bearer ' + token } : {};
+  }
+
+  const TOKEN_KEY = 'hookwire.token';
+
+  global.HookwireProtocol = { KEYS, createConversation, takeToken, socketUrl, authHeaders };
 })(globalThis);

@@ -2,6 +2,7 @@
 //! metrics and graceful shutdown. The session logic lives in [`session`], the wire types in
 //! [`frames`].
 
+mod access;
 mod fit;
 pub mod frames;
 mod listen;
