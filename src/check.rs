@@ -1,41 +1,142 @@
 //! `hookwire check`: everything `serve` would load, with every problem reported as
-//! `file: field: reason`.
+//! `severity: file: field: reason`.
 
 use crate::config::Config;
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
+use crate::types::Problem;
 
-/// Every problem found, one line each (`error: …` or `warning: …`); empty when all is well.
-pub fn problems(config: &Config) -> Vec<String> {
+/// Every problem found, errors and warnings; empty when all is well.
+pub fn problems(config: &Config) -> Vec<Problem> {
     let mut problems = Vec::new();
     if let Err(error) = std::fs::metadata(&config.workspace) {
-        problems.push(format!(
-            "error: {}: workspace: {error}",
-            config.workspace.display()
-        ));
+        problems.push(
+            Problem::error(error.to_string())
+                .in_file(&config.workspace)
+                .in_field("workspace"),
+        );
     }
     if !config.skills_dir.is_dir() {
-        problems.push(format!(
-            "warning: {}: skills dir does not exist; no skills will load",
-            config.skills_dir.display()
-        ));
+        problems.push(
+            Problem::warning("skills dir does not exist; no skills will load")
+                .in_file(&config.skills_dir),
+        );
     }
     let (_, hook_problems) =
         load_hook_set(&hook_files(config.hooks_file.as_deref(), &config.workspace));
-    problems.extend(hook_problems.into_iter().map(|p| format!("error: {p}")));
+    problems.extend(hook_problems);
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());
     if let Some(defaults) = &config.default_skills {
         for name in defaults {
             if skills.get(name).is_none() {
-                problems.push(format!("error: default_skills: unknown skill {name:?}"));
+                problems.push(
+                    Problem::error(format!("unknown skill {name:?}")).in_field("default_skills"),
+                );
             }
         }
     }
     problems
 }
 
-/// Whether any problem is an error (warnings alone do not fail `check`).
-pub fn has_errors(problems: &[String]) -> bool {
-    problems.iter().any(|p| p.starts_with("error:"))
+/// Whether `check` fails: any error does, warnings alone do not.
+pub fn has_errors(problems: &[Problem]) -> bool {
+    crate::types::has_errors(problems)
+}
+
+/// What `check` prints (each problem with its severity, then a verdict), and whether it passed.
+pub fn report(problems: &[Problem]) -> (String, bool) {
+    let mut text = String::new();
+    for problem in problems {
+        text.push_str(&format!("{}\n", problem.labelled()));
+    }
+    let passed = !has_errors(problems);
+    if passed {
+        text.push_str("ok: configuration, skills and hooks load without errors\n");
+    } else {
+        text.push_str(&format!("{} problem(s) found\n", problems.len()));
+    }
+    (text, passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CliSettings, FileConfig};
+    use crate::types::Severity;
+
+    fn config(workspace: &std::path::Path, skills: &std::path::Path) -> Config {
+        let cli = CliSettings {
+            workspace: Some(workspace.to_path_buf()),
+            skills_dir: Some(skills.to_path_buf()),
+            ..Default::default()
+        };
+        match Config::resolve(&cli, FileConfig::default(), |_| None) {
+            Ok(config) => config,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    #[test]
+    fn the_severity_decides_whether_check_passes() {
+        let warning = Problem::warning("error: only looks bad").in_file("x");
+        let (text, passed) = report(std::slice::from_ref(&warning));
+        assert!(passed, "{text}");
+        assert_eq!(
+            text,
+            "warning: x: error: only looks bad\nok: configuration, skills and hooks load without errors\n"
+        );
+        let (text, passed) = report(&[warning, Problem::error("broken").in_file("y")]);
+        assert!(!passed, "{text}");
+        assert_eq!(
+            text,
+            "warning: x: error: only looks bad\nerror: y: broken\n2 problem(s) found\n"
+        );
+        assert!(report(&[]).1);
+    }
+
+    #[test]
+    fn a_missing_skills_dir_is_only_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let problems = problems(&config(dir.path(), &dir.path().join("no-skills")));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].severity, Severity::Warning);
+        assert!(!has_errors(&problems));
+        assert!(problems[0].labelled().to_string().starts_with("warning: "));
+    }
+
+    #[test]
+    fn a_broken_hook_file_is_an_error_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
+        std::fs::write(
+            dir.path().join(".hookwire/hooks.yaml"),
+            "stop:\n  - command: x\n    on_error: explode\n",
+        )
+        .unwrap();
+        let problems = problems(&config(dir.path(), dir.path()));
+        assert!(has_errors(&problems));
+        let problem = problems.iter().find(|p| p.is_error()).unwrap();
+        assert_eq!(problem.line, Some(2));
+        assert_eq!(problem.field.as_deref(), Some("stop[0]"));
+        let shown = problem.labelled().to_string();
+        assert!(shown.starts_with("error: "), "{shown}");
+        assert!(shown.contains("hooks.yaml:2: stop[0]: on_error"), "{shown}");
+    }
+
+    #[test]
+    fn an_unknown_default_skill_is_an_error_of_the_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), dir.path());
+        config.default_skills = Some(vec!["nope".into()]);
+        let problems = problems(&config);
+        assert_eq!(
+            problems
+                .iter()
+                .map(|p| p.labelled().to_string())
+                .collect::<Vec<_>>(),
+            ["error: default_skills: unknown skill \"nope\""]
+        );
+        assert!(has_errors(&problems));
+    }
 }

@@ -242,21 +242,58 @@ pub struct Config {
     pub allow_session_command_hooks: bool,
 }
 
-/// A setting that could not be used; the message names the setting and why.
+/// A setting that could not be used, or a config file that could not be read; the message names
+/// the setting (or the file) and why.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+pub enum ConfigError {
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not YAML, a wrong type, an unknown key.
+    #[error("config file {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        // Boxed: the parser's error is large, and every `Result` of the merge would carry it.
+        source: Box<serde_saphyr::Error>,
+    },
+    #[error("{setting} must be a positive number of seconds, got {value}")]
+    NotSeconds { setting: &'static str, value: f64 },
+    #[error("{setting} must be at least {min}")]
+    TooSmall { setting: &'static str, min: usize },
+    #[error("{setting} must not be empty")]
+    Empty { setting: &'static str },
+}
+
+impl ConfigError {
+    /// The setting that is wrong (`limits.max_steps`); `None` when the file itself is.
+    pub fn setting(&self) -> Option<&'static str> {
+        match self {
+            ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
+            ConfigError::NotSeconds { setting, .. }
+            | ConfigError::TooSmall { setting, .. }
+            | ConfigError::Empty { setting } => Some(setting),
+        }
+    }
+}
+
+/// `value` must be at least `min`.
+fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), ConfigError> {
+    if value < min {
+        return Err(ConfigError::TooSmall { setting, min });
+    }
+    Ok(())
+}
 
 /// Reads an environment variable, treating an empty value as unset.
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration, ConfigError> {
+fn seconds(setting: &'static str, value: f64) -> Result<Duration, ConfigError> {
     if !value.is_finite() || value <= 0.0 || value > 86_400.0 * 365.0 {
-        return Err(ConfigError(format!(
-            "{name} must be a positive number of seconds, got {value}"
-        )));
+        return Err(ConfigError::NotSeconds { setting, value });
     }
     Ok(Duration::from_secs_f64(value))
 }
@@ -272,11 +309,15 @@ impl Config {
     }
 
     pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read config file {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let options = serde_saphyr::options! { strict_booleans: true };
-        serde_saphyr::from_str_with_options(&text, options)
-            .map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))
+        serde_saphyr::from_str_with_options(&text, options).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })
     }
 
     /// The merge: `cli` (flag, then env, from clap) → `file` → defaults. `env` looks up the
@@ -346,26 +387,14 @@ impl Config {
                 .max_pending_connections
                 .unwrap_or(defaults.max_pending_connections),
         };
-        if limits.max_message_bytes < 1024 {
-            return Err(ConfigError(
-                "limits.max_message_bytes must be at least 1024".into(),
-            ));
-        }
-        if limits.max_frame_bytes < 4096 {
-            return Err(ConfigError(
-                "limits.max_frame_bytes must be at least 4096".into(),
-            ));
-        }
-        if limits.max_pending_connections == 0 {
-            return Err(ConfigError(
-                "limits.max_pending_connections must be at least 1".into(),
-            ));
-        }
-        if limits.max_connections == 0 {
-            return Err(ConfigError(
-                "limits.max_connections must be at least 1".into(),
-            ));
-        }
+        at_least("limits.max_message_bytes", limits.max_message_bytes, 1024)?;
+        at_least("limits.max_frame_bytes", limits.max_frame_bytes, 4096)?;
+        at_least(
+            "limits.max_pending_connections",
+            limits.max_pending_connections,
+            1,
+        )?;
+        at_least("limits.max_connections", limits.max_connections, 1)?;
         let workspace = cli
             .workspace
             .clone()
@@ -408,16 +437,16 @@ impl Config {
             workspace: workspace.clone(),
             secret: env("HOOKWIRE_SECRET").or(file.secret),
         };
-        if agent.max_tool_calls_per_round == 0 {
-            return Err(ConfigError(
-                "limits.max_tool_calls_per_round must be at least 1".into(),
-            ));
-        }
-        if agent.max_steps == 0 {
-            return Err(ConfigError("limits.max_steps must be at least 1".into()));
-        }
+        at_least(
+            "limits.max_tool_calls_per_round",
+            agent.max_tool_calls_per_round,
+            1,
+        )?;
+        at_least("limits.max_steps", agent.max_steps, 1)?;
         if agent.marker.trim().is_empty() {
-            return Err(ConfigError("planning.marker must not be empty".into()));
+            return Err(ConfigError::Empty {
+                setting: "planning.marker",
+            });
         }
         Ok(Config {
             addr: cli
@@ -581,16 +610,90 @@ mod tests {
             ..Default::default()
         };
         let error = Config::resolve(&cli, FileConfig::default(), no_env).unwrap_err();
-        assert!(error.0.contains("llm_timeout"), "{error}");
+        assert!(
+            matches!(
+                error,
+                ConfigError::NotSeconds {
+                    setting: "llm_timeout",
+                    value: -1.0
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "llm_timeout must be a positive number of seconds, got -1"
+        );
         let error = Config::resolve(
             &CliSettings::default(),
             file("limits:\n  hook_chain_timeout_seconds: 0\n"),
             no_env,
         )
         .unwrap_err();
+        assert_eq!(error.setting(), Some("limits.hook_chain_timeout_seconds"));
         assert!(
-            error.0.contains("limits.hook_chain_timeout_seconds"),
+            error
+                .to_string()
+                .contains("limits.hook_chain_timeout_seconds"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn limits_below_their_minimum_are_refused_with_the_same_text() {
+        let cases = [
+            (
+                "limits:\n  max_message_bytes: 10\n",
+                "limits.max_message_bytes must be at least 1024",
+            ),
+            (
+                "limits:\n  max_frame_bytes: 10\n",
+                "limits.max_frame_bytes must be at least 4096",
+            ),
+            (
+                "limits:\n  max_pending_connections: 0\n",
+                "limits.max_pending_connections must be at least 1",
+            ),
+            (
+                "limits:\n  max_connections: 0\n",
+                "limits.max_connections must be at least 1",
+            ),
+            (
+                "limits:\n  max_tool_calls_per_round: 0\n",
+                "limits.max_tool_calls_per_round must be at least 1",
+            ),
+            (
+                "limits:\n  max_steps: 0\n",
+                "limits.max_steps must be at least 1",
+            ),
+            (
+                "planning:\n  marker: '  '\n",
+                "planning.marker must not be empty",
+            ),
+        ];
+        for (yaml, shown) in cases {
+            let error = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap_err();
+            assert_eq!(error.to_string(), shown);
+            assert!(error.setting().is_some_and(|s| shown.starts_with(s)));
+        }
+    }
+
+    #[test]
+    fn file_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.yaml");
+        let error = Config::read_file(&missing).unwrap_err();
+        assert!(matches!(error, ConfigError::Read { .. }), "{error:?}");
+        assert!(error
+            .to_string()
+            .starts_with(&format!("cannot read config file {}: ", missing.display())));
+        let typo = dir.path().join("typo.yaml");
+        std::fs::write(&typo, "modle: x\n").unwrap();
+        let error = Config::read_file(&typo).unwrap_err();
+        assert!(matches!(error, ConfigError::Parse { .. }), "{error:?}");
+        assert!(error
+            .to_string()
+            .starts_with(&format!("config file {}: ", typo.display())));
+        assert_eq!(error.setting(), None);
     }
 }

@@ -59,14 +59,11 @@ fn serve(config: Config) -> ExitCode {
 
 /// Loads everything `serve` would load and prints every problem.
 fn check(config: &Config) -> ExitCode {
-    let problems = hookwire::check::problems(config);
-    for problem in &problems {
-        println!("{problem}");
+    let (text, passed) = hookwire::check::report(&hookwire::check::problems(config));
+    print!("{text}");
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
-    if hookwire::check::has_errors(&problems) {
-        println!("{} problem(s) found", problems.len());
-        return ExitCode::FAILURE;
-    }
-    println!("ok: configuration, skills and hooks load without errors");
-    ExitCode::SUCCESS
 }

@@ -42,6 +42,39 @@ pub enum Outcome {
     Refused { problems: Vec<String> },
 }
 
+/// Why watching could not start: the set is loaded, it just will not reload without a restart.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// A root's absolute path could not be made.
+    #[error("cannot watch {}: {source}", path.display())]
+    Path {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot watch the {what}: {source}")]
+    Watcher {
+        what: &'static str,
+        source: notify::Error,
+    },
+    #[error("cannot watch the {what}: no directory could be watched")]
+    NothingWatchable { what: &'static str },
+    #[error("cannot start the {what} reloader: {source}")]
+    Thread {
+        what: &'static str,
+        source: std::io::Error,
+    },
+}
+
+impl WatchError {
+    /// `path` made absolute, or the error naming it.
+    pub fn absolute(path: &Path) -> Result<PathBuf, WatchError> {
+        std::path::absolute(path).map_err(|source| WatchError::Path {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
 enum Message {
     /// A change at these paths (none: look at everything, e.g. after a missed event).
     Changed(Vec<PathBuf>),
@@ -72,7 +105,7 @@ impl Reloader {
         what: &'static str,
         layout: impl Layout,
         reload: impl FnMut() -> Option<Outcome> + Send + 'static,
-    ) -> Result<Reloader, String> {
+    ) -> Result<Reloader, WatchError> {
         let layout = Arc::new(layout);
         let (tx, rx) = mpsc::channel();
         let roots = layout.roots();
@@ -92,13 +125,11 @@ impl Reloader {
             };
             let _ = events.send(Message::Changed(paths));
         })
-        .map_err(|e| format!("cannot watch the {what}: {e}"))?;
+        .map_err(|source| WatchError::Watcher { what, source })?;
         let mut armed = BTreeMap::new();
         arm(&mut watcher, &layout.roots(), &mut armed, &[], what);
         if armed.is_empty() {
-            return Err(format!(
-                "cannot watch the {what}: no directory could be watched"
-            ));
+            return Err(WatchError::NothingWatchable { what });
         }
         let fingerprint = fingerprint(&layout.files());
         let watch = Watch {
@@ -111,7 +142,7 @@ impl Reloader {
         std::thread::Builder::new()
             .name(format!("reload {what}"))
             .spawn(move || watch.run(rx, reload))
-            .map_err(|e| format!("cannot start the {what} reloader: {e}"))?;
+            .map_err(|source| WatchError::Thread { what, source })?;
         Ok(Reloader { stop: tx })
     }
 }

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod session;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::workspace::Workspace;
 use crate::tools::{builtin_tools, ToolLimits};
+use crate::types::Problem;
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
 /// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
@@ -63,10 +65,33 @@ pub struct AppState {
     pub skills: Arc<SkillRegistry>,
 }
 
-/// A startup failure, with a message for the person starting the server.
+/// Why the server could not start; the message is for the person starting it.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StartError(pub String);
+pub enum StartError {
+    #[error("cannot create the model client: {0}")]
+    ModelClient(String),
+    #[error("workspace {}: {source}", path.display())]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Every problem of the hook files (a server never starts with a broken one).
+    #[error("invalid hook file(s):\n  {}", lines(.0))]
+    HookFiles(Vec<Problem>),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read the bound address: {0}")]
+    LocalAddr(std::io::Error),
+}
+
+/// One problem a line, indented under the heading.
+fn lines(problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("\n  ")
+}
 
 impl AppState {
     /// Builds the model, the tools and the agent from the config.
@@ -123,21 +148,20 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
                 idle_timeout: config.llm.idle_timeout,
                 ..OpenAiConfig::default()
             })
-            .map_err(|e| StartError(format!("cannot create the model client: {e}")))?,
+            .map_err(StartError::ModelClient)?,
         ),
     };
-    let workspace = Workspace::new(&config.workspace)
-        .map_err(|e| StartError(format!("workspace {}: {e}", config.workspace.display())))?;
+    let workspace = Workspace::new(&config.workspace).map_err(|source| StartError::Workspace {
+        path: config.workspace.clone(),
+        source,
+    })?;
     let mut agent_config = config.agent.clone();
     agent_config.workspace = workspace.root().to_path_buf();
     agent_config.hook_timeout = config.limits.hook_chain_timeout;
     let (set, problems) =
         load_hook_set(&hook_files(config.hooks_file.as_deref(), workspace.root()));
     if !problems.is_empty() {
-        return Err(StartError(format!(
-            "invalid hook file(s):\n  {}",
-            problems.join("\n  ")
-        )));
+        return Err(StartError::HookFiles(problems));
     }
     let read_only_tools = builtin_tools(Arc::new(workspace.clone()), ToolLimits::default());
     let sub_agent = AgentClient::builder()
@@ -224,8 +248,7 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
 
 async fn skills(State(state): State<AppState>) -> Json<serde_json::Value> {
     let set = state.skills.current();
-    let problems =
-        |list: &[crate::skills::Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let problems = |list: &[Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
     let skills: Vec<serde_json::Value> = set
         .skills
         .values()
@@ -332,10 +355,11 @@ impl RunningServer {
     pub async fn start(state: AppState) -> Result<Self, StartError> {
         let listener = TcpListener::bind(&state.config.addr)
             .await
-            .map_err(|e| StartError(format!("cannot listen on {}: {e}", state.config.addr)))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| StartError(format!("cannot read the bound address: {e}")))?;
+            .map_err(|source| StartError::Bind {
+                addr: state.config.addr.clone(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
         let reloader = match crate::skills::watch::watch(state.skills.clone()) {
             Ok(reloader) => Some(reloader),
             Err(error) => {
@@ -344,7 +368,7 @@ impl RunningServer {
             }
         };
         for problem in state.skills.current().problems() {
-            tracing::warn!("{problem}");
+            tracing::warn!("{}", problem.labelled());
         }
         let app = router(state.clone());
         let shutdown = state.shutdown.clone();
@@ -417,5 +441,25 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_file_problems_are_listed_one_a_line() {
+        let error = StartError::HookFiles(vec![
+            Problem::error("timeout -1")
+                .in_file("hooks.yaml")
+                .at_line(2)
+                .in_field("stop[0]"),
+            Problem::error("cannot read: gone").in_file("extra.yaml"),
+        ]);
+        assert_eq!(
+            error.to_string(),
+            "invalid hook file(s):\n  hooks.yaml:2: stop[0]: timeout -1\n  extra.yaml: cannot read: gone"
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{HookSpec, Problem, Skill, SkillSet, Timing};
-use crate::types::Role;
+use super::{HookSpec, Skill, SkillSet, Timing};
+use crate::types::{Problem, Role};
 
 /// A hook text larger than this is refused (hook texts are prompts, not documents).
 const MAX_HOOK_TEXT_BYTES: u64 = 256 * 1024;
@@ -29,11 +29,8 @@ pub fn scan_skills(dir: &Path) -> SkillSet {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return set,
         Err(error) => {
-            set.errors.push(Problem {
-                file: dir.to_path_buf(),
-                field: String::new(),
-                reason: error.to_string(),
-            });
+            set.errors
+                .push(Problem::error(error.to_string()).in_file(dir));
             return set;
         }
     };
@@ -94,19 +91,19 @@ fn read_skill_md(dir: &Path, skill: &mut Skill) {
                 }
                 if let Some(declared) = map.get("name").and_then(Value::as_str) {
                     if declared != skill.name {
-                        skill.warnings.push(problem(
-                            &path,
-                            "name",
-                            format!("{declared:?} differs from the folder name; chats name this skill {:?}", skill.name),
-                        ));
+                        let message = format!(
+                            "{declared:?} differs from the folder name; chats name this skill {:?}",
+                            skill.name
+                        );
+                        skill
+                            .warnings
+                            .push(Problem::warning(message).in_file(&path).in_field("name"));
                     }
                 }
             }
-            Err(error) => skill.warnings.push(problem(
-                &path,
-                "",
-                format!("front matter is not valid YAML: {error}"),
-            )),
+            Err(error) => skill.warnings.push(
+                Problem::warning(format!("front matter is not valid YAML: {error}")).in_file(&path),
+            ),
         }
     }
     if skill.description.is_empty() {
@@ -139,14 +136,6 @@ fn split_front_matter(text: &str) -> (Option<&str>, &str) {
     (None, text)
 }
 
-fn problem(file: &Path, field: &str, reason: impl Into<String>) -> Problem {
-    Problem {
-        file: file.to_path_buf(),
-        field: field.to_string(),
-        reason: reason.into(),
-    }
-}
-
 /// Reads and validates `hooks.json`; every problem goes to `errors` or `warnings`.
 fn read_hooks(
     path: &Path,
@@ -156,23 +145,23 @@ fn read_hooks(
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) => {
-            errors.push(problem(path, "", format!("cannot read: {error}")));
+            errors.push(Problem::error(format!("cannot read: {error}")).in_file(path));
             return Vec::new();
         }
     };
     let value: Value = match serde_json::from_str(&text) {
         Ok(value) => value,
         Err(error) => {
-            errors.push(problem(path, "", format!("not valid JSON: {error}")));
+            errors.push(Problem::error(format!("not valid JSON: {error}")).in_file(path));
             return Vec::new();
         }
     };
     let Some(items) = value.get("hooks").and_then(Value::as_array) else {
-        errors.push(problem(
-            path,
-            "hooks",
-            "missing, or not an array (expected {\"hooks\": [...]})",
-        ));
+        errors.push(
+            Problem::error("missing, or not an array (expected {\"hooks\": [...]})")
+                .in_file(path)
+                .in_field("hooks"),
+        );
         return Vec::new();
     };
     let hooks_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -215,11 +204,13 @@ impl HookProblems<'_> {
     }
     fn error(&mut self, field: &str, reason: impl Into<String>) {
         let field = self.field(field);
-        self.errors.push(problem(self.path, &field, reason));
+        self.errors
+            .push(Problem::error(reason).in_file(self.path).in_field(field));
     }
     fn warning(&mut self, field: &str, reason: impl Into<String>) {
         let field = self.field(field);
-        self.warnings.push(problem(self.path, &field, reason));
+        self.warnings
+            .push(Problem::warning(reason).in_file(self.path).in_field(field));
     }
 }
 
@@ -419,7 +410,7 @@ mod tests {
         loaded
             .errors
             .iter()
-            .map(|p| format!("{}: {}", p.field, p.reason))
+            .map(|p| format!("{}: {}", p.field.as_deref().unwrap_or_default(), p.message))
             .collect()
     }
 
@@ -510,6 +501,11 @@ mod tests {
         write(&skill, "hooks/a.md", "text");
         let loaded = scan_skill(&skill);
         assert_eq!(loaded.hooks.len(), 2);
+        assert!(loaded.warnings.iter().all(|w| !w.is_error()));
+        assert_eq!(
+            loaded.warnings[0].field.as_deref(),
+            Some("hooks[0] (a).tool_filter")
+        );
         let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
         assert!(
             warnings[0].contains("tool_filter: is ignored"),
@@ -534,6 +530,13 @@ mod tests {
         assert_eq!(first.get("good").unwrap().hooks.len(), 1);
         assert!(first.get("bad").unwrap().hooks.is_empty());
         assert!(first.has_errors());
+        let problems = first.problems();
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].is_error());
+        assert_eq!(
+            problems[0].file.as_deref(),
+            Some(dir.path().join("bad/hooks/hooks.json").as_path())
+        );
         write(dir.path(), "good/hooks/hooks.json", "[broken");
         let merged = first.merge_reload(scan_skills(dir.path()));
         let good = merged.get("good").unwrap();

@@ -17,31 +17,7 @@ use std::sync::{Arc, RwLock};
 
 pub use crate::hooks::prompt::{HookSpec, Timing};
 use crate::hooks::signing::SigningKey;
-
-/// A problem found while loading, with where it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub file: PathBuf,
-    /// The field, e.g. `hooks[1].timing` (empty when the whole file is the problem).
-    pub field: String,
-    pub reason: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}: {}", self.file.display(), self.reason)
-        } else {
-            write!(
-                f,
-                "{}: {}: {}",
-                self.file.display(),
-                self.field,
-                self.reason
-            )
-        }
-    }
-}
+use crate::types::Problem;
 
 /// A loaded skill.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,9 +28,9 @@ pub struct Skill {
     pub dir: PathBuf,
     /// Empty when `errors` is not.
     pub hooks: Vec<HookSpec>,
-    /// Problems that kept the hooks from loading.
+    /// Problems that kept the hooks from loading (all [`Severity::Error`](crate::types::Severity)).
     pub errors: Vec<Problem>,
-    /// Problems that did not (e.g. `tool_filter` on a timing that ignores it).
+    /// Problems that did not, e.g. `tool_filter` on a timing that ignores it (all warnings).
     pub warnings: Vec<Problem>,
 }
 
@@ -75,14 +51,14 @@ impl SkillSet {
         self.skills.keys().cloned().collect()
     }
 
-    /// Every problem, errors and warnings, one line each.
-    pub fn problems(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.errors.iter().map(|p| format!("error: {p}")).collect();
+    /// Every problem, errors and warnings: the dir's, then each skill's.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut problems = self.errors.clone();
         for skill in self.skills.values() {
-            lines.extend(skill.errors.iter().map(|p| format!("error: {p}")));
-            lines.extend(skill.warnings.iter().map(|p| format!("warning: {p}")));
+            problems.extend(skill.errors.iter().cloned());
+            problems.extend(skill.warnings.iter().cloned());
         }
-        lines
+        problems
     }
 
     pub fn has_errors(&self) -> bool {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use notify::RecursiveMode;
 
 use super::SkillRegistry;
-use crate::reload::{Layout, Outcome, Reloader};
+use crate::reload::{Layout, Outcome, Reloader, WatchError};
 
 /// The files a skill set is loaded from: `<dir>/<skill>/SKILL.md` and `<dir>/<skill>/hooks/*`
 /// (hook texts may have any name), for every visible skill folder.
@@ -72,14 +72,17 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Starts reloading the registry when its dir changes (also once it is made, if it does not
 /// exist yet). Fails if nothing can be watched.
-pub fn watch(registry: Arc<SkillRegistry>) -> Result<Reloader, String> {
-    let dir = std::path::absolute(registry.dir())
-        .map_err(|e| format!("cannot watch {}: {e}", registry.dir().display()))?;
+pub fn watch(registry: Arc<SkillRegistry>) -> Result<Reloader, WatchError> {
+    let dir = WatchError::absolute(registry.dir())?;
     Reloader::start("skills", SkillFiles { dir }, move || {
         let set = registry.reload();
         Some(Outcome::Swapped {
             summary: format!("{} skill(s)", set.skills.len()),
-            warnings: set.problems(),
+            warnings: set
+                .problems()
+                .iter()
+                .map(|p| p.labelled().to_string())
+                .collect(),
         })
     })
 }

@@ -1,9 +1,10 @@
 //! The shared vocabulary of every layer: conversation messages, what goes into a chat and what
-//! comes out of it, tool specs and outputs. It depends on no other module of the crate, so any
-//! module may use it (see the layers in ARCHITECTURE.md).
+//! comes out of it, tool specs and outputs, problems found while loading. It depends on no other
+//! module of the crate, so any module may use it (see the layers in ARCHITECTURE.md).
 
 mod chat;
 mod message;
+mod problem;
 mod tool;
 
 pub use chat::{
@@ -11,4 +12,5 @@ pub use chat::{
     NoticeLevel, DEFAULT_MARKER,
 };
 pub use message::{HookTag, Message, Role, ToolCall, Usage};
+pub use problem::{has_errors, Labelled, Problem, Severity};
 pub use tool::{ToolOutput, ToolSpec};

@@ -563,18 +563,25 @@ async fn an_invalid_hook_file_stops_the_server_from_starting_and_check_reports_i
         panic!("the server must refuse")
     };
     assert!(
+        matches!(&error, hookwire::server::StartError::HookFiles(problems) if problems.len() == 2),
+        "{error:?}"
+    );
+    assert!(
         error
-            .0
+            .to_string()
             .contains("hooks.yaml:2: pre_send_message[0]: timeout -1"),
         "{error}"
     );
     assert!(
         error
-            .0
+            .to_string()
             .contains("hooks.yaml:4: unknown event \"not_an_event\""),
         "{error}"
     );
-    let problems = hookwire::check::problems(&config);
+    let problems: Vec<String> = hookwire::check::problems(&config)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert!(
         problems.iter().any(|p| p.contains("unknown event")),
         "{problems:?}"

@@ -26,6 +26,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::event::Event;
+use crate::types::Problem;
 
 /// What a hook runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,10 +181,9 @@ struct RawFilter {
 
 type RawFile = HashMap<Spanned<String>, Option<Vec<Spanned<RawHook>>>>;
 
-/// Parses one hook file. Returns the hooks that are valid and every problem as
-/// `file:line: what: why`; a file with any problem should not be used.
-pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef>, Vec<String>) {
-    let shown = path.display();
+/// Parses one hook file. Returns the hooks that are valid and every problem (all errors, with the
+/// file and, where known, the line and the entry); a file with any problem should not be used.
+pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef>, Vec<Problem>) {
     if text.trim().is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -193,7 +193,7 @@ pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef
         Err(error) => {
             return (
                 Vec::new(),
-                vec![format!("{shown}: {}", one_line(&error.to_string()))],
+                vec![Problem::error(one_line(&error.to_string())).in_file(path)],
             )
         }
     };
@@ -207,17 +207,20 @@ pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef
     for (event_name, entries) in events {
         let line = event_name.referenced.line();
         let Some(canonical) = Event::parse(&event_name.value) else {
-            problems.push(format!(
-                "{shown}:{line}: unknown event {:?} (expected one of {})",
-                event_name.value,
-                Event::known_names().join(", ")
-            ));
+            problems.push(
+                Problem::error(format!(
+                    "unknown event {:?} (expected one of {})",
+                    event_name.value,
+                    Event::known_names().join(", ")
+                ))
+                .in_file(path)
+                .at_line(line),
+            );
             continue;
         };
         for (index, entry) in entries.into_iter().enumerate() {
             let line = entry.referenced.line();
-            let at = format!("{shown}:{line}: {}[{index}]", event_name.value);
-            match build(entry.value, &at) {
+            match build(entry.value) {
                 Ok((name, handler, timeout, on_error, filter, capabilities)) => {
                     for event in canonical {
                         hooks.push(HookDef {
@@ -237,7 +240,15 @@ pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef
                         });
                     }
                 }
-                Err(mut errors) => problems.append(&mut errors),
+                Err(errors) => {
+                    let entry = format!("{}[{index}]", event_name.value);
+                    problems.extend(errors.into_iter().map(|message| {
+                        Problem::error(message)
+                            .in_file(path)
+                            .at_line(line)
+                            .in_field(entry.clone())
+                    }))
+                }
             }
         }
     }
@@ -267,7 +278,8 @@ type Built = (
     Option<BTreeSet<String>>,
 );
 
-fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
+/// The hook an entry describes, or what is wrong with it (messages; the caller adds where).
+fn build(raw: RawHook) -> Result<Built, Vec<String>> {
     let mut errors = Vec::new();
     let kind = raw.kind.clone().unwrap_or_else(|| {
         if raw.url.is_some() {
@@ -280,7 +292,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         match value {
             Some(v) if !v.trim().is_empty() => v.clone(),
             _ => {
-                errors.push(format!("{at}: {kind} hooks need a non-empty `{field}`"));
+                errors.push(format!("{kind} hooks need a non-empty `{field}`"));
                 String::new()
             }
         }
@@ -293,9 +305,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
             let url = required(&raw.url, "url", &mut errors);
             let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
             if !url.is_empty() && !scheme_ok {
-                errors.push(format!(
-                    "{at}: url {url:?} must start with http:// or https://"
-                ));
+                errors.push(format!("url {url:?} must start with http:// or https://"));
             }
             Handler::Http {
                 url,
@@ -311,7 +321,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         },
         other => {
             errors.push(format!(
-                "{at}: unknown handler type {other:?} (expected command, http, llm or agent)"
+                "unknown handler type {other:?} (expected command, http, llm or agent)"
             ));
             Handler::Command {
                 command: String::new(),
@@ -325,7 +335,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         }
         Some(seconds) => {
             errors.push(format!(
-                "{at}: timeout {seconds} must be a number of seconds between 0 and 600"
+                "timeout {seconds} must be a number of seconds between 0 and 600"
             ));
             handler.default_timeout()
         }
@@ -334,9 +344,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         None | Some("skip") => OnError::Skip,
         Some("abort") => OnError::Abort,
         Some(other) => {
-            errors.push(format!(
-                "{at}: on_error {other:?} must be \"skip\" or \"abort\""
-            ));
+            errors.push(format!("on_error {other:?} must be \"skip\" or \"abort\""));
             OnError::Skip
         }
     };
@@ -346,7 +354,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
         Some(Ok(regex)) => Some(regex),
         Some(Err(error)) => {
             errors.push(format!(
-                "{at}: matcher is not a valid regex: {}",
+                "matcher is not a valid regex: {}",
                 one_line(&error.to_string())
             ));
             None
@@ -374,7 +382,7 @@ fn build(raw: RawHook, at: &str) -> Result<Built, Vec<String>> {
             };
             if !CAPABILITIES.contains(&canonical.as_str()) {
                 errors.push(format!(
-                    "{at}: unknown capability {capability:?} (expected one of {})",
+                    "unknown capability {capability:?} (expected one of {})",
                     CAPABILITIES.join(", ")
                 ));
             }
@@ -394,7 +402,9 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> (Vec<HookDef>, Vec<String>) {
-        parse_hooks(Path::new("hooks.yaml"), text, "server")
+        let (hooks, problems) = parse_hooks(Path::new("hooks.yaml"), text, "server");
+        assert!(problems.iter().all(Problem::is_error), "{problems:?}");
+        (hooks, problems.iter().map(ToString::to_string).collect())
     }
 
     #[test]

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use async_trait::async_trait;
 use notify::RecursiveMode;
 
+use super::discovery::{hook_files, load_hook_set, HookSet};
 use super::runner::Runner;
-use super::{hook_files, load_hook_set, ExternalHooks, HookSet};
+use super::ExternalHooks;
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
-use crate::reload::{Layout, Outcome, Reloader};
-use crate::types::{ChatError, ChatRequest};
+use crate::reload::{Layout, Outcome, Reloader, WatchError};
+use crate::types::{ChatError, ChatRequest, Problem};
 
 /// Shared by the server: a [`HookFactory`] that gives each chat the current set, and an
 /// [`AgentHook`] for the connection events (`session_start` / `session_end`), which belong to no
@@ -23,7 +24,7 @@ pub struct HookFiles {
     /// How many times the set was replaced since the start.
     generation: AtomicU64,
     /// Why the last change was refused (empty after a good one).
-    problems: Mutex<Vec<String>>,
+    problems: Mutex<Vec<Problem>>,
     reloader: Mutex<Option<Reloader>>,
 }
 
@@ -44,13 +45,13 @@ impl HookFiles {
         self: &Arc<Self>,
         server_file: Option<PathBuf>,
         workspace: PathBuf,
-    ) -> Result<(), String> {
-        let absolute = |path: &Path| {
-            std::path::absolute(path).map_err(|e| format!("cannot watch {}: {e}", path.display()))
-        };
+    ) -> Result<(), WatchError> {
         let layout = HookFileLayout {
-            server_file: server_file.as_deref().map(absolute).transpose()?,
-            workspace: absolute(&workspace)?,
+            server_file: server_file
+                .as_deref()
+                .map(WatchError::absolute)
+                .transpose()?,
+            workspace: WatchError::absolute(&workspace)?,
         };
         // Weak: the reloader lives in `self` and must not keep it alive.
         let hooks = Arc::downgrade(self);
@@ -79,7 +80,7 @@ impl HookFiles {
     }
 
     /// Why the last change was refused; empty when the last change was loaded.
-    pub fn problems(&self) -> Vec<String> {
+    pub fn problems(&self) -> Vec<Problem> {
         match self.problems.lock() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -87,12 +88,16 @@ impl HookFiles {
     }
 
     /// Uses `set` unless it has problems.
-    fn update(&self, set: HookSet, problems: Vec<String>) -> Outcome {
-        if let Ok(mut slot) = self.problems.lock() {
-            slot.clone_from(&problems);
-        }
+    fn update(&self, set: HookSet, problems: Vec<Problem>) -> Outcome {
         if !problems.is_empty() {
-            return Outcome::Refused { problems };
+            let lines = problems.iter().map(ToString::to_string).collect();
+            if let Ok(mut slot) = self.problems.lock() {
+                *slot = problems;
+            }
+            return Outcome::Refused { problems: lines };
+        }
+        if let Ok(mut slot) = self.problems.lock() {
+            slot.clear();
         }
         let summary = format!("{} hook(s) in {} file(s)", set.len(), set.files.len());
         let mut guard = match self.set.write() {

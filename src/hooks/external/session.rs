@@ -72,6 +72,7 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
     let text = json!({ event: [hook] }).to_string();
     let (hooks, problems) = parse_hooks(Path::new("session hook"), &text, "session");
     if !problems.is_empty() {
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         return Err(problems.join("; "));
     }
     let mut set = HookSet::default();
