@@ -18,6 +18,8 @@ COPY --from=build /src/target/release/hookwire /usr/local/bin/hookwire
 COPY static ./static
 COPY skills ./skills
 USER hookwire
+# The default address is loopback; in a container the port is published, so listen on all of
+# its interfaces (set HOOKWIRE_AUTH_TOKEN when the port is reachable by others).
 ENV HOOKWIRE_ADDR=0.0.0.0:8080 \
     HOOKWIRE_SKILLS_DIR=/app/skills \
     HOOKWIRE_STATIC_DIR=/app/static \

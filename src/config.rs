@@ -97,8 +97,21 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     /// Skills enabled when a chat names none; unset = every skill that loaded.
     pub default_skills: Option<Vec<String>>,
-    /// Allowed `Origin` headers for `/ws`; unset = any origin.
+    /// `Origin`s a browser request may come from; unset = the same origin only.
     pub allowed_origins: Option<Vec<String>>,
+    /// `Host` names the server answers; unset = loopback names when bound to loopback, else any.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// The token `/ws`, `/api/*` and `/metrics` need (else `HOOKWIRE_AUTH_TOKEN`).
+    pub auth_token: Option<String>,
+    /// Trust every workspace hook file without review (else `HOOKWIRE_TRUST_WORKSPACE_HOOKS`).
+    pub trust_workspace_hooks: Option<bool>,
+    /// Where `trust.json` lives (else `HOOKWIRE_STATE_DIR`, `$XDG_STATE_HOME/hookwire`,
+    /// `~/.local/state/hookwire`).
+    pub state_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub session_hooks: SessionHooksFile,
+    #[serde(default)]
+    pub http_hooks: HttpHooksFile,
     /// The server-level hook file (else `HOOKWIRE_HOOKS`, else `hooks.yaml` beside this file).
     pub hooks: Option<PathBuf>,
     /// Let the model register `command` session hooks too (default: only `llm`).
@@ -109,6 +122,20 @@ pub struct FileConfig {
     pub prompts: PromptsFile,
     #[serde(default)]
     pub limits: LimitsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionHooksFile {
+    pub enabled: Option<bool>,
+    pub ttl_seconds: Option<f64>,
+    pub max_per_chat: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpHooksFile {
+    pub allowed_urls: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -231,7 +258,20 @@ pub struct Config {
     pub llm: LlmSettings,
     pub log_format: LogFormat,
     pub default_skills: Option<Vec<String>>,
+    /// `Origin`s a browser request may come from; `None` = the same origin only.
     pub allowed_origins: Option<Vec<String>>,
+    /// `Host` names the server answers; `None` = loopback names on a loopback bind, else any.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// The bearer token of `/ws`, `/api/*` and `/metrics`.
+    pub auth_token: Option<String>,
+    /// Every workspace hook file loads without review (the workspace is the operator's own).
+    pub trust_workspace_hooks: bool,
+    /// Where `trust.json` is kept; `None` when no home or state folder is known (then no
+    /// workspace hook file is trusted unless `trust_workspace_hooks`).
+    pub state_dir: Option<PathBuf>,
+    pub session_hooks: SessionHookSettings,
+    /// URL prefixes that workspace-level http hooks may call (none by default).
+    pub http_hook_urls: Vec<String>,
     pub limits: Limits,
     /// The agent's settings (model name, prompts, marker, steps, secret, workspace).
     pub agent: AgentConfig,
@@ -240,6 +280,27 @@ pub struct Config {
     /// The server-level hook file, if there is one.
     pub hooks_file: Option<PathBuf>,
     pub allow_session_command_hooks: bool,
+}
+
+/// What the model may do with `register_hook` (README "Security model").
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionHookSettings {
+    /// `false` removes the `register_hook` tool.
+    pub enabled: bool,
+    /// How long a registered hook stays valid (its `expires_at`, covered by the signature).
+    pub ttl: Duration,
+    /// Session hooks one chat runs at most; more are ignored with a notice.
+    pub max_per_chat: usize,
+}
+
+impl Default for SessionHookSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            ttl: Duration::from_secs(24 * 60 * 60),
+            max_per_chat: 16,
+        }
+    }
 }
 
 /// A setting that could not be used, or a config file that could not be read; the message names
@@ -264,6 +325,16 @@ pub enum ConfigError {
     TooSmall { setting: &'static str, min: usize },
     #[error("{setting} must not be empty")]
     Empty { setting: &'static str },
+    /// A setting that is not `true`/`false`, or a list that is not comma-separated names.
+    #[error("{setting} must be {expected}, got {value:?}")]
+    Invalid {
+        setting: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+    /// Settings that are each fine but unsafe together.
+    #[error("{0}")]
+    Unsafe(&'static str),
 }
 
 impl ConfigError {
@@ -273,7 +344,9 @@ impl ConfigError {
             ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
             ConfigError::NotSeconds { setting, .. }
             | ConfigError::TooSmall { setting, .. }
-            | ConfigError::Empty { setting } => Some(setting),
+            | ConfigError::Empty { setting }
+            | ConfigError::Invalid { setting, .. } => Some(setting),
+            ConfigError::Unsafe(_) => None,
         }
     }
 }
@@ -286,9 +359,26 @@ fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), Confi
     Ok(())
 }
 
-/// Reads an environment variable, treating an empty value as unset.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+/// `a, b,,c` → `["a", "b", "c"]`.
+fn comma_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn boolean(setting: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError::Invalid {
+            setting,
+            expected: "true or false",
+            value: value.to_string(),
+        }),
+    }
 }
 
 fn seconds(setting: &'static str, value: f64) -> Result<Duration, ConfigError> {
@@ -305,7 +395,8 @@ impl Config {
             Some(path) => Self::read_file(path)?,
             None => FileConfig::default(),
         };
-        Self::resolve(cli, file, env_var)
+        // Raw values: an empty `HOOKWIRE_SECRET` must be seen to be refused.
+        Self::resolve(cli, file, |name| std::env::var(name).ok())
     }
 
     pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -321,12 +412,58 @@ impl Config {
     }
 
     /// The merge: `cli` (flag, then env, from clap) → `file` → defaults. `env` looks up the
-    /// variables that are not flags of their own (`OPENAI_*`, `HOOKWIRE_SECRET`).
+    /// variables that are not flags of their own (`OPENAI_*`, `HOOKWIRE_SECRET`, …); an empty
+    /// value counts as unset, except for the secret, where it is refused.
     pub fn resolve(
         cli: &CliSettings,
         file: FileConfig,
-        env: impl Fn(&str) -> Option<String>,
+        raw_env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
+        let env = |name: &str| raw_env(name).filter(|v| !v.is_empty());
+        let secret = raw_env("HOOKWIRE_SECRET").or(file.secret.clone());
+        if secret.as_deref() == Some("") {
+            return Err(ConfigError::Empty { setting: "secret" });
+        }
+        let allow_session_command_hooks = file.allow_session_command_hooks.unwrap_or(false);
+        if allow_session_command_hooks && secret.is_none() {
+            return Err(ConfigError::Unsafe(
+                "allow_session_command_hooks needs a secret (HOOKWIRE_SECRET): without one any \
+                 client could send a command hook of its own and run it",
+            ));
+        }
+        let list_env = |name: &'static str| env(name).map(|v| comma_list(&v));
+        let trust_workspace_hooks = match env("HOOKWIRE_TRUST_WORKSPACE_HOOKS") {
+            Some(value) => boolean("HOOKWIRE_TRUST_WORKSPACE_HOOKS", &value)?,
+            None => file.trust_workspace_hooks.unwrap_or(false),
+        };
+        let state_dir = env("HOOKWIRE_STATE_DIR")
+            .map(PathBuf::from)
+            .or(file.state_dir.clone())
+            .or_else(|| env("XDG_STATE_HOME").map(|d| PathBuf::from(d).join("hookwire")))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/hookwire")));
+        let session_defaults = SessionHookSettings::default();
+        let session_hooks = SessionHookSettings {
+            enabled: file
+                .session_hooks
+                .enabled
+                .unwrap_or(session_defaults.enabled),
+            ttl: file
+                .session_hooks
+                .ttl_seconds
+                .map(|v| seconds("session_hooks.ttl_seconds", v))
+                .transpose()?
+                .unwrap_or(session_defaults.ttl),
+            max_per_chat: file
+                .session_hooks
+                .max_per_chat
+                .unwrap_or(session_defaults.max_per_chat),
+        };
+        let auth_token = env("HOOKWIRE_AUTH_TOKEN").or(file.auth_token.clone());
+        if auth_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::Empty {
+                setting: "auth_token",
+            });
+        }
         let llm_timeout = cli
             .llm_timeout
             .or(file.llm_timeout)
@@ -435,7 +572,7 @@ impl Config {
                 .unwrap_or(agent_defaults.max_tool_calls_per_round),
             hook_timeout: limits.hook_chain_timeout,
             workspace: workspace.clone(),
-            secret: env("HOOKWIRE_SECRET").or(file.secret),
+            secret,
         };
         at_least(
             "limits.max_tool_calls_per_round",
@@ -453,7 +590,7 @@ impl Config {
                 .addr
                 .clone()
                 .or(file.addr)
-                .unwrap_or_else(|| "0.0.0.0:8080".into()),
+                .unwrap_or_else(|| "127.0.0.1:8080".into()),
             skills_dir: cli
                 .skills_dir
                 .clone()
@@ -481,7 +618,13 @@ impl Config {
             },
             log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
             default_skills: file.default_skills,
-            allowed_origins: file.allowed_origins,
+            allowed_origins: list_env("HOOKWIRE_ALLOWED_ORIGINS").or(file.allowed_origins),
+            allowed_hosts: list_env("HOOKWIRE_ALLOWED_HOSTS").or(file.allowed_hosts),
+            auth_token,
+            trust_workspace_hooks,
+            state_dir,
+            session_hooks,
+            http_hook_urls: file.http_hooks.allowed_urls.unwrap_or_default(),
             limits,
             agent,
             hooks_file: env("HOOKWIRE_HOOKS")
@@ -491,7 +634,7 @@ impl Config {
                     let beside = cli.config.as_ref()?.parent()?.join("hooks.yaml");
                     beside.is_file().then_some(beside)
                 }),
-            allow_session_command_hooks: file.allow_session_command_hooks.unwrap_or(false),
+            allow_session_command_hooks,
             config_file: cli.config.clone(),
         })
     }
@@ -517,7 +660,7 @@ mod tests {
     fn defaults_match_the_protocol() {
         let config =
             Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
-        assert_eq!(config.addr, "0.0.0.0:8080");
+        assert_eq!(config.addr, "127.0.0.1:8080");
         assert_eq!(config.skills_dir, PathBuf::from("./skills"));
         assert_eq!(config.agent.model, "gpt-4o-mini");
         assert_eq!(config.llm.idle_timeout, Duration::from_secs(60));
@@ -526,6 +669,79 @@ mod tests {
         assert_eq!(config.agent.max_steps, 8);
         assert!(config.llm.is_demo());
         assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.allowed_origins, None);
+        assert_eq!(config.allowed_hosts, None);
+        assert_eq!(config.auth_token, None);
+        assert!(!config.trust_workspace_hooks);
+        assert_eq!(config.state_dir, None, "no HOME, no XDG_STATE_HOME");
+        assert_eq!(config.session_hooks, SessionHookSettings::default());
+        assert!(config.http_hook_urls.is_empty());
+    }
+
+    #[test]
+    fn trust_settings_come_from_env_then_file() {
+        let env = |name: &str| {
+            let value = match name {
+                "HOOKWIRE_ALLOWED_ORIGINS" => "https://a.example, https://b.example,",
+                "HOOKWIRE_ALLOWED_HOSTS" => "chat.example",
+                "HOOKWIRE_AUTH_TOKEN" => "tok",
+                "HOOKWIRE_TRUST_WORKSPACE_HOOKS" => "true",
+                "XDG_STATE_HOME" => "/state",
+                "HOME" => "/home/me",
+                _ => return None,
+            };
+            Some(value.to_string())
+        };
+        let yaml = "allowed_origins: [https://file.example]\nauth_token: file-token\n\
+                    session_hooks: {enabled: false, ttl_seconds: 60, max_per_chat: 2}\n\
+                    http_hooks: {allowed_urls: ['http://127.0.0.1:9/']}\n";
+        let config = Config::resolve(&CliSettings::default(), file(yaml), env).unwrap();
+        assert_eq!(
+            config.allowed_origins,
+            Some(vec!["https://a.example".into(), "https://b.example".into()])
+        );
+        assert_eq!(config.allowed_hosts, Some(vec!["chat.example".into()]));
+        assert_eq!(config.auth_token.as_deref(), Some("tok"));
+        assert!(config.trust_workspace_hooks);
+        assert_eq!(config.state_dir, Some(PathBuf::from("/state/hookwire")));
+        assert!(!config.session_hooks.enabled);
+        assert_eq!(config.session_hooks.ttl, Duration::from_secs(60));
+        assert_eq!(config.session_hooks.max_per_chat, 2);
+        assert_eq!(
+            config.http_hook_urls,
+            vec!["http://127.0.0.1:9/".to_string()]
+        );
+        let home_only = |name: &str| (name == "HOME").then(|| "/home/me".to_string());
+        let config = Config::resolve(&CliSettings::default(), file(yaml), home_only).unwrap();
+        assert_eq!(
+            config.state_dir,
+            Some(PathBuf::from("/home/me/.local/state/hookwire"))
+        );
+        assert_eq!(config.auth_token.as_deref(), Some("file-token"));
+        let bad = |name: &str| (name == "HOOKWIRE_TRUST_WORKSPACE_HOOKS").then(|| "maybe".into());
+        let error = Config::resolve(&CliSettings::default(), FileConfig::default(), bad);
+        assert!(error.unwrap_err().to_string().contains("true or false"));
+    }
+
+    #[test]
+    fn unsafe_secrets_and_tokens_are_refused() {
+        let empty_env = |name: &str| (name == "HOOKWIRE_SECRET").then(String::new);
+        let error = Config::resolve(&CliSettings::default(), FileConfig::default(), empty_env);
+        assert_eq!(error.unwrap_err().setting(), Some("secret"));
+        let error = Config::resolve(&CliSettings::default(), file("secret: ''\n"), no_env);
+        assert_eq!(error.unwrap_err().setting(), Some("secret"));
+        let error = Config::resolve(&CliSettings::default(), file("auth_token: ' '\n"), no_env);
+        assert_eq!(error.unwrap_err().setting(), Some("auth_token"));
+        let commands = "allow_session_command_hooks: true\n";
+        let error = Config::resolve(&CliSettings::default(), file(commands), no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("allow_session_command_hooks needs a secret"),
+            "{error}"
+        );
+        let with_secret = format!("{commands}secret: k\n");
+        assert!(Config::resolve(&CliSettings::default(), file(&with_secret), no_env).is_ok());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -207,9 +207,17 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
     })
 }
 
-/// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page.
-pub fn router(state: AppState) -> Router {
-    let static_files = ServeDir::new(&state.config.static_dir);
+/// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page, all
+/// behind the access checks (`access`) for a server bound to `bound`.
+pub fn router(state: AppState, bound: SocketAddr) -> Router {
+    let config = &state.config;
+    let policy = Arc::new(access::AccessPolicy {
+        allowed_hosts: config.allowed_hosts.clone(),
+        loopback_only: bound.ip().is_loopback(),
+        allowed_origins: config.allowed_origins.clone(),
+        auth_token: config.auth_token.clone(),
+    });
+    let static_files = ServeDir::new(&config.static_dir);
     Router::new()
         .route("/ws", get(upgrade))
         .route("/healthz", get(healthz))
@@ -217,6 +225,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/skills", get(skills))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
+        .layer(axum::middleware::from_fn_with_state(
+            policy,
+            access::enforce,
+        ))
         .with_state(state)
 }
 
@@ -296,26 +308,9 @@ async fn metrics_text() -> Response {
     }
 }
 
-/// The upgrade: origin check and session cap before the 101; everything else in the session.
-async fn upgrade(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-) -> Response {
-    if let Some(allowed) = &state.config.allowed_origins {
-        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-        if let Some(origin) = origin {
-            if !allowed.iter().any(|a| a == origin) {
-                ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "origin")
-                    .increment(1);
-                return (
-                    StatusCode::FORBIDDEN,
-                    format!("origin {origin} is not allowed"),
-                )
-                    .into_response();
-            }
-        }
-    }
+/// The upgrade: the session cap before the 101 (access was checked in front of every route);
+/// everything else in the session.
+async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     if state.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
@@ -370,7 +365,10 @@ impl RunningServer {
         for problem in state.skills.current().problems() {
             tracing::warn!("{}", problem.labelled());
         }
-        let app = router(state.clone());
+        if !addr.ip().is_loopback() && state.config.auth_token.is_none() {
+            tracing::warn!(%addr, "bound to a non-loopback address with no auth_token: anyone who can reach it can chat, read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)");
+        }
+        let app = router(state.clone(), addr);
         let shutdown = state.shutdown.clone();
         let limits = listen::ListenLimits {
             header_read_timeout: state.config.limits.header_read_timeout,

@@ -146,3 +146,168 @@ async fn a_signed_hook_message_cannot_be_re_split_across_its_fields() {
     );
     server.shutdown().await;
 }
+
+/// Sends one raw HTTP/1.1 request and returns the status code.
+async fn status_of(addr: std::net::SocketAddr, request: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 64];
+    let n = stream.read(&mut head).await.unwrap();
+    let text = String::from_utf8_lossy(&head[..n]).to_string();
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn get(path: &str, headers: &[(&str, &str)]) -> String {
+    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request + "\r\n"
+}
+
+/// A WebSocket upgrade request with the given extra headers.
+fn upgrade(path: &str, headers: &[(&str, &str)]) -> String {
+    let mut all = vec![
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    all.extend_from_slice(headers);
+    let mut request = format!("GET {path} HTTP/1.1\r\n");
+    for (name, value) in all {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request + "\r\n"
+}
+
+/// A page on another site opens the WebSocket (browsers send its Origin): refused, while the
+/// page the server serves itself (same origin) and non-browser clients (no Origin) connect.
+#[tokio::test]
+async fn another_site_cannot_open_the_websocket() {
+    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let host = server.addr.to_string();
+    let own = format!("http://{host}");
+    for (origin, expected) in [
+        (Some("http://evil.example"), 403),
+        (Some("http://127.0.0.1:1"), 403),
+        (Some("null"), 403),
+        (Some(own.as_str()), 101),
+        (None, 101),
+    ] {
+        let mut headers = vec![("Host", host.as_str())];
+        if let Some(origin) = origin {
+            headers.push(("Origin", origin));
+        }
+        assert_eq!(
+            status_of(server.addr, &upgrade("/ws", &headers)).await,
+            expected,
+            "{origin:?}"
+        );
+    }
+    server.shutdown().await;
+}
+
+/// DNS rebinding: a name the attacker controls, resolved to 127.0.0.1, reaches a loopback
+/// server with its own `Host`: refused on every route, the page included.
+#[tokio::test]
+async fn a_loopback_server_answers_only_loopback_host_names() {
+    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let port = server.addr.port();
+    for path in ["/", "/api/info", "/api/skills", "/metrics", "/healthz"] {
+        let evil = format!("rebind.evil.example:{port}");
+        assert_eq!(
+            status_of(server.addr, &get(path, &[("Host", &evil)])).await,
+            403,
+            "{path}"
+        );
+        for good in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+            assert_eq!(
+                status_of(server.addr, &get(path, &[("Host", &good)])).await,
+                200,
+                "{path}"
+            );
+        }
+    }
+    let evil = format!("rebind.evil.example:{port}");
+    assert_eq!(
+        status_of(server.addr, &upgrade("/ws", &[("Host", &evil)])).await,
+        403
+    );
+    server.shutdown().await;
+
+    let listed = TestServer::start_in(
+        workspace(),
+        None,
+        |c| c.allowed_hosts = Some(vec!["chat.example".into()]),
+        |b| b,
+    )
+    .await;
+    let get_info = |host: &str| get("/api/info", &[("Host", host)]);
+    assert_eq!(
+        status_of(listed.addr, &get_info("chat.example:443")).await,
+        200
+    );
+    assert_eq!(
+        status_of(listed.addr, &get_info("other.example")).await,
+        403
+    );
+    listed.shutdown().await;
+}
+
+/// With `auth_token`: the chat, the API and metrics need it (header or query); the page and the
+/// health check do not.
+#[tokio::test]
+async fn the_auth_token_guards_the_chat_the_api_and_metrics() {
+    let server = TestServer::start_in(
+        workspace(),
+        None,
+        |c| c.auth_token = Some("open sesame".into()),
+        |b| b,
+    )
+    .await;
+    let host = server.addr.to_string();
+    let h = [("Host", host.as_str())];
+    for path in ["/api/info", "/api/skills", "/metrics"] {
+        assert_eq!(status_of(server.addr, &get(path, &h)).await, 401, "{path}");
+        let bearer = [
+            ("Host", host.as_str()),
+            ("Authorization", "Bearer open sesame"),
+        ];
+        assert_eq!(
+            status_of(server.addr, &get(path, &bearer)).await,
+            200,
+            "{path}"
+        );
+        let wrong = [
+            ("Host", host.as_str()),
+            ("Authorization", "Bearer open sesame!"),
+        ];
+        assert_eq!(
+            status_of(server.addr, &get(path, &wrong)).await,
+            401,
+            "{path}"
+        );
+    }
+    for path in ["/", "/healthz"] {
+        assert_eq!(status_of(server.addr, &get(path, &h)).await, 200, "{path}");
+    }
+    assert_eq!(status_of(server.addr, &upgrade("/ws", &h)).await, 401);
+    assert_eq!(
+        status_of(server.addr, &upgrade("/ws?token=open%20sesame", &h)).await,
+        101
+    );
+    // A real client with the token in the URL chats as usual.
+    let url = format!("ws://{host}/ws?token=open%20sesame");
+    let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut client = Client { ws };
+    let frames = client
+        .chat(json!({"type":"chat","input":"hello","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    server.shutdown().await;
+}
