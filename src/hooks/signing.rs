@@ -133,17 +133,23 @@ pub struct SessionHookSignature<'a> {
 
 impl sealed::Sealed for SessionHookSignature<'_> {}
 
-impl Signed for SessionHookSignature<'_> {
-    fn signed_bytes(&self) -> Vec<u8> {
-        let spec_json = match self.spec.as_object() {
+impl SessionHookSignature<'_> {
+    /// The spec without its `sig`, as canonical JSON (keys sorted, no spaces).
+    pub fn canonical(&self) -> String {
+        match self.spec.as_object() {
             Some(object) if object.contains_key("sig") => {
                 let mut unsigned = object.clone();
                 unsigned.remove("sig");
                 Value::Object(unsigned).to_string()
             }
             _ => self.spec.to_string(),
-        };
-        lines(&["session_hook", &spec_json])
+        }
+    }
+}
+
+impl Signed for SessionHookSignature<'_> {
+    fn signed_bytes(&self) -> Vec<u8> {
+        lines(&["session_hook", &self.canonical()])
     }
 }
 

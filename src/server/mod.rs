@@ -31,7 +31,7 @@ use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::Config;
 use crate::hooks::external::register_hook::RegisterHook;
 use crate::hooks::external::runner::Runner;
-use crate::hooks::external::session::SessionHookFactory;
+use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
 use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
@@ -184,23 +184,33 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
-    let session_hooks = SessionHookFactory::new(
-        runner,
-        signing_key.clone(),
-        config.allow_session_command_hooks,
-    );
-    let register_hook = RegisterHook::new(signing_key.clone(), config.allow_session_command_hooks);
-    let skill_hooks = SkillHookFactory::new(skills, config.default_skills.clone(), signing_key);
+    let session_rules = SessionHookRules {
+        enabled: config.session_hooks.enabled,
+        allow_command: config.allow_session_command_hooks,
+        max_per_chat: config.session_hooks.max_per_chat,
+    };
+    let session_hooks = SessionHookFactory::new(runner, signing_key.clone(), session_rules);
+    let skill_hooks =
+        SkillHookFactory::new(skills, config.default_skills.clone(), signing_key.clone());
     let builder = AgentClient::builder()
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .config(agent_config)
-        .tool(Arc::new(register_hook))
         // The connection events; chats get the hook files as they were when they started.
         .hook(hook_files.clone())
         .hook_factory(hook_files.clone())
         .hook_factory(Arc::new(skill_hooks))
         .hook_factory(Arc::new(session_hooks));
+    // `session_hooks.enabled: false` takes the tool away, so the model cannot even try.
+    let builder = if config.session_hooks.enabled {
+        builder.tool(Arc::new(RegisterHook::new(
+            signing_key,
+            config.allow_session_command_hooks,
+            config.session_hooks.ttl,
+        )))
+    } else {
+        builder
+    };
     Ok(AgentParts {
         builder,
         hook_files,

@@ -2,10 +2,12 @@
 //! The hook is checked, signed and sent to the client as a `session_hook` frame; it applies from
 //! the next chat on, when the client sends it back.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::session::validate_spec;
+use super::session::{unix_now, validate_spec};
 use crate::hooks::signing::{SessionHookSignature, SigningKey};
 use crate::tools::Tool;
 use crate::types::{ChatEvent, ToolOutput, ToolSpec};
@@ -14,11 +16,17 @@ pub struct RegisterHook {
     /// Signs each registered spec; `None` = the `sig` is empty.
     key: Option<SigningKey>,
     allow_command: bool,
+    /// How long a registered hook runs (its `expires_at`, inside the signature).
+    ttl: Duration,
 }
 
 impl RegisterHook {
-    pub fn new(key: Option<SigningKey>, allow_command: bool) -> Self {
-        Self { key, allow_command }
+    pub fn new(key: Option<SigningKey>, allow_command: bool, ttl: Duration) -> Self {
+        Self {
+            key,
+            allow_command,
+            ttl,
+        }
     }
 }
 
@@ -52,13 +60,18 @@ impl Tool for RegisterHook {
         }
     }
 
-    async fn run(&self, arguments: Value) -> ToolOutput {
+    async fn run(&self, mut arguments: Value) -> ToolOutput {
+        // The server decides how long a hook lives, never the model.
+        if let Some(object) = arguments.as_object_mut() {
+            object.remove("expires_at");
+        }
         let mut spec = match validate_spec(&arguments, self.allow_command) {
             Ok(spec) => spec,
             Err(error) => {
                 return ToolOutput::error(format!("the hook was not registered: {error}"))
             }
         };
+        spec["expires_at"] = json!(unix_now().saturating_add(self.ttl.as_secs()));
         let sig = self
             .key
             .as_ref()

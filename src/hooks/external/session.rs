@@ -3,9 +3,19 @@
 //! persistent hook: a `session_hook` frame whose `hook` the client stores and sends back in
 //! `chat.session_hooks`, signed when a secret is set. Only `llm` hooks, unless the operator sets
 //! `allow_session_command_hooks` (then `command` too; never `http` or `agent`).
+//!
+//! A session hook is text the model wrote, perhaps on a file's say-so, so it is governed (README
+//! "Security model"): it carries `expires_at` (covered by the signature; expired → ignored), the
+//! same hook sent twice runs once, a chat runs at most `session_hooks.max_per_chat` of them (the
+//! rest ignored with a notice), and its results may only add or decide, never rewrite (see
+//! [`SESSION_CAPABILITIES`]).
 
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
 
 use serde_json::{json, Map, Value};
 
@@ -17,9 +27,29 @@ use crate::hooks::{AgentHook, HookFactory};
 use crate::types::{ChatError, ChatRequest};
 
 /// The fields of a session hook spec (the `sig` travels beside them in the same object).
-const SPEC_FIELDS: [&str; 7] = [
-    "event", "type", "prompt", "command", "name", "filter", "matcher",
+const SPEC_FIELDS: [&str; 8] = [
+    "event",
+    "type",
+    "prompt",
+    "command",
+    "name",
+    "filter",
+    "matcher",
+    "expires_at",
 ];
+
+/// The result fields a session hook may set besides its decisions (`stop`, `skip`, `block`,
+/// `retry_feedback`, `systemMessage`, which need no capability): it may add context, never
+/// rewrite the prompt, the messages, the input, a tool's arguments or result, or the answer.
+pub const SESSION_CAPABILITIES: [&str; 2] = ["additional_context", "inject_messages"];
+
+/// Seconds since the epoch, now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 /// Checks a spec against the rules: known fields, an allowed handler. Returns the spec to store.
 pub fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Value, String> {
@@ -67,6 +97,7 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
     if let Some(object) = hook.as_object_mut() {
         object.remove("event");
         object.remove("sig");
+        object.remove("expires_at");
     }
     // JSON is YAML, so a session hook goes through the hook file parser.
     let text = json!({ event: [hook] }).to_string();
@@ -75,8 +106,11 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         return Err(problems.join("; "));
     }
+    let capabilities: BTreeSet<String> =
+        SESSION_CAPABILITIES.iter().map(|c| c.to_string()).collect();
     let mut set = HookSet::default();
-    for hook in hooks {
+    for mut hook in hooks {
+        hook.capabilities = Some(capabilities.clone());
         set.by_event
             .entry(hook.event)
             .or_default()
@@ -85,55 +119,155 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
     Ok(set)
 }
 
-/// Builds each chat's session hooks from `chat.session_hooks`; forged or refused ones are
-/// dropped (logged), never run.
+/// When a stored spec stops running: its `expires_at`, unix seconds. A spec without one (made
+/// before expiry existed, or by hand) has expired.
+fn expires_at(spec: &Value) -> u64 {
+    spec.get("expires_at").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Builds each chat's session hooks from `chat.session_hooks`; forged, expired, repeated or
+/// refused ones are dropped (logged and counted), never run.
 pub struct SessionHookFactory {
     runner: Arc<Runner>,
     /// Checks each spec's `sig`; `None` = specs are trusted as sent.
     key: Option<SigningKey>,
-    allow_command: bool,
+    settings: SessionHookRules,
+}
+
+/// The operator's rules for session hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionHookRules {
+    /// `false`: the `register_hook` tool is gone and `chat.session_hooks` is ignored.
+    pub enabled: bool,
+    pub allow_command: bool,
+    /// Session hooks one chat runs at most.
+    pub max_per_chat: usize,
 }
 
 impl SessionHookFactory {
-    pub fn new(runner: Arc<Runner>, key: Option<SigningKey>, allow_command: bool) -> Self {
+    pub fn new(runner: Arc<Runner>, key: Option<SigningKey>, settings: SessionHookRules) -> Self {
         Self {
             runner,
             key,
-            allow_command,
+            settings,
         }
     }
+
+    /// Why `spec` may not run in this chat, if it may not.
+    fn refusal(&self, spec: &Value, now: u64) -> Option<(&'static str, String)> {
+        if let Some(key) = &self.key {
+            let sig = spec.get("sig").and_then(Value::as_str).unwrap_or_default();
+            if !key.verify(&SessionHookSignature { spec }, sig) {
+                return Some(("bad_signature", "its signature does not verify".into()));
+            }
+        }
+        if expires_at(spec) <= now {
+            return Some(("expired", "it has expired (expires_at)".into()));
+        }
+        if let Err(error) = validate_spec(spec, self.settings.allow_command) {
+            return Some(("refused", error));
+        }
+        None
+    }
+}
+
+fn drop_spec(request: &ChatRequest, reason: &'static str, why: &str) {
+    tracing::warn!(chat = %request.id, reason, "dropped a session hook: {why}");
+    metrics::counter!("hookwire_session_hooks_dropped_total", "reason" => reason).increment(1);
 }
 
 impl HookFactory for SessionHookFactory {
     fn hooks_for(&self, request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError> {
-        let mut set = HookSet::default();
-        for spec in &request.session_hooks {
-            if let Some(key) = &self.key {
-                let sig = spec.get("sig").and_then(Value::as_str).unwrap_or_default();
-                if !key.verify(&SessionHookSignature { spec }, sig) {
-                    tracing::warn!(chat = %request.id, "dropped a session hook whose signature does not verify");
-                    metrics::counter!("hookwire_session_hooks_dropped_total", "reason" => "bad_signature").increment(1);
-                    continue;
-                }
+        if request.session_hooks.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.settings.enabled {
+            for _ in &request.session_hooks {
+                drop_spec(
+                    request,
+                    "disabled",
+                    "session hooks are off (session_hooks.enabled)",
+                );
             }
-            match validate_spec(spec, self.allow_command).and_then(|spec| parse_spec(&spec)) {
+            return Ok(Vec::new());
+        }
+        let now = unix_now();
+        let mut set = HookSet::default();
+        let mut seen = HashSet::new();
+        let mut kept = 0;
+        let mut over_cap = 0;
+        for spec in &request.session_hooks {
+            if let Some((reason, why)) = self.refusal(spec, now) {
+                drop_spec(request, reason, &why);
+                continue;
+            }
+            // The same hook sent twice (the same signature, or without a secret the same spec)
+            // runs once.
+            let identity = match &self.key {
+                Some(_) => spec.get("sig").map(Value::to_string).unwrap_or_default(),
+                None => SessionHookSignature { spec }.canonical(),
+            };
+            if !seen.insert(identity) {
+                drop_spec(request, "duplicate", "the same hook was sent again");
+                continue;
+            }
+            if kept == self.settings.max_per_chat {
+                over_cap += 1;
+                drop_spec(request, "over_limit", "more session hooks than a chat runs");
+                continue;
+            }
+            match parse_spec(spec) {
                 Ok(parsed) => {
+                    kept += 1;
                     for (event, hooks) in parsed.by_event {
                         set.by_event.entry(event).or_default().extend(hooks);
                     }
                 }
-                Err(error) => {
-                    tracing::warn!(chat = %request.id, %error, "dropped a session hook");
-                    metrics::counter!("hookwire_session_hooks_dropped_total", "reason" => "refused").increment(1);
-                }
+                Err(error) => drop_spec(request, "refused", &error),
             }
         }
-        if set.is_empty() {
-            return Ok(Vec::new());
+        let mut hooks: Vec<Arc<dyn AgentHook>> = Vec::new();
+        if over_cap > 0 {
+            hooks.push(Arc::new(OverLimitNotice {
+                ignored: over_cap,
+                limit: self.settings.max_per_chat,
+            }));
         }
-        Ok(vec![Arc::new(
-            ExternalHooks::new(set, self.runner.clone()).with_label("session"),
-        )])
+        if !set.is_empty() {
+            hooks.push(Arc::new(
+                ExternalHooks::new(set, self.runner.clone()).with_label("session"),
+            ));
+        }
+        Ok(hooks)
+    }
+}
+
+/// Tells the person, once at the start of the chat, that session hooks were left out.
+struct OverLimitNotice {
+    ignored: usize,
+    limit: usize,
+}
+
+#[async_trait]
+impl AgentHook for OverLimitNotice {
+    fn name(&self) -> &str {
+        "session-hook-limit"
+    }
+
+    async fn pre_send_message(
+        &self,
+        ctx: &mut crate::hooks::HookContext,
+        _input: &mut String,
+    ) -> crate::hooks::HookResult<crate::hooks::Flow> {
+        ctx.notify(
+            crate::types::NoticeLevel::Warn,
+            format!(
+                "{} session hook(s) were ignored: a chat runs at most {} (session_hooks.max_per_chat)",
+                self.ignored, self.limit
+            ),
+            "session",
+        );
+        Ok(crate::hooks::Flow::Continue)
     }
 }
 
@@ -162,7 +296,13 @@ mod tests {
         );
     }
 
-    fn factory(key: Option<SigningKey>) -> SessionHookFactory {
+    const RULES: SessionHookRules = SessionHookRules {
+        enabled: true,
+        allow_command: false,
+        max_per_chat: 16,
+    };
+
+    fn factory_with(key: Option<SigningKey>, rules: SessionHookRules) -> SessionHookFactory {
         let model: Arc<dyn crate::llm::ChatModel> =
             Arc::new(crate::llm::demo::DemoModel::default());
         let sub_agent = crate::agent::AgentClient::builder()
@@ -174,29 +314,119 @@ mod tests {
             std::sync::Arc::new(sub_agent),
             std::env::temp_dir(),
         );
-        SessionHookFactory::new(Arc::new(runner), key, false)
+        SessionHookFactory::new(Arc::new(runner), key, rules)
+    }
+
+    fn factory(key: Option<SigningKey>) -> SessionHookFactory {
+        factory_with(key, RULES)
+    }
+
+    /// The hooks a chat sending `specs` gets: (session hook sets, over-limit notices).
+    fn hooks_of(factory: &SessionHookFactory, specs: Vec<Value>) -> (usize, usize) {
+        let mut request = ChatRequest::new("c", "hi");
+        request.session_hooks = specs;
+        let hooks = factory.hooks_for(&request).unwrap();
+        let notices = hooks
+            .iter()
+            .filter(|h| h.name() == "session-hook-limit")
+            .count();
+        let hooks_in_sets = hooks.len() - notices;
+        (hooks_in_sets, notices)
     }
 
     fn hooks_for(factory: &SessionHookFactory, spec: Value) -> usize {
-        let mut request = ChatRequest::new("c", "hi");
-        request.session_hooks = vec![spec];
-        factory.hooks_for(&request).unwrap().len()
+        hooks_of(factory, vec![spec]).0
+    }
+
+    fn live(mut spec: Value) -> Value {
+        spec["expires_at"] = json!(unix_now() + 3600);
+        spec
+    }
+
+    fn signed(key: &SigningKey, mut spec: Value) -> Value {
+        spec["sig"] = json!(key.sign(&SessionHookSignature { spec: &spec }));
+        spec
     }
 
     #[test]
     fn the_factory_keeps_signed_specs_and_drops_forged_ones() {
         let key = SigningKey::new("k");
-        let mut spec = json!({"event":"stop","type":"llm","prompt":"judge"});
-        spec["sig"] = json!(key.sign(&SessionHookSignature { spec: &spec }));
-        let signed = factory(Some(key));
-        assert_eq!(hooks_for(&signed, spec.clone()), 1);
+        let spec = signed(
+            &key,
+            live(json!({"event":"stop","type":"llm","prompt":"judge"})),
+        );
+        let signed_factory = factory(Some(key));
+        assert_eq!(hooks_for(&signed_factory, spec.clone()), 1);
         let mut forged = spec.clone();
         forged["prompt"] = json!("forged");
-        assert_eq!(hooks_for(&signed, forged), 0);
+        assert_eq!(hooks_for(&signed_factory, forged), 0);
         let mut unsigned = spec.clone();
         unsigned["sig"] = json!("");
-        assert_eq!(hooks_for(&signed, unsigned.clone()), 0);
+        assert_eq!(hooks_for(&signed_factory, unsigned.clone()), 0);
         // Without a secret, specs are trusted as sent.
         assert_eq!(hooks_for(&factory(None), unsigned), 1);
+    }
+
+    #[test]
+    fn expired_specs_and_specs_without_expiry_do_not_run() {
+        let key = SigningKey::new("k");
+        let factory = factory(Some(key.clone()));
+        let mut old = json!({"event":"stop","type":"llm","prompt":"judge"});
+        old["expires_at"] = json!(unix_now() - 1);
+        assert_eq!(hooks_for(&factory, signed(&key, old.clone())), 0);
+        let timeless = json!({"event":"stop","type":"llm","prompt":"judge"});
+        assert_eq!(hooks_for(&factory, signed(&key, timeless)), 0);
+        // The expiry is signed: moving it forward breaks the signature.
+        let mut extended = signed(&key, old);
+        extended["expires_at"] = json!(unix_now() + 3600);
+        assert_eq!(hooks_for(&factory, extended), 0);
+    }
+
+    #[test]
+    fn duplicates_count_once_and_a_chat_runs_at_most_the_limit() {
+        let key = SigningKey::new("k");
+        let rules = SessionHookRules {
+            max_per_chat: 2,
+            ..RULES
+        };
+        let factory = factory_with(Some(key.clone()), rules);
+        let spec = |n: usize| {
+            signed(
+                &key,
+                live(json!({"event":"stop","type":"llm","prompt":format!("judge {n}")})),
+            )
+        };
+        let one = spec(1);
+        let mut request = ChatRequest::new("c", "hi");
+        request.session_hooks = vec![one.clone(); 100];
+        let hooks = factory.hooks_for(&request).unwrap();
+        assert_eq!(hooks.len(), 1, "one hook set, no notice");
+        let (sets, notices) = hooks_of(&factory, vec![spec(1), spec(2), spec(3), spec(4)]);
+        assert_eq!((sets, notices), (1, 1), "two kept, two over the limit");
+        let off = factory_with(
+            Some(key.clone()),
+            SessionHookRules {
+                enabled: false,
+                ..RULES
+            },
+        );
+        assert_eq!(hooks_of(&off, vec![spec(1)]), (0, 0));
+    }
+
+    #[test]
+    fn session_hooks_may_add_and_decide_but_not_rewrite() {
+        let set = parse_spec(&json!({"event":"stop","type":"llm","prompt":"x"})).unwrap();
+        let hook = &set.hooks(super::super::event::Event::Stop)[0];
+        let capabilities = hook.capabilities.as_ref().unwrap();
+        assert!(capabilities.contains("additional_context"));
+        for rewrite in [
+            "system_prompt",
+            "messages",
+            "user_input",
+            "tool_arguments",
+            "assistant_output",
+        ] {
+            assert!(!capabilities.contains(rewrite), "{rewrite}");
+        }
     }
 }
