@@ -492,3 +492,6 @@ async fn write_loop<W>(
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
+
+#[cfg(test)]
+mod tests;

@@ -32,8 +32,30 @@ pub enum Piece {
     /// Raw bytes that need not be valid UTF-8 on their own (a split character).
     Bytes(Vec<u8>),
     Sleep(Duration),
+    /// Waits until the test opens the gate.
+    Until(Gate),
     /// Never sends anything more (until the client goes away).
     Hang,
+}
+
+/// A point where a scripted reply waits until the test opens it: a pause that ends on an event
+/// the test controls, not on a clock.
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<tokio::sync::Notify>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets the reply waiting at the gate (or the next one to reach it) go on.
+    pub fn open(&self) {
+        self.0.notify_one();
+    }
+
+    async fn pass(&self) {
+        self.0.notified().await;
+    }
 }
 
 /// What the fake upstream answers to one request.
@@ -43,6 +65,8 @@ pub enum Reply {
     Status(u16, String),
     /// Waits this long before sending the response headers.
     Delay(Duration, Box<Reply>),
+    /// Waits for the gate before sending the response headers.
+    After(Gate, Box<Reply>),
 }
 
 pub fn chunk(delta: Value) -> String {
@@ -235,6 +259,7 @@ fn sse_body(
                         return Some((Ok(Bytes::from(bytes)), (pieces, guard)))
                     }
                     Some(Piece::Sleep(d)) => tokio::time::sleep(d).await,
+                    Some(Piece::Until(gate)) => gate.pass().await,
                     Some(Piece::Hang) => std::future::pending::<()>().await,
                 }
             }
@@ -267,6 +292,10 @@ async fn respond(mut reply: Reply, dropped: Arc<AtomicUsize>) -> Response {
         match reply {
             Reply::Delay(d, inner) => {
                 tokio::time::sleep(d).await;
+                reply = *inner;
+            }
+            Reply::After(gate, inner) => {
+                gate.pass().await;
                 reply = *inner;
             }
             Reply::Status(code, text) => {

@@ -45,6 +45,12 @@ async fn server_with_hooks(
     .await
 }
 
+/// Whether the process `pid` (as written to a file) runs: it exists and is not a zombie.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+        .is_ok_and(|stat| !stat.contains(") Z "))
+}
+
 fn tool_round(upstream: &FakeUpstream, tool: &str, args: Value) {
     upstream.push(Reply::text(&["[NEED_TOOL] go"]));
     upstream.push(Reply::tool_calls(&[("c1", tool, args)]));
@@ -79,7 +85,13 @@ async fn every_event_fires_once_at_its_place_with_its_input() {
     let root = server.workspace.path().to_path_buf();
     let frames = chat(&server, json!({"type":"chat","input":"read it"})).await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // `session_end` fires once the socket is gone, after the chat; it is the last event.
+    let ended = eventually(Duration::from_secs(5), || async {
+        std::fs::read_to_string(root.join("events.log"))
+            .is_ok_and(|log| log.lines().last() == Some("session_end"))
+    })
+    .await;
+    assert!(ended, "session_end never fired");
     let log = std::fs::read_to_string(root.join("events.log")).unwrap();
     let fired: Vec<&str> = log.lines().collect();
     assert_eq!(
@@ -239,6 +251,7 @@ async fn exit_2_blocks_and_other_exit_codes_are_errors() {
 #[tokio::test]
 async fn a_slow_command_is_killed_with_its_process_group() {
     let upstream = FakeUpstream::start().await;
+    // The hook's `sleep` is its slowness: it must be killed at its 0.5 s timeout.
     let yaml = "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 0.5\n";
     let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
     let started = Instant::now();
@@ -257,15 +270,8 @@ async fn a_slow_command_is_killed_with_its_process_group() {
         "killed within its timeout + 0.5 s"
     );
     let pid = std::fs::read_to_string(server.workspace.path().join("child.pid")).unwrap();
-    let alive = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|stat| !stat.contains(") Z "))
-    };
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while alive(&pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(!alive(&pid), "the grandchild was killed too");
+    let gone = eventually(Duration::from_millis(500), || async { !alive(&pid) }).await;
+    assert!(gone, "the grandchild was killed too");
     let (_, metrics) = http_get(server.addr, "/metrics").await;
     assert!(metrics.lines().any(|l| l.contains("outcome=\"timeout\"")));
     server.shutdown().await;
@@ -274,8 +280,8 @@ async fn a_slow_command_is_killed_with_its_process_group() {
 #[tokio::test]
 async fn a_chain_that_runs_out_of_its_budget_skips_the_rest() {
     let upstream = FakeUpstream::start().await;
-    // Budget 1 s: the first hook takes 0.6 s and applies; the second would take 0.6 s more and
-    // is cut off at the budget; the third never starts.
+    // Budget 1 s; the sleeps are the hooks' slowness: the first hook takes 0.6 s and applies;
+    // the second would take 0.6 s more and is cut off at the budget; the third never starts.
     let yaml = r#"
 pre_send_message:
   - command: sleep 0.6; echo '{"user_input":"first"}'
@@ -935,6 +941,7 @@ after_context_build:
 #[tokio::test]
 async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
     let upstream = FakeUpstream::start().await;
+    // The hook's `sleep` keeps it running until the cancel kills it.
     let yaml =
         "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 20\n";
     let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
@@ -944,11 +951,11 @@ async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
         .await;
     assert_eq!(client.frame().await["type"], "start");
     let pid_file = server.workspace.path().join("child.pid");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::fs::read_to_string(&pid_file).map_or(true, |p| p.trim().is_empty()) {
-        assert!(Instant::now() < deadline, "the hook never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let running = eventually(Duration::from_secs(5), || async {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
+    })
+    .await;
+    assert!(running, "the hook never started");
     let started = Instant::now();
     client.send(json!({"type":"cancel","id":"slow"})).await;
     let frames = client.until_end().await;
@@ -958,15 +965,8 @@ async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
         "cancel did not wait for the hook"
     );
     let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let alive = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|s| !s.contains(") Z "))
-    };
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while alive(&pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(!alive(&pid), "the hook's process group was killed");
+    let gone = eventually(Duration::from_millis(500), || async { !alive(&pid) }).await;
+    assert!(gone, "the hook's process group was killed");
     assert!(upstream.requests().is_empty());
     server.shutdown().await;
 }

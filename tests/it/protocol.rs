@@ -249,9 +249,11 @@ async fn invalid_utf8_closes_with_1007() {
 #[tokio::test]
 async fn a_second_chat_while_one_runs_is_busy() {
     let upstream = FakeUpstream::start().await;
+    // The first chat's reply stops halfway until the test has seen the second one refused.
+    let gate = Gate::new();
     upstream.push(Reply::Sse(vec![
         Piece::Raw(chunk(json!({"content":"slow "}))),
-        Piece::Sleep(Duration::from_millis(400)),
+        Piece::Until(gate.clone()),
         Piece::Raw(chunk(json!({"content":"end"}))),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
@@ -264,23 +266,22 @@ async fn a_second_chat_while_one_runs_is_busy() {
     client
         .send(json!({"type":"chat","id":"b","input":"two","enable_tools":false}))
         .await;
-    let mut frames = Vec::new();
-    loop {
+    let busy = loop {
         let frame = client.frame().await;
-        let end = frame["type"] == "done";
-        frames.push(frame);
-        if end {
-            break;
+        assert_ne!(
+            frame["type"], "done",
+            "the first chat ended while held: {frame}"
+        );
+        if frame["type"] == "error" {
+            break frame;
         }
-    }
-    let busy = frames
-        .iter()
-        .find(|f| f["type"] == "error")
-        .expect("a busy error");
+    };
     assert_eq!(
         (busy["code"].as_str(), busy["id"].as_str()),
         (Some("busy"), Some("b"))
     );
+    gate.open();
+    let frames = client.until_end().await;
     let done = frames.last().unwrap();
     assert_eq!(
         (done["id"].as_str(), done["message"]["content"].as_str()),
@@ -397,13 +398,69 @@ async fn fast_ping_server() -> TestServer {
     .await
 }
 
+/// Opens a WebSocket by hand, for a client that reads frames but never answers them: a
+/// tungstenite client answers every ping it reads with a pong.
+async fn connect_silent(addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Byte by byte, so that no frame after the response head is read along with it.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.unwrap());
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    stream
+}
+
+/// The next frame a server sends, as `(opcode, payload)`; server frames are not masked.
+async fn raw_frame(stream: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let first = stream.read_u8().await.unwrap();
+    let length = match stream.read_u8().await.unwrap() & 0x7f {
+        126 => u64::from(stream.read_u16().await.unwrap()),
+        127 => stream.read_u64().await.unwrap(),
+        short => u64::from(short),
+    };
+    let mut payload = vec![0; usize::try_from(length).unwrap()];
+    stream.read_exact(&mut payload).await.unwrap();
+    (first & 0x0f, payload)
+}
+
 #[tokio::test]
 async fn idle_connections_are_closed_with_1001() {
     let server = fast_ping_server().await;
-    let mut client = server.connect().await;
-    // Not reading means not answering pings: the server sees nothing and gives up.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(client.close_code(Duration::from_secs(3)).await, Some(1001));
+    let started = std::time::Instant::now();
+    let mut socket = connect_silent(server.addr).await;
+    // The client reads but never answers the pings: the server sees nothing and gives up.
+    let mut pings = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let close = loop {
+        let frame = tokio::time::timeout_at(deadline, raw_frame(&mut socket))
+            .await
+            .expect("the server never closed the idle connection");
+        match frame {
+            (0x9, _) => pings += 1,
+            (0x8, payload) => break payload,
+            (opcode, payload) => panic!("unexpected frame {opcode:#x}: {payload:?}"),
+        }
+    };
+    assert_eq!(
+        close.get(..2),
+        Some(&1001u16.to_be_bytes()[..]),
+        "{close:?}"
+    );
+    assert!(pings >= 1, "the server pinged before it gave up");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "closed before the idle timeout: {:?}",
+        started.elapsed()
+    );
     server.shutdown().await;
 }
 
@@ -429,9 +486,11 @@ async fn a_client_that_answers_pings_stays_connected() {
 #[tokio::test]
 async fn shutdown_lets_a_running_chat_finish_then_closes_with_1001() {
     let upstream = FakeUpstream::start().await;
+    // The reply stops halfway until the shutdown has begun.
+    let gate = Gate::new();
     upstream.push(Reply::Sse(vec![
         Piece::Raw(chunk(json!({"content":"almost "}))),
-        Piece::Sleep(Duration::from_millis(300)),
+        Piece::Until(gate.clone()),
         Piece::Raw(chunk(json!({"content":"done"}))),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
@@ -445,7 +504,9 @@ async fn shutdown_lets_a_running_chat_finish_then_closes_with_1001() {
         .await;
     assert_eq!(busy.frame().await["type"], "start");
     let shutdown = tokio::spawn(server.shutdown());
+    // The idle session is closed at once: the shutdown has begun while the chat runs.
     assert_eq!(idle.close_code(Duration::from_secs(2)).await, Some(1001));
+    gate.open();
     let frames = busy.until_end().await;
     assert_eq!(frames.last().unwrap()["message"]["content"], "almost done");
     assert_eq!(busy.close_code(Duration::from_secs(2)).await, Some(1001));

@@ -3,6 +3,7 @@
 //! failing or panicking hook does not break the chat.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use hookwire::agent::{ChatError, NoticeLevel};
@@ -186,7 +187,12 @@ async fn every_event_fires_once_in_order_with_its_data() {
     let mut client = server.connect().await;
     client.chat(json!({"type":"chat","input":"read it"})).await;
     drop(client);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // `session_end` fires once the server sees the socket close; it is the last event.
+    let ended = eventually(Duration::from_secs(5), || async {
+        log.lock().unwrap().last().map(String::as_str) == Some("session_end")
+    })
+    .await;
+    assert!(ended, "session_end never fired: {:?}", log.lock().unwrap());
     let log = log.lock().unwrap().clone();
     assert_eq!(
         log,

@@ -212,6 +212,7 @@ async fn a_cancelled_chat_leaves_no_tool_work_burning_cpu() {
     let used = std::sync::Mutex::new(Vec::new());
     let idle = eventually(Duration::from_secs(1), || async {
         let before = cpu_ticks(pid);
+        // Not a wait for a condition: the window is what the CPU use is measured over.
         tokio::time::sleep(window).await;
         let ticks = cpu_ticks(pid) - before;
         used.lock().unwrap().push(ticks);

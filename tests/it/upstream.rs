@@ -101,6 +101,7 @@ async fn stream_cut_before_done() {
 #[tokio::test]
 async fn first_byte_timeout() {
     let upstream = FakeUpstream::start().await;
+    // Not a wait: the upstream's silence before its headers is what the timeout must catch.
     upstream.push(Reply::Delay(
         Duration::from_secs(5),
         Box::new(Reply::text(&["late"])),

@@ -4,11 +4,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use crate::common::eventually;
 
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -25,17 +27,19 @@ pub trait Page {
     /// Makes the page's viewport `width` × `height` CSS pixels, as on a phone.
     async fn set_viewport(&mut self, width: u32, height: u32);
 
-    /// Polls `expression` until it is true, or fails with what the page shows.
+    /// Waits until `expression` is true, or fails with what the page shows.
     async fn wait_for(&mut self, expression: &str) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if self.eval(expression).await == json!(true) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        // `eventually` asks again and again; each ask needs the page for itself.
+        let page = tokio::sync::Mutex::new(&mut *self);
+        let page = &page;
+        let held = eventually(Duration::from_secs(15), move || async move {
+            page.lock().await.eval(expression).await == json!(true)
+        })
+        .await;
+        if !held {
+            let shown = page.lock().await.eval("document.body.innerText").await;
+            panic!("timed out waiting for `{expression}`; the page shows:\n{shown}");
         }
-        let page = self.eval("document.body.innerText").await;
-        panic!("timed out waiting for `{expression}`; the page shows:\n{page}");
     }
 
     /// Navigates and waits for the page to be connected and idle.

@@ -277,7 +277,8 @@ async fn a_lost_connection_ends_the_running_chat_in_chromium() {
         .eval("document.getElementById('tools-switch').click()")
         .await;
     browser.type_and_enter("go on forever").await;
-    browser.wait_for("document.body.dataset.state === 'running' && (document.querySelector('.msg.assistant')?.innerText || '').includes('tick')").await;
+    // Two ticks in, so that the stored partial answer below has more than its first delta.
+    browser.wait_for("document.body.dataset.state === 'running' && (document.querySelector('.msg.assistant')?.innerText || '').includes('tick tick')").await;
     relay.cut();
     browser
         .wait_for("!!document.querySelector('.chat-error')")

@@ -1,0 +1,287 @@
+//! `run_session` driven by channels instead of a socket, as the module doc promises: the test
+//! sends client messages into one channel and reads what the session writes from another. No
+//! server, no network; the model is a script.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::extract::ws::{Message as WsMessage, Utf8Bytes};
+use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use futures::{stream, Sink, Stream, StreamExt};
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+
+use super::{close_code, run_session};
+use crate::agent::AgentClient;
+use crate::config::{CliSettings, Config, FileConfig};
+use crate::llm::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::server::AppState;
+use crate::skills::SkillRegistry;
+use crate::types::Usage;
+
+/// The session's side of the test: reads what the test sends, writes what the test reads.
+struct ChannelSocket {
+    incoming: UnboundedReceiver<Result<WsMessage, axum::Error>>,
+    outgoing: UnboundedSender<WsMessage>,
+}
+
+impl Stream for ChannelSocket {
+    type Item = Result<WsMessage, axum::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.get_mut().incoming).poll_next(cx)
+    }
+}
+
+impl Sink<WsMessage> for ChannelSocket {
+    type Error = mpsc::SendError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Pin::new(&mut self.get_mut().outgoing).poll_ready(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: WsMessage) -> Result<(), Self::Error> {
+        Pin::new(&mut self.get_mut().outgoing).start_send(item)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Pin::new(&mut self.get_mut().outgoing).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Pin::new(&mut self.get_mut().outgoing).poll_close(cx)
+    }
+}
+
+/// One scripted model call.
+enum Reply {
+    /// These deltas, then the end of the call.
+    Text(Vec<&'static str>),
+    /// These deltas, then nothing, ever (until the chat drops the stream).
+    Hang(Vec<&'static str>),
+}
+
+/// A model that answers each call with the next reply of its script.
+struct Script(Mutex<Vec<Reply>>);
+
+#[async_trait]
+impl ChatModel for Script {
+    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, LlmError> {
+        let reply = self.0.lock().ok().and_then(|mut replies| replies.pop());
+        let deltas = |deltas: Vec<&'static str>| {
+            stream::iter(deltas).map(|delta| Ok(ModelEvent::Text(delta.to_string())))
+        };
+        match reply {
+            None => Err(LlmError::Stream("the script has no reply left".into())),
+            Some(Reply::Text(text)) => Ok(deltas(text)
+                .chain(stream::once(async {
+                    Ok(ModelEvent::Finished {
+                        tool_calls: Vec::new(),
+                        finish_reason: Some("stop".into()),
+                        usage: Some(Usage {
+                            prompt_tokens: 10,
+                            completion_tokens: 2,
+                        }),
+                    })
+                }))
+                .boxed()),
+            Some(Reply::Hang(text)) => Ok(deltas(text).chain(stream::pending()).boxed()),
+        }
+    }
+}
+
+/// The test's side of a running session.
+struct Harness {
+    to_session: UnboundedSender<Result<WsMessage, axum::Error>>,
+    from_session: UnboundedReceiver<WsMessage>,
+    state: AppState,
+    session: JoinHandle<()>,
+}
+
+impl Harness {
+    /// Starts a session whose model plays `replies` in order.
+    fn start(replies: Vec<Reply>) -> Harness {
+        let config = match Config::resolve(&CliSettings::default(), FileConfig::default(), |_| None)
+        {
+            Ok(config) => config,
+            Err(error) => panic!("the default config: {error}"),
+        };
+        let mut replies = replies;
+        replies.reverse(); // `Script` pops from the end
+        let agent = AgentClient::builder()
+            .model(Arc::new(Script(Mutex::new(replies))))
+            .build();
+        let skills = Arc::new(SkillRegistry::load("/nonexistent/hookwire-skills"));
+        let state = AppState::new(config, agent, false, skills);
+        let (to_session, incoming) = mpsc::unbounded();
+        let (outgoing, from_session) = mpsc::unbounded();
+        let socket = ChannelSocket { incoming, outgoing };
+        let session = tokio::spawn(run_session(socket, state.clone()));
+        Harness {
+            to_session,
+            from_session,
+            state,
+            session,
+        }
+    }
+
+    fn send(&self, message: WsMessage) {
+        assert!(
+            self.to_session.unbounded_send(Ok(message)).is_ok(),
+            "the session stopped reading"
+        );
+    }
+
+    fn send_json(&self, frame: Value) {
+        self.send(WsMessage::Text(Utf8Bytes::from(frame.to_string())));
+    }
+
+    /// The next message the session writes; panics after 5 s or if the session wrote its last.
+    async fn next(&mut self) -> WsMessage {
+        match tokio::time::timeout(Duration::from_secs(5), self.from_session.next()).await {
+            Ok(Some(message)) => message,
+            Ok(None) => panic!("the session closed its sink"),
+            Err(_) => panic!("the session wrote nothing for 5 s"),
+        }
+    }
+
+    /// The next JSON frame (the session's keepalive pings skipped).
+    async fn frame(&mut self) -> Value {
+        loop {
+            match self.next().await {
+                WsMessage::Text(text) => match serde_json::from_str(text.as_str()) {
+                    Ok(frame) => return frame,
+                    Err(error) => panic!("not JSON ({error}): {text}"),
+                },
+                WsMessage::Ping(_) => continue,
+                other => panic!("expected a text frame, got {other:?}"),
+            }
+        }
+    }
+
+    /// Frames until (and including) a chat's `done` or `error`.
+    async fn until_end(&mut self) -> Vec<Value> {
+        let mut frames = Vec::new();
+        loop {
+            let frame = self.frame().await;
+            let end =
+                frame["type"] == "done" || (frame["type"] == "error" && frame["id"].is_string());
+            frames.push(frame);
+            if end {
+                return frames;
+            }
+        }
+    }
+
+    /// Waits for the session to end on its own.
+    async fn ended(self) {
+        match tokio::time::timeout(Duration::from_secs(5), self.session).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => panic!("the session panicked: {error}"),
+            Err(_) => panic!("the session did not end within 5 s"),
+        }
+    }
+}
+
+fn types(frames: &[Value]) -> Vec<&str> {
+    frames
+        .iter()
+        .map(|f| f["type"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_chat_streams_from_start_to_done() {
+    let mut session = Harness::start(vec![Reply::Text(vec!["Hi", " there"])]);
+    session.send_json(json!({"type":"chat","id":"c1","input":"hello","enable_tools":false}));
+    let frames = session.until_end().await;
+    assert_eq!(
+        types(&frames),
+        ["start", "text", "text", "done"],
+        "{frames:?}"
+    );
+    assert!(frames.iter().all(|f| f["id"] == "c1"), "{frames:?}");
+    let done = &frames[3];
+    assert_eq!(done["reason"], "completed");
+    assert_eq!(
+        done["message"],
+        json!({"role":"assistant","content":"Hi there"})
+    );
+    assert_eq!(
+        done["usage"],
+        json!({"prompt_tokens":10,"completion_tokens":2})
+    );
+    // The client goes away: the session ends without being told anything else.
+    session.to_session.close_channel();
+    session.ended().await;
+}
+
+#[tokio::test]
+async fn a_ping_frame_is_answered_with_a_pong_of_the_same_id() {
+    let mut session = Harness::start(Vec::new());
+    session.send_json(json!({"type":"ping","id":"p1"}));
+    assert_eq!(session.frame().await, json!({"type":"pong","id":"p1"}));
+    session.send_json(json!({"type":"ping"}));
+    assert_eq!(session.frame().await, json!({"type":"pong"}));
+}
+
+#[tokio::test]
+async fn a_bad_frame_is_an_error_and_the_session_goes_on() {
+    let mut session = Harness::start(vec![Reply::Text(vec!["still here"])]);
+    session.send(WsMessage::Text(Utf8Bytes::from_static("{not json")));
+    let error = session.frame().await;
+    assert_eq!(
+        (error["type"].as_str(), error["code"].as_str()),
+        (Some("error"), Some("bad_frame")),
+        "{error}"
+    );
+    assert!(error.get("fatal").is_none(), "not fatal: {error}");
+    session.send(WsMessage::Binary(vec![1, 2, 3].into()));
+    assert_eq!(session.frame().await["code"], "bad_frame");
+    // The session still reads frames and runs chats.
+    session.send_json(json!({"type":"ping","id":"after"}));
+    assert_eq!(session.frame().await, json!({"type":"pong","id":"after"}));
+    session.send_json(json!({"type":"chat","id":"c2","input":"hi","enable_tools":false}));
+    let frames = session.until_end().await;
+    assert_eq!(
+        frames.last().map(|f| &f["message"]["content"]),
+        Some(&json!("still here"))
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_is_read_while_the_reply_streams() {
+    let mut session = Harness::start(vec![Reply::Hang(vec!["partial"])]);
+    session.send_json(json!({"type":"chat","id":"c3","input":"hi","enable_tools":false}));
+    assert_eq!(session.frame().await["type"], "start");
+    assert_eq!(session.frame().await["delta"], "partial");
+    // The model hangs; only a cancel read while it streams can end this chat.
+    session.send_json(json!({"type":"cancel","id":"c3"}));
+    let frames = session.until_end().await;
+    let done = frames.last().cloned().unwrap_or_default();
+    assert_eq!(
+        (done["type"].as_str(), done["reason"].as_str()),
+        (Some("done"), Some("cancelled")),
+        "{frames:?}"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_closes_the_session_with_going_away() {
+    let mut session = Harness::start(Vec::new());
+    // A pong proves the session runs before it is told to stop.
+    session.send_json(json!({"type":"ping","id":"p"}));
+    assert_eq!(session.frame().await["type"], "pong");
+    session.state.shutdown.cancel();
+    let message = session.next().await;
+    let WsMessage::Close(Some(close)) = message else {
+        panic!("expected a close frame, got {message:?}");
+    };
+    assert_eq!(close.code, close_code::GOING_AWAY);
+    // The client answers the close; the session ends.
+    session.send(WsMessage::Close(None));
+    session.ended().await;
+}
