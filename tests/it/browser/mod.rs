@@ -575,3 +575,62 @@ async fn a_demo_conversation_in_chromium() {
     browser.screenshot("chromium-demo.png").await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_page_brings_the_access_token_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    the_page_brings_the_access_token(&mut browser).await;
+}
+
+#[tokio::test]
+async fn the_page_brings_the_access_token_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    the_page_brings_the_access_token(&mut browser).await;
+}
+
+/// A server with `auth_token`: the page opened as `/?token=…` keeps the token for the tab, takes
+/// it out of the address bar, chats with it, still has it after a reload, and without it says
+/// what to do.
+async fn the_page_brings_the_access_token(browser: &mut impl Page) {
+    let server = TestServer::start_in(
+        workspace(),
+        None,
+        |c| c.auth_token = Some("tok en/1".into()),
+        |b| b,
+    )
+    .await;
+    browser.open(&server.url("/?token=tok%20en%2F1")).await;
+    assert_eq!(
+        browser
+            .eval("[location.search, sessionStorage.getItem('hookwire.token'), document.body.dataset.info]")
+            .await,
+        json!(["", "\"tok en/1\"", "loaded"]),
+        "the token left the address bar for the tab's storage, and the API answered"
+    );
+    browser.type_and_enter("hello").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 1")
+        .await;
+    browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval("document.body.dataset.info").await,
+        json!("loaded"),
+        "after a reload the token comes from the tab's storage"
+    );
+    browser
+        .eval("sessionStorage.removeItem('hookwire.token'); location.reload()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.info === 'failed'")
+        .await;
+    let shown = browser.eval("document.getElementById('skills').innerText").await;
+    assert!(
+        shown.as_str().unwrap().contains("needs an access token"),
+        "{shown}"
+    );
+    server.shutdown().await;
+}
