@@ -1,9 +1,16 @@
-//! [`HookStack`]: runs the hooks of a chat in order, with written rules.
+//! [`HookStack`]: runs the hooks of a chat in order, with written rules. Every event goes through
+//! one helper, [`HookStack::each`], so the rules hold for all of them:
 //!
 //! - Order: the order hooks were added (built-in → server → workspace → skill → session).
-//! - Rewrites chain: each hook sees the values as the previous one left them.
-//! - Short-circuit: the first hook that stops (or skips a tool, retries, continues the model)
-//!   decides; the hooks after it are not called for that event.
+//! - Rewrites chain: the event's values (`ctx`, the input, the request, the tool call, …) are
+//!   passed by `&mut` from one hook to the next, so each hook sees them as the previous one left
+//!   them; nothing is merged afterwards.
+//! - Short-circuit: the first hook whose answer is not the default (`Flow::Continue`,
+//!   `ResponseAction::Continue`, `ToolAction::Run`, `StopAction::Finish`) decides: it stops, skips
+//!   a tool, retries or continues the model, and the hooks after it are not called for that
+//!   event. Notify-only events (answer `()`) reach every hook.
+//! - A tool result goes to `post_tool_execution` or, when `is_error`, to
+//!   `post_tool_execution_failure`, chosen for each hook as the result stands when it is called.
 //! - Isolation: a hook that returns an error or panics is logged and counted
 //!   (`hookwire_hook_runs_total{outcome="error"|"panic"}`), its answer counts as the default, and
 //!   the chat goes on. So does a hook that takes longer than the stack's budget (the chain
@@ -14,6 +21,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use super::{
@@ -117,159 +125,21 @@ impl HookStack {
         self.hooks.is_empty()
     }
 
-    pub async fn session_start(&self, session: &SessionInfo) {
+    /// Calls every hook in order for one event (the module doc's rules): `call` starts one
+    /// hook's call with the event's values and names the event for logs and metrics.
+    async fn each<V, T>(&self, values: &mut V, call: impl Dispatch<V, T>) -> T
+    where
+        V: ?Sized + Send,
+        T: Default + PartialEq,
+    {
         for hook in &self.hooks {
-            self.guarded(hook.as_ref(), "session_start", hook.session_start(session))
-                .await;
-        }
-    }
-
-    pub async fn session_end(&self, session: &SessionInfo) {
-        for hook in &self.hooks {
-            self.guarded(hook.as_ref(), "session_end", hook.session_end(session))
-                .await;
-        }
-    }
-
-    pub async fn pre_send_message(&self, ctx: &mut HookContext, input: &mut String) -> Flow {
-        for hook in &self.hooks {
-            let flow = self
-                .guarded(
-                    hook.as_ref(),
-                    "pre_send_message",
-                    hook.pre_send_message(ctx, input),
-                )
-                .await;
-            if flow != Flow::Continue {
-                return flow;
+            let (event, future) = call(hook.as_ref(), values);
+            let answer = self.guarded(hook.as_ref(), event, future).await;
+            if answer != T::default() {
+                return answer;
             }
         }
-        Flow::Continue
-    }
-
-    pub async fn post_send_message(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "post_send_message",
-                hook.post_send_message(ctx),
-            )
-            .await;
-        }
-    }
-
-    pub async fn before_planning(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(hook.as_ref(), "before_planning", hook.before_planning(ctx))
-                .await;
-        }
-    }
-
-    pub async fn after_planning(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(hook.as_ref(), "after_planning", hook.after_planning(ctx))
-                .await;
-        }
-    }
-
-    pub async fn before_first_agent(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "before_first_agent",
-                hook.before_first_agent(ctx),
-            )
-            .await;
-        }
-    }
-
-    pub async fn before_each_agent(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "before_each_agent",
-                hook.before_each_agent(ctx),
-            )
-            .await;
-        }
-    }
-
-    pub async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "after_tool_call",
-                hook.after_tool_call(ctx, tool_names),
-            )
-            .await;
-        }
-    }
-
-    pub async fn after_agent_loop(&self, ctx: &mut HookContext) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "after_agent_loop",
-                hook.after_agent_loop(ctx),
-            )
-            .await;
-        }
-    }
-
-    pub async fn pre_llm_request(&self, ctx: &mut HookContext, request: &mut LlmRequest) -> Flow {
-        for hook in &self.hooks {
-            let flow = self
-                .guarded(
-                    hook.as_ref(),
-                    "pre_llm_request",
-                    hook.pre_llm_request(ctx, request),
-                )
-                .await;
-            if flow != Flow::Continue {
-                return flow;
-            }
-        }
-        Flow::Continue
-    }
-
-    pub async fn post_llm_response(
-        &self,
-        ctx: &mut HookContext,
-        response: &mut LlmResponse,
-    ) -> ResponseAction {
-        for hook in &self.hooks {
-            let action = self
-                .guarded(
-                    hook.as_ref(),
-                    "post_llm_response",
-                    hook.post_llm_response(ctx, response),
-                )
-                .await;
-            if action != ResponseAction::Continue {
-                return action;
-            }
-        }
-        ResponseAction::Continue
-    }
-
-    pub async fn pre_tool_execution(
-        &self,
-        ctx: &mut HookContext,
-        call: &mut ToolCallInfo,
-    ) -> ToolAction {
-        for hook in &self.hooks {
-            let action = self
-                .guarded(
-                    hook.as_ref(),
-                    "pre_tool_execution",
-                    hook.pre_tool_execution(ctx, call),
-                )
-                .await;
-            if action != ToolAction::Run {
-                return action;
-            }
-        }
-        ToolAction::Run
+        T::default()
     }
 
     /// `post_tool_execution` for a success, `post_tool_execution_failure` for an error result.
@@ -279,56 +149,62 @@ impl HookStack {
         call: &ToolCallInfo,
         result: &mut ToolResultInfo,
     ) -> Flow {
-        for hook in &self.hooks {
-            let flow = if result.is_error {
-                self.guarded(
-                    hook.as_ref(),
-                    "post_tool_execution_failure",
-                    hook.post_tool_execution_failure(ctx, call, result),
-                )
-                .await
+        self.each(&mut (ctx, call, result), |hook, (ctx, call, result)| {
+            if result.is_error {
+                let failure = hook.post_tool_execution_failure(ctx, call, result);
+                ("post_tool_execution_failure", failure)
             } else {
-                self.guarded(
-                    hook.as_ref(),
-                    "post_tool_execution",
-                    hook.post_tool_execution(ctx, call, result),
-                )
+                let success = hook.post_tool_execution(ctx, call, result);
+                ("post_tool_execution", success)
+            }
+        })
+        .await
+    }
+}
+
+/// The stack's events as a table: each row is an [`AgentHook`] method, which the stack offers
+/// with the same name, values and answer, and which names the event in logs and metrics. Every
+/// row goes through [`HookStack::each`].
+macro_rules! events {
+    ($($method:ident($($arg:ident: $ty:ty),*) $(-> $answer:ty)?;)*) => {
+        impl HookStack {
+            $(pub async fn $method(&self, $($arg: $ty),*) $(-> $answer)? {
+                self.each(&mut ($($arg,)*), |hook, ($($arg,)*)| {
+                    (stringify!($method), hook.$method($($arg),*))
+                })
                 .await
-            };
-            if flow != Flow::Continue {
-                return flow;
-            }
+            })*
         }
-        Flow::Continue
-    }
+    };
+}
 
-    pub async fn stop(&self, ctx: &mut HookContext, output: &str) -> StopAction {
-        for hook in &self.hooks {
-            let action = self
-                .guarded(hook.as_ref(), "stop", hook.stop(ctx, output))
-                .await;
-            if action != StopAction::Finish {
-                return action;
-            }
-        }
-        StopAction::Finish
-    }
+events! {
+    session_start(session: &SessionInfo);
+    session_end(session: &SessionInfo);
+    pre_send_message(ctx: &mut HookContext, input: &mut String) -> Flow;
+    post_send_message(ctx: &mut HookContext);
+    before_planning(ctx: &mut HookContext);
+    after_planning(ctx: &mut HookContext);
+    before_first_agent(ctx: &mut HookContext);
+    before_each_agent(ctx: &mut HookContext);
+    after_tool_call(ctx: &mut HookContext, tool_names: &[String]);
+    after_agent_loop(ctx: &mut HookContext);
+    pre_llm_request(ctx: &mut HookContext, request: &mut LlmRequest) -> Flow;
+    post_llm_response(ctx: &mut HookContext, response: &mut LlmResponse) -> ResponseAction;
+    pre_tool_execution(ctx: &mut HookContext, call: &mut ToolCallInfo) -> ToolAction;
+    stop(ctx: &mut HookContext, output: &str) -> StopAction;
+    run_completed(ctx: &mut HookContext, output: &mut RunOutput);
+    run_failed(ctx: &mut HookContext, error: &ChatError);
+}
 
-    pub async fn run_completed(&self, ctx: &mut HookContext, output: &mut RunOutput) {
-        for hook in &self.hooks {
-            self.guarded(
-                hook.as_ref(),
-                "run_completed",
-                hook.run_completed(ctx, output),
-            )
-            .await;
-        }
-    }
+/// Starts one hook's call for an event over the event's values `V`: the event's name (for logs
+/// and metrics) and the call, which borrows the values for as long as it runs (`for<'a>`).
+trait Dispatch<V: ?Sized, T>:
+    for<'a> Fn(&'a dyn AgentHook, &'a mut V) -> (&'static str, BoxFuture<'a, HookResult<T>>)
+{
+}
 
-    pub async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) {
-        for hook in &self.hooks {
-            self.guarded(hook.as_ref(), "run_failed", hook.run_failed(ctx, error))
-                .await;
-        }
-    }
+impl<V: ?Sized, T, F> Dispatch<V, T> for F where
+    F: for<'a> Fn(&'a dyn AgentHook, &'a mut V) -> (&'static str, BoxFuture<'a, HookResult<T>>)
+{
 }

@@ -1,9 +1,11 @@
-//! Running one hook's handler. Errors are data: every run returns a [`RunResult`], never `Err`.
+//! Running one hook's handler. Errors are data: every run returns a [`RunResult`], never `Err`,
+//! and the chain decides from its variant (a timeout is [`RunResult::Timeout`], not a message).
 //!
-//! The exit-code contract of command hooks, written once: exit 0 → stdout is the result (empty
-//! or `{}` = no change); exit 2 → block, stderr is the reason; anything else → an error (logged,
-//! the chain goes on unless `on_error: abort`). A command that runs past its timeout is killed
-//! with its whole process group.
+//! A command hook first ends as a [`CommandRun`] (exit code, stdout, stderr, timed out); its
+//! exit-code contract is written once, in [`CommandRun::result`]: exit 0 → stdout is the result
+//! (empty or `{}` = no change); exit 2 → block, stderr is the reason; anything else → an error
+//! (logged, the chain goes on unless `on_error: abort`). A command that runs past its timeout is
+//! killed with its whole process group.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -28,8 +30,53 @@ pub enum RunResult {
     Output(Value),
     /// Exit 2: blocked, with the reason.
     Block(String),
+    /// The handler failed: could not run, answered badly, exited with another code.
     Error(String),
+    /// The handler ran past its timeout (a command was killed).
     Timeout,
+}
+
+/// How a command ended, before the contract gives it a meaning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandRun {
+    /// `None` when a signal ended the shell (or it was killed at its timeout).
+    pub exit_code: Option<i32>,
+    /// Capped at [`MAX_OUTPUT_BYTES`], lossily decoded.
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl CommandRun {
+    /// The exit-code contract of command hooks (see the module doc).
+    pub fn result(self) -> RunResult {
+        if self.timed_out {
+            return RunResult::Timeout;
+        }
+        let stderr = self.stderr.trim();
+        match self.exit_code {
+            Some(0) => {
+                let stdout = self.stdout.trim();
+                if stdout.is_empty() {
+                    return RunResult::Output(Value::Null);
+                }
+                match serde_json::from_str(stdout) {
+                    Ok(value) => RunResult::Output(value),
+                    Err(error) => RunResult::Error(format!(
+                        "stdout is not JSON ({error}): {:?}",
+                        self.stdout.chars().take(200).collect::<String>()
+                    )),
+                }
+            }
+            Some(2) if stderr.is_empty() => RunResult::Block("blocked by a hook".into()),
+            Some(2) => RunResult::Block(stderr.to_string()),
+            Some(code) => RunResult::Error(format!(
+                "exit code {code}: {}",
+                stderr.chars().take(300).collect::<String>()
+            )),
+            None => RunResult::Error("killed by a signal".into()),
+        }
+    }
 }
 
 /// The bounded sub-run behind `agent` hooks: a task in, the agent's final answer out. The agent
@@ -236,8 +283,7 @@ pub fn render(template: &str, input: &Value) -> String {
     out
 }
 
-/// Runs `sh -c command` in its own process group: JSON on stdin (written while stdout is read,
-/// so a large input cannot deadlock), stdout and stderr capped.
+/// Runs `sh -c command` in its own process group and applies the exit-code contract.
 pub async fn run_command(
     command: &str,
     event: &str,
@@ -245,7 +291,23 @@ pub async fn run_command(
     input: &Value,
     timeout: Duration,
 ) -> RunResult {
-    let mut child = match tokio::process::Command::new("sh")
+    match execute(command, event, cwd, input, timeout).await {
+        Ok(run) => run.result(),
+        Err(error) => RunResult::Error(error),
+    }
+}
+
+/// Runs `sh -c command` in its own process group: JSON on stdin (written while stdout is read,
+/// so a large input cannot deadlock), stdout and stderr capped. `Err` only when the shell could
+/// not be started or waited for; how the command itself ended is the [`CommandRun`].
+pub async fn execute(
+    command: &str,
+    event: &str,
+    cwd: &std::path::Path,
+    input: &Value,
+    timeout: Duration,
+) -> Result<CommandRun, String> {
+    let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -257,13 +319,11 @@ pub async fn run_command(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => return RunResult::Error(format!("cannot start `sh -c {command}`: {error}")),
-    };
-    let Some(group) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-        return RunResult::Error(format!("`sh -c {command}` has no process id"));
-    };
+        .map_err(|error| format!("cannot start `sh -c {command}`: {error}"))?;
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| format!("`sh -c {command}` has no process id"))?;
     let (mut stdin, mut stdout, mut stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // If the run ends before the shell does (timeout, or this future dropped because the chat was
@@ -291,39 +351,19 @@ pub async fn run_command(
     };
     let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
         drop(process);
-        return RunResult::Timeout;
+        return Ok(CommandRun {
+            timed_out: true,
+            ..CommandRun::default()
+        });
     };
     process.finished();
-    let status = match status {
-        Ok(status) => status,
-        Err(error) => return RunResult::Error(format!("waiting for the hook failed: {error}")),
-    };
-    let stdout = String::from_utf8_lossy(&out).to_string();
-    let stderr = String::from_utf8_lossy(&err).trim().to_string();
-    match status.code() {
-        Some(0) => {
-            if stdout.trim().is_empty() {
-                return RunResult::Output(Value::Null);
-            }
-            match serde_json::from_str(stdout.trim()) {
-                Ok(value) => RunResult::Output(value),
-                Err(error) => RunResult::Error(format!(
-                    "stdout is not JSON ({error}): {:?}",
-                    stdout.chars().take(200).collect::<String>()
-                )),
-            }
-        }
-        Some(2) => RunResult::Block(if stderr.is_empty() {
-            "blocked by a hook".into()
-        } else {
-            stderr
-        }),
-        Some(code) => RunResult::Error(format!(
-            "exit code {code}: {}",
-            stderr.chars().take(300).collect::<String>()
-        )),
-        None => RunResult::Error("killed by a signal".into()),
-    }
+    let status = status.map_err(|error| format!("waiting for the hook failed: {error}"))?;
+    Ok(CommandRun {
+        exit_code: status.code(),
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        timed_out: false,
+    })
 }
 
 async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) -> Vec<u8> {
@@ -426,44 +466,88 @@ mod tests {
     #[tokio::test]
     async fn exit_codes() {
         let cwd = std::env::temp_dir();
-        let ok = run_command(
-            "cat >/dev/null; echo '{\"user_input\":\"x\"}'",
-            "e",
-            &cwd,
-            &json!({}),
-            Duration::from_secs(5),
-        )
-        .await;
-        assert_eq!(ok, RunResult::Output(json!({"user_input":"x"})));
-        let empty = run_command("true", "e", &cwd, &json!({}), Duration::from_secs(5)).await;
-        assert_eq!(empty, RunResult::Output(Value::Null));
-        let block = run_command(
-            "echo 'not allowed' >&2; exit 2",
-            "e",
-            &cwd,
-            &json!({}),
-            Duration::from_secs(5),
-        )
-        .await;
-        assert_eq!(block, RunResult::Block("not allowed".into()));
-        let error = run_command(
-            "echo boom >&2; exit 3",
-            "e",
-            &cwd,
-            &json!({}),
-            Duration::from_secs(5),
-        )
-        .await;
-        assert_eq!(error, RunResult::Error("exit code 3: boom".into()));
-        let env = run_command(
-            "printf '{\"e\":\"%s\"}' \"$HOOKWIRE_HOOK_EVENT\"",
-            "stop",
-            &cwd,
-            &json!({}),
-            Duration::from_secs(5),
-        )
-        .await;
-        assert_eq!(env, RunResult::Output(json!({"e":"stop"})));
+        let cases = [
+            (
+                "cat >/dev/null; echo '{\"user_input\":\"x\"}'",
+                "e",
+                RunResult::Output(json!({"user_input":"x"})),
+            ),
+            ("true", "e", RunResult::Output(Value::Null)),
+            (
+                "echo 'not allowed' >&2; exit 2",
+                "e",
+                RunResult::Block("not allowed".into()),
+            ),
+            (
+                "echo boom >&2; exit 3",
+                "e",
+                RunResult::Error("exit code 3: boom".into()),
+            ),
+            (
+                "printf '{\"e\":\"%s\"}' \"$HOOKWIRE_HOOK_EVENT\"",
+                "stop",
+                RunResult::Output(json!({"e":"stop"})),
+            ),
+        ];
+        for (command, event, expected) in cases {
+            let result =
+                run_command(command, event, &cwd, &json!({}), Duration::from_secs(5)).await;
+            assert_eq!(result, expected, "{command}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_command_past_its_timeout_is_a_timeout_not_an_error() {
+        let cwd = std::env::temp_dir();
+        let run = execute("sleep 5", "e", &cwd, &json!({}), Duration::from_millis(100)).await;
+        assert_eq!(
+            run,
+            Ok(CommandRun {
+                timed_out: true,
+                ..CommandRun::default()
+            })
+        );
+        assert_eq!(run.map(CommandRun::result), Ok(RunResult::Timeout));
+    }
+
+    #[test]
+    fn the_exit_code_contract() {
+        let ended = |exit_code: Option<i32>, stdout: &str, stderr: &str| {
+            CommandRun {
+                exit_code,
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                timed_out: false,
+            }
+            .result()
+        };
+        assert_eq!(ended(Some(0), " {} \n", ""), RunResult::Output(json!({})));
+        assert_eq!(
+            ended(Some(0), "\n", "noise"),
+            RunResult::Output(Value::Null)
+        );
+        assert!(
+            matches!(ended(Some(0), "nope", ""), RunResult::Error(e) if e.starts_with("stdout is not JSON"))
+        );
+        assert_eq!(
+            ended(Some(2), "{}", " \n"),
+            RunResult::Block("blocked by a hook".into())
+        );
+        assert_eq!(ended(Some(2), "", "no\n"), RunResult::Block("no".into()));
+        assert_eq!(
+            ended(Some(1), "", "x"),
+            RunResult::Error("exit code 1: x".into())
+        );
+        assert_eq!(
+            ended(None, "", ""),
+            RunResult::Error("killed by a signal".into())
+        );
+        let late = CommandRun {
+            exit_code: Some(0),
+            timed_out: true,
+            ..CommandRun::default()
+        };
+        assert_eq!(late.result(), RunResult::Timeout);
     }
 
     #[tokio::test]

@@ -627,7 +627,9 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
     browser
         .wait_for("document.body.dataset.info === 'failed'")
         .await;
-    let shown = browser.eval("document.getElementById('skills').innerText").await;
+    let shown = browser
+        .eval("document.getElementById('skills').innerText")
+        .await;
     assert!(
         shown.as_str().unwrap().contains("needs an access token"),
         "{shown}"

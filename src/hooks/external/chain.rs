@@ -1,0 +1,362 @@
+//! The chain engine: one event's hooks run over that event's values. It knows nothing of chats:
+//! it runs hooks through [`RunHook`] (so tests script their outcomes), applies their outputs to an
+//! [`EventState`] and records metrics.
+//!
+//! The rules of a chain:
+//! - Order: the event's hooks as the files list them (server level, then workspace level); a
+//!   hook whose filter does not match is passed over.
+//! - Rewrites chain: each hook sees the values as the previous one left them. A result field
+//!   counts only at the events where it is valid ([`apply`]); elsewhere it is logged and ignored.
+//! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
+//! - Failures are data: a run that fails or times out (the [`RunResult`] variant says which) is
+//!   logged; `on_error: skip` (the default) goes on with the next hook, `abort` ends the chain
+//!   with no decision.
+//! - Time: the chain has a budget in all (30 s unless `limits.hook_chain_timeout_seconds` says
+//!   otherwise); each hook's own timeout is cut to what is left, and once nothing is left the
+//!   rest of the chain is skipped.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::config::{HookDef, OnError};
+use super::event::Event;
+use super::protocol::{input_json, parse_output, Control, Envelope, EventState, HookOutput};
+use super::runner::{RunResult, Runner};
+use crate::types::Message;
+
+/// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
+#[async_trait]
+pub trait RunHook: Send + Sync {
+    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult;
+}
+
+#[async_trait]
+impl RunHook for Runner {
+    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+        Runner::run(self, &hook.handler, hook.event.as_str(), input, timeout).await
+    }
+}
+
+/// One event's chain: its hooks, in order, and the time they may take in all.
+pub struct Chain<'a> {
+    pub event: Event,
+    pub hooks: &'a [Arc<HookDef>],
+    pub budget: Duration,
+}
+
+/// What a chain leaves besides the changed state.
+#[derive(Debug, Default)]
+pub struct ChainOutcome {
+    /// The decision that ended the chain, if one did.
+    pub control: Option<ChainControl>,
+    /// `pre_llm_request`: messages for this call only.
+    pub inject_messages: Vec<Message>,
+    pub additional_context: Vec<String>,
+    /// The hooks' `system_message`s (unless suppressed), for the person.
+    pub notices: Vec<String>,
+    /// Each hook that ran, in order, and how it ended.
+    pub ran: Vec<(String, Ran)>,
+}
+
+/// A decision that ends a chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainControl {
+    Stop(String),
+    Skip(String),
+    Retry(String),
+}
+
+/// How one hook's run ended: the `outcome` label of its metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    Success,
+    Skip,
+    Block,
+    Timeout,
+    Failure,
+}
+
+impl Ran {
+    fn label(self) -> &'static str {
+        match self {
+            Ran::Success => "success",
+            Ran::Skip => "skip",
+            Ran::Block => "block",
+            Ran::Timeout => "timeout",
+            Ran::Failure => "failure",
+        }
+    }
+}
+
+/// Why a hook gave no output.
+enum Failure {
+    TimedOut(Duration),
+    Failed(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::TimedOut(after) => write!(f, "timed out after {after:?}"),
+            Failure::Failed(error) => f.write_str(error),
+        }
+    }
+}
+
+impl Chain<'_> {
+    /// Runs the chain over `state` (see the module doc for the rules).
+    pub async fn run(
+        &self,
+        runner: &dyn RunHook,
+        envelope: &Envelope,
+        state: &mut EventState,
+    ) -> ChainOutcome {
+        let event = self.event;
+        let mut outcome = ChainOutcome::default();
+        let deadline = Instant::now() + self.budget;
+        for hook in self.hooks {
+            if !hook
+                .filter
+                .matches(event, state.tool_name.as_deref(), &envelope.model)
+            {
+                continue;
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                tracing::warn!(
+                    event = event.as_str(),
+                    budget = ?self.budget,
+                    "hook chain ran out of its time budget; the rest is skipped"
+                );
+                break;
+            }
+            let output = self.run_one(runner, hook, envelope, state, remaining, &mut outcome);
+            let output = match output.await {
+                Ok(output) => output,
+                Err(error) => {
+                    tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
+                    if hook.on_error == OnError::Abort {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            if !output.refused.is_empty() {
+                tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
+            }
+            if let (Some(message), false) = (&output.system_message, output.suppress_output) {
+                outcome.notices.push(message.clone());
+            }
+            let control = apply(event, &hook.name, output, state, &mut outcome);
+            if control.is_some() {
+                outcome.control = control;
+                break;
+            }
+        }
+        outcome
+    }
+
+    /// Runs one hook within `remaining` and records how it ended.
+    async fn run_one(
+        &self,
+        runner: &dyn RunHook,
+        hook: &HookDef,
+        envelope: &Envelope,
+        state: &EventState,
+        remaining: Duration,
+        outcome: &mut ChainOutcome,
+    ) -> Result<HookOutput, Failure> {
+        let input = input_json(self.event, &hook.event_name, envelope, state);
+        let timeout = hook.timeout.min(remaining);
+        let started = Instant::now();
+        let output = match runner.run(hook, &input, timeout).await {
+            RunResult::Output(value) => parse_output(&value, hook.capabilities.as_ref())
+                .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
+            RunResult::Block(reason) => Ok(HookOutput {
+                control: Some(Control::Block(reason)),
+                ..Default::default()
+            }),
+            RunResult::Error(error) => Err(Failure::Failed(error)),
+            RunResult::Timeout => Err(Failure::TimedOut(timeout)),
+        };
+        let ran = match &output {
+            Ok(out) => match &out.control {
+                Some(Control::Skip(_)) => Ran::Skip,
+                Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
+                None => Ran::Success,
+            },
+            Err(Failure::TimedOut(_)) => Ran::Timeout,
+            Err(Failure::Failed(_)) => Ran::Failure,
+        };
+        record(hook, self.event, ran, started.elapsed());
+        outcome.ran.push((hook.name.clone(), ran));
+        output
+    }
+}
+
+fn record(hook: &HookDef, event: Event, ran: Ran, elapsed: Duration) {
+    let outcome = ran.label();
+    let labels = [
+        ("hook", hook.name.clone()),
+        ("event", event.as_str().to_string()),
+        ("outcome", outcome.to_string()),
+    ];
+    metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
+    metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
+        .record(elapsed.as_secs_f64());
+    tracing::debug!(hook = %hook.name, event = event.as_str(), outcome, ms = elapsed.as_millis() as u64, "hook ran");
+}
+
+/// Applies one hook's output to the chain's state, at the events where each field is valid;
+/// returns a control decision that ends the chain.
+fn apply(
+    event: Event,
+    hook: &str,
+    output: HookOutput,
+    state: &mut EventState,
+    outcome: &mut ChainOutcome,
+) -> Option<ChainControl> {
+    let invalid = |field: &str| {
+        tracing::warn!(
+            hook,
+            field,
+            event = event.as_str(),
+            "this result field does not apply to this event; ignored"
+        )
+    };
+    use Event::*;
+    assign(
+        output.user_input,
+        event == PreSendMessage,
+        &mut state.user_input,
+        "user_input",
+        &invalid,
+    );
+    assign(
+        output.messages,
+        matches!(event, PreLlmRequest | AfterContextBuild),
+        &mut state.messages,
+        "messages",
+        &invalid,
+    );
+    assign(
+        output.system_prompt,
+        event == PreLlmRequest,
+        &mut state.system_prompt,
+        "system_prompt",
+        &invalid,
+    );
+    assign(
+        output.tool_arguments,
+        event == PreToolExecution,
+        &mut state.tool_arguments,
+        "tool_arguments",
+        &invalid,
+    );
+    assign(
+        output.tool_result,
+        event == PostToolExecution,
+        &mut state.tool_result,
+        "tool_result",
+        &invalid,
+    );
+    assign(
+        output.tool_error,
+        event == PostToolExecutionFailure,
+        &mut state.tool_error,
+        "tool_error",
+        &invalid,
+    );
+    let output_events = matches!(event, PostLlmResponse | RunCompleted);
+    assign(
+        output.assistant_output,
+        output_events,
+        &mut state.assistant_output,
+        "assistant_output",
+        &invalid,
+    );
+    if !output.inject_messages.is_empty() {
+        if event == PreLlmRequest {
+            outcome.inject_messages.extend(output.inject_messages)
+        } else {
+            invalid("inject_messages")
+        }
+    }
+    if let Some(v) = output.additional_context {
+        if matches!(
+            event,
+            PreLlmRequest | Stop | PostToolExecutionFailure | PreAutoCompact
+        ) {
+            outcome.additional_context.push(v)
+        } else {
+            invalid("additional_context")
+        }
+    }
+    let named = |reason: String| {
+        if reason.is_empty() {
+            format!("stopped by hook {hook}")
+        } else {
+            reason
+        }
+    };
+    match output.control {
+        Some(Control::Stop(reason)) if can_stop(event) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(Control::Skip(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Block(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Block(reason)) if can_stop(event) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(_) => invalid("action"),
+        None => {}
+    }
+    if let Some(feedback) = output.retry_feedback {
+        if matches!(event, PreLlmRequest | PostLlmResponse | Stop) {
+            return Some(ChainControl::Retry(feedback));
+        }
+        invalid("retry_feedback");
+    }
+    None
+}
+
+/// Puts a changed value in its slot when the field applies to the event; otherwise logs it.
+fn assign<T>(
+    value: Option<T>,
+    applies: bool,
+    slot: &mut Option<T>,
+    field: &str,
+    ignored: &dyn Fn(&str),
+) {
+    if let Some(value) = value {
+        if applies {
+            *slot = Some(value);
+        } else {
+            ignored(field);
+        }
+    }
+}
+
+/// Events whose hooks may end the chat.
+fn can_stop(event: Event) -> bool {
+    use Event::*;
+    matches!(
+        event,
+        PreSendMessage
+            | PreLlmRequest
+            | PostLlmResponse
+            | PreToolExecution
+            | PostToolExecution
+            | PostToolExecutionFailure
+    )
+}
+
+#[cfg(test)]
+mod tests;
