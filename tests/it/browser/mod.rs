@@ -622,10 +622,11 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
         "after a reload the token comes from the tab's storage"
     );
     browser
-        .eval("sessionStorage.removeItem('hookwire.token'); location.reload()")
+        .eval("sessionStorage.removeItem('hookwire.token')")
         .await;
+    browser.reload().await;
     browser
-        .wait_for("document.body.dataset.info === 'failed'")
+        .wait_for("!!document.body && document.body.dataset.info === 'failed'")
         .await;
     let shown = browser
         .eval("document.getElementById('skills').innerText")
