@@ -1,5 +1,5 @@
 //! Settings, in one merge: flag, then environment variable, then the YAML config file, then the
-//! default (PROTOCOL section 1). clap handles flag-then-env; [`Config::resolve`] adds the file and
+//! default (docs/protocol.md §1). clap handles flag-then-env; [`Config::resolve`] adds the file and
 //! the defaults.
 
 use std::path::{Path, PathBuf};

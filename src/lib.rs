@@ -12,6 +12,10 @@
 //! - [`types`]: the vocabulary shared by all of the above (messages, chat events, tool specs);
 //!   it depends on nothing else in the crate.
 //! - [`reload`]: hot reload of skills and hook files on real changes.
+//!
+//! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
+//! design documents that comments cite by number (000 … 004), are in `docs/design.md`;
+//! `ARCHITECTURE.md` maps the code.
 
 pub mod agent;
 pub mod check;

@@ -1,6 +1,6 @@
 // The hookwire chat protocol for a client, with no DOM: the conversation state, the frames the
 // client sends, and what each server frame changes. `app.js` draws; this file decides. It is the
-// reference for anyone writing their own front end (PROTOCOL.md section 3):
+// reference for anyone writing their own front end (docs/protocol.md §3):
 //
 // - Every `chat` sends the whole history back as `messages`, plus `skills` (absent = the server's
 //   defaults), `enable_tools`, and the stored `session_hooks`.

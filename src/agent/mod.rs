@@ -6,7 +6,7 @@
 //! - `run`: one chat's state, its setup (hooks, message list, user input) and its end (`done` or
 //!   `error`, after `run_completed` / `run_failed`);
 //! - `phases`: the direct call, the planning round and the agent loop, with the checkpoints of
-//!   DESIGN section 2 in the order of its table;
+//!   docs/design.md §2 in the order of its table;
 //! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);
 //! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
 //! - `marker`: the planning reply's marker, decided while it streams; `prompts`: the built-ins.

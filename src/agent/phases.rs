@@ -1,6 +1,6 @@
 //! The three phases of a chat ([`CallPhase`]): the direct call, the planning round and the agent
 //! loop, and what follows every model response (`post_llm_response`, then the `stop` hooks for a
-//! final answer). The checkpoints of DESIGN section 2 fire here, in the order of its table; a
+//! final answer). The checkpoints of docs/design.md §2 fire here, in the order of its table; a
 //! model call is `call`'s job, a round's tools `tool_step`'s.
 
 use super::call::TextMode;

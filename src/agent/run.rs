@@ -1,6 +1,6 @@
 //! One chat from start to end: its state, its setup (the hooks for this chat, the message list,
 //! the user input), and its end (`done` or `error`, after `run_completed` / `run_failed`). What
-//! happens in between is in `phases` (DESIGN section 1 and seed 000's flow chart).
+//! happens in between is in `phases` (docs/design.md §1 and seed 000's flow chart).
 
 use std::sync::Arc;
 use std::time::Instant;

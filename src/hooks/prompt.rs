@@ -2,7 +2,7 @@
 //!
 //! It injects each hook's text at the end of `ctx.messages` at its checkpoint and takes it out
 //! again right before the next injection of the same timing, so the model sees it exactly at the
-//! calls it was meant for (DESIGN section 2):
+//! calls it was meant for (docs/design.md §2):
 //!
 //! | timing | injected | removed |
 //! |---|---|---|

@@ -1,4 +1,4 @@
-//! Signing of the state that travels with the client (DESIGN section 3c).
+//! Signing of the state that travels with the client (docs/design.md §3c).
 //!
 //! One key type, [`SigningKey`], and one struct per kind of signed value; each kind states the
 //! exact bytes its MAC covers, so a field can only be passed by name and a new kind is a new
@@ -6,12 +6,12 @@
 //!
 //! | kind | struct | bytes |
 //! |---|---|---|
-//! | persistent hook message (PROTOCOL section 4) | [`HookSignature`] | `role + "\n" + content + "\n" + name + "\n" + skill + "\n" + timing` |
-//! | session hook (PROTOCOL section 8) | [`SessionHookSignature`] | `"session_hook\n" + canonical JSON of the spec without "sig"` |
+//! | persistent hook message (docs/protocol.md §4) | [`HookSignature`] | `role + "\n" + content + "\n" + name + "\n" + skill + "\n" + timing` |
+//! | session hook (docs/protocol.md §8) | [`SessionHookSignature`] | `"session_hook\n" + canonical JSON of the spec without "sig"` |
 //!
 //! A signature is lowercase hex HMAC-SHA256 keyed with the secret's UTF-8 bytes.
 //! [`SigningKey::verify`] accepts only 64 lowercase hex digits and compares the MACs in constant
-//! time (PROTOCOL section 8).
+//! time (docs/protocol.md §8).
 //!
 //! With a secret set, a `system` history message must carry a `_hook` whose `sig` verifies;
 //! anything else claiming to be a system message is dropped before the model sees it.
@@ -100,7 +100,7 @@ fn lines(parts: &[&str]) -> Vec<u8> {
     parts.join("\n").into_bytes()
 }
 
-/// What the `sig` of a persistent hook message's `_hook` covers (PROTOCOL section 4).
+/// What the `sig` of a persistent hook message's `_hook` covers (docs/protocol.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookSignature<'a> {
     pub role: Role,

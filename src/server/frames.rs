@@ -1,4 +1,4 @@
-//! The wire: client frames in, server frames out (PROTOCOL section 3). All JSON of the chat
+//! The wire: client frames in, server frames out (docs/protocol.md §3). All JSON of the chat
 //! protocol lives here; the rest of the crate speaks Rust types.
 
 use serde::Serialize;

@@ -62,7 +62,7 @@ impl DoneReason {
     }
 }
 
-/// The closed set of error codes a client can see (PROTOCOL section 3).
+/// The closed set of error codes a client can see (docs/protocol.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     BadFrame,
@@ -174,7 +174,7 @@ impl ChatEvent {
     }
 }
 
-/// The marker a planning reply starts with when it asks for the agent loop (PROTOCOL section 5);
+/// The marker a planning reply starts with when it asks for the agent loop (docs/protocol.md §5);
 /// configurable as `planning.marker`.
 pub const DEFAULT_MARKER: &str = "[NEED_TOOL]";
 

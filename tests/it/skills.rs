@@ -340,7 +340,7 @@ async fn persistent_hook_round_trip_two_copies_then_one_from_history() {
     );
     assert_eq!(hook["message"]["content"], "TEXT:keep");
     assert_eq!(positions(&upstream.requests()[0], "TEXT:keep").len(), 1);
-    // The client's history, as PROTOCOL section 3 says.
+    // The client's history, as docs/protocol.md §3 says.
     let history = json!([
         {"role":"user","content":"one"},
         hook["message"].clone(),

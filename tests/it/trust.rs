@@ -90,7 +90,7 @@ async fn the_env_guard_cannot_be_passed_by_spelling_the_path_differently() {
     server.shutdown().await;
 }
 
-/// HMAC-SHA256 hex, as PROTOCOL section 4 writes it, computed here independently of the server.
+/// HMAC-SHA256 hex, as docs/protocol.md §4 writes it, computed here independently of the server.
 fn mac_hex(secret: &str, fields: &[&str]) -> String {
     use hmac::Mac;
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();

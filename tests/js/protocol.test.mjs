@@ -1,4 +1,4 @@
-// static/protocol.js without a browser: the history rules of PROTOCOL.md section 3, session
+// static/protocol.js without a browser: the history rules of docs/protocol.md §3, session
 // hooks, the frames the page sends. Run: `node --test tests/js/` (tests/it/frontend.rs runs it
 // under `cargo test`).
 import { test } from 'node:test';

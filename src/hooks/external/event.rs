@@ -1,5 +1,5 @@
 //! The event vocabulary of external hooks: seed 001's names are canonical, seed 004's are
-//! aliases (DESIGN section 3).
+//! aliases (docs/design.md §3).
 
 /// A canonical event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
