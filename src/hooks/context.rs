@@ -180,13 +180,7 @@ impl HookContext {
     }
     /// Appends to the system prompt, separated by a blank line (persistent).
     pub fn append_to_system_prompt(&mut self, content: &str) {
-        match self.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(m) => {
-                m.content.push_str("\n\n");
-                m.content.push_str(content);
-            }
-            None => self.messages.insert(0, Message::system(content)),
-        }
+        append_system(&mut self.messages, content);
     }
     pub fn last_user_message(&self) -> Option<&Message> {
         self.messages.iter().rev().find(|m| m.role == Role::User)
@@ -254,13 +248,19 @@ impl LlmRequest {
     }
     /// Appends to the system prompt for this call only.
     pub fn inject_system_context(&mut self, content: &str) {
-        match self.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(m) => {
-                m.content.push_str("\n\n");
-                m.content.push_str(content);
-            }
-            None => self.messages.insert(0, Message::system(content)),
+        append_system(&mut self.messages, content);
+    }
+}
+
+/// Appends `content` to the first system message after a blank line, or makes it the system
+/// message when there is none.
+fn append_system(messages: &mut Vec<Message>, content: &str) {
+    match messages.iter_mut().find(|m| m.role == Role::System) {
+        Some(m) => {
+            m.content.push_str("\n\n");
+            m.content.push_str(content);
         }
+        None => messages.insert(0, Message::system(content)),
     }
 }
 
