@@ -1,9 +1,14 @@
 //! `hookwire check`: everything `serve` would load, with every problem reported as
-//! `severity: file: field: reason`.
+//! `severity: file: field: reason`. A workspace hook file that `serve` would not load because it
+//! is not trusted is an error (its hooks would not run); a non-loopback address without an
+//! `auth_token` is a warning.
+
+use std::net::ToSocketAddrs;
 
 use crate::config::Config;
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
+use crate::trust::TrustPolicy;
 use crate::types::Problem;
 
 /// Every problem found, errors and warnings; empty when all is well.
@@ -22,9 +27,16 @@ pub fn problems(config: &Config) -> Vec<Problem> {
                 .in_file(&config.skills_dir),
         );
     }
-    let (_, hook_problems) =
-        load_hook_set(&hook_files(config.hooks_file.as_deref(), &config.workspace));
-    problems.extend(hook_problems);
+    if config.auth_token.is_none() && !is_loopback(&config.addr) {
+        problems.push(
+            Problem::warning(
+                "not a loopback address and no auth_token: anyone who can reach it can chat, \
+                 read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)",
+            )
+            .in_field("addr"),
+        );
+    }
+    problems.extend(hook_file_problems(config));
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());
     if let Some(defaults) = &config.default_skills {
@@ -37,6 +49,41 @@ pub fn problems(config: &Config) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// The problems of the hook files: every file parsed (parsing runs nothing, and a broken file is
+/// worth knowing about before it is trusted), then each workspace file `serve` would not load.
+fn hook_file_problems(config: &Config) -> Vec<Problem> {
+    // The workspace's real path is what trust is keyed by; a missing one is reported above.
+    let workspace = config
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| config.workspace.clone());
+    let files = hook_files(config.hooks_file.as_deref(), &workspace);
+    let (_, mut problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
+    let trust = TrustPolicy::new(
+        &workspace,
+        config.trust_workspace_hooks,
+        config.state_dir.as_deref(),
+    )
+    .with_config_file(config.config_file.as_deref());
+    let (set, _) = load_hook_set(&files, &trust);
+    for untrusted in set.untrusted {
+        problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
+    }
+    problems
+}
+
+/// Whether every address `addr` names is a loopback one (as `serve` would bind it).
+fn is_loopback(addr: &str) -> bool {
+    match addr.to_socket_addrs() {
+        Ok(addrs) => {
+            let addrs: Vec<_> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+        }
+        // `serve` would fail to bind it: nothing is exposed.
+        Err(_) => true,
+    }
 }
 
 /// Whether `check` fails: any error does, warnings alone do not.

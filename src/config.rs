@@ -28,8 +28,24 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (the default).
     Serve,
-    /// Load skills and hook files as `serve` would, print every problem, exit 1 if any.
+    /// Load skills and hook files as `serve` would, print every problem, exit 1 if any error.
     Check,
+    /// Show the workspace's hook files and what they run; trust them once confirmed.
+    Trust(TrustArgs),
+}
+
+/// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
+pub struct TrustArgs {
+    /// Trust the files shown without asking (needed when stdin is not a terminal).
+    #[arg(long, conflicts_with_all = ["list", "revoke"])]
+    pub yes: bool,
+    /// Show every trusted workspace and its files.
+    #[arg(long, conflicts_with = "revoke")]
+    pub list: bool,
+    /// Forget the workspace: its hook files stop loading.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 /// Flags, each with its environment variable (clap resolves flag before env).

@@ -12,6 +12,8 @@
 //! - [`types`]: the vocabulary shared by all of the above (messages, chat events, tool specs);
 //!   it depends on nothing else in the crate.
 //! - [`reload`]: hot reload of skills and hook files on real changes.
+//! - [`check`], [`trust_command`]: the `hookwire check` and `hookwire trust` commands.
+//! - [`trust`]: which workspace files the operator vouched for (`trust.json`, SHA-256 pins).
 //!
 //! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
 //! design documents that comments cite by number (000 … 004), are in `docs/design.md`;
@@ -26,6 +28,8 @@ pub mod reload;
 pub mod server;
 pub mod skills;
 pub mod tools;
+pub mod trust;
+pub mod trust_command;
 pub mod types;
 
 pub use agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};

@@ -1,4 +1,4 @@
-//! The `hookwire` binary: `serve` (the default) and `check`.
+//! The `hookwire` binary: `serve` (the default), `check` and `trust`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -32,7 +32,23 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Check => check(&config),
         Command::Serve => serve(config),
+        Command::Trust(args) => trust(&config, args),
     }
+}
+
+/// Reviews the workspace's hook files and trusts them, on the terminal.
+fn trust(config: &Config, args: hookwire::config::TrustArgs) -> ExitCode {
+    let stdin = std::io::stdin();
+    let interactive = stdin.is_terminal();
+    let mut input = stdin.lock();
+    let (mut output, mut errors) = (std::io::stdout(), std::io::stderr());
+    let mut terminal = hookwire::trust_command::Terminal {
+        input: &mut input,
+        output: &mut output,
+        errors: &mut errors,
+        interactive,
+    };
+    ExitCode::from(hookwire::trust_command::run(config, args, &mut terminal))
 }
 
 fn serve(config: Config) -> ExitCode {

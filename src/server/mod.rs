@@ -41,6 +41,7 @@ use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::workspace::Workspace;
 use crate::tools::{builtin_tools, ToolLimits};
+use crate::trust::TrustPolicy;
 use crate::types::Problem;
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
@@ -63,6 +64,8 @@ pub struct AppState {
     pub tracker: TaskTracker,
     /// The skills, reloaded when the skills dir changes.
     pub skills: Arc<SkillRegistry>,
+    /// The hook files the agent runs (for `/api/info`); `None` for an agent built without them.
+    pub hook_files: Option<Arc<HookFiles>>,
 }
 
 /// Why the server could not start; the message is for the person starting it.
@@ -98,8 +101,9 @@ impl AppState {
     pub fn from_config(config: Config) -> Result<Self, StartError> {
         let demo = config.llm.is_demo();
         let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
-        let agent = agent_builder(&config, skills.clone())?.build();
-        Ok(Self::new(config, agent, demo, skills))
+        let parts = agent_parts(&config, skills.clone())?;
+        let agent = parts.builder.build();
+        Ok(Self::new(config, agent, demo, skills).with_hook_files(parts.hook_files))
     }
 
     /// State around an agent built elsewhere (library users, tests).
@@ -117,7 +121,14 @@ impl AppState {
             sessions,
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            hook_files: None,
         }
+    }
+
+    /// The hook files the agent was built with ([`AgentParts::hook_files`]).
+    pub fn with_hook_files(mut self, hook_files: Arc<HookFiles>) -> Self {
+        self.hook_files = Some(hook_files);
+        self
     }
 }
 
@@ -158,10 +169,19 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
     let mut agent_config = config.agent.clone();
     agent_config.workspace = workspace.root().to_path_buf();
     agent_config.hook_timeout = config.limits.hook_chain_timeout;
-    let (set, problems) =
-        load_hook_set(&hook_files(config.hooks_file.as_deref(), workspace.root()));
+    let trust = TrustPolicy::new(
+        workspace.root(),
+        config.trust_workspace_hooks,
+        config.state_dir.as_deref(),
+    )
+    .with_config_file(config.config_file.as_deref());
+    let files = hook_files(config.hooks_file.as_deref(), workspace.root());
+    let (set, problems) = load_hook_set(&files, &trust);
     if !problems.is_empty() {
         return Err(StartError::HookFiles(problems));
+    }
+    for untrusted in &set.untrusted {
+        tracing::warn!("{untrusted}");
     }
     let read_only_tools = builtin_tools(Arc::new(workspace.clone()), ToolLimits::default());
     let sub_agent = AgentClient::builder()
@@ -179,8 +199,7 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
         .with_chain_budget(config.limits.hook_chain_timeout),
     );
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
-    if let Err(error) = hook_files.watch(config.hooks_file.clone(), workspace.root().to_path_buf())
-    {
+    if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
@@ -259,12 +278,23 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
             .collect(),
         None => skills.names(),
     };
+    // Workspace-relative paths: enough to find the file, and no more of the server's disk.
+    let untrusted: Vec<String> = match &state.hook_files {
+        Some(files) => files
+            .current()
+            .untrusted
+            .iter()
+            .map(|u| u.shown.clone())
+            .collect(),
+        None => Vec::new(),
+    };
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": if state.demo { "demo" } else { state.agent.config().model.as_str() },
         "demo": state.demo,
         "tools": state.agent.tool_names(),
         "default_skills": default_skills,
+        "untrusted_hook_files": untrusted,
     }))
 }
 

@@ -387,7 +387,8 @@ impl TestServer {
         let skills = Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
         let parts = hookwire::server::agent_parts(&config, skills.clone()).unwrap();
         let client = agent(parts.builder).build();
-        let state = AppState::new(config, client, demo, skills.clone());
+        let state = AppState::new(config, client, demo, skills.clone())
+            .with_hook_files(parts.hook_files.clone());
         let server = RunningServer::start(state).await.unwrap();
         TestServer {
             addr: server.addr,

@@ -38,6 +38,8 @@ async fn server_with_hooks(
         Some(upstream),
         move |c| {
             c.hooks_file = Some(hooks_file);
+            // The workspace is the test's own (PROTOCOL section 8).
+            c.trust_workspace_hooks = true;
             tweak(c);
         },
         |b| b,
@@ -784,7 +786,13 @@ async fn the_example_hooks_guard_audit_inject_and_judge() {
     for entry in std::fs::read_dir(&examples).unwrap().flatten() {
         std::fs::copy(entry.path(), dot.join(entry.file_name())).unwrap();
     }
-    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::start_in(
+        dir,
+        Some(&upstream),
+        |c| c.trust_workspace_hooks = true,
+        |b| b,
+    )
+    .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"what does the readme say?"}),

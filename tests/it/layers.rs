@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules on one line are on the same level and may not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["types", "reload"],
+    &["types", "reload", "trust"],
     &["llm", "tools"],
     &["hooks"],
     &["skills"],
     &["agent"],
     &["config"],
-    &["check", "server"],
+    &["check", "server", "trust_command"],
     &["lib", "main"],
 ];
 

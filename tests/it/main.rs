@@ -19,3 +19,4 @@ mod skills;
 mod tools;
 mod trust;
 mod upstream;
+mod workspace_trust;

@@ -46,6 +46,8 @@ async fn server_with_skills_and_hooks(upstream: &FakeUpstream, server_yaml: &str
         move |c| {
             c.skills_dir = skills;
             c.hooks_file = Some(server_file);
+            // The workspace is the test's own (PROTOCOL section 8).
+            c.trust_workspace_hooks = true;
         },
         |b| b,
     )

@@ -2,20 +2,30 @@
 //! `<workspace>/.hookwire/hooks.yaml`, then `<workspace>/.hookwire/hooks/*.yaml`. Knows nothing
 //! of running hooks (the chain engine) or of chats (the `AgentHook` adapter); watching them is
 //! [`HookFiles`](super::HookFiles)'s job.
+//!
+//! Workspace files are code from the workspace: each is read once, and its bytes are parsed only
+//! when the [`TrustPolicy`] trusts exactly those bytes (no window between the check and the
+//! read). Server files are the operator's and always load.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::{parse_hooks, HookDef};
 use super::event::Event;
+use crate::trust::{sha256_hex, TrustPolicy, Untrusted, WorkspaceTrust};
 use crate::types::Problem;
 
 /// The hook files of a server: where they are, and their hooks by event.
 #[derive(Debug, Default)]
 pub struct HookSet {
     pub(super) by_event: HashMap<Event, Vec<Arc<HookDef>>>,
+    /// The files loaded, in order.
     pub files: Vec<PathBuf>,
+    /// The SHA-256 of each loaded file, of the bytes its hooks were parsed from.
+    pub sha256: BTreeMap<PathBuf, String>,
+    /// The workspace files that were not loaded because they are not trusted.
+    pub untrusted: Vec<Untrusted>,
 }
 
 impl HookSet {
@@ -29,6 +39,46 @@ impl HookSet {
 
     pub(super) fn hooks(&self, event: Event) -> &[Arc<HookDef>] {
         self.by_event.get(&event).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The entries of `file`, in the order of the file: one per configured hook, also when its
+    /// event name stands for several events.
+    pub fn hooks_in(&self, file: &Path) -> Vec<Arc<HookDef>> {
+        let mut hooks: Vec<Arc<HookDef>> = self
+            .by_event
+            .values()
+            .flatten()
+            .filter(|hook| hook.file == file)
+            .cloned()
+            .collect();
+        hooks.sort_by_key(|hook| hook.line);
+        hooks.dedup_by_key(|hook| hook.line);
+        hooks
+    }
+
+    /// This set without the hooks of the files in `untrusted`, which it lists instead: what
+    /// stays in use when a reload is refused but some files are no longer trusted.
+    pub(super) fn without(&self, untrusted: Vec<Untrusted>) -> HookSet {
+        let gone = |file: &Path| untrusted.iter().any(|u| u.file == file);
+        let by_event = self
+            .by_event
+            .iter()
+            .map(|(event, hooks)| {
+                let kept = hooks.iter().filter(|h| !gone(&h.file)).cloned().collect();
+                (*event, kept)
+            })
+            .collect();
+        HookSet {
+            by_event,
+            files: self.files.iter().filter(|f| !gone(f)).cloned().collect(),
+            sha256: self
+                .sha256
+                .iter()
+                .filter(|(f, _)| !gone(f))
+                .map(|(f, h)| (f.clone(), h.clone()))
+                .collect(),
+            untrusted,
+        }
     }
 }
 
@@ -55,19 +105,42 @@ pub fn hook_files(server_file: Option<&Path>, workspace: &Path) -> Vec<(PathBuf,
     files
 }
 
-/// Reads every hook file; every problem is an error (any problem means: do not use the set).
-pub fn load_hook_set(files: &[(PathBuf, &'static str)]) -> (HookSet, Vec<Problem>) {
+/// Reads every hook file; a workspace file only when `trust` trusts its bytes (the others are
+/// listed in [`HookSet::untrusted`]). Every problem is an error (any problem means: do not use
+/// the set).
+pub fn load_hook_set(
+    files: &[(PathBuf, &'static str)],
+    trust: &TrustPolicy,
+) -> (HookSet, Vec<Problem>) {
     let mut set = HookSet::default();
     let mut problems = Vec::new();
+    // The store is read once per load, and only when there is a workspace file to ask about.
+    let mut workspace_trust: Option<WorkspaceTrust<'_>> = None;
     for (path, level) in files {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let bytes = std::fs::read(path);
+        if *level == "workspace" {
+            // An unreadable file has no pinned contents either: it is not trusted, and so it
+            // cannot keep the server from starting.
+            let verdict = workspace_trust
+                .get_or_insert_with(|| trust.current())
+                .check(path, bytes.as_deref().ok());
+            if let Err(untrusted) = verdict {
+                set.untrusted.push(untrusted);
+                continue;
+            }
+        }
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
             Err(error) => {
                 problems.push(Problem::error(format!("cannot read: {error}")).in_file(path));
                 continue;
             }
         };
-        let (hooks, mut found) = parse_hooks(path, &text, level);
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            problems.push(Problem::error("not valid UTF-8").in_file(path));
+            continue;
+        };
+        let (hooks, mut found) = parse_hooks(path, text, level);
         problems.append(&mut found);
         for hook in hooks {
             if !hook.event.fires() {
@@ -79,6 +152,68 @@ pub fn load_hook_set(files: &[(PathBuf, &'static str)]) -> (HookSet, Vec<Problem
                 .push(Arc::new(hook));
         }
         set.files.push(path.clone());
+        set.sha256.insert(path.clone(), sha256_hex(&bytes));
     }
     (set, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_trusted_bytes_of_workspace_files_are_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(workspace.join(".hookwire/hooks")).unwrap();
+        let server = dir.path().join("server.yaml");
+        std::fs::write(&server, "stop:\n  - command: server\n").unwrap();
+        let main = workspace.join(".hookwire/hooks.yaml");
+        std::fs::write(&main, "stop:\n  - command: main\n").unwrap();
+        // Broken, but never parsed while it is not trusted.
+        let extra = workspace.join(".hookwire/hooks/extra.yaml");
+        std::fs::write(&extra, "stop: [[[").unwrap();
+        let files = hook_files(Some(&server), &workspace);
+        assert_eq!(files.len(), 3);
+
+        let state = dir.path().join("state");
+        let nothing = TrustPolicy::new(&workspace, false, Some(&state));
+        let (set, problems) = load_hook_set(&files, &nothing);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(set.files, std::slice::from_ref(&server));
+        assert_eq!(set.len(), 1);
+        let shown: Vec<&str> = set.untrusted.iter().map(|u| u.shown.as_str()).collect();
+        assert_eq!(
+            shown,
+            [".hookwire/hooks.yaml", ".hookwire/hooks/extra.yaml"]
+        );
+
+        let (set, problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
+        assert_eq!(
+            problems.len(),
+            1,
+            "the broken file, now parsed: {problems:?}"
+        );
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.sha256[&main], sha256_hex(b"stop:\n  - command: main\n"));
+        assert_eq!(set.hooks_in(&main).len(), 1);
+
+        let pruned = set.without(vec![nothing.current().check(&main, None).unwrap_err()]);
+        assert_eq!(pruned.len(), 1);
+        assert!(!pruned.files.contains(&main) && pruned.files.contains(&server));
+        assert!(!pruned.sha256.contains_key(&main));
+        assert_eq!(pruned.untrusted.len(), 1);
+
+        // A file that cannot be read is not trusted either: no problem, unless all are trusted.
+        std::fs::remove_file(&extra).unwrap();
+        std::fs::create_dir(&extra).unwrap();
+        let (set, problems) = load_hook_set(&files, &nothing);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(set.untrusted.len(), 2);
+        let (_, problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
+        assert!(
+            problems[0].message.starts_with("cannot read"),
+            "{problems:?}"
+        );
+    }
 }

@@ -1,5 +1,7 @@
 //! [`HookFiles`]: the server's hook files as last loaded, reloaded when they really change. Each
 //! chat gets the set as it was when the chat started, so an edit never changes a running chat.
+//! A change of `trust.json` reloads too, so trusting or revoking takes effect without a restart,
+//! and a workspace file edited after it was trusted stops running at the next reload.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +15,7 @@ use super::runner::Runner;
 use super::ExternalHooks;
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
 use crate::reload::{Layout, Outcome, Reloader, WatchError};
+use crate::trust::TrustPolicy;
 use crate::types::{ChatError, ChatRequest, Problem};
 
 /// Shared by the server: a [`HookFactory`] that gives each chat the current set, and an
@@ -39,25 +42,29 @@ impl HookFiles {
         }
     }
 
-    /// Reloads the hook files when they change: a valid change replaces the set, an invalid one
-    /// keeps the last good set and logs every problem. Watching stops when `self` is dropped.
+    /// Reloads the hook files when they (or the trust in them) change: a valid change replaces
+    /// the set, an invalid one keeps the last good set (less any file that is no longer trusted)
+    /// and logs every problem. Watching stops when `self` is dropped.
     pub fn watch(
         self: &Arc<Self>,
         server_file: Option<PathBuf>,
-        workspace: PathBuf,
+        trust: TrustPolicy,
     ) -> Result<(), WatchError> {
+        let workspace = trust.workspace().to_path_buf();
         let layout = HookFileLayout {
             server_file: server_file
                 .as_deref()
                 .map(WatchError::absolute)
                 .transpose()?,
             workspace: WatchError::absolute(&workspace)?,
+            trust_file: trust.store_file(),
         };
         // Weak: the reloader lives in `self` and must not keep it alive.
         let hooks = Arc::downgrade(self);
         let reloader = Reloader::start("hook files", layout, move || {
             let hooks = hooks.upgrade()?;
-            let (set, problems) = load_hook_set(&hook_files(server_file.as_deref(), &workspace));
+            let files = hook_files(server_file.as_deref(), &workspace);
+            let (set, problems) = load_hook_set(&files, &trust);
             Some(hooks.update(set, problems))
         })?;
         if let Ok(mut slot) = self.reloader.lock() {
@@ -87,12 +94,25 @@ impl HookFiles {
         }
     }
 
-    /// Uses `set` unless it has problems.
+    /// Uses `set` unless it has problems; then the last good set stays, without the files that
+    /// are no longer trusted (their hooks must stop even when another file is broken).
     fn update(&self, set: HookSet, problems: Vec<Problem>) -> Outcome {
+        let mut guard = match self.set.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
         if !problems.is_empty() {
             let lines = problems.iter().map(ToString::to_string).collect();
             if let Ok(mut slot) = self.problems.lock() {
                 *slot = problems;
+            }
+            if guard.untrusted != set.untrusted {
+                let kept = guard.without(set.untrusted);
+                for untrusted in &kept.untrusted {
+                    tracing::warn!("{untrusted}");
+                }
+                *guard = Arc::new(kept);
+                self.generation.fetch_add(1, Ordering::Relaxed);
             }
             return Outcome::Refused { problems: lines };
         }
@@ -100,16 +120,10 @@ impl HookFiles {
             slot.clear();
         }
         let summary = format!("{} hook(s) in {} file(s)", set.len(), set.files.len());
-        let mut guard = match self.set.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let warnings = set.untrusted.iter().map(ToString::to_string).collect();
         *guard = Arc::new(set);
         self.generation.fetch_add(1, Ordering::Relaxed);
-        Outcome::Swapped {
-            summary,
-            warnings: Vec::new(),
-        }
+        Outcome::Swapped { summary, warnings }
     }
 
     fn snapshot(&self) -> ExternalHooks {
@@ -143,11 +157,13 @@ impl AgentHook for HookFiles {
 }
 
 /// Where hook files are: the server file (its folder watched, so a save by rename is seen),
-/// `<workspace>/.hookwire/hooks.yaml` and `<workspace>/.hookwire/hooks/*.yaml`. Nothing else in
-/// those folders matters: hooks may write logs there.
+/// `<workspace>/.hookwire/hooks.yaml` and `<workspace>/.hookwire/hooks/*.yaml`, and the
+/// `trust.json` that decides which workspace files load. Nothing else in those folders matters:
+/// hooks may write logs there.
 struct HookFileLayout {
     server_file: Option<PathBuf>,
     workspace: PathBuf,
+    trust_file: Option<PathBuf>,
 }
 
 impl HookFileLayout {
@@ -165,6 +181,9 @@ impl Layout for HookFileLayout {
             .map(|dir| (dir.to_path_buf(), RecursiveMode::NonRecursive))
             .into_iter()
             .collect();
+        if let Some(dir) = self.trust_file.as_ref().and_then(|file| file.parent()) {
+            roots.push((dir.to_path_buf(), RecursiveMode::NonRecursive));
+        }
         roots.push((self.dot(), RecursiveMode::NonRecursive));
         roots.push((self.dot().join("hooks"), RecursiveMode::NonRecursive));
         roots
@@ -173,6 +192,7 @@ impl Layout for HookFileLayout {
     fn matters(&self, path: &Path) -> bool {
         let extra = self.dot().join("hooks");
         self.server_file.as_deref() == Some(path)
+            || self.trust_file.as_deref() == Some(path)
             || path == self.dot().join("hooks.yaml")
             || (path.parent() == Some(extra.as_path())
                 && path.extension().is_some_and(|x| x == "yaml" || x == "yml"))
@@ -183,6 +203,7 @@ impl Layout for HookFileLayout {
         hook_files(self.server_file.as_deref(), &self.workspace)
             .into_iter()
             .map(|(path, _)| path)
+            .chain(self.trust_file.clone())
             .collect()
     }
 }
@@ -196,9 +217,11 @@ mod tests {
         let layout = HookFileLayout {
             server_file: Some(PathBuf::from("/ws/server-hooks.yaml")),
             workspace: PathBuf::from("/ws"),
+            trust_file: Some(PathBuf::from("/state/trust.json")),
         };
         for path in [
             "/ws/server-hooks.yaml",
+            "/state/trust.json",
             "/ws/.hookwire/hooks.yaml",
             "/ws/.hookwire/hooks/extra.yaml",
             "/ws/.hookwire/hooks/extra.yml",
@@ -212,6 +235,7 @@ mod tests {
             "/ws/.hookwire/hooks/notes.md",
             "/ws/.hookwire/hooks/old/x.yaml",
             "/ws/other.yaml",
+            "/state/.trust.json.1.tmp",
         ] {
             assert!(!layout.matters(Path::new(path)), "{path}");
         }

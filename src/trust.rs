@@ -1,0 +1,632 @@
+//! Which workspace files the operator has vouched for (PROTOCOL section 8): `hookwire trust`
+//! pins each file's SHA-256 in `<state dir>/trust.json`, keyed by the canonical workspace path,
+//! and a loader runs a workspace file only when the bytes it read hash to the pinned value.
+//!
+//! The store lives outside every workspace it vouches for: a state dir inside the workspace is
+//! refused (the workspace could vouch for itself). A store that cannot be read trusts nothing,
+//! and says why; it never stops a server. Writes are atomic (a temp file renamed over the old
+//! one), the file is `0600` and a folder this module creates `0700`.
+//!
+//! Knows nothing of hooks: what a trusted file contains is the loader's business.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The store's file name in the state dir.
+pub const FILE_NAME: &str = "trust.json";
+/// The format of `trust.json` this build reads and writes.
+const VERSION: u32 = 1;
+
+/// The SHA-256 of `bytes`, 64 lowercase hex digits (how `trust.json` pins a file).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// A workspace's pinned files: workspace-relative path (`/`-separated) → SHA-256 hex.
+pub type Pins = BTreeMap<String, String>;
+
+/// The contents of `trust.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustFile {
+    pub version: u32,
+    /// Canonical workspace path → its pinned files.
+    pub workspaces: BTreeMap<String, Pins>,
+}
+
+impl Default for TrustFile {
+    fn default() -> Self {
+        Self {
+            version: VERSION,
+            workspaces: BTreeMap::new(),
+        }
+    }
+}
+
+impl TrustFile {
+    /// The pins of `workspace` (canonical), if it is trusted at all.
+    pub fn pins(&self, workspace: &Path) -> Option<&Pins> {
+        self.workspaces.get(workspace.to_str()?)
+    }
+
+    /// Replaces the pins of `workspace` (canonical) with `pins`.
+    pub fn set(&mut self, workspace: &Path, pins: Pins) -> Result<(), TrustError> {
+        let key = workspace_key(workspace)?;
+        self.workspaces.insert(key, pins);
+        Ok(())
+    }
+
+    /// Forgets `workspace`; returns its pins, if it had any.
+    pub fn revoke(&mut self, workspace: &Path) -> Option<Pins> {
+        self.workspaces.remove(workspace.to_str()?)
+    }
+}
+
+/// Why the store cannot be used; the message names the file or folder and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("no state directory to keep trust.json in: set HOOKWIRE_STATE_DIR (or XDG_STATE_HOME or HOME)")]
+    NoStateDir,
+    #[error(
+        "the state directory {} is inside the workspace {}: trust files inside the workspace are \
+         never read (set HOOKWIRE_STATE_DIR to a folder outside it)",
+        state.display(),
+        workspace.display()
+    )]
+    InsideWorkspace { state: PathBuf, workspace: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not JSON, or not the shape (or version) of a trust file.
+    #[error("{} is not a valid trust file ({message}); fix or remove it", path.display())]
+    Corrupt { path: PathBuf, message: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `trust.json` keys are strings: a path that is not UTF-8 cannot be pinned.
+    #[error("{} is not valid UTF-8 and cannot be trusted", .0.display())]
+    NotUtf8(PathBuf),
+}
+
+/// `trust.json` in a state dir that is not inside the workspace it serves.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    dir: PathBuf,
+}
+
+impl TrustStore {
+    /// The store for `workspace` (canonical): refused when there is no state dir, or when the
+    /// state dir is (or would be, once created) inside the workspace.
+    pub fn for_workspace(state_dir: Option<&Path>, workspace: &Path) -> Result<Self, TrustError> {
+        let store = Self::in_dir(state_dir)?;
+        if store.dir.starts_with(workspace) {
+            return Err(TrustError::InsideWorkspace {
+                state: store.dir,
+                workspace: workspace.to_path_buf(),
+            });
+        }
+        Ok(store)
+    }
+
+    /// The store in `state_dir` whatever the workspace, to show what it holds (`trust --list`);
+    /// a loader uses [`TrustStore::for_workspace`].
+    pub fn in_dir(state_dir: Option<&Path>) -> Result<Self, TrustError> {
+        let dir = state_dir.ok_or(TrustError::NoStateDir)?;
+        let real = resolved(dir).map_err(|source| TrustError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        Ok(Self { dir: real })
+    }
+
+    /// The path of `trust.json`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(FILE_NAME)
+    }
+
+    /// The trust file; empty when there is none yet.
+    pub fn load(&self) -> Result<TrustFile, TrustError> {
+        let path = self.path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TrustFile::default())
+            }
+            Err(source) => return Err(TrustError::Read { path, source }),
+        };
+        let file: TrustFile =
+            serde_json::from_slice(&bytes).map_err(|error| TrustError::Corrupt {
+                path: path.clone(),
+                message: error.to_string(),
+            })?;
+        if file.version != VERSION {
+            return Err(TrustError::Corrupt {
+                path,
+                message: format!("version {}, this hookwire reads {VERSION}", file.version),
+            });
+        }
+        Ok(file)
+    }
+
+    /// Writes `file` atomically: a reader sees the old contents or the new, never a mix.
+    pub fn save(&self, file: &TrustFile) -> Result<(), TrustError> {
+        let path = self.path();
+        let fail = |source| TrustError::Write {
+            path: path.clone(),
+            source,
+        };
+        create_private_dir(&self.dir).map_err(fail)?;
+        let mut text = serde_json::to_string_pretty(file)
+            .map_err(|error| fail(std::io::Error::other(error)))?;
+        text.push('\n');
+        let temp = self
+            .dir
+            .join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+        // Left over by a run that died between write and rename (with the same process id).
+        let _ = std::fs::remove_file(&temp);
+        let written = write_private(&temp, text.as_bytes()).and_then(|()| {
+            std::fs::rename(&temp, &path)?;
+            // The rename is durable once the folder is.
+            std::fs::File::open(&self.dir)?.sync_all()
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written.map_err(fail)
+    }
+}
+
+/// How a loader decides which workspace files it may use: every one (`trust_workspace_hooks`),
+/// or those pinned in the store as it is at the time of the load.
+#[derive(Debug, Clone)]
+pub struct TrustPolicy {
+    /// Canonical.
+    workspace: PathBuf,
+    source: Source,
+    /// The command a warning suggests (`hookwire trust --workspace …`).
+    command: String,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    All,
+    Store(TrustStore),
+    /// Nothing is trusted, for this reason (no state dir, or one inside the workspace).
+    Unusable(String),
+}
+
+impl TrustPolicy {
+    /// The policy of a server or command on `workspace` (canonical): `trust_all` trusts every
+    /// file; otherwise the store in `state_dir`, refused when that is inside the workspace.
+    pub fn new(workspace: &Path, trust_all: bool, state_dir: Option<&Path>) -> Self {
+        let source = if trust_all {
+            Source::All
+        } else {
+            match TrustStore::for_workspace(state_dir, workspace) {
+                Ok(store) => Source::Store(store),
+                Err(error) => Source::Unusable(error.to_string()),
+            }
+        };
+        Self {
+            workspace: workspace.to_path_buf(),
+            source,
+            command: format!("hookwire trust --workspace {}", shell_word(workspace)),
+        }
+    }
+
+    /// Every file of `workspace` is trusted.
+    pub fn all(workspace: &Path) -> Self {
+        Self::new(workspace, true, None)
+    }
+
+    /// Warnings suggest `--config FILE` too: the state dir may be set there.
+    pub fn with_config_file(mut self, config: Option<&Path>) -> Self {
+        if let Some(config) = config {
+            self.command
+                .push_str(&format!(" --config {}", shell_word(config)));
+        }
+        self
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// `trust.json`, when it decides (to reload when it changes).
+    pub fn store_file(&self) -> Option<PathBuf> {
+        match &self.source {
+            Source::Store(store) => Some(store.path()),
+            Source::All | Source::Unusable(_) => None,
+        }
+    }
+
+    /// The trust as of now: reads the store once. A store that cannot be read trusts nothing.
+    pub fn current(&self) -> WorkspaceTrust<'_> {
+        let pins = match &self.source {
+            Source::All => Ok(None),
+            Source::Unusable(why) => Err(why.clone()),
+            Source::Store(store) => match store.load() {
+                Ok(file) => Ok(Some(
+                    file.pins(&self.workspace).cloned().unwrap_or_default(),
+                )),
+                Err(error) => Err(error.to_string()),
+            },
+        };
+        WorkspaceTrust { policy: self, pins }
+    }
+}
+
+/// The trust of one workspace as of one look at the store.
+#[derive(Debug)]
+pub struct WorkspaceTrust<'a> {
+    policy: &'a TrustPolicy,
+    /// `Ok(None)`: every file; `Ok(Some)`: the pinned ones; `Err`: none, for this reason.
+    pins: Result<Option<Pins>, String>,
+}
+
+impl WorkspaceTrust<'_> {
+    /// Whether the workspace file `path`, read as `bytes` (None: it could not be read), may be
+    /// used; if not, why. Only [`TrustPolicy::all`] lets an unreadable file through (to be
+    /// reported as a problem): its contents cannot be the pinned ones.
+    pub fn check(&self, path: &Path, bytes: Option<&[u8]>) -> Result<(), Untrusted> {
+        let key = relative_key(&self.policy.workspace, path);
+        let reason = match (&self.pins, &key) {
+            (Ok(None), _) => return Ok(()),
+            (Err(why), _) => Reason::NoStore(why.clone()),
+            (Ok(Some(_)), None) => Reason::NotTrusted,
+            (Ok(Some(pins)), Some(key)) => match (pins.get(key), bytes) {
+                (Some(pin), Some(bytes)) if *pin == sha256_hex(bytes) => return Ok(()),
+                (Some(_), _) => Reason::Changed,
+                (None, _) => Reason::NotTrusted,
+            },
+        };
+        Err(Untrusted {
+            shown: key.unwrap_or_else(|| path.display().to_string()),
+            file: path.to_path_buf(),
+            reason,
+            command: self.policy.command.clone(),
+        })
+    }
+}
+
+/// A workspace file that was not loaded because it is not trusted. Shown as the warning: the
+/// file, why, and the command that trusts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// Workspace-relative (`.hookwire/hooks.yaml`); absolute when it cannot be.
+    pub shown: String,
+    pub file: PathBuf,
+    pub reason: Reason,
+    command: String,
+}
+
+/// Why a workspace file is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// Never trusted (or trust was revoked).
+    NotTrusted,
+    /// Trusted once, with other contents.
+    Changed,
+    /// No store to ask: nothing is trusted, for this reason.
+    NoStore(String),
+}
+
+impl Untrusted {
+    /// Why it was not loaded and what to do, without the file's name.
+    pub fn why(&self) -> String {
+        let command = printable(&self.command);
+        match &self.reason {
+            Reason::NotTrusted => format!("not trusted; review and trust it with: {command}"),
+            Reason::Changed => {
+                format!("changed since it was trusted; review and trust it again with: {command}")
+            }
+            Reason::NoStore(why) => {
+                format!("no workspace file is trusted: {why}; then trust it with: {command}")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "workspace hook file {} was not loaded: {}",
+            printable(&self.shown),
+            self.why()
+        )
+    }
+}
+
+/// `text` with control characters (and the bidirectional overrides that reorder what a terminal
+/// shows) escaped, so a file name or command cannot hide what it is from the person reading it.
+/// Newlines are kept only when `newlines` says so.
+pub fn printable_with(text: &str, newlines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
+        if (c.is_control() && !(newlines && c == '\n')) || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`printable_with`] on one line.
+pub fn printable(text: &str) -> String {
+    printable_with(text, false)
+}
+
+/// `path` as one shell word (quoted when it needs to be), for a command to copy.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        return text;
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `path` relative to `workspace` as a `trust.json` key (`.hookwire/hooks/a.yaml`), or None when
+/// it is not inside the workspace or not UTF-8.
+pub fn relative_key(workspace: &Path, path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(workspace).ok()?;
+    let mut parts = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?),
+            _ => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+fn workspace_key(workspace: &Path) -> Result<String, TrustError> {
+    workspace
+        .to_str()
+        .map(String::from)
+        .ok_or_else(|| TrustError::NotUtf8(workspace.to_path_buf()))
+}
+
+/// `dir` with symlinks resolved as far as it exists and the rest taken as written: where it is,
+/// or will be once created. A relative `dir` is taken from the current directory.
+fn resolved(dir: &Path) -> std::io::Result<PathBuf> {
+    let mut real = PathBuf::new();
+    for component in std::path::absolute(dir)?.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => real.push(component),
+            Component::CurDir => {}
+            // `real` has no symlinks left, so its parent is the real `..`.
+            Component::ParentDir => {
+                real.pop();
+            }
+            Component::Normal(name) => {
+                real.push(name);
+                if let Ok(canonical) = real.canonicalize() {
+                    real = canonical;
+                }
+            }
+        }
+    }
+    Ok(real)
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Writes a new file only its owner can read, and flushes it to disk.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(state: &Path, workspace: &Path) -> TrustStore {
+        TrustStore::for_workspace(Some(state), workspace).unwrap()
+    }
+
+    #[test]
+    fn pins_round_trip_through_a_private_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let state = dir.path().join("state/hookwire");
+        let store = store(&state, &workspace);
+        assert_eq!(store.load().unwrap(), TrustFile::default(), "none yet");
+        let mut file = TrustFile::default();
+        let pins = Pins::from([(".hookwire/hooks.yaml".into(), sha256_hex(b"x"))]);
+        file.set(&workspace, pins.clone()).unwrap();
+        store.save(&file).unwrap();
+        assert_eq!(store.load().unwrap(), file);
+        assert_eq!(store.load().unwrap().pins(&workspace), Some(&pins));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&store.path()), 0o600);
+            assert_eq!(mode(&state), 0o700);
+        }
+        // Saved again over the old one; no temp file left behind.
+        file.revoke(&workspace).unwrap();
+        store.save(&file).unwrap();
+        assert_eq!(store.load().unwrap().pins(&workspace), None);
+        let names: Vec<_> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [FILE_NAME]);
+    }
+
+    #[test]
+    fn the_format_is_pinned() {
+        let mut file = TrustFile::default();
+        let pins = Pins::from([("a/b.yaml".into(), "00".repeat(32))]);
+        file.set(Path::new("/ws"), pins).unwrap();
+        let json = serde_json::to_value(&file).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"version": 1, "workspaces": {"/ws": {"a/b.yaml": "00".repeat(32)}}})
+        );
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn a_corrupt_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let store = store(&dir.path().join("state"), &workspace);
+        std::fs::create_dir(dir.path().join("state")).unwrap();
+        for bad in [
+            "{not json",
+            "[]",
+            r#"{"version": 2, "workspaces": {}}"#,
+            r#"{"version": 1, "workspaces": {"/ws": {"a": 1}}}"#,
+        ] {
+            std::fs::write(store.path(), bad).unwrap();
+            let error = store.load().unwrap_err();
+            assert!(
+                matches!(error, TrustError::Corrupt { .. }),
+                "{bad}: {error}"
+            );
+            assert!(error.to_string().contains("trust.json"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_state_dir_inside_the_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let inside = [
+            workspace.clone(),
+            workspace.join(".state"),
+            workspace.join("a/b/../c"),
+        ];
+        for state in inside {
+            let error = TrustStore::for_workspace(Some(&state), &workspace).unwrap_err();
+            assert!(
+                matches!(error, TrustError::InsideWorkspace { .. }),
+                "{state:?}"
+            );
+        }
+        // A symlink from outside into the workspace is inside too.
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&workspace, &link).unwrap();
+            let error = TrustStore::for_workspace(Some(&link.join("state")), &workspace);
+            assert!(matches!(error, Err(TrustError::InsideWorkspace { .. })));
+        }
+        let error = TrustStore::for_workspace(None, &workspace).unwrap_err();
+        assert!(matches!(error, TrustError::NoStateDir));
+        assert!(TrustStore::for_workspace(Some(&dir.path().join("wss")), &workspace).is_ok());
+    }
+
+    #[test]
+    fn what_a_person_reads_cannot_hide_itself() {
+        assert_eq!(printable("a\u{1b}[2Kb\rc\nd"), "a\\u{1b}[2Kb\\rc\\nd");
+        assert_eq!(printable_with("a\nb\u{202e}", true), "a\nb\\u{202e}");
+        assert_eq!(shell_word(Path::new("/a b/it's")), "'/a b/it'\\''s'");
+        assert_eq!(shell_word(Path::new("/plain/ws-1")), "/plain/ws-1");
+    }
+
+    #[test]
+    fn a_file_is_trusted_only_with_the_bytes_that_were_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let state = dir.path().join("state");
+        let file = workspace.join(".hookwire/hooks.yaml");
+        let policy = TrustPolicy::new(&workspace, false, Some(&state));
+        let reason = |policy: &TrustPolicy, bytes: &[u8]| {
+            policy
+                .current()
+                .check(&file, Some(bytes))
+                .err()
+                .map(|u| u.reason)
+        };
+        assert_eq!(reason(&policy, b"a"), Some(Reason::NotTrusted));
+        let store = TrustStore::for_workspace(Some(&state), &workspace).unwrap();
+        let mut trusted = TrustFile::default();
+        let pins = Pins::from([(".hookwire/hooks.yaml".into(), sha256_hex(b"a"))]);
+        trusted.set(&workspace, pins).unwrap();
+        store.save(&trusted).unwrap();
+        assert_eq!(reason(&policy, b"a"), None);
+        assert_eq!(reason(&policy, b"b"), Some(Reason::Changed));
+        let shown = policy
+            .current()
+            .check(&file, Some(b"b"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            policy.current().check(&file, None).unwrap_err().reason,
+            Reason::Changed,
+            "unreadable: not the pinned contents"
+        );
+        assert!(
+            shown.contains(".hookwire/hooks.yaml was not loaded: changed since"),
+            "{shown}"
+        );
+        assert!(shown.contains("hookwire trust --workspace "), "{shown}");
+        // Every file, without a store.
+        assert_eq!(reason(&TrustPolicy::all(&workspace), b"b"), None);
+        // An unreadable store trusts nothing, and says why.
+        std::fs::write(store.path(), "garbage").unwrap();
+        let Some(Reason::NoStore(why)) = reason(&policy, b"a") else {
+            panic!("a corrupt store trusted something")
+        };
+        assert!(why.contains("not a valid trust file"), "{why}");
+        let inside = TrustPolicy::new(&workspace, false, Some(&workspace.join(".state")));
+        assert!(matches!(reason(&inside, b"a"), Some(Reason::NoStore(_))));
+        assert_eq!(inside.store_file(), None);
+    }
+
+    #[test]
+    fn keys_are_workspace_relative() {
+        let ws = Path::new("/ws");
+        let key = |p: &str| relative_key(ws, Path::new(p));
+        assert_eq!(
+            key("/ws/.hookwire/hooks/a.yaml").as_deref(),
+            Some(".hookwire/hooks/a.yaml")
+        );
+        assert_eq!(key("/other/hooks.yaml"), None);
+        assert_eq!(key("/ws"), None);
+        assert_eq!(key("/ws/../ws/x"), None);
+    }
+}
