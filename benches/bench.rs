@@ -1,13 +1,15 @@
 //! `cargo bench`: hookwire's costs measured against a baseline taken in the same run, reported
 //! as ratios (the machine is small and noisy, so absolute numbers vary more than ratios).
 //!
-//! 1. Client frame parsing (strict, validated) vs a bare `serde_json` parse of the same text.
-//! 2. A streamed chat end to end (WebSocket → hookwire → fake upstream over HTTP/SSE → back) vs
+//! 1. A streamed chat end to end (WebSocket → hookwire → fake upstream over HTTP/SSE → back) vs
 //!    reading the same SSE stream from the fake upstream directly with reqwest.
-//! 3. A short chat whose first token arrives at once (the latency a person feels) vs a minimal
+//! 2. A short chat whose first token arrives at once (the latency a person feels) vs a minimal
 //!    relay (`relay.rs`: axum WebSocket + reqwest + serde_json, no agent, no hooks).
-//! 4. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
+//! 3. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
 //!    the server in its own process.
+//!
+//! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
+//! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
 
 #[path = "../tests/it/common.rs"]
 mod common;
@@ -18,8 +20,6 @@ use std::time::{Duration, Instant};
 
 use common::{FakeUpstream, Reply, TestServer};
 use futures::StreamExt;
-use hookwire::config::Limits;
-use hookwire::server::frames::ClientFrame;
 use serde_json::json;
 
 fn main() {
@@ -33,43 +33,9 @@ fn main() {
             return;
         }
     };
-    bench_parse();
     runtime.block_on(bench_chat());
     runtime.block_on(bench_short_chat());
     runtime.block_on(bench_idle_memory());
-}
-
-fn time_per_op(iterations: u32, mut op: impl FnMut()) -> Duration {
-    for _ in 0..iterations / 10 {
-        op();
-    }
-    let started = Instant::now();
-    for _ in 0..iterations {
-        op();
-    }
-    started.elapsed() / iterations
-}
-
-fn bench_parse() {
-    let history: Vec<_> = (0..20)
-        .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("message number {i} with some ordinary text in it")}))
-        .collect();
-    let frame = json!({"type":"chat","id":"c1","messages":history,"input":"read README.md and summarise it","skills":["code-reader"],"enable_tools":true}).to_string();
-    let limits = Limits::default();
-    let iterations = 20_000;
-    let baseline = time_per_op(iterations, || {
-        black_box(serde_json::from_str::<serde_json::Value>(black_box(&frame)).ok());
-    });
-    let ours = time_per_op(iterations, || {
-        black_box(ClientFrame::parse(black_box(&frame), &limits));
-    });
-    println!(
-        "parse chat frame ({} bytes, 20 messages): hookwire {:?}/op, serde_json::Value baseline {:?}/op, ratio {:.2}",
-        frame.len(),
-        ours,
-        baseline,
-        ours.as_secs_f64() / baseline.as_secs_f64()
-    );
 }
 
 const CHUNKS: usize = 200;

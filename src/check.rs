@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
 use crate::trust::TrustPolicy;
-use crate::types::Problem;
+pub use crate::types::{Labelled, Problem, Severity};
 
 /// Every problem found, errors and warnings; empty when all is well.
 pub fn problems(config: &Config) -> Vec<Problem> {
@@ -86,18 +86,14 @@ fn is_loopback(addr: &str) -> bool {
     }
 }
 
-/// Whether `check` fails: any error does, warnings alone do not.
-pub fn has_errors(problems: &[Problem]) -> bool {
-    crate::types::has_errors(problems)
-}
-
 /// What `check` prints (each problem with its severity, then a verdict), and whether it passed.
 pub fn report(problems: &[Problem]) -> (String, bool) {
     let mut text = String::new();
     for problem in problems {
         text.push_str(&format!("{}\n", problem.labelled()));
     }
-    let passed = !has_errors(problems);
+    // Any error fails `check`; warnings alone do not.
+    let passed = !crate::types::has_errors(problems);
     if passed {
         text.push_str("ok: configuration, skills and hooks load without errors\n");
     } else {
@@ -110,7 +106,7 @@ pub fn report(problems: &[Problem]) -> (String, bool) {
 mod tests {
     use super::*;
     use crate::config::{CliSettings, FileConfig};
-    use crate::types::Severity;
+    use crate::types::has_errors;
 
     fn config(workspace: &std::path::Path, skills: &std::path::Path) -> Config {
         let cli = CliSettings {

@@ -322,6 +322,7 @@ impl Default for SessionHookSettings {
 /// A setting that could not be used, or a config file that could not be read; the message names
 /// the setting (or the file) and why.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error("cannot read config file {}: {source}", path.display())]
     Read {

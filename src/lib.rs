@@ -1,38 +1,66 @@
+#![warn(unreachable_pub)]
 //! hookwire: a stateless WebSocket chat backend for LLM agents, built around hooks.
 //!
-//! Data flows one way: client frames → [`agent::ChatRequest`] → [`agent::AgentClient::chat_stream`]
-//! → [`agent::ChatEvent`]s → server frames.
+//! Data flows one way: client frames → [`ChatRequest`] → [`AgentClient::chat_stream`] →
+//! [`ChatEvent`]s → server frames.
 //!
-//! - [`config`]: settings from flags, environment and a YAML file.
-//! - [`server`]: the axum router, the WebSocket session (`ChatHandler`), frames, metrics.
-//! - [`agent`]: `AgentClient`, the direct call, planning round and agent loop.
-//! - [`hooks`]: the `AgentHook` trait and the stack that runs hooks with error isolation.
-//! - [`llm`]: the `ChatModel` trait, the OpenAI-compatible streaming client, the demo model.
-//! - [`tools`]: the `Tool` trait, the registry and the workspace tools.
-//! - [`types`]: the vocabulary shared by all of the above (messages, chat events, tool specs);
-//!   it depends on nothing else in the crate.
-//! - [`reload`]: hot reload of skills and hook files on real changes.
+//! # The library API
+//!
+//! The public modules hold the API and nothing else; everything behind it is private to the
+//! crate, so the compiler sees what is unused.
+//!
+//! - [`agent`]: [`AgentClient`] and its builder, [`AgentConfig`], one chat's request and its
+//!   events ([`ChatRequest`], [`ChatEvent`], [`agent::ChatError`], …) and the conversation they
+//!   carry ([`Message`], [`Role`], …).
+//! - [`hooks`]: the [`AgentHook`] trait, the [`hooks::HookContext`] every hook sees, the per-call
+//!   values it may change and the action each event may return; [`hooks::HookFactory`] for
+//!   per-chat hooks.
+//! - [`llm`]: the [`ChatModel`] trait, its [`ModelRequest`] and the events a model streams.
+//! - [`tools`]: the [`Tool`] trait, and the built-in workspace tools ([`tools::builtin_tools`]).
+//! - [`config`]: every setting, from flags, environment and a YAML file, in one merge.
+//! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
+//!   hooks to before serving it.
+//! - [`server`]: serving an agent ([`server::RunningServer`], [`server::serve`]).
 //! - [`check`], [`trust_command`]: the `hookwire check` and `hookwire trust` commands.
-//! - [`trust`]: which workspace files the operator vouched for (`trust.json`, SHA-256 pins).
+//!
+//! # Inside
+//!
+//! - `types`: the vocabulary shared by every layer (messages, chat events, tool specs,
+//!   problems); it depends on nothing else in the crate.
+//! - `reload`: hot reload of skills and hook files on real changes.
+//! - `trust`: which workspace files the operator vouched for (`trust.json`, SHA-256 pins).
+//! - `skills`: skill discovery, `hooks.json` validation, the registry and its reloads.
+//! - `hooks::external`, `hooks::prompt`, `hooks::signing`: hooks from YAML files, skill prompt
+//!   hooks, and the signatures of what travels with the client.
+//! - `llm::openai`, `llm::sse`, `llm::demo`: the OpenAI-compatible client and the demo model.
+//! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
+//!
+//! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →
+//! `llm`, `tools` → `hooks` → `skills` → `agent` → `config` → `app` → `check`, `server`,
+//! `trust_command`.
 //!
 //! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
 //! design documents that comments cite by number (000 … 004), are in `docs/design.md`;
 //! `ARCHITECTURE.md` maps the code.
 
 pub mod agent;
+pub mod app;
 pub mod check;
 pub mod config;
 pub mod hooks;
 pub mod llm;
-pub mod reload;
+mod reload;
 pub mod server;
-pub mod skills;
+mod skills;
 pub mod tools;
-pub mod trust;
+mod trust;
 pub mod trust_command;
-pub mod types;
+mod types;
 
-pub use agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
+pub use agent::{
+    AgentClient, AgentClientBuilder, AgentConfig, ChatEvent, ChatRequest, Message, Role,
+};
+pub use config::Config;
 pub use hooks::AgentHook;
 pub use llm::{ChatModel, ModelRequest};
-pub use types::{Message, Role};
+pub use tools::Tool;

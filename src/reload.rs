@@ -20,7 +20,7 @@ const QUIET: Duration = Duration::from_millis(200);
 const LONGEST_BURST: Duration = Duration::from_secs(2);
 
 /// Where a set's files are.
-pub trait Layout: Send + Sync + 'static {
+pub(crate) trait Layout: Send + Sync + 'static {
     /// The directories to watch, and whether their subdirectories count. A directory that does not
     /// exist yet is waited for from its nearest existing parent.
     fn roots(&self) -> Vec<(PathBuf, RecursiveMode)>;
@@ -32,7 +32,7 @@ pub trait Layout: Send + Sync + 'static {
 }
 
 /// What a reload did, for the log.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The new set is in use: `summary` goes in the log line, then each warning.
     Swapped {
         summary: String,
@@ -44,7 +44,7 @@ pub enum Outcome {
 
 /// Why watching could not start: the set is loaded, it just will not reload without a restart.
 #[derive(Debug, thiserror::Error)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// A root's absolute path could not be made.
     #[error("cannot watch {}: {source}", path.display())]
     Path {
@@ -67,7 +67,7 @@ pub enum WatchError {
 
 impl WatchError {
     /// `path` made absolute, or the error naming it.
-    pub fn absolute(path: &Path) -> Result<PathBuf, WatchError> {
+    pub(crate) fn absolute(path: &Path) -> Result<PathBuf, WatchError> {
         std::path::absolute(path).map_err(|source| WatchError::Path {
             path: path.to_path_buf(),
             source,
@@ -82,7 +82,7 @@ enum Message {
 }
 
 /// Watches a layout and reloads on real changes, on its own thread, until dropped.
-pub struct Reloader {
+pub(crate) struct Reloader {
     stop: Sender<Message>,
 }
 
@@ -101,7 +101,7 @@ impl Drop for Reloader {
 impl Reloader {
     /// Starts watching. `what` names the set in logs ("skills", "hook files"); `reload` loads the
     /// files again and swaps the set, or returns None when there is nothing left to reload.
-    pub fn start(
+    pub(crate) fn start(
         what: &'static str,
         layout: impl Layout,
         reload: impl FnMut() -> Option<Outcome> + Send + 'static,

@@ -17,25 +17,25 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The store's file name in the state dir.
-pub const FILE_NAME: &str = "trust.json";
+pub(crate) const FILE_NAME: &str = "trust.json";
 /// The format of `trust.json` this build reads and writes.
 const VERSION: u32 = 1;
 
 /// The SHA-256 of `bytes`, 64 lowercase hex digits (how `trust.json` pins a file).
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 /// A workspace's pinned files: workspace-relative path (`/`-separated) → SHA-256 hex.
-pub type Pins = BTreeMap<String, String>;
+pub(crate) type Pins = BTreeMap<String, String>;
 
 /// The contents of `trust.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TrustFile {
-    pub version: u32,
+pub(crate) struct TrustFile {
+    pub(crate) version: u32,
     /// Canonical workspace path → its pinned files.
-    pub workspaces: BTreeMap<String, Pins>,
+    pub(crate) workspaces: BTreeMap<String, Pins>,
 }
 
 impl Default for TrustFile {
@@ -49,26 +49,26 @@ impl Default for TrustFile {
 
 impl TrustFile {
     /// The pins of `workspace` (canonical), if it is trusted at all.
-    pub fn pins(&self, workspace: &Path) -> Option<&Pins> {
+    pub(crate) fn pins(&self, workspace: &Path) -> Option<&Pins> {
         self.workspaces.get(workspace.to_str()?)
     }
 
     /// Replaces the pins of `workspace` (canonical) with `pins`.
-    pub fn set(&mut self, workspace: &Path, pins: Pins) -> Result<(), TrustError> {
+    pub(crate) fn set(&mut self, workspace: &Path, pins: Pins) -> Result<(), TrustError> {
         let key = workspace_key(workspace)?;
         self.workspaces.insert(key, pins);
         Ok(())
     }
 
     /// Forgets `workspace`; returns its pins, if it had any.
-    pub fn revoke(&mut self, workspace: &Path) -> Option<Pins> {
+    pub(crate) fn revoke(&mut self, workspace: &Path) -> Option<Pins> {
         self.workspaces.remove(workspace.to_str()?)
     }
 }
 
 /// Why the store cannot be used; the message names the file or folder and what to do.
 #[derive(Debug, thiserror::Error)]
-pub enum TrustError {
+pub(crate) enum TrustError {
     #[error("no state directory to keep trust.json in: set HOOKWIRE_STATE_DIR (or XDG_STATE_HOME or HOME)")]
     NoStateDir,
     #[error(
@@ -98,14 +98,17 @@ pub enum TrustError {
 
 /// `trust.json` in a state dir that is not inside the workspace it serves.
 #[derive(Debug, Clone)]
-pub struct TrustStore {
+pub(crate) struct TrustStore {
     dir: PathBuf,
 }
 
 impl TrustStore {
     /// The store for `workspace` (canonical): refused when there is no state dir, or when the
     /// state dir is (or would be, once created) inside the workspace.
-    pub fn for_workspace(state_dir: Option<&Path>, workspace: &Path) -> Result<Self, TrustError> {
+    pub(crate) fn for_workspace(
+        state_dir: Option<&Path>,
+        workspace: &Path,
+    ) -> Result<Self, TrustError> {
         let store = Self::in_dir(state_dir)?;
         if store.dir.starts_with(workspace) {
             return Err(TrustError::InsideWorkspace {
@@ -118,7 +121,7 @@ impl TrustStore {
 
     /// The store in `state_dir` whatever the workspace, to show what it holds (`trust --list`);
     /// a loader uses [`TrustStore::for_workspace`].
-    pub fn in_dir(state_dir: Option<&Path>) -> Result<Self, TrustError> {
+    pub(crate) fn in_dir(state_dir: Option<&Path>) -> Result<Self, TrustError> {
         let dir = state_dir.ok_or(TrustError::NoStateDir)?;
         let real = resolved(dir).map_err(|source| TrustError::Read {
             path: dir.to_path_buf(),
@@ -128,12 +131,12 @@ impl TrustStore {
     }
 
     /// The path of `trust.json`.
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.join(FILE_NAME)
     }
 
     /// The trust file; empty when there is none yet.
-    pub fn load(&self) -> Result<TrustFile, TrustError> {
+    pub(crate) fn load(&self) -> Result<TrustFile, TrustError> {
         let path = self.path();
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -157,7 +160,7 @@ impl TrustStore {
     }
 
     /// Writes `file` atomically: a reader sees the old contents or the new, never a mix.
-    pub fn save(&self, file: &TrustFile) -> Result<(), TrustError> {
+    pub(crate) fn save(&self, file: &TrustFile) -> Result<(), TrustError> {
         let path = self.path();
         let fail = |source| TrustError::Write {
             path: path.clone(),
@@ -187,7 +190,7 @@ impl TrustStore {
 /// How a loader decides which workspace files it may use: every one (`trust_workspace_hooks`),
 /// or those pinned in the store as it is at the time of the load.
 #[derive(Debug, Clone)]
-pub struct TrustPolicy {
+pub(crate) struct TrustPolicy {
     /// Canonical.
     workspace: PathBuf,
     source: Source,
@@ -206,7 +209,7 @@ enum Source {
 impl TrustPolicy {
     /// The policy of a server or command on `workspace` (canonical): `trust_all` trusts every
     /// file; otherwise the store in `state_dir`, refused when that is inside the workspace.
-    pub fn new(workspace: &Path, trust_all: bool, state_dir: Option<&Path>) -> Self {
+    pub(crate) fn new(workspace: &Path, trust_all: bool, state_dir: Option<&Path>) -> Self {
         let source = if trust_all {
             Source::All
         } else {
@@ -223,12 +226,12 @@ impl TrustPolicy {
     }
 
     /// Every file of `workspace` is trusted.
-    pub fn all(workspace: &Path) -> Self {
+    pub(crate) fn all(workspace: &Path) -> Self {
         Self::new(workspace, true, None)
     }
 
     /// Warnings suggest `--config FILE` too: the state dir may be set there.
-    pub fn with_config_file(mut self, config: Option<&Path>) -> Self {
+    pub(crate) fn with_config_file(mut self, config: Option<&Path>) -> Self {
         if let Some(config) = config {
             self.command
                 .push_str(&format!(" --config {}", shell_word(config)));
@@ -236,12 +239,12 @@ impl TrustPolicy {
         self
     }
 
-    pub fn workspace(&self) -> &Path {
+    pub(crate) fn workspace(&self) -> &Path {
         &self.workspace
     }
 
     /// `trust.json`, when it decides (to reload when it changes).
-    pub fn store_file(&self) -> Option<PathBuf> {
+    pub(crate) fn store_file(&self) -> Option<PathBuf> {
         match &self.source {
             Source::Store(store) => Some(store.path()),
             Source::All | Source::Unusable(_) => None,
@@ -249,7 +252,7 @@ impl TrustPolicy {
     }
 
     /// The trust as of now: reads the store once. A store that cannot be read trusts nothing.
-    pub fn current(&self) -> WorkspaceTrust<'_> {
+    pub(crate) fn current(&self) -> WorkspaceTrust<'_> {
         let pins = match &self.source {
             Source::All => Ok(None),
             Source::Unusable(why) => Err(why.clone()),
@@ -266,7 +269,7 @@ impl TrustPolicy {
 
 /// The trust of one workspace as of one look at the store.
 #[derive(Debug)]
-pub struct WorkspaceTrust<'a> {
+pub(crate) struct WorkspaceTrust<'a> {
     policy: &'a TrustPolicy,
     /// `Ok(None)`: every file; `Ok(Some)`: the pinned ones; `Err`: none, for this reason.
     pins: Result<Option<Pins>, String>,
@@ -276,7 +279,7 @@ impl WorkspaceTrust<'_> {
     /// Whether the workspace file `path`, read as `bytes` (None: it could not be read), may be
     /// used; if not, why. Only [`TrustPolicy::all`] lets an unreadable file through (to be
     /// reported as a problem): its contents cannot be the pinned ones.
-    pub fn check(&self, path: &Path, bytes: Option<&[u8]>) -> Result<(), Untrusted> {
+    pub(crate) fn check(&self, path: &Path, bytes: Option<&[u8]>) -> Result<(), Untrusted> {
         let key = relative_key(&self.policy.workspace, path);
         let reason = match (&self.pins, &key) {
             (Ok(None), _) => return Ok(()),
@@ -300,17 +303,17 @@ impl WorkspaceTrust<'_> {
 /// A workspace file that was not loaded because it is not trusted. Shown as the warning: the
 /// file, why, and the command that trusts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Untrusted {
+pub(crate) struct Untrusted {
     /// Workspace-relative (`.hookwire/hooks.yaml`); absolute when it cannot be.
-    pub shown: String,
-    pub file: PathBuf,
-    pub reason: Reason,
+    pub(crate) shown: String,
+    pub(crate) file: PathBuf,
+    pub(crate) reason: Reason,
     command: String,
 }
 
 /// Why a workspace file is not trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// Never trusted (or trust was revoked).
     NotTrusted,
     /// Trusted once, with other contents.
@@ -321,7 +324,7 @@ pub enum Reason {
 
 impl Untrusted {
     /// Why it was not loaded and what to do, without the file's name.
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         let command = printable(&self.command);
         match &self.reason {
             Reason::NotTrusted => format!("not trusted; review and trust it with: {command}"),
@@ -349,7 +352,7 @@ impl std::fmt::Display for Untrusted {
 /// `text` with control characters (and the bidirectional overrides that reorder what a terminal
 /// shows) escaped, so a file name or command cannot hide what it is from the person reading it.
 /// Newlines are kept only when `newlines` says so.
-pub fn printable_with(text: &str, newlines: bool) -> String {
+pub(crate) fn printable_with(text: &str, newlines: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
@@ -363,7 +366,7 @@ pub fn printable_with(text: &str, newlines: bool) -> String {
 }
 
 /// [`printable_with`] on one line.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     printable_with(text, false)
 }
 
@@ -379,7 +382,7 @@ fn shell_word(path: &Path) -> String {
 
 /// `path` relative to `workspace` as a `trust.json` key (`.hookwire/hooks/a.yaml`), or None when
 /// it is not inside the workspace or not UTF-8.
-pub fn relative_key(workspace: &Path, path: &Path) -> Option<String> {
+pub(crate) fn relative_key(workspace: &Path, path: &Path) -> Option<String> {
     let relative = path.strip_prefix(workspace).ok()?;
     let mut parts = Vec::new();
     for component in relative.components() {

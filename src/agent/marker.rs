@@ -2,7 +2,7 @@
 //! back no more text than the marker's length.
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum MarkerState {
+pub(super) enum MarkerState {
     /// Not decided yet: text is held back.
     Pending,
     /// The reply starts with the marker: it is a plan, not an answer.
@@ -12,14 +12,14 @@ pub enum MarkerState {
 }
 
 #[derive(Debug)]
-pub struct MarkerDetector {
+pub(super) struct MarkerDetector {
     marker: String,
     buffer: String,
     decided: bool,
 }
 
 impl MarkerDetector {
-    pub fn new(marker: &str) -> Self {
+    pub(super) fn new(marker: &str) -> Self {
         Self {
             marker: marker.to_string(),
             buffer: String::new(),
@@ -29,7 +29,7 @@ impl MarkerDetector {
 
     /// Feeds a text delta. After the first decision, returns `Answer` with only the new text (or
     /// `Plan` again); callers should keep their own copy of the whole reply.
-    pub fn push(&mut self, delta: &str) -> MarkerState {
+    pub(super) fn push(&mut self, delta: &str) -> MarkerState {
         if self.decided {
             return if self.is_plan() {
                 MarkerState::Plan
@@ -57,7 +57,7 @@ impl MarkerDetector {
     }
 
     /// The reply ended: what was held back is an answer unless the reply was a plan.
-    pub fn finish(&mut self) -> MarkerState {
+    pub(super) fn finish(&mut self) -> MarkerState {
         if self.decided && self.is_plan() {
             return MarkerState::Plan;
         }
@@ -73,7 +73,7 @@ impl MarkerDetector {
 }
 
 /// The plan text of a reply that starts with the marker.
-pub fn strip_marker<'a>(reply: &'a str, marker: &str) -> &'a str {
+pub(super) fn strip_marker<'a>(reply: &'a str, marker: &str) -> &'a str {
     let trimmed = reply.trim_start();
     trimmed.strip_prefix(marker).unwrap_or(trimmed).trim()
 }

@@ -16,7 +16,6 @@
 //! use futures::StreamExt;
 //! use hookwire::agent::{AgentClient, AgentConfig, ChatEvent, ChatRequest};
 //! use hookwire::hooks::{AgentHook, HookContext, HookResult, LlmRequest, Flow};
-//! use hookwire::llm::demo::DemoModel;
 //!
 //! struct BeBrief;
 //!
@@ -29,8 +28,8 @@
 //! }
 //!
 //! # async fn example() {
+//! // No `.model(…)`: the offline demo model.
 //! let client = AgentClient::builder()
-//!     .model(Arc::new(DemoModel::default()))
 //!     .hook(Arc::new(BeBrief))
 //!     .config(AgentConfig::default())
 //!     .build();
@@ -46,7 +45,7 @@
 mod call;
 mod marker;
 mod phases;
-pub mod prompts;
+pub(crate) mod prompts;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -54,7 +53,8 @@ mod tool_step;
 
 use crate::types::panic_message;
 pub use crate::types::{
-    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
+    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, HookTag, Message,
+    NoticeLevel, Role, ToolCall, Usage,
 };
 
 use std::future::Future;
@@ -119,11 +119,11 @@ impl Default for AgentConfig {
 
 /// What every chat of one client shares.
 pub(crate) struct AgentInner {
-    pub config: AgentConfig,
-    pub model: Arc<dyn ChatModel>,
-    pub tools: ToolRegistry,
-    pub hooks: HookStack,
-    pub factories: Vec<Arc<dyn HookFactory>>,
+    pub(crate) config: AgentConfig,
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) hooks: HookStack,
+    pub(crate) factories: Vec<Arc<dyn HookFactory>>,
 }
 
 /// Runs chats. Cheap to clone; one per server.
@@ -195,7 +195,7 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
 impl AgentConfig {
     /// The config of the sub-agent behind `agent` hooks: at most `max_steps` rounds, and no
     /// signing (its history never reaches a client).
-    pub fn for_hook_agent(&self, max_steps: usize) -> AgentConfig {
+    pub(crate) fn for_hook_agent(&self, max_steps: usize) -> AgentConfig {
         AgentConfig {
             max_steps,
             secret: None,

@@ -2,14 +2,15 @@
 //! written for real models.
 
 /// The marker that starts a planning reply when tools are needed.
-pub use crate::types::DEFAULT_MARKER;
+pub(crate) use crate::types::DEFAULT_MARKER;
 
-pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant running inside hookwire. \
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are a helpful assistant running inside hookwire. \
 Answer clearly and concisely. When you use tools, rely on what they return rather than guessing, \
 and say so when something could not be found.";
 
 /// `{marker}` and `{tools}` are replaced with the marker and the list of tool names.
-pub const DEFAULT_PLANNING_PROMPT: &str = "Before answering, decide whether you need tools to answer the \
+pub(crate) const DEFAULT_PLANNING_PROMPT: &str = "Before answering, decide whether you need tools to answer the \
 last user message well. Available tools: {tools}.\n\
 - If you can answer directly (greetings, general knowledge, anything that does not need files of the \
 workspace), answer the user now, in full, as you normally would. Do not mention this decision.\n\
@@ -17,17 +18,17 @@ workspace), answer the user now, in full, as you normally would. Do not mention 
 use, on what, and why, one step a line. Do not answer the question yet and do not call any tool in \
 this reply.";
 
-pub const DEFAULT_FIRST_STEP_PROMPT: &str =
+pub(crate) const DEFAULT_FIRST_STEP_PROMPT: &str =
     "Carry out the plan above. Call the tools you need; several \
 independent calls may go in one reply. When you have what you need, answer the user's question \
 directly and completely, without calling more tools.";
 
-pub const DEFAULT_EACH_STEP_PROMPT: &str =
+pub(crate) const DEFAULT_EACH_STEP_PROMPT: &str =
     "Continue with the task. Use the tool results above. Call more \
 tools only if something is still missing; otherwise give the user the final answer now.";
 
 /// Fills the planning prompt's placeholders.
-pub fn planning_prompt(template: &str, marker: &str, tool_names: &[String]) -> String {
+pub(crate) fn planning_prompt(template: &str, marker: &str, tool_names: &[String]) -> String {
     template
         .replace("{marker}", marker)
         .replace("{tools}", &tool_names.join(", "))

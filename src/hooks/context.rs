@@ -12,6 +12,7 @@ use crate::types::{Message, Role, ToolCall, Usage};
 
 /// Which model call of a chat this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallPhase {
     /// The one call of a chat without tools.
     Direct,
@@ -23,6 +24,7 @@ pub enum CallPhase {
 
 /// One finished step of the chat, newest last.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Step {
     Assistant {
         content: String,

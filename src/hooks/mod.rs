@@ -1,19 +1,21 @@
 //! The one in-process hook runtime (seed 002): the [`AgentHook`] trait, the [`HookContext`] every
-//! hook sees, the per-call values it may change, and the [`HookStack`] that runs them.
+//! hook sees, the per-call values it may change, and the `HookStack` that runs them.
 //!
 //! Every other kind of hook (skill prompt hooks, command/HTTP/LLM hooks from YAML) is an adapter
 //! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
 
 mod context;
-pub mod external;
-pub mod prompt;
-pub mod signing;
+// TODO(core): external/ visibility after the runner merge (its items are still `pub`).
+#[allow(dead_code, unreachable_pub)]
+pub(crate) mod external;
+pub(crate) mod prompt;
+pub(crate) mod signing;
 mod stack;
 
 pub use context::{
     CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo,
 };
-pub use stack::{HookStack, DEFAULT_HOOK_BUDGET};
+pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ pub type HookResult<T = ()> = Result<T, HookError>;
 
 /// Go on, or end the chat (before the model ran: `error` `hook_blocked`; after: `done` `stopped`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Flow {
     #[default]
     Continue,
@@ -37,6 +40,7 @@ pub enum Flow {
 
 /// What may follow a model response.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ResponseAction {
     #[default]
     Continue,
@@ -51,6 +55,7 @@ pub enum ResponseAction {
 
 /// What happens to a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ToolAction {
     #[default]
     Run,
@@ -65,6 +70,7 @@ pub enum ToolAction {
 
 /// What happens when the agent is about to finish.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum StopAction {
     #[default]
     Finish,
@@ -79,7 +85,8 @@ pub struct SessionInfo {
 }
 
 /// A hook into every step of a chat. Every method has a default that does nothing, so a hook
-/// implements only what it needs. Methods are called in the order of the [`HookStack`];
+/// implements only what it needs. Hooks are called in the order they were added (shared hooks,
+/// then each factory's, see [`AgentClientBuilder::hook`](crate::AgentClientBuilder::hook));
 /// `ctx.messages` changes persist for the rest of the chat, changes to per-call values
 /// ([`LlmRequest`], [`ToolCallInfo`], …) affect that call only.
 ///

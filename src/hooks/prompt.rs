@@ -27,7 +27,7 @@ use crate::types::{HookTag, Message, Role};
 
 /// The five checkpoints of seed 000.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Timing {
+pub(crate) enum Timing {
     AfterUserInput,
     BeforePlanning,
     BeforeFirstAgent,
@@ -36,7 +36,7 @@ pub enum Timing {
 }
 
 impl Timing {
-    pub const ALL: [Timing; 5] = [
+    pub(crate) const ALL: [Timing; 5] = [
         Timing::AfterUserInput,
         Timing::BeforePlanning,
         Timing::BeforeFirstAgent,
@@ -44,7 +44,7 @@ impl Timing {
         Timing::AfterToolCall,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Timing::AfterUserInput => "after_user_input",
             Timing::BeforePlanning => "before_planning",
@@ -54,39 +54,39 @@ impl Timing {
         }
     }
 
-    pub fn parse(text: &str) -> Option<Timing> {
+    pub(crate) fn parse(text: &str) -> Option<Timing> {
         Timing::ALL.into_iter().find(|t| t.as_str() == text)
     }
 
     /// Timings that fire more than once in a chat.
-    pub fn repeats(self) -> bool {
+    pub(crate) fn repeats(self) -> bool {
         matches!(self, Timing::BeforeEachAgent | Timing::AfterToolCall)
     }
 }
 
 /// One prompt hook of a skill, with its text loaded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HookSpec {
-    pub name: String,
-    pub file: String,
-    pub timing: Timing,
-    pub role: Role,
-    pub persistent: bool,
+pub(crate) struct HookSpec {
+    pub(crate) name: String,
+    pub(crate) file: String,
+    pub(crate) timing: Timing,
+    pub(crate) role: Role,
+    pub(crate) persistent: bool,
     /// Only for `after_tool_call`: fire only when one of these tools ran in the round.
-    pub tool_filter: Option<Vec<String>>,
-    pub text: String,
+    pub(crate) tool_filter: Option<Vec<String>>,
+    pub(crate) text: String,
 }
 
 /// One hook of an enabled skill.
 #[derive(Debug, Clone)]
-pub struct SkillHook {
-    pub skill: String,
-    pub spec: HookSpec,
+pub(crate) struct SkillHook {
+    pub(crate) skill: String,
+    pub(crate) spec: HookSpec,
 }
 
 /// The prompt hooks of one chat.
 #[derive(Debug)]
-pub struct PromptHookManager {
+pub(crate) struct PromptHookManager {
     skills: Vec<String>,
     /// In the order of the chat's `skills`, then the order in each `hooks.json`.
     hooks: Vec<SkillHook>,
@@ -99,7 +99,7 @@ pub struct PromptHookManager {
 }
 
 impl PromptHookManager {
-    pub fn new(
+    pub(crate) fn new(
         skills: Vec<String>,
         hooks: Vec<SkillHook>,
         descriptions: Vec<(String, String)>,
@@ -118,7 +118,7 @@ impl PromptHookManager {
     /// returns the persistent ones (also emitted as `hook` events). For `after_tool_call`,
     /// `tools` are the tools of the round: a hook with a `tool_filter` fires only if one of them
     /// is in it.
-    pub fn inject(
+    pub(crate) fn inject(
         &self,
         ctx: &mut HookContext,
         timing: Timing,
@@ -173,7 +173,7 @@ impl PromptHookManager {
     }
 
     /// Takes out the non-persistent messages injected for `timing`.
-    pub fn remove(&self, ctx: &mut HookContext, timing: Timing) {
+    pub(crate) fn remove(&self, ctx: &mut HookContext, timing: Timing) {
         let marks = self.lock().remove(&timing).unwrap_or_default();
         for mark in marks {
             ctx.remove_injected(mark);
@@ -181,7 +181,11 @@ impl PromptHookManager {
     }
 
     /// Appends a built-in prompt; returns the reference that removes it.
-    pub fn inject_prompt(ctx: &mut HookContext, content: impl Into<String>, role: Role) -> u64 {
+    pub(crate) fn inject_prompt(
+        ctx: &mut HookContext,
+        content: impl Into<String>,
+        role: Role,
+    ) -> u64 {
         let mark = ctx.new_injection_id();
         let mut message = Message::new(role, content);
         message.injection = Some(mark);
@@ -190,7 +194,7 @@ impl PromptHookManager {
     }
 
     /// Removes a built-in prompt by its reference.
-    pub fn remove_prompt(ctx: &mut HookContext, reference: u64) {
+    pub(crate) fn remove_prompt(ctx: &mut HookContext, reference: u64) {
         ctx.remove_injected(reference);
     }
 

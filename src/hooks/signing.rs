@@ -32,13 +32,13 @@ const SIG_HEX_LEN: usize = 64;
 /// The server's secret, ready to sign and verify. Cheap to clone (the keyed HMAC state is
 /// computed once and copied per signature). Its `Debug` never shows the key.
 #[derive(Clone)]
-pub struct SigningKey {
+pub(crate) struct SigningKey {
     keyed: HmacSha256,
 }
 
 impl SigningKey {
     /// A key over the secret's UTF-8 bytes.
-    pub fn new(secret: &str) -> Self {
+    pub(crate) fn new(secret: &str) -> Self {
         let keyed = match HmacSha256::new_from_slice(secret.as_bytes()) {
             Ok(mac) => mac,
             // HMAC hashes long keys and pads short ones: no key length is refused.
@@ -48,14 +48,14 @@ impl SigningKey {
     }
 
     /// The signature of `value`, as lowercase hex.
-    pub fn sign<S: Signed + ?Sized>(&self, value: &S) -> String {
+    pub(crate) fn sign<S: Signed + ?Sized>(&self, value: &S) -> String {
         hex::encode(self.mac(value).finalize().into_bytes())
     }
 
     /// Whether `sig` is the signature of `value`: 64 lowercase hex digits whose bytes equal the
     /// MAC, compared in constant time. Anything else (wrong length, not hex, upper case) is
     /// refused.
-    pub fn verify<S: Signed + ?Sized>(&self, value: &S, sig: &str) -> bool {
+    pub(crate) fn verify<S: Signed + ?Sized>(&self, value: &S, sig: &str) -> bool {
         let Some(tag) = parse_sig(sig) else {
             return false;
         };
@@ -86,13 +86,13 @@ fn parse_sig(sig: &str) -> Option<[u8; 32]> {
 }
 
 /// A kind of signed value. Sealed: every kind lives in this module, beside its byte layout.
-pub trait Signed: sealed::Sealed {
+pub(crate) trait Signed: sealed::Sealed {
     /// The exact bytes the MAC covers.
     fn signed_bytes(&self) -> Vec<u8>;
 }
 
 mod sealed {
-    pub trait Sealed {}
+    pub(crate) trait Sealed {}
 }
 
 /// `parts` joined by `"\n"`.
@@ -102,12 +102,12 @@ fn lines(parts: &[&str]) -> Vec<u8> {
 
 /// What the `sig` of a persistent hook message's `_hook` covers (docs/protocol.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HookSignature<'a> {
-    pub role: Role,
-    pub content: &'a str,
-    pub name: &'a str,
-    pub skill: &'a str,
-    pub timing: &'a str,
+pub(crate) struct HookSignature<'a> {
+    pub(crate) role: Role,
+    pub(crate) content: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) skill: &'a str,
+    pub(crate) timing: &'a str,
 }
 
 impl sealed::Sealed for HookSignature<'_> {}
@@ -127,15 +127,15 @@ impl Signed for HookSignature<'_> {
 /// What the `sig` of a session hook covers: the spec, with or without its `sig` field (which is
 /// left out), as canonical JSON (keys sorted, no spaces).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SessionHookSignature<'a> {
-    pub spec: &'a Value,
+pub(crate) struct SessionHookSignature<'a> {
+    pub(crate) spec: &'a Value,
 }
 
 impl sealed::Sealed for SessionHookSignature<'_> {}
 
 impl SessionHookSignature<'_> {
     /// The spec without its `sig`, as canonical JSON (keys sorted, no spaces).
-    pub fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         match self.spec.as_object() {
             Some(object) if object.contains_key("sig") => {
                 let mut unsigned = object.clone();
@@ -173,7 +173,10 @@ fn is_well_formed(tag: &crate::types::HookTag) -> bool {
 }
 
 /// Whether a history message may reach the model when a secret is set; `Err` names why not.
-pub fn check_history_message(key: &SigningKey, message: &Message) -> Result<(), &'static str> {
+pub(crate) fn check_history_message(
+    key: &SigningKey,
+    message: &Message,
+) -> Result<(), &'static str> {
     if message.role != Role::System {
         return Ok(());
     }

@@ -31,7 +31,7 @@ use super::{
 use crate::types::ChatError;
 
 #[derive(Clone)]
-pub struct HookStack {
+pub(crate) struct HookStack {
     hooks: Vec<Arc<dyn AgentHook>>,
     /// How long one hook call may take before it counts as timed out (its answer is the
     /// default and the chat goes on): a hook that never returns cannot hang a chat.
@@ -48,22 +48,15 @@ impl Default for HookStack {
 }
 
 /// The default time one hook call may take (the same as an external hook chain's budget).
-pub const DEFAULT_HOOK_BUDGET: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_HOOK_BUDGET: Duration = Duration::from_secs(30);
 
 /// Beyond the budget, time a hook gets to finish its own timeout handling (an external hook
 /// chain enforces the same budget itself and should be the one to report it).
 const BUDGET_GRACE: Duration = Duration::from_secs(1);
 
 impl HookStack {
-    pub fn new(hooks: Vec<Arc<dyn AgentHook>>) -> Self {
-        Self {
-            hooks,
-            ..Self::default()
-        }
-    }
-
     /// Sets how long one hook call may take.
-    pub fn set_budget(&mut self, budget: Duration) {
+    pub(crate) fn set_budget(&mut self, budget: Duration) {
         self.budget = budget;
     }
 
@@ -109,20 +102,12 @@ impl HookStack {
         value
     }
 
-    pub fn push(&mut self, hook: Arc<dyn AgentHook>) {
+    pub(crate) fn push(&mut self, hook: Arc<dyn AgentHook>) {
         self.hooks.push(hook);
     }
 
-    pub fn extend(&mut self, hooks: impl IntoIterator<Item = Arc<dyn AgentHook>>) {
+    pub(crate) fn extend(&mut self, hooks: impl IntoIterator<Item = Arc<dyn AgentHook>>) {
         self.hooks.extend(hooks);
-    }
-
-    pub fn len(&self) -> usize {
-        self.hooks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.hooks.is_empty()
     }
 
     /// Calls every hook in order for one event (the module doc's rules): `call` starts one
@@ -143,7 +128,7 @@ impl HookStack {
     }
 
     /// `post_tool_execution` for a success, `post_tool_execution_failure` for an error result.
-    pub async fn post_tool(
+    pub(crate) async fn post_tool(
         &self,
         ctx: &mut HookContext,
         call: &ToolCallInfo,
@@ -168,7 +153,7 @@ impl HookStack {
 macro_rules! events {
     ($($method:ident($($arg:ident: $ty:ty),*) $(-> $answer:ty)?;)*) => {
         impl HookStack {
-            $(pub async fn $method(&self, $($arg: $ty),*) $(-> $answer)? {
+            $(pub(crate) async fn $method(&self, $($arg: $ty),*) $(-> $answer)? {
                 self.each(&mut ($($arg,)*), |hook, ($($arg,)*)| {
                     (stringify!($method), hook.$method($($arg),*))
                 })

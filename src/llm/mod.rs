@@ -5,9 +5,9 @@
 //! [`ModelEvent::Finished`]; a stream that ends without it has failed. Dropping the stream drops
 //! the upstream request (and its connection) at once.
 
-pub mod demo;
-pub mod openai;
-pub mod sse;
+pub(crate) mod demo;
+pub(crate) mod openai;
+mod sse;
 
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ pub struct ModelRequest {
 
 /// What a streaming model call yields.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ModelEvent {
     /// A piece of assistant text, as it arrived.
     Text(String),
@@ -44,6 +45,7 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, LlmError>>;
 
 /// Why a model call failed. Every variant's message is shown to the person (`upstream` error).
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[non_exhaustive]
 pub enum LlmError {
     #[error("could not connect to the model API at {url}: {reason}")]
     Connect { url: String, reason: String },

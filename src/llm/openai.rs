@@ -19,15 +19,15 @@ use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 
 /// Where the model API is and how patient to be with it.
 #[derive(Debug, Clone)]
-pub struct OpenAiConfig {
+pub(crate) struct OpenAiConfig {
     /// The API root, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub connect_timeout: Duration,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) connect_timeout: Duration,
     /// Silence allowed before the response headers and between events.
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     /// Largest streamed body accepted for one call.
-    pub max_stream_bytes: usize,
+    pub(crate) max_stream_bytes: usize,
 }
 
 impl Default for OpenAiConfig {
@@ -43,7 +43,7 @@ impl Default for OpenAiConfig {
 }
 
 #[derive(Debug, Clone)]
-pub struct OpenAiClient {
+pub(crate) struct OpenAiClient {
     http: reqwest::Client,
     url: String,
     config: OpenAiConfig,
@@ -53,7 +53,7 @@ pub struct OpenAiClient {
 const MAX_ERROR_TEXT: usize = 500;
 
 impl OpenAiClient {
-    pub fn new(config: OpenAiConfig) -> Result<Self, String> {
+    pub(crate) fn new(config: OpenAiConfig) -> Result<Self, String> {
         // reqwest panics without a process-wide rustls provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()

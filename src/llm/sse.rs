@@ -11,7 +11,7 @@ use crate::types::{Message, Role, ToolCall, Usage};
 
 /// The request body of `POST /chat/completions` (streamed, usage included). `Message::hook` and
 /// `Message::injection` are hookwire's own and never leave the process.
-pub fn request_body(request: &ModelRequest) -> Value {
+pub(super) fn request_body(request: &ModelRequest) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
     let mut body = json!({
         "model": request.model,
@@ -53,60 +53,60 @@ fn message_json(message: &Message) -> Value {
 /// One `chat.completion.chunk`, accepting what real servers send: missing `object`, empty or
 /// null `finish_reason`, `choices: []` with usage only, tool deltas without `index`.
 #[derive(Debug, Default, Deserialize)]
-pub struct Chunk {
+pub(super) struct Chunk {
     #[serde(default)]
-    pub choices: Vec<Choice>,
+    pub(crate) choices: Vec<Choice>,
     #[serde(default)]
-    pub usage: Option<ChunkUsage>,
+    pub(crate) usage: Option<ChunkUsage>,
     /// Some servers report failures as an event.
     #[serde(default)]
-    pub error: Option<Value>,
+    pub(crate) error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct Choice {
+pub(super) struct Choice {
     #[serde(default)]
-    pub delta: Delta,
+    pub(crate) delta: Delta,
     #[serde(default)]
-    pub finish_reason: Option<String>,
+    pub(crate) finish_reason: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct Delta {
+pub(super) struct Delta {
     #[serde(default)]
-    pub content: Option<String>,
+    pub(crate) content: Option<String>,
     #[serde(default)]
-    pub tool_calls: Option<Vec<ToolCallDelta>>,
+    pub(crate) tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct ToolCallDelta {
+pub(super) struct ToolCallDelta {
     #[serde(default)]
-    pub index: Option<usize>,
+    pub(crate) index: Option<usize>,
     #[serde(default)]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default)]
-    pub function: Option<FunctionDelta>,
+    pub(crate) function: Option<FunctionDelta>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct FunctionDelta {
+pub(super) struct FunctionDelta {
     #[serde(default)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default)]
-    pub arguments: Option<String>,
+    pub(crate) arguments: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-pub struct ChunkUsage {
+pub(super) struct ChunkUsage {
     #[serde(default)]
-    pub prompt_tokens: u64,
+    pub(crate) prompt_tokens: u64,
     #[serde(default)]
-    pub completion_tokens: u64,
+    pub(crate) completion_tokens: u64,
 }
 
 /// Parses one event's `data`; the error says what was wrong, with a short excerpt.
-pub fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
+pub(super) fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
     serde_json::from_str(data).map_err(|e| {
         let excerpt: String = data.chars().take(120).collect();
         LlmError::Malformed(format!("{e} in {excerpt:?}"))
@@ -114,7 +114,7 @@ pub fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
 }
 
 /// The message of an `{"error": …}` event.
-pub fn error_message(error: &Value) -> String {
+pub(super) fn error_message(error: &Value) -> String {
     error
         .get("message")
         .and_then(Value::as_str)
@@ -132,16 +132,16 @@ struct PartialCall {
 /// Collects a streamed reply: hands out text deltas, joins tool calls by index, keeps the finish
 /// reason and usage.
 #[derive(Debug, Default)]
-pub struct ChunkAccumulator {
+pub(super) struct ChunkAccumulator {
     calls: BTreeMap<usize, PartialCall>,
     last_index: usize,
-    pub finish_reason: Option<String>,
-    pub usage: Option<Usage>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) usage: Option<Usage>,
 }
 
 impl ChunkAccumulator {
     /// Takes one chunk; returns its text, if any.
-    pub fn push(&mut self, chunk: Chunk) -> Option<String> {
+    pub(super) fn push(&mut self, chunk: Chunk) -> Option<String> {
         if let Some(usage) = chunk.usage {
             self.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens,
@@ -178,12 +178,12 @@ impl ChunkAccumulator {
     }
 
     /// Whether the reply said it was finished (some servers end without `[DONE]`).
-    pub fn saw_finish(&self) -> bool {
+    pub(super) fn saw_finish(&self) -> bool {
         self.finish_reason.is_some()
     }
 
     /// The tool calls in index order.
-    pub fn into_tool_calls(self) -> Result<Vec<ToolCall>, LlmError> {
+    pub(super) fn into_tool_calls(self) -> Result<Vec<ToolCall>, LlmError> {
         self.calls
             .into_iter()
             .map(|(index, call)| {

@@ -21,28 +21,28 @@ use sha2::{Digest, Sha256};
 
 /// The access rules, resolved from the config once at start.
 #[derive(Debug, Clone, Default)]
-pub struct AccessPolicy {
+pub(super) struct AccessPolicy {
     /// Hosts a request may name; `None` = see [`AccessPolicy::loopback_only`].
-    pub allowed_hosts: Option<Vec<String>>,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
     /// Without `allowed_hosts`: only loopback names (the server is bound to loopback).
-    pub loopback_only: bool,
+    pub(crate) loopback_only: bool,
     /// Origins a browser request may come from; `None` = same origin only.
-    pub allowed_origins: Option<Vec<String>>,
+    pub(crate) allowed_origins: Option<Vec<String>>,
     /// The bearer token `/ws`, `/api/*` and `/metrics` need.
-    pub auth_token: Option<String>,
+    pub(crate) auth_token: Option<String>,
 }
 
 /// Why a request was refused: the status and the line the client and the log get.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub status: StatusCode,
-    pub reason: &'static str,
-    pub message: String,
+pub(super) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
 }
 
 impl AccessPolicy {
     /// Whether a request for `uri` with `headers` may go on.
-    pub fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub(super) fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
@@ -137,7 +137,7 @@ impl AccessPolicy {
 }
 
 /// The middleware: refuses with the status and a one-line body, logs why, counts it.
-pub async fn enforce(
+pub(super) async fn enforce(
     State(policy): State<Arc<AccessPolicy>>,
     request: Request,
     next: Next,

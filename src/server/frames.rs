@@ -9,29 +9,29 @@ use crate::types::{ChatEvent, ErrorCode, HookMessage};
 use crate::types::{HookTag, Message, Role};
 
 /// JSON nesting deeper than this is refused before parsing.
-pub const MAX_JSON_DEPTH: usize = 64;
+pub(super) const MAX_JSON_DEPTH: usize = 64;
 
 /// Session hooks one chat may carry.
-pub const MAX_SESSION_HOOKS: usize = 100;
+pub(super) const MAX_SESSION_HOOKS: usize = 100;
 
 // ─── client → server ───
 
 /// A `chat` frame, validated.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatFrame {
+pub(super) struct ChatFrame {
     /// `None` = the client sent none; the server makes one up.
-    pub id: Option<String>,
-    pub messages: Vec<Message>,
-    pub input: String,
-    pub skills: Option<Vec<String>>,
-    pub enable_tools: bool,
+    pub(crate) id: Option<String>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) input: String,
+    pub(crate) skills: Option<Vec<String>>,
+    pub(crate) enable_tools: bool,
     /// Session hooks the client stored from `session_hook` frames.
-    pub session_hooks: Vec<Value>,
+    pub(crate) session_hooks: Vec<Value>,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ClientFrame {
+pub(super) enum ClientFrame {
     Chat(ChatFrame),
     Cancel { id: Option<String> },
     Ping { id: Option<String> },
@@ -40,7 +40,7 @@ pub enum ClientFrame {
 
 impl ClientFrame {
     /// Parses one text frame, strictly (RFC 8259).
-    pub fn parse(text: &str, limits: &Limits) -> ClientFrame {
+    pub(super) fn parse(text: &str, limits: &Limits) -> ClientFrame {
         if let Err(message) = check_depth(text) {
             return ClientFrame::Invalid { id: None, message };
         }
@@ -274,7 +274,7 @@ fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>
 /// Every frame the server sends; each is exactly one serialized value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerFrame {
+pub(super) enum ServerFrame {
     Start {
         id: String,
     },
@@ -328,47 +328,47 @@ pub enum ServerFrame {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ErrorFrame {
+pub(super) struct ErrorFrame {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    pub code: &'static str,
-    pub message: String,
+    pub(crate) id: Option<String>,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub fatal: bool,
+    pub(crate) fatal: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HookRef {
-    pub name: String,
-    pub skill: String,
-    pub timing: String,
+pub(super) struct HookRef {
+    pub(crate) name: String,
+    pub(crate) skill: String,
+    pub(crate) timing: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WireHookTag {
-    pub name: String,
-    pub skill: String,
-    pub timing: String,
-    pub sig: String,
+pub(super) struct WireHookTag {
+    pub(crate) name: String,
+    pub(crate) skill: String,
+    pub(crate) timing: String,
+    pub(crate) sig: String,
 }
 
 /// A message as the client stores it in its history.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WireMessage {
-    pub role: &'static str,
-    pub content: String,
+pub(super) struct WireMessage {
+    pub(crate) role: &'static str,
+    pub(crate) content: String,
     #[serde(rename = "_hook", skip_serializing_if = "Option::is_none")]
-    pub hook: Option<WireHookTag>,
+    pub(crate) hook: Option<WireHookTag>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct WireUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
+pub(super) struct WireUsage {
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
 }
 
 impl ServerFrame {
-    pub fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(super) fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
         ServerFrame::Error(ErrorFrame {
             id,
             code: code.as_str(),
@@ -378,7 +378,7 @@ impl ServerFrame {
     }
 
     /// The frame for a chat event of chat `id`.
-    pub fn from_event(id: &str, event: ChatEvent) -> Self {
+    pub(super) fn from_event(id: &str, event: ChatEvent) -> Self {
         let id = id.to_string();
         match event {
             ChatEvent::Started => ServerFrame::Start { id },
@@ -456,7 +456,7 @@ impl ServerFrame {
         }
     }
 
-    pub fn to_json(&self) -> String {
+    pub(super) fn to_json(&self) -> String {
         // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
         serde_json::to_string(self).unwrap_or_else(|e| {
             format!(r#"{{"type":"error","code":"internal","message":"cannot encode frame: {e}"}}"#)
@@ -659,6 +659,47 @@ mod tests {
         assert_eq!(
             serde_json::to_value(ServerFrame::Pong { id: None }).unwrap(),
             json!({"type":"pong"})
+        );
+    }
+
+    /// Client frame parsing (strict, validated) against a bare `serde_json` parse of the same
+    /// text, as a ratio. A benchmark, not a check: frames are private to the crate, so
+    /// `benches/` cannot reach the parser.
+    #[test]
+    #[ignore = "a benchmark: cargo test --release --lib -- --ignored --nocapture parse_cost"]
+    fn parse_cost() {
+        use std::hint::black_box;
+        use std::time::{Duration, Instant};
+
+        fn time_per_op(iterations: u32, mut op: impl FnMut()) -> Duration {
+            for _ in 0..iterations / 10 {
+                op();
+            }
+            let started = Instant::now();
+            for _ in 0..iterations {
+                op();
+            }
+            started.elapsed() / iterations
+        }
+
+        let history: Vec<_> = (0..20)
+            .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("message number {i} with some ordinary text in it")}))
+            .collect();
+        let frame = json!({"type":"chat","id":"c1","messages":history,"input":"read README.md and summarise it","skills":["code-reader"],"enable_tools":true}).to_string();
+        let limits = Limits::default();
+        let iterations = 20_000;
+        let baseline = time_per_op(iterations, || {
+            black_box(serde_json::from_str::<Value>(black_box(&frame)).ok());
+        });
+        let ours = time_per_op(iterations, || {
+            black_box(ClientFrame::parse(black_box(&frame), &limits));
+        });
+        println!(
+            "parse chat frame ({} bytes, 20 messages): hookwire {:?}/op, serde_json::Value baseline {:?}/op, ratio {:.2}",
+            frame.len(),
+            ours,
+            baseline,
+            ours.as_secs_f64() / baseline.as_secs_f64()
         );
     }
 }

@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 /// How the accept loop treats connections before they become sessions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ListenLimits {
-    pub header_read_timeout: Duration,
-    pub max_pending_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) max_pending_connections: usize,
 }
 
 /// Accepts and serves connections until `shutdown` is cancelled. Connections still in an HTTP

@@ -20,7 +20,7 @@ const BUCKETS: &[f64] = &[
 
 /// Installs the recorder once per process (tests start many servers in one process) and returns
 /// the handle that renders it; `None` if another recorder was installed first.
-pub fn handle() -> Option<PrometheusHandle> {
+pub(super) fn handle() -> Option<PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()

@@ -28,12 +28,12 @@ use crate::hooks::SessionInfo;
 use crate::types::{ChatRequest, ErrorCode};
 
 /// Close codes of RFC 6455 that the session uses.
-pub mod close_code {
-    pub const GOING_AWAY: u16 = 1001;
-    pub const INVALID_DATA: u16 = 1007;
-    pub const POLICY: u16 = 1008;
-    pub const TOO_BIG: u16 = 1009;
-    pub const INTERNAL: u16 = 1011;
+pub(super) mod close_code {
+    pub(crate) const GOING_AWAY: u16 = 1001;
+    pub(crate) const INVALID_DATA: u16 = 1007;
+    pub(crate) const POLICY: u16 = 1008;
+    pub(crate) const TOO_BIG: u16 = 1009;
+    pub(crate) const INTERNAL: u16 = 1011;
 }
 
 /// What the writer task sends. Frames are boxed: the channel allocates its slots up front, and
@@ -106,7 +106,7 @@ enum Ending {
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
-pub async fn run_session<S, E>(socket: S, state: AppState)
+pub(super) async fn run_session<S, E>(socket: S, state: AppState)
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
     S::Error: std::fmt::Display,

@@ -23,7 +23,7 @@ const HOOK_FIELDS: [&str; 6] = [
 ];
 
 /// Every folder in `dir` is a skill (hidden folders are skipped).
-pub fn scan_skills(dir: &Path) -> SkillSet {
+pub(crate) fn scan_skills(dir: &Path) -> SkillSet {
     let mut set = SkillSet::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -46,7 +46,7 @@ pub fn scan_skills(dir: &Path) -> SkillSet {
 }
 
 /// Loads one skill folder.
-pub fn scan_skill(dir: &Path) -> Skill {
+pub(crate) fn scan_skill(dir: &Path) -> Skill {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -529,8 +529,8 @@ mod tests {
         assert_eq!(first.names(), ["bad", "good"]);
         assert_eq!(first.get("good").unwrap().hooks.len(), 1);
         assert!(first.get("bad").unwrap().hooks.is_empty());
-        assert!(first.has_errors());
         let problems = first.problems();
+        assert!(crate::types::has_errors(&problems));
         assert_eq!(problems.len(), 1);
         assert!(problems[0].is_error());
         assert_eq!(

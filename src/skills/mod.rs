@@ -6,53 +6,53 @@
 //! unaffected. [`SkillRegistry`] holds the current set and swaps it on reload (see [`watch`]).
 
 mod load;
-pub mod watch;
+pub(crate) mod watch;
 
-pub use load::{scan_skill, scan_skills};
+pub(crate) use load::scan_skills;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-pub use crate::hooks::prompt::{HookSpec, Timing};
+pub(crate) use crate::hooks::prompt::{HookSpec, Timing};
 use crate::hooks::signing::SigningKey;
 use crate::types::Problem;
 
 /// A loaded skill.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Skill {
+pub(crate) struct Skill {
     /// The folder name; what chats name in `skills`.
-    pub name: String,
-    pub description: String,
-    pub dir: PathBuf,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) dir: PathBuf,
     /// Empty when `errors` is not.
-    pub hooks: Vec<HookSpec>,
+    pub(crate) hooks: Vec<HookSpec>,
     /// Problems that kept the hooks from loading (all [`Severity::Error`](crate::types::Severity)).
-    pub errors: Vec<Problem>,
+    pub(crate) errors: Vec<Problem>,
     /// Problems that did not, e.g. `tool_filter` on a timing that ignores it (all warnings).
-    pub warnings: Vec<Problem>,
+    pub(crate) warnings: Vec<Problem>,
 }
 
 /// Every skill of the skills dir, by name.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SkillSet {
-    pub skills: BTreeMap<String, Arc<Skill>>,
+pub(crate) struct SkillSet {
+    pub(crate) skills: BTreeMap<String, Arc<Skill>>,
     /// Problems with the skills dir itself.
-    pub errors: Vec<Problem>,
+    pub(crate) errors: Vec<Problem>,
 }
 
 impl SkillSet {
-    pub fn get(&self, name: &str) -> Option<&Arc<Skill>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<Skill>> {
         self.skills.get(name)
     }
 
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.skills.keys().cloned().collect()
     }
 
     /// Every problem, errors and warnings: the dir's, then each skill's.
-    pub fn problems(&self) -> Vec<Problem> {
+    pub(crate) fn problems(&self) -> Vec<Problem> {
         let mut problems = self.errors.clone();
         for skill in self.skills.values() {
             problems.extend(skill.errors.iter().cloned());
@@ -61,14 +61,10 @@ impl SkillSet {
         problems
     }
 
-    pub fn has_errors(&self) -> bool {
-        !self.errors.is_empty() || self.skills.values().any(|s| !s.errors.is_empty())
-    }
-
     /// `next`, except that a skill that broke keeps its last good hooks (and shows the errors).
     /// A broken skill's hooks in `self` are already its last good ones (or none, if it never
     /// loaded), so they carry over however many broken reloads follow.
-    pub fn merge_reload(&self, mut next: SkillSet) -> SkillSet {
+    pub(crate) fn merge_reload(&self, mut next: SkillSet) -> SkillSet {
         for (name, skill) in next.skills.iter_mut() {
             if skill.errors.is_empty() {
                 continue;
@@ -85,7 +81,7 @@ impl SkillSet {
 
 /// The current skills, shared by the server and every chat; swapped whole on reload.
 #[derive(Debug)]
-pub struct SkillRegistry {
+pub(crate) struct SkillRegistry {
     dir: PathBuf,
     current: RwLock<Arc<SkillSet>>,
     /// How many times the set was swapped since the start.
@@ -94,7 +90,7 @@ pub struct SkillRegistry {
 
 impl SkillRegistry {
     /// Scans `dir` once.
-    pub fn load(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn load(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         let set = scan_skills(&dir);
         Self {
@@ -104,12 +100,12 @@ impl SkillRegistry {
         }
     }
 
-    pub fn dir(&self) -> &std::path::Path {
+    pub(crate) fn dir(&self) -> &std::path::Path {
         &self.dir
     }
 
     /// The skills as they are now.
-    pub fn current(&self) -> Arc<SkillSet> {
+    pub(crate) fn current(&self) -> Arc<SkillSet> {
         match self.current.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -117,12 +113,12 @@ impl SkillRegistry {
     }
 
     /// How many reloads swapped the set since the start (0 for a server nobody edited).
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 
     /// Scans the dir again; broken skills keep their last good hooks. Returns the new set.
-    pub fn reload(&self) -> Arc<SkillSet> {
+    pub(crate) fn reload(&self) -> Arc<SkillSet> {
         let next = scan_skills(&self.dir);
         let mut guard = match self.current.write() {
             Ok(guard) => guard,
@@ -137,7 +133,7 @@ impl SkillRegistry {
 
 /// Makes each chat's [`PromptHookManager`](crate::hooks::prompt::PromptHookManager) from the
 /// current skills: the chat's `skills`, else the configured defaults, else every skill.
-pub struct SkillHookFactory {
+pub(crate) struct SkillHookFactory {
     registry: Arc<SkillRegistry>,
     default_skills: Option<Vec<String>>,
     /// Signs the persistent hook messages of every chat.
@@ -145,7 +141,7 @@ pub struct SkillHookFactory {
 }
 
 impl SkillHookFactory {
-    pub fn new(
+    pub(crate) fn new(
         registry: Arc<SkillRegistry>,
         default_skills: Option<Vec<String>>,
         key: Option<SigningKey>,
@@ -158,7 +154,7 @@ impl SkillHookFactory {
     }
 
     /// The skills a chat that names none gets: the configured defaults that exist, else all.
-    pub fn default_skills(&self, set: &SkillSet) -> Vec<String> {
+    pub(crate) fn default_skills(&self, set: &SkillSet) -> Vec<String> {
         match &self.default_skills {
             Some(names) => names
                 .iter()

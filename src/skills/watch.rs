@@ -72,7 +72,7 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Starts reloading the registry when its dir changes (also once it is made, if it does not
 /// exist yet). Fails if nothing can be watched.
-pub fn watch(registry: Arc<SkillRegistry>) -> Result<Reloader, WatchError> {
+pub(crate) fn watch(registry: Arc<SkillRegistry>) -> Result<Reloader, WatchError> {
     let dir = WatchError::absolute(registry.dir())?;
     Reloader::start("skills", SkillFiles { dir }, move || {
         let set = registry.reload();

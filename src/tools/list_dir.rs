@@ -11,13 +11,13 @@ use super::{
     ToolLimits, ToolOutput, ToolSpec,
 };
 
-pub struct ListDir {
+pub(super) struct ListDir {
     workspace: Arc<Workspace>,
     limits: ToolLimits,
 }
 
 impl ListDir {
-    pub fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
+    pub(super) fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
         Self { workspace, limits }
     }
 }

@@ -1,4 +1,5 @@
-//! Built-in tools the agent loop can call, behind one [`Tool`] trait and a [`ToolRegistry`].
+//! Built-in tools the agent loop can call, behind one [`Tool`] trait (an agent keeps its tools
+//! in a `ToolRegistry`).
 //!
 //! Every path a tool touches is resolved against the [`Workspace`] root; nothing outside it is
 //! ever opened. Tool failures are results with `is_error: true` (the model sees them), never
@@ -30,46 +31,38 @@ pub trait Tool: Send + Sync {
 
 /// The tools of one `AgentClient`, by name, in a stable order.
 #[derive(Clone, Default)]
-pub struct ToolRegistry {
+pub(crate) struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
 impl ToolRegistry {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.spec().name, tool);
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
     }
 
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         self.tools.values().map(|t| t.spec()).collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
     }
 }
 
-pub mod list_dir;
-pub mod read_file;
-pub mod search_text;
-pub mod workspace;
+mod list_dir;
+mod read_file;
+mod search_text;
+mod workspace;
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use workspace::Workspace;
+pub use workspace::Workspace;
 
 /// Bounds on every tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +226,7 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Cuts `text` at a character boundary past `max` bytes, saying so.
-pub fn cap_output(mut text: String, max: usize) -> String {
+pub(crate) fn cap_output(mut text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }

@@ -12,13 +12,13 @@ use super::{
     StopReader, StopSignal, Tool, ToolLimits, ToolOutput, ToolSpec,
 };
 
-pub struct ReadFile {
+pub(super) struct ReadFile {
     workspace: Arc<Workspace>,
     limits: ToolLimits,
 }
 
 impl ReadFile {
-    pub fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
+    pub(super) fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
         Self { workspace, limits }
     }
 }

@@ -19,13 +19,13 @@ use super::{
 /// A matching line longer than this is shortened.
 const MAX_LINE_CHARS: usize = 300;
 
-pub struct SearchText {
+pub(super) struct SearchText {
     workspace: Arc<Workspace>,
     limits: ToolLimits,
 }
 
 impl SearchText {
-    pub fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
+    pub(super) fn new(workspace: Arc<Workspace>, limits: ToolLimits) -> Self {
         Self { workspace, limits }
     }
 }

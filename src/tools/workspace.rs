@@ -16,8 +16,10 @@ use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
 /// A tool failure, shown to the model as an error result.
-pub type ToolError = String;
+pub(super) type ToolError = String;
 
+/// The folder the built-in tools work in: every path they are given is resolved against its
+/// root, and nothing outside it is ever opened.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
@@ -25,7 +27,7 @@ pub struct Workspace {
 
 /// What an opened path turned out to be.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
 }
@@ -38,12 +40,13 @@ impl Workspace {
         })
     }
 
+    /// The canonical root.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
     /// The lexical path of `relative` under the root, refusing absolute paths and `..`.
-    pub fn resolve(&self, relative: &str) -> Result<PathBuf, ToolError> {
+    pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, ToolError> {
         if relative.contains('\0') {
             return Err(format!("path {relative:?} contains a NUL byte"));
         }
@@ -64,13 +67,13 @@ impl Workspace {
 
     /// Opens `relative` and proves the opened file is inside the root and is a regular file or a
     /// folder.
-    pub fn open(&self, relative: &str) -> Result<(File, Kind), ToolError> {
+    pub(crate) fn open(&self, relative: &str) -> Result<(File, Kind), ToolError> {
         let path = self.resolve(relative)?;
         self.open_path(&path, relative)
     }
 
     /// Like [`Workspace::open`] for a path already under the root (from a directory walk).
-    pub fn open_path(&self, path: &Path, shown: &str) -> Result<(File, Kind), ToolError> {
+    pub(crate) fn open_path(&self, path: &Path, shown: &str) -> Result<(File, Kind), ToolError> {
         #[cfg(target_os = "linux")]
         if let Ok(relative) = path.strip_prefix(&self.root) {
             match beneath::open(&self.root, relative) {
@@ -123,18 +126,18 @@ impl Workspace {
 
     /// The path of an opened folder that names exactly that folder (no second lookup by name).
     #[cfg(target_os = "linux")]
-    pub fn opened_dir_path(&self, dir: &File, _path: &Path) -> PathBuf {
+    pub(crate) fn opened_dir_path(&self, dir: &File, _path: &Path) -> PathBuf {
         use std::os::fd::AsRawFd;
         PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()))
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub fn opened_dir_path(&self, _dir: &File, path: &Path) -> PathBuf {
+    pub(crate) fn opened_dir_path(&self, _dir: &File, path: &Path) -> PathBuf {
         path.to_path_buf()
     }
 
     /// `path` relative to the root, with `/`, for showing to the model.
-    pub fn display(&self, path: &Path) -> String {
+    pub(crate) fn display(&self, path: &Path) -> String {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
         let text = relative.to_string_lossy().replace('\\', "/");
         if text.is_empty() {
@@ -174,7 +177,7 @@ fn not_regular(shown: &str) -> ToolError {
 /// The one spelling of a workspace path that hooks see and tools use: relative, `/`-separated,
 /// no `.` parts, no empty parts (`//`), no trailing `/`; the root is `.`. `..`, absolute paths
 /// and NUL bytes are refused here, before any hook or tool sees them.
-pub fn normalize(relative: &str) -> Result<String, ToolError> {
+pub(super) fn normalize(relative: &str) -> Result<String, ToolError> {
     if relative.contains('\0') {
         return Err(format!("path {relative:?} contains a NUL byte"));
     }
@@ -203,7 +206,7 @@ pub fn normalize(relative: &str) -> Result<String, ToolError> {
 }
 
 /// Whether `relative` can only name a folder: it ends in `/` or in a `.` part (`a/`, `a/.`).
-pub fn names_a_folder(relative: &str) -> bool {
+pub(super) fn names_a_folder(relative: &str) -> bool {
     relative.ends_with('/') || relative == "." || relative.ends_with("/.")
 }
 

@@ -44,6 +44,7 @@ impl ChatRequest {
 
 /// Why a chat ended normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DoneReason {
     Completed,
     Cancelled,
@@ -64,6 +65,7 @@ impl DoneReason {
 
 /// The closed set of error codes a client can see (docs/protocol.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorCode {
     BadFrame,
     UnknownSkill,
@@ -104,6 +106,7 @@ impl ChatError {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NoticeLevel {
     Info,
     Warn,
@@ -130,6 +133,7 @@ pub struct HookMessage {
 
 /// Everything a chat produces, in order. Exactly one `Done` or `Error` ends the stream.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ChatEvent {
     /// The chat was accepted (the `start` frame); always the first event unless it was refused.
     Started,
@@ -176,10 +180,10 @@ impl ChatEvent {
 
 /// The marker a planning reply starts with when it asks for the agent loop (docs/protocol.md §5);
 /// configurable as `planning.marker`.
-pub const DEFAULT_MARKER: &str = "[NEED_TOOL]";
+pub(crate) const DEFAULT_MARKER: &str = "[NEED_TOOL]";
 
 /// The text of a panic payload (`panic!` with a literal or a formatted message).
-pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -7,10 +7,11 @@ mod message;
 mod problem;
 mod tool;
 
+pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
-    panic_message, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
-    NoticeLevel, DEFAULT_MARKER,
+    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
 };
 pub use message::{HookTag, Message, Role, ToolCall, Usage};
-pub use problem::{has_errors, Labelled, Problem, Severity};
+pub(crate) use problem::has_errors;
+pub use problem::{Labelled, Problem, Severity};
 pub use tool::{ToolOutput, ToolSpec};

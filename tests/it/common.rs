@@ -15,6 +15,7 @@ use axum::routing::post;
 use axum::Router;
 use futures::{SinkExt, Stream, StreamExt};
 use hookwire::agent::AgentClientBuilder;
+use hookwire::app::{agent_parts, Sources};
 use hookwire::config::{CliSettings, Config, FileConfig};
 use hookwire::server::{AppState, RunningServer};
 use serde_json::{json, Value};
@@ -330,6 +331,22 @@ where
     }
 }
 
+// ─── what the server signs and pins, computed independently of it ───
+
+/// HMAC-SHA256 hex of `fields` joined by newlines, as docs/protocol.md §4 and §8 write it.
+pub fn mac_hex(secret: &str, fields: &[&str]) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(fields.join("\n").as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// SHA-256 hex of `bytes`: what `trust.json` pins for a file.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 // ─── the hookwire server ───
 
 pub struct TestServer {
@@ -337,8 +354,7 @@ pub struct TestServer {
     server: Option<RunningServer>,
     pub workspace: tempfile::TempDir,
     /// The server's skills and hook files, to count their reloads.
-    pub skills: Arc<hookwire::skills::SkillRegistry>,
-    pub hook_files: Arc<hookwire::hooks::external::HookFiles>,
+    pub sources: Sources,
 }
 
 /// A config for tests: port 0, a temp workspace, the given upstream (or the demo model).
@@ -384,18 +400,15 @@ impl TestServer {
         let mut config = test_config(upstream, workspace.path());
         tweak(&mut config);
         let demo = config.llm.is_demo();
-        let skills = Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
-        let parts = hookwire::server::agent_parts(&config, skills.clone()).unwrap();
+        let parts = agent_parts(&config).unwrap();
         let client = agent(parts.builder).build();
-        let state = AppState::new(config, client, demo, skills.clone())
-            .with_hook_files(parts.hook_files.clone());
+        let state = AppState::new(config, client, demo, parts.sources.clone());
         let server = RunningServer::start(state).await.unwrap();
         TestServer {
             addr: server.addr,
             server: Some(server),
             workspace,
-            skills,
-            hook_files: parts.hook_files,
+            sources: parts.sources,
         }
     }
 

@@ -566,12 +566,11 @@ async fn an_invalid_hook_file_stops_the_server_from_starting_and_check_reports_i
     .unwrap();
     let mut config = test_config(None, dir.path());
     config.hooks_file = Some(hooks.clone());
-    let skills = Arc::new(hookwire::skills::SkillRegistry::load(&config.skills_dir));
-    let Err(error) = hookwire::server::agent_builder(&config, skills) else {
+    let Err(error) = hookwire::app::agent_parts(&config) else {
         panic!("the server must refuse")
     };
     assert!(
-        matches!(&error, hookwire::server::StartError::HookFiles(problems) if problems.len() == 2),
+        matches!(&error, hookwire::app::StartError::HookFiles(problems) if problems.len() == 2),
         "{error:?}"
     );
     assert!(
@@ -629,11 +628,13 @@ async fn session_hooks_round_trip_signed_and_command_handlers_are_refused() {
     assert_eq!(registered.len(), 1, "{frames:?}");
     let hook = registered[0]["hook"].clone();
     assert_eq!(hook["event"], "stop");
+    // docs/protocol.md §8: the MAC covers "session_hook" and the spec without its `sig`, as
+    // canonical JSON (keys sorted, no spaces).
+    let mut unsigned = hook.clone();
+    unsigned.as_object_mut().unwrap().remove("sig");
     assert_eq!(
         hook["sig"],
-        hookwire::hooks::signing::SigningKey::new("k")
-            .sign(&hookwire::hooks::signing::SessionHookSignature { spec: &hook })
-            .as_str()
+        mac_hex("k", &["session_hook", &unsigned.to_string()]).as_str()
     );
     let refused = frames
         .iter()
@@ -709,7 +710,7 @@ async fn agent_hooks_run_a_sub_agent_whose_answer_is_the_result() {
 async fn hook_files_reload_without_a_restart() {
     let upstream = FakeUpstream::start().await;
     let server = server_with_hooks(&upstream, "", None, &[], |_| {}).await;
-    let hooks = server.hook_files.clone();
+    let hooks = server.sources.clone();
     let said = |text: &str| {
         upstream
             .requests()
@@ -726,7 +727,9 @@ async fn hook_files_reload_without_a_restart() {
         "pre_send_message:\n  - command: echo '{\"user_input\":\"RELOADED\"}'\n",
     )
     .unwrap();
-    let loaded = eventually(Duration::from_secs(5), || async { hooks.generation() == 1 });
+    let loaded = eventually(Duration::from_secs(5), || async {
+        hooks.hook_files_generation() == 1
+    });
     assert!(loaded.await, "the new hook file was never picked up");
     let mut client = server.connect().await;
     client
@@ -740,10 +743,10 @@ async fn hook_files_reload_without_a_restart() {
     )
     .unwrap();
     let refused = eventually(Duration::from_secs(5), || async {
-        !hooks.problems().is_empty()
+        !hooks.hook_file_problems().is_empty()
     });
     assert!(refused.await, "the broken edit was never looked at");
-    assert_eq!(hooks.generation(), 1);
+    assert_eq!(hooks.hook_files_generation(), 1);
     client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
         .await;
@@ -754,13 +757,15 @@ async fn hook_files_reload_without_a_restart() {
         "pre_send_message:\n  - command: echo '{\"user_input\":\"SECOND\"}'\n",
     )
     .unwrap();
-    let loaded = eventually(Duration::from_secs(5), || async { hooks.generation() == 2 });
+    let loaded = eventually(Duration::from_secs(5), || async {
+        hooks.hook_files_generation() == 2
+    });
     assert!(loaded.await, "the edit was never picked up");
     client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
         .await;
     assert!(said("SECOND"));
-    assert!(hooks.problems().is_empty());
+    assert!(hooks.hook_file_problems().is_empty());
     server.shutdown().await;
 }
 

@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["skills"],
     &["agent"],
     &["config"],
+    &["app"],
     &["check", "server", "trust_command"],
     &["lib", "main"],
 ];

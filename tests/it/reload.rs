@@ -69,7 +69,10 @@ fn watched_files(root: &Path) -> Vec<PathBuf> {
 }
 
 fn reloads(server: &TestServer) -> (u64, u64) {
-    (server.skills.generation(), server.hook_files.generation())
+    (
+        server.sources.skills_generation(),
+        server.sources.hook_files_generation(),
+    )
 }
 
 /// Whether the last upstream request carries `text` in one of its messages.
@@ -137,7 +140,7 @@ async fn one_edit_of_a_hook_file_reloads_it_exactly_once() {
     let edited = "pre_send_message:\n  - command: echo '{\"user_input\":\"EDITED\"}'\n";
     std::fs::write(&hook_file, edited).unwrap();
     let reloaded = eventually(Duration::from_secs(5), || async {
-        server.hook_files.generation() >= 1
+        server.sources.hook_files_generation() >= 1
     });
     assert!(reloaded.await, "the edit was never reloaded");
     let more = eventually(Duration::from_secs(1), || async {
@@ -162,7 +165,7 @@ async fn one_edit_of_a_skill_reloads_the_skills_exactly_once() {
 
     std::fs::write(&text, "SKILL TEXT TWO").unwrap();
     let reloaded = eventually(Duration::from_secs(5), || async {
-        server.skills.generation() >= 1
+        server.sources.skills_generation() >= 1
     });
     assert!(reloaded.await, "the edit was never reloaded");
     let more = eventually(Duration::from_secs(1), || async {
@@ -193,10 +196,10 @@ async fn a_running_chat_finishes_on_the_hooks_it_started_with() {
         !upstream.requests().is_empty()
     });
     assert!(asked.await, "the chat never reached the model");
-    let before = server.hook_files.generation();
+    let before = server.sources.hook_files_generation();
     std::fs::write(&server_file, yaml("NEW SET")).unwrap();
     let reloaded = eventually(Duration::from_secs(5), || async {
-        server.hook_files.generation() > before
+        server.sources.hook_files_generation() > before
     });
     assert!(reloaded.await, "the edit was never reloaded");
     gate.open();

@@ -11,7 +11,7 @@ use hookwire::hooks::{
     AgentHook, CallPhase, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
     RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use hookwire::types::{Message, Role};
+use hookwire::{Message, Role};
 use serde_json::json;
 
 use crate::agent::workspace;
@@ -34,6 +34,8 @@ fn phase(phase: CallPhase) -> String {
         CallPhase::Direct => "direct".into(),
         CallPhase::Planning => "planning".into(),
         CallPhase::Agent { round } => format!("agent{round}"),
+        // `CallPhase` may grow; a new phase shows up in the log as itself.
+        other => format!("{other:?}"),
     }
 }
 

@@ -6,10 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use hookwire::tools::read_file::ReadFile;
-use hookwire::tools::search_text::SearchText;
-use hookwire::tools::workspace::Workspace;
-use hookwire::tools::{Tool, ToolLimits, ToolOutput, ToolSpec};
+use hookwire::tools::{builtin_tools, Tool, ToolLimits, ToolOutput, ToolSpec, Workspace};
 use serde_json::{json, Value};
 
 use crate::agent::workspace;
@@ -92,11 +89,13 @@ async fn assert_stops_at_its_deadline(server: &TestServer, file: &Path, timed_ou
 }
 
 /// Tool limits with a short time limit.
-fn short_limits() -> ToolLimits {
-    ToolLimits {
+/// The built-in tools on `dir`, each with a time limit of half a second.
+fn quick_tools(dir: &Path) -> Vec<Arc<dyn Tool>> {
+    let limits = ToolLimits {
         timeout: Duration::from_millis(500),
         ..ToolLimits::default()
-    }
+    };
+    builtin_tools(Arc::new(Workspace::new(dir).unwrap()), limits)
 }
 
 #[tokio::test]
@@ -109,12 +108,8 @@ async fn read_file_stops_skipping_a_huge_file_at_its_deadline() {
     );
     let dir = tempfile::tempdir().unwrap();
     let huge = huge_sparse_file(dir.path(), 4);
-    let read_file = Arc::new(ReadFile::new(
-        Arc::new(Workspace::new(dir.path()).unwrap()),
-        short_limits(),
-    ));
-    let server =
-        TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tool(read_file)).await;
+    let tools = quick_tools(dir.path());
+    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tools(tools)).await;
     assert_stops_at_its_deadline(&server, &huge, "read_file timed out after 0.5s").await;
     server.shutdown().await;
 }
@@ -133,11 +128,8 @@ async fn search_text_stops_inside_a_big_file_at_its_deadline() {
     let line = "the quick brown fox jumps over the lazy dog; hello world 0123456789\n";
     std::fs::write(&big, line.repeat(300_000)).unwrap();
     let big = big.canonicalize().unwrap();
-    let search = Arc::new(SearchText::new(
-        Arc::new(Workspace::new(dir.path()).unwrap()),
-        short_limits(),
-    ));
-    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tool(search)).await;
+    let tools = quick_tools(dir.path());
+    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tools(tools)).await;
     assert_stops_at_its_deadline(&server, &big, "search_text timed out after 0.5s").await;
     server.shutdown().await;
 }

@@ -90,14 +90,6 @@ async fn the_env_guard_cannot_be_passed_by_spelling_the_path_differently() {
     server.shutdown().await;
 }
 
-/// HMAC-SHA256 hex, as docs/protocol.md §4 writes it, computed here independently of the server.
-fn mac_hex(secret: &str, fields: &[&str]) -> String {
-    use hmac::Mac;
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(fields.join("\n").as_bytes());
-    hex::encode(mac.finalize().into_bytes())
-}
-
 /// A hook message signed with two lines of content, sent back re-split so that its second line
 /// (the restriction) moves into the name: the signed bytes are the same, but the server reads a
 /// `_hook` one way only (no control character in name or skill, timing one of the timings).

@@ -67,7 +67,7 @@ async fn a_cloned_workspace_hook_file_does_not_run_until_trusted() {
         json!([".hookwire/hooks.yaml"]),
         "{info}"
     );
-    assert_eq!(server.hook_files.current().len(), 1, "only the server hook");
+    assert_eq!(server.sources.hook_count(), 1, "only the server hook");
     assert!(!root.join("pwned-on-connect").exists());
     server.shutdown().await;
 }
@@ -226,7 +226,7 @@ async fn trusting_with_yes_pins_each_file_privately_and_its_hooks_run() {
     assert_eq!(
         read_json(&store),
         json!({"version": 1, "workspaces": {canonical.to_str().unwrap(): {
-            ".hookwire/hooks.yaml": hookwire::trust::sha256_hex(ATTACK_YAML.as_bytes())
+            ".hookwire/hooks.yaml": sha256_hex(ATTACK_YAML.as_bytes())
         }}})
     );
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -364,11 +364,16 @@ async fn a_file_that_changes_stops_running_even_when_the_reload_is_refused() {
     // The operator's file breaks (a reload is refused) while the workspace file changes.
     std::fs::write(&server_file, "pre_send_message: [[[\n").unwrap();
     std::fs::write(root.join(".hookwire/hooks.yaml"), "stop: []\n").unwrap();
-    let hooks = server.hook_files.clone();
+    let hooks = server.sources.clone();
     let settled = eventually(Duration::from_secs(10), || async {
-        !hooks.problems().is_empty() && hooks.current().untrusted.len() == 1
+        !hooks.hook_file_problems().is_empty() && hooks.untrusted_hook_files().len() == 1
     });
-    assert!(settled.await, "{:?}", hooks.current());
+    assert!(
+        settled.await,
+        "{:?} {:?}",
+        hooks.hook_file_problems(),
+        hooks.untrusted_hook_files()
+    );
     one_chat(&server).await;
     assert!(
         root.join("server-ran").exists(),
@@ -502,7 +507,7 @@ async fn a_trust_file_inside_the_workspace_is_never_read() {
     std::fs::write(
         forged.join("trust.json"),
         json!({"version": 1, "workspaces": {canonical.to_str().unwrap(): {
-            ".hookwire/hooks.yaml": hookwire::trust::sha256_hex(ATTACK_YAML.as_bytes())
+            ".hookwire/hooks.yaml": sha256_hex(ATTACK_YAML.as_bytes())
         }}})
         .to_string(),
     )

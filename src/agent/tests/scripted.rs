@@ -18,13 +18,13 @@ use crate::tools::{Tool, ToolOutput, ToolSpec};
 use crate::types::{ChatError, ChatEvent, ToolCall, Usage};
 
 /// What every scripted reply reports as its usage.
-pub const USAGE: Usage = Usage {
+pub(crate) const USAGE: Usage = Usage {
     prompt_tokens: 10,
     completion_tokens: 2,
 };
 
 /// One scripted model call.
-pub enum Reply {
+pub(crate) enum Reply {
     /// These events, in order (a well-formed reply ends with `Finished`).
     Events(Vec<Result<ModelEvent, LlmError>>),
     /// The call fails before its first event (connect, HTTP status).
@@ -35,7 +35,7 @@ pub enum Reply {
 
 impl Reply {
     /// A text answer in these deltas.
-    pub fn text(deltas: &[&str]) -> Self {
+    pub(crate) fn text(deltas: &[&str]) -> Self {
         let mut events: Vec<_> = deltas
             .iter()
             .map(|delta| Ok(ModelEvent::Text(delta.to_string())))
@@ -45,7 +45,7 @@ impl Reply {
     }
 
     /// A reply that only calls tools: `(id, name, raw arguments)`.
-    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+    pub(crate) fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
         let calls = calls
             .iter()
             .map(|(id, name, arguments)| ToolCall {
@@ -72,20 +72,20 @@ fn finished(tool_calls: Vec<ToolCall>) -> ModelEvent {
 }
 
 /// A model that plays a script, one reply per call, and keeps every request it got.
-pub struct ScriptedModel {
+pub(crate) struct ScriptedModel {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<ModelRequest>>,
 }
 
 impl ScriptedModel {
-    pub fn new(replies: impl IntoIterator<Item = Reply>) -> Arc<Self> {
+    pub(crate) fn new(replies: impl IntoIterator<Item = Reply>) -> Arc<Self> {
         Arc::new(Self {
             replies: Mutex::new(replies.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn requests(&self) -> Vec<ModelRequest> {
+    pub(crate) fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -108,7 +108,7 @@ impl ChatModel for ScriptedModel {
 }
 
 /// `echo`: answers with its arguments.
-pub struct Echo;
+pub(crate) struct Echo;
 
 #[async_trait]
 impl Tool for Echo {
@@ -126,27 +126,27 @@ impl Tool for Echo {
 
 /// What `run_completed` saw of the chat's record.
 #[derive(Debug, PartialEq)]
-pub struct Record {
-    pub usage: Usage,
-    pub tool_calls: usize,
-    pub steps: usize,
+pub(crate) struct Record {
+    pub(crate) usage: Usage,
+    pub(crate) tool_calls: usize,
+    pub(crate) steps: usize,
 }
 
 /// Logs every event it sees, one line each; acts only where a field says so.
 #[derive(Default)]
-pub struct Recorder {
-    pub lines: Mutex<Vec<String>>,
+pub(crate) struct Recorder {
+    pub(crate) lines: Mutex<Vec<String>>,
     /// `pre_send_message` stops with this reason.
-    pub stop_input: Option<String>,
+    pub(crate) stop_input: Option<String>,
     /// `pre_tool_execution` stops with this reason.
-    pub stop_tools: Option<String>,
+    pub(crate) stop_tools: Option<String>,
     /// The first `post_llm_response` asks for a retry with this feedback.
-    pub retry_once: Mutex<Option<String>>,
-    pub record: Mutex<Option<Record>>,
+    pub(crate) retry_once: Mutex<Option<String>>,
+    pub(crate) record: Mutex<Option<Record>>,
 }
 
 impl Recorder {
-    pub fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
     fn push(&self, line: impl Into<String>) {
@@ -254,7 +254,7 @@ impl AgentHook for Recorder {
 }
 
 /// An event as one short line.
-pub fn show(event: &ChatEvent) -> String {
+pub(crate) fn show(event: &ChatEvent) -> String {
     match event {
         ChatEvent::Started => "start".into(),
         ChatEvent::Text(text) => format!("text:{text}"),
@@ -293,7 +293,7 @@ pub fn show(event: &ChatEvent) -> String {
 
 /// A request's messages, one short line each: `role:content`, an assistant's tool calls in
 /// brackets, a tool message's call id in brackets.
-pub fn messages(request: &ModelRequest) -> Vec<String> {
+pub(crate) fn messages(request: &ModelRequest) -> Vec<String> {
     request
         .messages
         .iter()
@@ -316,6 +316,6 @@ pub fn messages(request: &ModelRequest) -> Vec<String> {
 }
 
 /// The names of the tools a request offered.
-pub fn tool_names(request: &ModelRequest) -> Vec<String> {
+pub(crate) fn tool_names(request: &ModelRequest) -> Vec<String> {
     request.tools.iter().map(|tool| tool.name.clone()).collect()
 }

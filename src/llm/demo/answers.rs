@@ -15,7 +15,7 @@ const CONFIGURE_HINT: &str = "To talk to a real model, set OPENAI_BASE_URL and/o
 /// How many names, matches or lines an answer shows before it says how many more there are.
 const SHOWN: usize = 12;
 
-pub fn direct(input: &str) -> String {
+pub(super) fn direct(input: &str) -> String {
     let shown: String = input.chars().take(200).collect();
     format!(
         "Hello! I am hookwire's built-in demo model: I run offline and give fixed answers, so you can \
@@ -26,7 +26,7 @@ see how streaming, tools and hooks work. You said: \"{shown}\". Ask me to \"list
 }
 
 /// The plan named tools this chat does not offer (switched off, or taken away by a hook).
-pub fn not_offered(planned: &[ToolCall]) -> String {
+pub(super) fn not_offered(planned: &[ToolCall]) -> String {
     let names: Vec<String> = planned.iter().map(|c| format!("`{}`", c.name)).collect();
     format!(
         "I planned to call {}, but this chat does not offer it, so I have nothing to answer from.",
@@ -35,7 +35,7 @@ pub fn not_offered(planned: &[ToolCall]) -> String {
 }
 
 /// One paragraph per call, from its result.
-pub fn from_results(made: &[(&ToolCall, Option<&str>)]) -> String {
+pub(super) fn from_results(made: &[(&ToolCall, Option<&str>)]) -> String {
     let paragraphs: Vec<String> = made
         .iter()
         .map(|(call, result)| match result {

@@ -11,20 +11,20 @@ use crate::types::{Message, Role, ToolCall};
 use super::plan;
 
 #[derive(Debug)]
-pub struct Conversation<'a> {
+pub(super) struct Conversation<'a> {
     /// The person's input for this chat ("" when there is none).
-    pub input: &'a str,
+    pub(crate) input: &'a str,
     /// The planning prompt is in the request.
-    pub planning: bool,
+    pub(crate) planning: bool,
     /// The calls of the demo's own plan, when it wrote one.
-    pub plan: Option<Vec<ToolCall>>,
+    pub(crate) plan: Option<Vec<ToolCall>>,
     /// The calls made since the plan (or the input), each with its result when it has one.
-    pub made: Vec<(&'a ToolCall, Option<&'a str>)>,
+    pub(crate) made: Vec<(&'a ToolCall, Option<&'a str>)>,
 }
 
 impl<'a> Conversation<'a> {
     /// Reads `messages`; `marker` is the planning marker (the planning prompt names it).
-    pub fn read(messages: &'a [Message], marker: &str) -> Self {
+    pub(super) fn read(messages: &'a [Message], marker: &str) -> Self {
         let prompt_at = messages.iter().rposition(|m| {
             m.role == Role::System && !marker.is_empty() && m.content.contains(marker)
         });
@@ -67,7 +67,7 @@ impl<'a> Conversation<'a> {
     }
 
     /// Whether a call with `call`'s name and arguments was made since the plan.
-    pub fn was_made(&self, call: &ToolCall) -> bool {
+    pub(super) fn was_made(&self, call: &ToolCall) -> bool {
         self.made.iter().any(|(made, _)| {
             made.name == call.name && made.arguments_value() == call.arguments_value()
         })

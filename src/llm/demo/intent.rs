@@ -3,7 +3,7 @@
 use crate::types::ToolCall;
 
 /// The tool a request asks for, with arguments taken from the words; `None` for anything else.
-pub fn wanted_tool(input: &str) -> Option<ToolCall> {
+pub(super) fn wanted_tool(input: &str) -> Option<ToolCall> {
     let lower = input.to_lowercase();
     let has = |words: &[&str]| {
         lower

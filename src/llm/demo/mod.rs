@@ -21,7 +21,7 @@ use crate::types::{ToolCall, Usage};
 use conversation::Conversation;
 
 #[derive(Debug, Clone)]
-pub struct DemoModel {
+pub(crate) struct DemoModel {
     marker: String,
     /// Pause between words, so streaming is visible.
     word_delay: Duration,
@@ -41,17 +41,11 @@ enum Reply {
 }
 
 impl DemoModel {
-    pub fn new(marker: &str) -> Self {
+    pub(crate) fn new(marker: &str) -> Self {
         Self {
             marker: marker.to_string(),
             word_delay: Duration::from_millis(25),
         }
-    }
-
-    /// Sets the pause between streamed words (zero in tests).
-    pub fn with_word_delay(mut self, delay: Duration) -> Self {
-        self.word_delay = delay;
-        self
     }
 
     fn reply(&self, request: &ModelRequest) -> Reply {

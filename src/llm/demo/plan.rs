@@ -12,7 +12,7 @@ const OPENING: &str = "I will ";
 const ARGUMENTS: &str = " with ";
 
 /// The plan text (without the marker) for `calls`.
-pub fn write(calls: &[ToolCall]) -> String {
+pub(super) fn write(calls: &[ToolCall]) -> String {
     let steps: Vec<String> = calls
         .iter()
         .map(|call| {
@@ -36,7 +36,7 @@ pub fn write(calls: &[ToolCall]) -> String {
 }
 
 /// The calls a plan text names, in order; ids are left empty (the round that makes them sets them).
-pub fn read(text: &str) -> Vec<ToolCall> {
+pub(super) fn read(text: &str) -> Vec<ToolCall> {
     let mut calls = Vec::new();
     let Some(mut rest) = text.trim_start().strip_prefix(OPENING) else {
         return calls;

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::{close_code, run_session};
 use crate::agent::AgentClient;
+use crate::app::Sources;
 use crate::config::{CliSettings, Config, FileConfig};
 use crate::llm::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::server::AppState;
@@ -115,7 +116,7 @@ impl Harness {
             .model(Arc::new(Script(Mutex::new(replies))))
             .build();
         let skills = Arc::new(SkillRegistry::load("/nonexistent/hookwire-skills"));
-        let state = AppState::new(config, agent, false, skills);
+        let state = AppState::new(config, agent, false, Sources::skills_only(skills));
         let (to_session, incoming) = mpsc::unbounded();
         let (outgoing, from_session) = mpsc::unbounded();
         let socket = ChannelSocket { incoming, outgoing };

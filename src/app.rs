@@ -1,0 +1,258 @@
+//! The wiring of the app: from a [`Config`] to the agent a server runs — the model (the
+//! OpenAI-compatible client, or the demo model), the workspace and its built-in tools, the hook
+//! files, the skills, the session hooks — and the reloaders that keep the hook files and the
+//! skills current. The server serves what this builds; it does not build it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::agent::{AgentClient, AgentClientBuilder};
+use crate::config::Config;
+use crate::hooks::external::register_hook::RegisterHook;
+use crate::hooks::external::runner::Runner;
+use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
+use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
+use crate::hooks::signing::SigningKey;
+use crate::llm::demo::DemoModel;
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::ChatModel;
+use crate::reload::Reloader;
+use crate::skills::{SkillHookFactory, SkillRegistry};
+use crate::tools::{builtin_tools, ToolLimits, Workspace};
+use crate::trust::TrustPolicy;
+use crate::types::Problem;
+
+/// Why the server could not start; the message is for the person starting it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    #[error("cannot create the model client: {0}")]
+    ModelClient(String),
+    #[error("workspace {}: {source}", path.display())]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Every problem of the hook files (a server never starts with a broken one).
+    #[error("invalid hook file(s):\n  {}", lines(.0))]
+    HookFiles(Vec<Problem>),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read the bound address: {0}")]
+    LocalAddr(std::io::Error),
+}
+
+/// One problem a line, indented under the heading.
+fn lines(problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("\n  ")
+}
+
+/// The skills and the hook files an agent was wired with, as they are reloaded. Clones share
+/// them; the skills stop reloading when the last clone is gone, the hook files when the agent
+/// (which runs them) is gone too.
+#[derive(Clone)]
+pub struct Sources {
+    pub(crate) skills: Arc<SkillRegistry>,
+    /// `None` for an agent built without the hook files (the session unit tests).
+    pub(crate) hook_files: Option<Arc<HookFiles>>,
+    /// Reloads `skills`; `None` when the skills dir cannot be watched.
+    _skill_reloader: Option<Arc<Reloader>>,
+}
+
+impl Sources {
+    /// Sources of skills alone, which do not reload.
+    #[cfg(test)]
+    pub(crate) fn skills_only(skills: Arc<SkillRegistry>) -> Self {
+        Self {
+            skills,
+            hook_files: None,
+            _skill_reloader: None,
+        }
+    }
+
+    /// How many reloads replaced the skills since the start (0 for a server nobody edited).
+    pub fn skills_generation(&self) -> u64 {
+        self.skills.generation()
+    }
+
+    /// How many reloads replaced the hook files' hooks since the start.
+    pub fn hook_files_generation(&self) -> u64 {
+        self.hook_files
+            .as_ref()
+            .map_or(0, |files| files.generation())
+    }
+
+    /// Why the last change of the hook files was refused; empty when it was loaded.
+    pub fn hook_file_problems(&self) -> Vec<Problem> {
+        self.hook_files
+            .as_ref()
+            .map_or_else(Vec::new, |files| files.problems())
+    }
+
+    /// The hooks the hook files hold now.
+    pub fn hook_count(&self) -> usize {
+        self.hook_files
+            .as_ref()
+            .map_or(0, |files| files.current().len())
+    }
+
+    /// The workspace hook files left out because they are not trusted, workspace-relative
+    /// (enough to find the file, and no more of the server's disk).
+    pub fn untrusted_hook_files(&self) -> Vec<String> {
+        match &self.hook_files {
+            Some(files) => files
+                .current()
+                .untrusted
+                .iter()
+                .map(|u| u.shown.clone())
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// An agent builder wired from a config as `serve` wires it, and the sources behind its hooks.
+pub struct AgentParts {
+    /// The model, the built-in tools, the agent settings and every hook source of the config;
+    /// add hooks (or tools) to it before `build()`.
+    pub builder: AgentClientBuilder,
+    pub sources: Sources,
+}
+
+/// Loads the skills and the hook files of `config`, starts reloading them, and wires the agent
+/// builder around them. Fails on a model client that cannot be made, a workspace that cannot be
+/// opened, or any problem in a hook file.
+pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
+    let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
+    let model: Arc<dyn ChatModel> = match config.llm.effective_base_url() {
+        None => Arc::new(DemoModel::new(&config.agent.marker)),
+        Some(base_url) => Arc::new(
+            OpenAiClient::new(OpenAiConfig {
+                base_url,
+                api_key: config.llm.api_key.clone(),
+                connect_timeout: config.llm.connect_timeout,
+                idle_timeout: config.llm.idle_timeout,
+                ..OpenAiConfig::default()
+            })
+            .map_err(StartError::ModelClient)?,
+        ),
+    };
+    let workspace = Workspace::new(&config.workspace).map_err(|source| StartError::Workspace {
+        path: config.workspace.clone(),
+        source,
+    })?;
+    let mut agent_config = config.agent.clone();
+    agent_config.workspace = workspace.root().to_path_buf();
+    agent_config.hook_timeout = config.limits.hook_chain_timeout;
+    let trust = TrustPolicy::new(
+        workspace.root(),
+        config.trust_workspace_hooks,
+        config.state_dir.as_deref(),
+    )
+    .with_config_file(config.config_file.as_deref());
+    let files = hook_files(config.hooks_file.as_deref(), workspace.root());
+    let (set, problems) = load_hook_set(&files, &trust);
+    if !problems.is_empty() {
+        return Err(StartError::HookFiles(problems));
+    }
+    for untrusted in &set.untrusted {
+        tracing::warn!("{untrusted}");
+    }
+    let read_only_tools = builtin_tools(Arc::new(workspace.clone()), ToolLimits::default());
+    let sub_agent = AgentClient::builder()
+        .model(model.clone())
+        .tools(read_only_tools)
+        .config(agent_config.for_hook_agent(4))
+        .build();
+    let runner = Arc::new(
+        Runner::new(
+            model.clone(),
+            agent_config.model.clone(),
+            Arc::new(sub_agent),
+            workspace.root().to_path_buf(),
+        )
+        .with_chain_budget(config.limits.hook_chain_timeout),
+    );
+    let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
+    if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
+        tracing::warn!("{error}; hook files will not reload without a restart");
+    }
+    let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
+    let session_rules = SessionHookRules {
+        enabled: config.session_hooks.enabled,
+        allow_command: config.allow_session_command_hooks,
+        max_per_chat: config.session_hooks.max_per_chat,
+    };
+    let session_hooks = SessionHookFactory::new(runner, signing_key.clone(), session_rules);
+    let skill_hooks = SkillHookFactory::new(
+        skills.clone(),
+        config.default_skills.clone(),
+        signing_key.clone(),
+    );
+    let builder = AgentClient::builder()
+        .model(model)
+        .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
+        .config(agent_config)
+        // The connection events; chats get the hook files as they were when they started.
+        .hook(hook_files.clone())
+        .hook_factory(hook_files.clone())
+        .hook_factory(Arc::new(skill_hooks))
+        .hook_factory(Arc::new(session_hooks));
+    // `session_hooks.enabled: false` takes the tool away, so the model cannot even try.
+    let builder = if config.session_hooks.enabled {
+        builder.tool(Arc::new(RegisterHook::new(
+            signing_key,
+            config.allow_session_command_hooks,
+            config.session_hooks.ttl,
+        )))
+    } else {
+        builder
+    };
+    Ok(AgentParts {
+        builder,
+        sources: Sources {
+            _skill_reloader: watch_skills(&skills),
+            skills,
+            hook_files: Some(hook_files),
+        },
+    })
+}
+
+/// Starts reloading the skills and logs the problems they have now.
+fn watch_skills(skills: &Arc<SkillRegistry>) -> Option<Arc<Reloader>> {
+    let reloader = match crate::skills::watch::watch(skills.clone()) {
+        Ok(reloader) => Some(Arc::new(reloader)),
+        Err(error) => {
+            tracing::warn!("{error}; skills will not reload without a restart");
+            None
+        }
+    };
+    for problem in skills.current().problems() {
+        tracing::warn!("{}", problem.labelled());
+    }
+    reloader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_file_problems_are_listed_one_a_line() {
+        let error = StartError::HookFiles(vec![
+            Problem::error("timeout -1")
+                .in_file("hooks.yaml")
+                .at_line(2)
+                .in_field("stop[0]"),
+            Problem::error("cannot read: gone").in_file("extra.yaml"),
+        ]);
+        assert_eq!(
+            error.to_string(),
+            "invalid hook file(s):\n  hooks.yaml:2: stop[0]: timeout -1\n  extra.yaml: cannot read: gone"
+        );
+    }
+}
