@@ -1,4 +1,3 @@
-#![warn(unreachable_pub)]
 //! hookwire: a stateless WebSocket chat backend for LLM agents, built around hooks.
 //!
 //! Data flows one way: client frames → [`ChatRequest`] → [`AgentClient::chat_stream`] →
@@ -42,6 +41,9 @@
 //! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
 //! design documents that comments cite by number (000 … 004), are in `docs/design.md`;
 //! `ARCHITECTURE.md` maps the code.
+
+// A `pub` item no one outside can reach is a warning: it would hide dead code from the compiler.
+#![warn(unreachable_pub)]
 
 pub mod agent;
 pub mod app;
