@@ -311,3 +311,49 @@ async fn the_auth_token_guards_the_chat_the_api_and_metrics() {
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     server.shutdown().await;
 }
+
+/// Settings that are each valid but unsafe: an empty secret (signing on with an empty key) and
+/// command session hooks without a secret (every client a shell). `serve` refuses to start (exit
+/// 2) and `check` says the same, naming the setting.
+#[test]
+fn unsafe_settings_refuse_to_start_and_check_names_them() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let commands = dir.path().join("commands.yaml");
+    std::fs::write(&commands, "allow_session_command_hooks: true\n").unwrap();
+    let empty_in_file = dir.path().join("empty.yaml");
+    std::fs::write(&empty_in_file, "secret: ''\n").unwrap();
+    let cases: [(&[&str], &[(&str, &str)], &str); 3] = [
+        (&[], &[("HOOKWIRE_SECRET", "")], "secret must not be empty"),
+        (
+            &["--config", empty_in_file.to_str().unwrap()],
+            &[],
+            "secret must not be empty",
+        ),
+        (
+            &["--config", commands.to_str().unwrap()],
+            &[],
+            "allow_session_command_hooks needs a secret",
+        ),
+    ];
+    for (args, envs, expected) in cases {
+        for command in ["serve", "check"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_hookwire"))
+                .arg(command)
+                .args(args)
+                .args(["--addr", "127.0.0.1:0", "--workspace"])
+                .arg(dir.path())
+                .env_remove("HOOKWIRE_SECRET")
+                .envs(envs.iter().copied())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{command} {args:?}: {stderr}"
+            );
+            assert!(stderr.contains(expected), "{command} {args:?}: {stderr}");
+        }
+    }
+}
