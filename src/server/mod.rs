@@ -196,7 +196,8 @@ pub fn agent_parts(config: &Config, skills: Arc<SkillRegistry>) -> Result<AgentP
             Arc::new(sub_agent),
             workspace.root().to_path_buf(),
         )
-        .with_chain_budget(config.limits.hook_chain_timeout),
+        .with_chain_budget(config.limits.hook_chain_timeout)
+        .with_http_hook_urls(config.http_hook_urls.clone()),
     );
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
@@ -441,6 +442,7 @@ impl RunningServer {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    crate::hooks::external::process::guard_server_process();
     let state = AppState::from_config(config)?;
     if state.demo {
         tracing::warn!("no model API configured: running the built-in demo model (set OPENAI_BASE_URL / OPENAI_API_KEY for a real one)");

@@ -9,6 +9,7 @@ mod demo;
 mod external;
 mod frontend;
 mod hook_processes;
+mod hook_sandbox;
 mod http;
 mod layers;
 mod protocol;
