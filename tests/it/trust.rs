@@ -323,7 +323,9 @@ fn unsafe_settings_refuse_to_start_and_check_names_them() {
     std::fs::write(&commands, "allow_session_command_hooks: true\n").unwrap();
     let empty_in_file = dir.path().join("empty.yaml");
     std::fs::write(&empty_in_file, "secret: ''\n").unwrap();
-    let cases: [(&[&str], &[(&str, &str)], &str); 3] = [
+    /// Arguments, environment, what the refusal says.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 3] = [
         (&[], &[("HOOKWIRE_SECRET", "")], "secret must not be empty"),
         (
             &["--config", empty_in_file.to_str().unwrap()],
