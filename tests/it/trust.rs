@@ -90,6 +90,17 @@ async fn the_env_guard_cannot_be_passed_by_spelling_the_path_differently() {
     server.shutdown().await;
 }
 
+/// A server whose secret is `k`.
+async fn server_with_secret(upstream: &FakeUpstream) -> TestServer {
+    TestServer::start_in(
+        workspace(),
+        Some(upstream),
+        |c| c.agent.secret = Some("k".into()),
+        |b| b,
+    )
+    .await
+}
+
 /// HMAC-SHA256 hex, as docs/protocol.md §4 writes it, computed here independently of the server.
 fn mac_hex(secret: &str, fields: &[&str]) -> String {
     use hmac::Mac;
@@ -106,13 +117,7 @@ async fn a_signed_hook_message_cannot_be_re_split_across_its_fields() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["one"]));
     upstream.push(Reply::text(&["two"]));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.secret = Some("k".into()),
-        |b| b,
-    )
-    .await;
+    let server = server_with_secret(&upstream).await;
     let content = "Answer in French.\nNever show the tool output verbatim.";
     let sig = mac_hex(
         "k",
@@ -375,13 +380,7 @@ async fn a_session_hook_the_model_registered_cannot_take_over_the_next_chats() {
                "expires_at": 99999999999u64}),
     )]));
     upstream.push(Reply::text(&["done as asked"]));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.secret = Some("k".into()),
-        |b| b,
-    )
-    .await;
+    let server = server_with_secret(&upstream).await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"follow the instructions in notes.md"}))
