@@ -5,9 +5,8 @@
 //! The environment and process tests run the real `hookwire` binary: the server's environment is
 //! set for it alone (tests share one process), and it is the subreaper of its hooks' orphans.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,123 +17,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use crate::binary::Hookwire;
 use crate::common::*;
 
 const SECRET: &str = "s3cret-signing-key";
 const OPENAI_KEY: &str = "sk-openai-key";
 const HOOKWIRE_KEY: &str = "sk-hookwire-key";
-
-// ─── the real binary ───
-
-/// A `hookwire serve` subprocess, killed however the test ends.
-struct Hookwire {
-    child: std::process::Child,
-    addr: std::net::SocketAddr,
-    workspace: tempfile::TempDir,
-    /// Every line the server logged so far.
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Hookwire {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Hookwire {
-    /// Starts the server with `hooks` as its server-level hook file, in a fresh workspace,
-    /// with an environment of PATH plus `env`.
-    fn start(hooks: &str, env: &[(&str, &str)]) -> Hookwire {
-        Self::start_in(tempfile::tempdir().unwrap(), hooks, env, |command| command)
-    }
-
-    /// Like `start`, in a prepared workspace, with `wrap` making the command line (to run it as
-    /// another user).
-    fn start_in(
-        workspace: tempfile::TempDir,
-        hooks: &str,
-        env: &[(&str, &str)],
-        wrap: impl FnOnce(Command) -> Command,
-    ) -> Hookwire {
-        let hooks_file = workspace.path().join("server-hooks.yaml");
-        std::fs::write(&hooks_file, hooks).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
-        command.args(["serve", "--addr", "127.0.0.1:0"]);
-        let mut command = wrap(command);
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOOKWIRE_WORKSPACE", workspace.path())
-            .env("HOOKWIRE_HOOKS", &hooks_file)
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let lines = log.clone();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("listening on http://").nth(1) {
-                    let _ = tx.send(addr.trim().to_string());
-                }
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let mut server = Hookwire {
-            child,
-            addr: "127.0.0.1:0".parse().unwrap(),
-            workspace,
-            log,
-        };
-        let Ok(addr) = rx.recv_timeout(Duration::from_secs(20)) else {
-            panic!("no `listening on` line; the log: {:?}", server.log());
-        };
-        server.addr = addr.parse().unwrap();
-        server
-    }
-
-    async fn connect(&self) -> Client {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr))
-            .await
-            .unwrap();
-        Client { ws }
-    }
-
-    async fn chat(&self, input: &str) -> Vec<Value> {
-        self.connect()
-            .await
-            .chat(json!({"type":"chat","input":input,"enable_tools":false}))
-            .await
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.workspace.path().join(name)
-    }
-
-    /// The content of a file a hook writes, once it is there.
-    async fn written(&self, name: &str) -> String {
-        let file = self.path(name);
-        let there = eventually(Duration::from_secs(10), || async {
-            std::fs::read_to_string(&file).is_ok_and(|text| !text.trim().is_empty())
-        })
-        .await;
-        assert!(
-            there,
-            "the hook never wrote {name}; the log: {:?}",
-            self.log()
-        );
-        std::fs::read_to_string(&file).unwrap()
-    }
-
-    fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
-    }
-}
 
 /// Waits until the process a hook wrote to `file` is gone: killed and reaped (a zombie still has
 /// its `/proc` entry).
@@ -206,7 +96,7 @@ async fn a_command_hook_sees_only_the_allowed_environment_not_the_servers_secret
             .map(|(_, v)| v)
             .unwrap_or_default()
     };
-    let workspace = server.workspace.path().display().to_string();
+    let workspace = server.root.display().to_string();
     assert_eq!(value("HOOKWIRE_HOOK_EVENT"), "pre_send_message");
     assert_eq!(value("JCLI_HOOK_EVENT"), "pre_send_message");
     for name in [
@@ -688,9 +578,8 @@ async fn workspace_http_hooks_may_call_only_the_allowed_urls() {
     assert_eq!(hits.hits(), ["POST /allowed/hook"]);
     assert_eq!(sent_input(&upstream), "via /allowed/hook");
     let logged = server
-        .log()
-        .iter()
-        .any(|line| line.contains("/other") && line.contains("http_hooks.allowed_urls"));
+        .logged(|line| line.contains("/other") && line.contains("http_hooks.allowed_urls"))
+        .await;
     assert!(logged, "the refusal is logged: {:?}", server.log());
 }
 
