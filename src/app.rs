@@ -175,7 +175,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             Arc::new(sub_agent),
             workspace.root().to_path_buf(),
         )
-        .with_chain_budget(config.limits.hook_chain_timeout),
+        .with_chain_budget(config.limits.hook_chain_timeout)
+        .with_http_hook_urls(config.http_hook_urls.clone()),
     );
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {

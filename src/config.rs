@@ -376,6 +376,23 @@ fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), Confi
     Ok(())
 }
 
+/// `http_hooks.allowed_urls`: each entry an absolute http(s) URL, so a typo is an error at start
+/// rather than an entry that silently allows nothing.
+fn allowed_urls(entries: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    for entry in &entries {
+        let parsed = reqwest::Url::parse(entry);
+        if !matches!(&parsed, Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host())
+        {
+            return Err(ConfigError::Invalid {
+                setting: "http_hooks.allowed_urls",
+                expected: "absolute http:// or https:// URLs",
+                value: entry.clone(),
+            });
+        }
+    }
+    Ok(entries)
+}
+
 /// `a, b,,c` → `["a", "b", "c"]`.
 fn comma_list(value: &str) -> Vec<String> {
     value
@@ -641,7 +658,7 @@ impl Config {
             trust_workspace_hooks,
             state_dir,
             session_hooks,
-            http_hook_urls: file.http_hooks.allowed_urls.unwrap_or_default(),
+            http_hook_urls: allowed_urls(file.http_hooks.allowed_urls.unwrap_or_default())?,
             limits,
             agent,
             hooks_file: env("HOOKWIRE_HOOKS")
@@ -735,6 +752,15 @@ mod tests {
             Some(PathBuf::from("/home/me/.local/state/hookwire"))
         );
         assert_eq!(config.auth_token.as_deref(), Some("file-token"));
+        let error = Config::resolve(
+            &CliSettings::default(),
+            file("http_hooks: {allowed_urls: ['127.0.0.1:9/hook']}\n"),
+            no_env,
+        );
+        assert_eq!(
+            error.unwrap_err().setting(),
+            Some("http_hooks.allowed_urls")
+        );
         let bad = |name: &str| (name == "HOOKWIRE_TRUST_WORKSPACE_HOOKS").then(|| "maybe".into());
         let error = Config::resolve(&CliSettings::default(), FileConfig::default(), bad);
         assert!(error.unwrap_err().to_string().contains("true or false"));

@@ -215,9 +215,18 @@ fn describe(hook: &HookDef) -> String {
         hook.handler.kind()
     );
     let what = match &hook.handler {
-        Handler::Command { command } => {
+        Handler::Command { command, env } => {
             let indent = format!("\n{}", " ".repeat(head.chars().count()));
-            printable_with(command.trim_end(), true).replace('\n', &indent)
+            let mut shown = printable_with(command.trim_end(), true).replace('\n', &indent);
+            // What the hook is given matters as much as what it runs.
+            for (name, value) in env {
+                shown.push_str(&format!(
+                    "{indent}env {}={}",
+                    printable(name),
+                    printable(value)
+                ));
+            }
+            shown
         }
         Handler::Http { url, .. } => printable(url),
         Handler::Llm { prompt, .. } | Handler::Agent { prompt } => {

@@ -262,6 +262,7 @@ impl RunningServer {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    crate::hooks::external::process::guard_server_process();
     let state = AppState::from_config(config)?;
     if state.demo {
         tracing::warn!("no model API configured: running the built-in demo model (set OPENAI_BASE_URL / OPENAI_API_KEY for a real one)");

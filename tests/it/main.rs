@@ -2,6 +2,7 @@
 //! OpenAI-compatible upstream over real HTTP with SSE. One test binary keeps link time down.
 
 mod agent;
+mod binary;
 mod browser;
 mod cli;
 mod common;
@@ -9,6 +10,7 @@ mod demo;
 mod external;
 mod frontend;
 mod hook_processes;
+mod hook_sandbox;
 mod http;
 mod layers;
 mod protocol;

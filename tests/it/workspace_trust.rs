@@ -2,15 +2,14 @@
 //! `hookwire trust` pinned their SHA-256 outside the workspace, or `trust_workspace_hooks` says
 //! the workspace is the operator's own. Server-level files always run.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::binary::Hookwire;
 use crate::common::*;
 
 /// A workspace hook file that runs a shell command the moment anyone connects or chats: what a
@@ -113,64 +112,36 @@ fn read_json(path: &Path) -> Value {
 }
 
 /// `hookwire serve` on 127.0.0.1:0 with its log collected line by line; killed when dropped.
-struct Served {
-    child: Child,
-    addr: std::net::SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
-}
+/// A `hookwire serve` of `workspace` with its state dir, killed however the test ends.
+struct Served(Hookwire);
 
 impl Served {
     fn start(workspace: &Path, state: &Path) -> Served {
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args(["serve", "--addr", "127.0.0.1:0"])
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOOKWIRE_WORKSPACE", workspace)
             .env("HOOKWIRE_STATE_DIR", state)
             .env("HOOKWIRE_SKILLS_DIR", workspace.join(".no-skills"))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let lines = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let _ = tx.send(rest.trim().to_string());
-                }
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a `listening on` line");
-        Served {
-            child,
-            addr: addr.parse().unwrap(),
-            log,
-        }
+            .env("RUST_LOG", "info");
+        Served(Hookwire::launch(command, workspace.to_path_buf(), None))
     }
 
-    /// Whether a `WARN` line of the log contains every one of `parts`.
-    fn warned(&self, parts: &[&str]) -> bool {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|line| line.contains("WARN") && parts.iter().all(|p| line.contains(p)))
+    /// Waits for a `WARN` line of the log that contains every one of `parts`.
+    async fn warned(&self, parts: &[&str]) -> bool {
+        self.0
+            .logged(|line| line.contains("WARN") && parts.iter().all(|p| line.contains(p)))
+            .await
     }
 
     fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
+        self.0.log().join("\n")
     }
 
     async fn untrusted(&self) -> Value {
-        info(self.addr).await["untrusted_hook_files"].clone()
+        info(self.0.addr).await["untrusted_hook_files"].clone()
     }
 
     /// Waits until `/api/info` lists exactly `files` as untrusted.
@@ -187,20 +158,8 @@ impl Served {
     }
 
     async fn chat(&self) {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr))
-            .await
-            .unwrap();
-        let frames = Client { ws }
-            .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
-            .await;
+        let frames = self.0.chat("hi").await;
         assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -269,11 +228,13 @@ async fn a_running_server_follows_trust_edits_and_revocation() {
     let server = Served::start(root, state.path());
     // Not trusted: a warning names the file and the command that trusts it.
     assert!(
-        server.warned(&[
-            ".hookwire/hooks.yaml",
-            "not trusted",
-            "hookwire trust --workspace"
-        ]),
+        server
+            .warned(&[
+                ".hookwire/hooks.yaml",
+                "not trusted",
+                "hookwire trust --workspace"
+            ])
+            .await,
         "{}",
         server.log()
     );
@@ -293,7 +254,9 @@ async fn a_running_server_follows_trust_edits_and_revocation() {
     std::fs::write(root.join(".hookwire/hooks.yaml"), edited).unwrap();
     server.wait_untrusted(json!([".hookwire/hooks.yaml"])).await;
     assert!(
-        server.warned(&[".hookwire/hooks.yaml", "changed since it was trusted"]),
+        server
+            .warned(&[".hookwire/hooks.yaml", "changed since it was trusted"])
+            .await,
         "{}",
         server.log()
     );
@@ -463,11 +426,13 @@ async fn a_corrupt_trust_file_trusts_nothing_and_is_never_overwritten() {
     std::fs::write(&store, "{ this is not json").unwrap();
     let server = Served::start(root, state.path());
     assert!(
-        server.warned(&[
-            ".hookwire/hooks.yaml",
-            "trust.json",
-            "not a valid trust file"
-        ]),
+        server
+            .warned(&[
+                ".hookwire/hooks.yaml",
+                "trust.json",
+                "not a valid trust file"
+            ])
+            .await,
         "{}",
         server.log()
     );

@@ -10,7 +10,10 @@
 //! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
 //! - Failures are data: a run that fails or times out (the [`RunResult`] variant says which) is
 //!   logged; `on_error: skip` (the default) goes on with the next hook, `abort` ends the chain
-//!   with no decision.
+//!   with no decision, `block` fails closed: the chain ends refusing what the event guards
+//!   ([`refusal`]: a tool is skipped, a chat is stopped).
+//! - Session hooks (the model's) may add and decide, never rewrite: their capabilities leave
+//!   out every rewrite, and a message they inject must have the `user` role ([`limit_session`]).
 //! - Time: the chain has a budget in all (30 s unless `limits.hook_chain_timeout_seconds` says
 //!   otherwise); each hook's own timeout is cut to what is left, and once nothing is left the
 //!   rest of the chain is skipped.
@@ -25,7 +28,7 @@ use super::config::{HookDef, OnError};
 use super::event::Event;
 use super::protocol::{input_json, parse_output, Control, Envelope, EventState, HookOutput};
 use super::runner::{RunResult, Runner};
-use crate::types::Message;
+use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
 #[async_trait]
@@ -36,7 +39,7 @@ pub trait RunHook: Send + Sync {
 #[async_trait]
 impl RunHook for Runner {
     async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
-        Runner::run(self, &hook.handler, hook.event.as_str(), input, timeout).await
+        Runner::run(self, hook, input, timeout).await
     }
 }
 
@@ -138,10 +141,14 @@ impl Chain<'_> {
                 Ok(output) => output,
                 Err(error) => {
                     tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
-                    if hook.on_error == OnError::Abort {
-                        break;
+                    match hook.on_error {
+                        OnError::Skip => continue,
+                        OnError::Abort => break,
+                        OnError::Block => {
+                            outcome.control = refusal(event, &hook.name, &error);
+                            break;
+                        }
                     }
-                    continue;
                 }
             };
             if !output.refused.is_empty() {
@@ -174,6 +181,10 @@ impl Chain<'_> {
         let started = Instant::now();
         let output = match runner.run(hook, &input, timeout).await {
             RunResult::Output(value) => parse_output(&value, hook.capabilities.as_ref())
+                .map(|output| match hook.level {
+                    "session" => limit_session(output),
+                    _ => output,
+                })
                 .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
             RunResult::Block(reason) => Ok(HookOutput {
                 control: Some(Control::Block(reason)),
@@ -194,6 +205,47 @@ impl Chain<'_> {
         record(hook, self.event, ran, started.elapsed());
         outcome.ran.push((hook.name.clone(), ran));
         output
+    }
+}
+
+/// A session hook's output without the messages it may not inject: any but `user` ones (a
+/// `system` message would outrank the operator's prompt). They are refused, so logged.
+fn limit_session(mut output: HookOutput) -> HookOutput {
+    let before = output.inject_messages.len();
+    output
+        .inject_messages
+        .retain(|message| message.role == Role::User);
+    if output.inject_messages.len() < before {
+        output
+            .refused
+            .push("inject_messages with a role other than user".into());
+    }
+    output
+}
+
+/// What `on_error: block` makes of a failed hook: the action its event guards is refused. A
+/// tool is skipped (the model sees why); at the other events that can end the chat, the chat
+/// ends (before the model ran: `error` `hook_blocked`; after: `done` `stopped`). The events that
+/// guard nothing (observers, `stop`, the ends of a chat, connection events) have nothing to
+/// refuse: the chain just ends there, as with `abort`. The reason names the hook, not its error
+/// (that is in the log: it may say more than the model and the client should see).
+fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<ChainControl> {
+    let what = match failure {
+        Failure::TimedOut(_) => "timed out",
+        Failure::Failed(_) => "failed",
+    };
+    let reason = format!("blocked: hook {hook} {what} and has on_error: block");
+    if event == Event::PreToolExecution {
+        Some(ChainControl::Skip(reason))
+    } else if can_stop(event) {
+        Some(ChainControl::Stop(reason))
+    } else {
+        tracing::warn!(
+            hook,
+            event = event.as_str(),
+            "on_error: block at an event that guards no action: the rest of the chain is skipped"
+        );
+        None
     }
 }
 

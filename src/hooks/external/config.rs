@@ -4,7 +4,8 @@
 //! pre_tool_execution:
 //!   - command: ./guard.sh          # type command (alias bash) is the default
 //!     timeout: 5
-//!     on_error: skip
+//!     on_error: skip               # or abort, or block (fail closed)
+//!     env: { API_TOKEN: "${GUARD_TOKEN}" }   # server variables only by name
 //!     filter: { tool_matcher: "read_file|search_text" }
 //!   - type: llm                    # alias prompt
 //!     prompt: "Is {{tool_name}} with {{tool_arguments}} safe? ..."
@@ -31,8 +32,13 @@ use crate::types::Problem;
 /// What a hook runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Handler {
-    /// `sh -c command`: JSON on stdin, JSON on stdout; exit 2 blocks.
-    Command { command: String },
+    /// `sh -c command`: JSON on stdin, JSON on stdout; exit 2 blocks. `env` is the hook's own
+    /// variables, added to the few every hook gets; a value may name a server variable as
+    /// `${NAME}` (see [`expand`]).
+    Command {
+        command: String,
+        env: BTreeMap<String, String>,
+    },
     /// POST the JSON; a 2xx JSON answer is the result.
     Http {
         url: String,
@@ -73,6 +79,9 @@ pub enum OnError {
     Skip,
     /// End the chain: the hooks after it do not run for this event.
     Abort,
+    /// Fail closed: the action the hook guards is refused (a tool is skipped, a chat is
+    /// stopped; see the chain engine).
+    Block,
 }
 
 /// When a hook applies; all set fields must match (AND).
@@ -166,6 +175,7 @@ struct RawHook {
     model: Option<String>,
     timeout: Option<f64>,
     on_error: Option<String>,
+    env: Option<BTreeMap<String, String>>,
     filter: Option<RawFilter>,
     matcher: Option<String>,
     capabilities: Option<Vec<String>>,
@@ -220,7 +230,7 @@ pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef
         };
         for (index, entry) in entries.into_iter().enumerate() {
             let line = entry.referenced.line();
-            match build(entry.value) {
+            match build(entry.value, level) {
                 Ok((name, handler, timeout, on_error, filter, capabilities)) => {
                     for event in canonical {
                         hooks.push(HookDef {
@@ -279,7 +289,7 @@ type Built = (
 );
 
 /// The hook an entry describes, or what is wrong with it (messages; the caller adds where).
-fn build(raw: RawHook) -> Result<Built, Vec<String>> {
+fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
     let mut errors = Vec::new();
     let kind = raw.kind.clone().unwrap_or_else(|| {
         if raw.url.is_some() {
@@ -300,6 +310,7 @@ fn build(raw: RawHook) -> Result<Built, Vec<String>> {
     let handler = match kind.as_str() {
         "command" | "bash" => Handler::Command {
             command: required(&raw.command, "command", &mut errors),
+            env: raw.env.clone().unwrap_or_default(),
         },
         "http" => {
             let url = required(&raw.url, "url", &mut errors);
@@ -325,9 +336,15 @@ fn build(raw: RawHook) -> Result<Built, Vec<String>> {
             ));
             Handler::Command {
                 command: String::new(),
+                env: BTreeMap::new(),
             }
         }
     };
+    match (&handler, &raw.env) {
+        (Handler::Command { env, .. }, _) => errors.extend(check_env(env, level)),
+        (_, Some(_)) => errors.push(format!("`env` applies to command hooks, not {kind}")),
+        (_, None) => {}
+    }
     let timeout = match raw.timeout {
         None => handler.default_timeout(),
         Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 600.0 => {
@@ -343,8 +360,11 @@ fn build(raw: RawHook) -> Result<Built, Vec<String>> {
     let on_error = match raw.on_error.as_deref() {
         None | Some("skip") => OnError::Skip,
         Some("abort") => OnError::Abort,
+        Some("block") => OnError::Block,
         Some(other) => {
-            errors.push(format!("on_error {other:?} must be \"skip\" or \"abort\""));
+            errors.push(format!(
+                "on_error {other:?} must be \"skip\", \"abort\" or \"block\""
+            ));
             OnError::Skip
         }
     };
@@ -397,6 +417,118 @@ fn build(raw: RawHook) -> Result<Built, Vec<String>> {
     }
 }
 
+/// Names that a hook's `env` may not set: the marker the runner finds a hook's processes by.
+const RESERVED_ENV: [&str; 1] = [super::process::RUN_MARKER];
+
+/// What is wrong with a command hook's `env` map. A value may name server variables as
+/// `${NAME}` only in a server-level file, and each must be set when the file loads (a typo
+/// would otherwise reach the hook as an empty secret); workspace files are the workspace's
+/// and get no server variable.
+fn check_env(env: &BTreeMap<String, String>, level: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (name, value) in env {
+        if !is_variable_name(name) {
+            errors.push(format!(
+                "env name {name:?} must be letters, digits and `_`, not starting with a digit"
+            ));
+        } else if RESERVED_ENV.contains(&name.as_str()) {
+            errors.push(format!("env name {name} is reserved by hookwire"));
+        }
+        if value.contains('\0') {
+            errors.push(format!("env {name} contains a NUL character"));
+            continue;
+        }
+        let names = match variables_in(value) {
+            Ok(names) => names,
+            Err(error) => {
+                errors.push(format!("env {name}: {error}"));
+                continue;
+            }
+        };
+        if names.is_empty() {
+            continue;
+        }
+        if level != "server" {
+            errors.push(format!(
+                "env {name} names a server variable (${{{}}}); only server-level hook files may",
+                names[0]
+            ));
+            continue;
+        }
+        for variable in names {
+            if std::env::var_os(variable).is_none() {
+                errors.push(format!(
+                    "env {name} names ${{{variable}}}, which is not set in the server's environment"
+                ));
+            }
+        }
+    }
+    errors
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The pieces of an `env` value: text, and `${NAME}` references.
+enum Piece<'a> {
+    Text(&'a str),
+    Variable(&'a str),
+}
+
+/// Splits `value` at its `${NAME}` references. Only `${` is special: a `$` before anything
+/// else is text.
+fn pieces(value: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push(Piece::Text(&rest[..start]));
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`${{` without a closing `}}` in {value:?}"))?;
+        let name = &after[..end];
+        if !is_variable_name(name) {
+            return Err(format!("${{{name}}} is not a variable name"));
+        }
+        out.push(Piece::Variable(name));
+        rest = &after[end + 1..];
+    }
+    out.push(Piece::Text(rest));
+    Ok(out)
+}
+
+/// The server variables an `env` value names.
+fn variables_in(value: &str) -> Result<Vec<&str>, String> {
+    Ok(pieces(value)?
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Variable(name) => Some(name),
+            Piece::Text(_) => None,
+        })
+        .collect())
+}
+
+/// An `env` value with each `${NAME}` replaced by `lookup(NAME)`. A name not set is empty
+/// (loading refused such a file, so this is only reached when the server's environment
+/// changed since); a value that does not parse is kept as it is (loading refused it too).
+pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let Ok(pieces) = pieces(value) else {
+        return value.to_string();
+    };
+    pieces
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Text(text) => text.to_string(),
+            Piece::Variable(name) => lookup(name).unwrap_or_default(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,7 +545,8 @@ mod tests {
             "pre_tool_execution:\n  - command: ./guard.sh\n    timeout: 5\n    filter:\n      tool_matcher: \"read_file|search_text\"\n\
              before_model_call:\n  - type: http\n    url: http://127.0.0.1:1/h\n    matcher: '^gpt-'\n    capabilities: [system_prompt]\n\
              stop:\n  - type: prompt\n    prompt: 'judge {{assistant_output}}'\n\
-             after_tool_dispatch:\n  - type: agent\n    prompt: check\n    on_error: abort\n",
+             after_tool_dispatch:\n  - type: agent\n    prompt: check\n    on_error: abort\n\
+             pre_send_message:\n  - command: x\n    on_error: block\n    env: {A: 'b ${PATH}'}\n",
         );
         assert_eq!(problems, Vec::<String>::new());
         let summary: Vec<(Event, &str, u64)> = hooks
@@ -428,6 +561,7 @@ mod tests {
                 (Event::Stop, "llm", 12),
                 (Event::PostToolExecution, "agent", 15),
                 (Event::PostToolExecutionFailure, "agent", 15),
+                (Event::PreSendMessage, "command", 19),
             ]
         );
         assert_eq!(hooks[0].timeout, Duration::from_secs(5));
@@ -438,6 +572,60 @@ mod tests {
         assert_eq!(hooks[1].event_name, "before_model_call");
         assert_eq!(hooks[2].timeout, Duration::from_secs(30));
         assert_eq!(hooks[3].on_error, OnError::Abort);
+        assert_eq!(hooks[5].on_error, OnError::Block);
+        let Handler::Command { env, .. } = &hooks[5].handler else {
+            panic!("{:?}", hooks[5].handler)
+        };
+        assert_eq!(env.get("A").map(String::as_str), Some("b ${PATH}"));
+    }
+
+    #[test]
+    fn env_maps_name_server_variables_only_at_server_level_and_only_set_ones() {
+        let problems = |text: &str, level: &'static str| -> Vec<String> {
+            let (_, problems) = parse_hooks(Path::new("hooks.yaml"), text, level);
+            problems.iter().map(ToString::to_string).collect()
+        };
+        let hook = |env: &str| format!("stop:\n  - command: x\n    env: {env}\n");
+        assert_eq!(
+            problems(
+                &hook("{TOKEN: 'Bearer ${PATH}', LITERAL: 'a $b'}"),
+                "server"
+            ),
+            Vec::<String>::new()
+        );
+        let cases = [
+            (
+                "{TOKEN: '${HOOKWIRE_TEST_NEVER_SET}'}",
+                "server",
+                "env TOKEN names ${HOOKWIRE_TEST_NEVER_SET}, which is not set",
+            ),
+            (
+                "{TOKEN: '${PATH}'}",
+                "workspace",
+                "only server-level hook files may",
+            ),
+            ("{TOKEN: '${PATH'}", "server", "without a closing"),
+            ("{TOKEN: '${1X}'}", "server", "is not a variable name"),
+            ("{'1X': a}", "server", "env name \"1X\" must be"),
+            ("{HOOKWIRE_HOOK_RUN: a}", "server", "is reserved"),
+        ];
+        for (env, level, expected) in cases {
+            let found = problems(&hook(env), level);
+            assert!(
+                found.iter().any(|p| p.contains(expected)),
+                "{env}: expected {expected:?} in {found:?}"
+            );
+        }
+        let http = "stop:\n  - type: http\n    url: http://127.0.0.1:1/\n    env: {A: b}\n";
+        assert!(problems(http, "server")[0].contains("`env` applies to command hooks"));
+    }
+
+    #[test]
+    fn env_values_expand_server_variables() {
+        let lookup = |name: &str| (name == "KEY").then(|| "k3y".to_string());
+        assert_eq!(expand("Bearer ${KEY}!", &lookup), "Bearer k3y!");
+        assert_eq!(expand("${KEY}${KEY} $KEY $", &lookup), "k3yk3y $KEY $");
+        assert_eq!(expand("[${GONE}]", &lookup), "[]");
     }
 
     #[test]

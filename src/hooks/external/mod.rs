@@ -4,6 +4,8 @@
 //! - `config`, `event`: the hook files' shape and the event vocabulary;
 //! - `protocol`: the JSON a hook reads and writes;
 //! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;
+//! - `process`: a command hook's processes (clean environment, process group, every leftover
+//!   killed and reaped);
 //! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`);
 //! - `adapter`: [`ExternalHooks`], the chains as an `AgentHook`, one path for every event;
 //! - `discovery`, `files`, `session`, `register_hook`: where hook sets come from (the hook
@@ -15,6 +17,7 @@ pub mod config;
 mod discovery;
 pub mod event;
 mod files;
+pub mod process;
 pub mod protocol;
 pub mod register_hook;
 pub mod runner;

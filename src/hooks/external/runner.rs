@@ -4,24 +4,28 @@
 //! A command hook first ends as a [`CommandRun`] (exit code, stdout, stderr, timed out); its
 //! exit-code contract is written once, in [`CommandRun::result`]: exit 0 → stdout is the result
 //! (empty or `{}` = no change); exit 2 → block, stderr is the reason; anything else → an error
-//! (logged, the chain goes on unless `on_error: abort`). A command that runs past its timeout is
-//! killed with its whole process group.
+//! (logged; what the chain does then is the hook's `on_error`). How the command's processes are
+//! started, killed and reaped is [`super::process`].
+//!
+//! An http hook POSTs the input: redirects are not followed (a 3xx is an error), an answer over
+//! [`MAX_HTTP_ANSWER_BYTES`] is an error (read no further), and a hook that is not the
+//! operator's (workspace or session level) may only call a URL under `http_hooks.allowed_urls`.
 
-use std::process::Stdio;
+use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::config::Handler;
+use super::config::{Handler, HookDef};
+use super::process::{environment, execute, server_variable};
 use super::protocol::json_in_text;
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
 use crate::types::Message;
 
-/// Output past this is not kept (the process may go on writing; it is drained).
-const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// An http hook's answer past this is a failure.
+pub const MAX_HTTP_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// How one run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +45,7 @@ pub enum RunResult {
 pub struct CommandRun {
     /// `None` when a signal ended the shell (or it was killed at its timeout).
     pub exit_code: Option<i32>,
-    /// Capped at [`MAX_OUTPUT_BYTES`], lossily decoded.
+    /// Capped at [`super::process::MAX_OUTPUT_BYTES`], lossily decoded.
     pub stdout: String,
     pub stderr: String,
     pub timed_out: bool,
@@ -97,6 +101,9 @@ pub struct Runner {
     pub cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
     pub chain_budget: Duration,
+    /// URL prefixes that http hooks other than the server's may call (`http_hooks.allowed_urls`;
+    /// empty = none).
+    pub http_hook_urls: Vec<String>,
 }
 
 /// The default [`Runner::chain_budget`].
@@ -114,10 +121,18 @@ impl Runner {
         cwd: std::path::PathBuf,
     ) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // No redirect is followed: a 302 would turn the POST into a GET to wherever it points.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_default();
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot build the http hook client; http hooks will fail");
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .unwrap_or_default()
+            });
         Self {
             http,
             model,
@@ -125,7 +140,14 @@ impl Runner {
             sub_agent,
             cwd,
             chain_budget: DEFAULT_CHAIN_BUDGET,
+            http_hook_urls: Vec::new(),
         }
+    }
+
+    /// Sets the URL prefixes that workspace-level http hooks may call.
+    pub fn with_http_hook_urls(mut self, urls: Vec<String>) -> Self {
+        self.http_hook_urls = urls;
+        self
     }
 
     /// Sets the time one chain may take in all.
@@ -134,18 +156,22 @@ impl Runner {
         self
     }
 
-    pub async fn run(
-        &self,
-        handler: &Handler,
-        event: &str,
-        input: &Value,
-        timeout: Duration,
-    ) -> RunResult {
-        match handler {
-            Handler::Command { command } => {
-                run_command(command, event, &self.cwd, input, timeout).await
+    /// Runs `hook`'s handler with `input` within `timeout`.
+    pub async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+        match &hook.handler {
+            Handler::Command { command, env } => {
+                let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
+                run_command(command, &env, &self.cwd, input, timeout).await
             }
-            Handler::Http { url, headers } => self.run_http(url, headers, input, timeout).await,
+            Handler::Http { url, headers } => {
+                if hook.level != "server" && !url_allowed(url, &self.http_hook_urls) {
+                    return RunResult::Error(format!(
+                        "{url} is not under an entry of http_hooks.allowed_urls ({} hooks may only call those); not called",
+                        hook.level
+                    ));
+                }
+                self.run_http(url, headers, input, timeout).await
+            }
             Handler::Llm { prompt, model } => {
                 let prompt = format!("{}{JSON_INSTRUCTION}", render(prompt, input));
                 let model = model.clone().unwrap_or_else(|| self.model_name.clone());
@@ -174,19 +200,45 @@ impl Runner {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        let response = match request.send().await {
+        let mut response = match request.send().await {
             Ok(response) => response,
             Err(error) if error.is_timeout() => return RunResult::Timeout,
             Err(error) => return RunResult::Error(format!("POST {url} failed: {error}")),
         };
         let status = response.status();
-        let body = match response.text().await {
-            Ok(body) => body,
-            Err(error) if error.is_timeout() => return RunResult::Timeout,
-            Err(error) => {
-                return RunResult::Error(format!("reading the answer of {url} failed: {error}"))
-            }
+        if status.is_redirection() {
+            return RunResult::Error(format!(
+                "{url} answered HTTP {} (redirects are not followed)",
+                status.as_u16()
+            ));
+        }
+        let too_big = || {
+            RunResult::Error(format!(
+                "the answer of {url} is over {MAX_HTTP_ANSWER_BYTES} bytes; not read further"
+            ))
         };
+        if response
+            .content_length()
+            .is_some_and(|length| length > MAX_HTTP_ANSWER_BYTES as u64)
+        {
+            return too_big();
+        }
+        // Read in chunks, so an endless answer costs at most the cap.
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if bytes.len() + chunk.len() > MAX_HTTP_ANSWER_BYTES => {
+                    return too_big()
+                }
+                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+                Ok(None) => break,
+                Err(error) if error.is_timeout() => return RunResult::Timeout,
+                Err(error) => {
+                    return RunResult::Error(format!("reading the answer of {url} failed: {error}"))
+                }
+            }
+        }
+        let body = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             let short: String = body.chars().take(300).collect();
             return RunResult::Error(format!("{url} answered HTTP {}: {short}", status.as_u16()));
@@ -283,178 +335,39 @@ pub fn render(template: &str, input: &Value) -> String {
     out
 }
 
-/// Runs `sh -c command` in its own process group and applies the exit-code contract.
+/// Whether a hook that is not the operator's may call `url`: its normalised form starts with
+/// an entry of `allowed`, and has that entry's scheme, host and port (so that an entry
+/// `http://h:80` lets neither `http://h:8000/` nor `http://h:80@elsewhere/` through), and no
+/// user or password.
+pub fn url_allowed(url: &str, allowed: &[String]) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return false;
+    }
+    allowed.iter().any(|entry| {
+        let Ok(prefix) = reqwest::Url::parse(entry.trim()) else {
+            return false;
+        };
+        let same_origin = prefix.scheme() == parsed.scheme()
+            && prefix.host_str() == parsed.host_str()
+            && prefix.port_or_known_default() == parsed.port_or_known_default();
+        same_origin && parsed.as_str().starts_with(prefix.as_str())
+    })
+}
+
+/// Runs `sh -c command` with `env` (see [`super::process`]) and applies the exit-code contract.
 pub async fn run_command(
     command: &str,
-    event: &str,
+    env: &[(String, OsString)],
     cwd: &std::path::Path,
     input: &Value,
     timeout: Duration,
 ) -> RunResult {
-    match execute(command, event, cwd, input, timeout).await {
+    match execute(command, env, cwd, input, timeout).await {
         Ok(run) => run.result(),
         Err(error) => RunResult::Error(error),
-    }
-}
-
-/// Runs `sh -c command` in its own process group: JSON on stdin (written while stdout is read,
-/// so a large input cannot deadlock), stdout and stderr capped. `Err` only when the shell could
-/// not be started or waited for; how the command itself ended is the [`CommandRun`].
-pub async fn execute(
-    command: &str,
-    event: &str,
-    cwd: &std::path::Path,
-    input: &Value,
-    timeout: Duration,
-) -> Result<CommandRun, String> {
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env("HOOKWIRE_HOOK_EVENT", event)
-        .env("HOOKWIRE_CWD", cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| format!("cannot start `sh -c {command}`: {error}"))?;
-    let group = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .ok_or_else(|| format!("`sh -c {command}` has no process id"))?;
-    let (mut stdin, mut stdout, mut stderr) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    // If the run ends before the shell does (timeout, or this future dropped because the chat was
-    // cancelled), dropping `process` kills the whole group and reaps it.
-    let mut process = HookProcess {
-        child: Some(child),
-        group,
-    };
-    let payload = input.to_string().into_bytes();
-    let work = async {
-        let write = async {
-            if let Some(mut stdin) = stdin.take() {
-                // A hook that does not read its input closes the pipe early; that is fine.
-                let _ = stdin.write_all(&payload).await;
-                let _ = stdin.shutdown().await;
-            }
-        };
-        let (_, out, err, status) = tokio::join!(
-            write,
-            read_capped(stdout.as_mut()),
-            read_capped(stderr.as_mut()),
-            process.wait()
-        );
-        (out, err, status)
-    };
-    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
-        drop(process);
-        return Ok(CommandRun {
-            timed_out: true,
-            ..CommandRun::default()
-        });
-    };
-    process.finished();
-    let status = status.map_err(|error| format!("waiting for the hook failed: {error}"))?;
-    Ok(CommandRun {
-        exit_code: status.code(),
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        timed_out: false,
-    })
-}
-
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) -> Vec<u8> {
-    let Some(reader) = reader else {
-        return Vec::new();
-    };
-    let mut kept = Vec::new();
-    let mut buffer = [0u8; 8192];
-    loop {
-        match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buffer[..n.min(room)]);
-            }
-        }
-    }
-}
-
-/// A hook's shell, leader of its own process group.
-struct HookProcess {
-    /// `None` once the shell exited by itself and was waited for.
-    child: Option<tokio::process::Child>,
-    group: i32,
-}
-
-impl HookProcess {
-    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        match self.child.as_mut() {
-            Some(child) => child.wait().await,
-            None => Err(std::io::Error::other("the hook's process is gone")),
-        }
-    }
-
-    /// The shell exited and was reaped: nothing is killed. (What it left running in the
-    /// background is left alone, as before.)
-    fn finished(&mut self) {
-        self.child = None;
-    }
-}
-
-impl Drop for HookProcess {
-    /// Kills the group and reaps it, so no `<defunct>` process is left behind: the shell, and
-    /// the hook's other processes if they were handed to us (hookwire as PID 1 of a container,
-    /// or a subreaper, inherits the orphans of the killed shell).
-    fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        kill_group(self.group);
-        let group = self.group;
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    // The shell first, through tokio, which owns its pid; then the rest.
-                    let _ = child.wait().await;
-                    let _ = tokio::task::spawn_blocking(move || reap_group(group)).await;
-                });
-            }
-            // No runtime: the process is ending; tokio reaps the shell if it can.
-            Err(_) => drop(child),
-        }
-    }
-}
-
-/// Reaps every child of ours left in the killed `group`, blocking until none is left (they were
-/// all sent SIGKILL, so this is quick). Without a subreaper role there is none: the group's
-/// orphans belong to init.
-fn reap_group(group: i32) {
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid(2) with a negative pid waits for our children in that process group;
-        // it writes only the status we pass.
-        let reaped = unsafe { libc::waitpid(-group, &mut status, 0) };
-        if reaped > 0 {
-            continue;
-        }
-        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        }
-        // ECHILD: no child of ours is left in the group.
-        return;
-    }
-}
-
-/// Kills the hook's whole process group (the shell and everything it started).
-fn kill_group(group: i32) {
-    // SAFETY: kill(2) with a negative pid signals the process group we created with
-    // process_group(0); it touches no memory of ours.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
     }
 }
 
@@ -462,6 +375,16 @@ fn kill_group(group: i32) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A hook's environment for `event`, with the server's PATH.
+    fn env(event: &str) -> Vec<(String, OsString)> {
+        environment(
+            &server_variable,
+            event,
+            &std::env::temp_dir(),
+            &Default::default(),
+        )
+    }
 
     #[tokio::test]
     async fn exit_codes() {
@@ -490,8 +413,14 @@ mod tests {
             ),
         ];
         for (command, event, expected) in cases {
-            let result =
-                run_command(command, event, &cwd, &json!({}), Duration::from_secs(5)).await;
+            let result = run_command(
+                command,
+                &env(event),
+                &cwd,
+                &json!({}),
+                Duration::from_secs(5),
+            )
+            .await;
             assert_eq!(result, expected, "{command}");
         }
     }
@@ -499,7 +428,14 @@ mod tests {
     #[tokio::test]
     async fn a_command_past_its_timeout_is_a_timeout_not_an_error() {
         let cwd = std::env::temp_dir();
-        let run = execute("sleep 5", "e", &cwd, &json!({}), Duration::from_millis(100)).await;
+        let run = execute(
+            "sleep 5",
+            &env("e"),
+            &cwd,
+            &json!({}),
+            Duration::from_millis(100),
+        )
+        .await;
         assert_eq!(
             run,
             Ok(CommandRun {
@@ -555,7 +491,7 @@ mod tests {
         let big = json!({"messages": "x".repeat(300_000)});
         let result = run_command(
             "wc -c | awk '{print \"{\\\"n\\\":\" $1 \"}\"}'",
-            "e",
+            &env("e"),
             &std::env::temp_dir(),
             &big,
             Duration::from_secs(10),
@@ -565,6 +501,32 @@ mod tests {
             panic!("{result:?}")
         };
         assert!(value["n"].as_u64().unwrap() > 300_000);
+    }
+
+    #[test]
+    fn workspace_http_hooks_may_call_only_urls_under_an_allowed_entry() {
+        let allowed = [
+            "http://127.0.0.1:9".to_string(),
+            "https://hooks.example/api/".to_string(),
+        ];
+        let cases = [
+            ("http://127.0.0.1:9/hook", true),
+            ("http://127.0.0.1:9", true),
+            ("https://hooks.example/api/check?x=1", true),
+            ("https://HOOKS.example/api/check", true),
+            ("http://127.0.0.1:9000/hook", false),
+            ("http://127.0.0.1:9@evil.example/", false),
+            ("http://user@127.0.0.1:9/hook", false),
+            ("https://hooks.example/api/../admin", false),
+            ("https://hooks.example/apix", false),
+            ("http://hooks.example/api/check", false),
+            ("https://hooks.example.evil/api/", false),
+            ("not a url", false),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(url_allowed(url, &allowed), expected, "{url}");
+        }
+        assert!(!url_allowed("http://127.0.0.1:9/hook", &[]), "empty = none");
     }
 
     #[test]

@@ -1,0 +1,555 @@
+//! A command hook's processes (PROTOCOL section 8, "Hook processes").
+//!
+//! **Environment.** A hook starts with an empty environment plus [`PASSED_VARIABLES`] (those the
+//! server has), the hook variables of section 9 and the hook's own `env:` map: nothing else of
+//! the server's, so no API key or signing secret, unless the operator's `env:` names it.
+//!
+//! **Cleanup.** The shell runs in its own process group. When it ends (it exits, times out, or
+//! the run is dropped because the chat was cancelled), everything it left is killed and reaped:
+//! - the process group catches what stayed in it (`cmd &`, `nohup cmd &`, `(cmd &)`);
+//! - every hook process also carries [`RUN_MARKER`]`=<uuid>` in its environment, so a process
+//!   that left the group (`setsid`, `setpgid`, a double fork that does either) is found by
+//!   reading `/proc/PID/environ` (Linux);
+//! - the server is the subreaper of its hooks' orphans ([`guard_server_process`]) and reaps them
+//!   (each time a hook run ends: one that died since is `<defunct>` until then).
+//!
+//! What this cannot catch: a process that both leaves the group and clears or rewrites its own
+//! environment (`setsid env -i cmd`), or one the server may not read or signal (a setuid
+//! program). A hook runs as the server's user: for a hook that is hostile, the boundary is a
+//! separate user or container, not this.
+//!
+//! Cost: a pass over `/proc` when a hook's shell ends (each process's `stat`; `environ` only for
+//! the processes started since the hook), in a blocking thread that the run does not wait for:
+//! about 10 µs a process (1 ms for 70 processes, measured on a small VM).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::config::expand;
+use super::runner::CommandRun;
+
+/// The variable that marks every process of one hook run (and that an `env:` map may not set).
+pub const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
+
+/// The server's variables a hook gets, when the server has them.
+pub const PASSED_VARIABLES: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+/// Output past this is not kept (the process may go on writing; it is drained).
+pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// How long the cleanup keeps killing what a hook left before it gives up (and logs it).
+const CLEANUP_LIMIT: Duration = Duration::from_secs(2);
+
+/// A variable of the server's own environment: the `lookup` of [`environment`] outside tests.
+pub fn server_variable(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The environment of a command hook: [`PASSED_VARIABLES`] from `lookup` (the server's
+/// environment), the section 9 variables for `event` in the workspace `cwd`, then the hook's
+/// `env:` map with its `${NAME}`s filled from `lookup`. The run marker is added by [`execute`].
+pub fn environment(
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+    event: &str,
+    cwd: &Path,
+    own: &BTreeMap<String, String>,
+) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = PASSED_VARIABLES
+        .iter()
+        .filter_map(|name| lookup(name).map(|value| (name.to_string(), value)))
+        .collect();
+    let cwd = cwd.as_os_str().to_os_string();
+    for name in ["HOOKWIRE_HOOK_EVENT", "JCLI_HOOK_EVENT"] {
+        env.push((name.to_string(), event.into()));
+    }
+    for name in [
+        "HOOKWIRE_CWD",
+        "JCLI_CWD",
+        "CLAUDE_PROJECT_DIR",
+        "GEMINI_PROJECT_DIR",
+    ] {
+        env.push((name.to_string(), cwd.clone()));
+    }
+    let text = |name: &str| lookup(name).map(|value| value.to_string_lossy().into_owned());
+    for (name, value) in own {
+        env.push((name.clone(), expand(value, &text).into()));
+    }
+    env
+}
+
+/// Runs `sh -c command` with exactly `env`, in its own process group in `cwd`: JSON on stdin
+/// (written while stdout is read, so a large input cannot deadlock), stdout and stderr capped.
+/// When the shell ends, what it left is killed and reaped (see the module doc); a leftover that
+/// still holds stdout open therefore does not hold the run. `Err` only when the shell could not
+/// be started or waited for; how the command itself ended is the [`CommandRun`].
+pub async fn execute(
+    command: &str,
+    env: &[(String, OsString)],
+    cwd: &Path,
+    input: &Value,
+    timeout: Duration,
+) -> Result<CommandRun, String> {
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let mut shell = tokio::process::Command::new("sh");
+    shell
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .env(RUN_MARKER, &marker)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = {
+        // Under the lock: a shell that exits at once is never taken for an orphan to reap.
+        let mut shells = shells();
+        let child = shell
+            .spawn()
+            .map_err(|error| format!("cannot start `sh -c {command}`: {error}"))?;
+        if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            shells.insert(pid);
+        }
+        child
+    };
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+        return Err(format!("`sh -c {command}` has no process id"));
+    };
+    let (mut stdin, mut stdout, mut stderr) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    // If the run ends before the shell does (timeout, or this future dropped because the chat was
+    // cancelled), dropping `process` kills and reaps everything.
+    let mut process = HookProcess {
+        child: Some(child),
+        run: Run {
+            group: pid,
+            started: started(pid),
+            marker,
+        },
+    };
+    let payload = input.to_string().into_bytes();
+    let work = async {
+        let write = async {
+            if let Some(mut stdin) = stdin.take() {
+                // A hook that does not read its input closes the pipe early; that is fine.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let main = async {
+            let status = process.wait().await;
+            process.finished();
+            status
+        };
+        let (_, out, err, status) = tokio::join!(
+            write,
+            read_capped(stdout.as_mut()),
+            read_capped(stderr.as_mut()),
+            main
+        );
+        (out, err, status)
+    };
+    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
+        drop(process);
+        return Ok(CommandRun {
+            timed_out: true,
+            ..CommandRun::default()
+        });
+    };
+    let status = status.map_err(|error| format!("waiting for the hook failed: {error}"))?;
+    Ok(CommandRun {
+        exit_code: status.code(),
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        timed_out: false,
+    })
+}
+
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) -> Vec<u8> {
+    let Some(reader) = reader else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// The hook shells that tokio owns, by pid, from their start until tokio has reaped them: the
+/// orphan reaping must leave them alone. They are the only children the server starts; a child
+/// of another kind would have to be registered here too, or a subreaper's cleanup could reap it
+/// before its owner does.
+static SHELLS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn shells() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    SHELLS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What identifies one hook run's processes.
+#[derive(Debug, Clone)]
+struct Run {
+    /// The shell's pid, which is its process group's id.
+    group: i32,
+    /// The shell's start time (clock ticks since boot): the run's processes started no earlier.
+    started: u64,
+    /// The value of [`RUN_MARKER`] in their environment.
+    marker: String,
+}
+
+/// A hook's shell, leader of its own process group.
+struct HookProcess {
+    /// `None` once the shell exited by itself and was waited for.
+    child: Option<tokio::process::Child>,
+    run: Run,
+}
+
+impl HookProcess {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.child.as_mut() {
+            Some(child) => child.wait().await,
+            None => Err(std::io::Error::other("the hook's process is gone")),
+        }
+    }
+
+    /// The shell exited and was reaped: what it left is killed and reaped, in the background
+    /// (the run's answer does not wait for the pass over `/proc`; a leftover that holds the
+    /// output open is killed by it, which ends the reads).
+    fn finished(&mut self) {
+        self.child = None;
+        shells().remove(&self.run.group);
+        let run = self.run.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || clean_up(&run))),
+            Err(_) => clean_up(&run),
+        }
+    }
+}
+
+impl Drop for HookProcess {
+    /// Kills the group at once, then, once the shell is reaped, cleans up the rest.
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // The shell is not reaped yet, so the group's id cannot have been reused.
+        kill_group(self.run.group);
+        let run = self.run.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    // The shell first, through tokio, which owns its pid; then the rest.
+                    let _ = child.wait().await;
+                    shells().remove(&run.group);
+                    let _ = tokio::task::spawn_blocking(move || clean_up(&run)).await;
+                });
+            }
+            // No runtime: the process is ending; kill what is left, tokio reaps the shell if it
+            // can.
+            Err(_) => {
+                drop(child);
+                clean_up(&run);
+            }
+        }
+    }
+}
+
+/// Kills the hook's whole process group (the shell and everything that stayed in it).
+fn kill_group(group: i32) {
+    if let Some(group) = rustix::process::Pid::from_raw(group) {
+        // ESRCH: nobody is left in the group.
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+}
+
+/// Kills every process of `run` that is left and reaps those that are ours, until none is left
+/// alive (or [`CLEANUP_LIMIT`] passed: then logs what survived). Blocking.
+#[cfg(target_os = "linux")]
+fn clean_up(run: &Run) {
+    let me = std::process::id() as i32;
+    // As a subreaper (or PID 1), every orphan of a hook is ours to reap, including ones that
+    // died while their hook ran and that no marker names any more.
+    let adopts = me == 1 || matches!(rustix::process::child_subreaper(), Ok(Some(_)));
+    let deadline = Instant::now() + CLEANUP_LIMIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let mut alive = Vec::new();
+        for process in proc::processes() {
+            let member = process.group == run.group
+                || (process.state != 'Z'
+                    && process.started >= run.started
+                    && proc::carries(process.pid, &run.marker));
+            if process.state == 'Z' {
+                if process.parent == me && (member || adopts) {
+                    reap(process.pid);
+                }
+            } else if member {
+                alive.push(process);
+            }
+        }
+        if alive.is_empty() {
+            return;
+        }
+        if alive.iter().any(|process| process.group == run.group) {
+            // Members alive: the group exists, so its id is not reused.
+            kill_group(run.group);
+        }
+        for process in &alive {
+            if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        if Instant::now() >= deadline {
+            let pids: Vec<i32> = alive.iter().map(|process| process.pid).collect();
+            tracing::warn!(?pids, "processes left by a hook survived being killed");
+            return;
+        }
+        // They were sent SIGKILL: the next pass sees them dead (and reaps them).
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Without `/proc`, the process group is all that is known of a run.
+#[cfg(not(target_os = "linux"))]
+fn clean_up(run: &Run) {
+    kill_group(run.group);
+}
+
+/// Reaps `pid`, a zombie child of ours, unless it is a hook shell that tokio will reap.
+#[cfg(target_os = "linux")]
+fn reap(pid: i32) {
+    let shells = shells();
+    if shells.contains(&pid) {
+        return;
+    }
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        // ECHILD: another cleanup reaped it first.
+        let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+    }
+}
+
+/// The start time of process `pid` (0 when unknown: then every process is looked at).
+fn started(pid: i32) -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        proc::stat(pid).map_or(0, |process| process.started)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        0
+    }
+}
+
+/// The server process itself, made ready to run hooks (call once at start): it becomes the
+/// subreaper of its hooks' orphans, so that it can reap them (see the module doc), and
+/// non-dumpable, so that a hook running as the same user cannot read the server's environment
+/// through `/proc/PID/environ` (nor attach to it). Linux only; elsewhere a no-op.
+pub fn guard_server_process() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{set_child_subreaper, set_dumpable_behavior, DumpableBehavior};
+        if let Err(error) = set_child_subreaper(Some(rustix::process::getpid())) {
+            tracing::warn!(%error, "cannot become the subreaper of hook processes");
+        }
+        if let Err(error) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
+            tracing::warn!(%error, "cannot hide the server's environment from its hooks");
+        }
+    }
+}
+
+/// Reading `/proc`.
+#[cfg(target_os = "linux")]
+mod proc {
+    /// The fields of `/proc/PID/stat` the cleanup needs.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Process {
+        pub pid: i32,
+        /// `R`, `S`, `D`, `Z`, …
+        pub state: char,
+        pub parent: i32,
+        pub group: i32,
+        /// Clock ticks since boot.
+        pub started: u64,
+    }
+
+    /// Every process there is (those that vanish while being read are passed over).
+    pub fn processes() -> impl Iterator<Item = Process> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter_map(stat)
+    }
+
+    pub fn stat(pid: i32) -> Option<Process> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &text)
+    }
+
+    /// `pid (comm) state ppid pgrp session … starttime …`; `comm` may hold spaces and `)`, so
+    /// the fields are counted from the last `)`.
+    pub fn parse_stat(pid: i32, text: &str) -> Option<Process> {
+        let (_, rest) = text.rsplit_once(')')?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        Some(Process {
+            pid,
+            state: fields.first()?.chars().next()?,
+            parent: fields.get(1)?.parse().ok()?,
+            group: fields.get(2)?.parse().ok()?,
+            started: fields.get(19)?.parse().ok()?,
+        })
+    }
+
+    /// Whether `pid`'s environment holds `RUN_MARKER=marker` (false when it cannot be read).
+    pub fn carries(pid: i32, marker: &str) -> bool {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            return false;
+        };
+        let wanted = format!("{}={marker}", super::RUN_MARKER);
+        environ
+            .split(|byte| *byte == 0)
+            .any(|entry| entry == wanted.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lookup(name: &str) -> Option<OsString> {
+        match name {
+            "PATH" => Some("/usr/bin:/bin".into()),
+            "HOME" => Some("/home/h".into()),
+            "HOOKWIRE_SECRET" => Some("secret".into()),
+            "OPENAI_API_KEY" => Some("sk-1".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_environment_is_the_passed_variables_the_hook_variables_and_the_env_map() {
+        let own = BTreeMap::from([
+            ("TOKEN".to_string(), "Bearer ${OPENAI_API_KEY}".to_string()),
+            ("MODE".to_string(), "strict".to_string()),
+        ]);
+        let env = environment(&lookup, "stop", Path::new("/ws"), &own);
+        let env: Vec<(&str, &str)> = env
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("PATH", "/usr/bin:/bin"),
+                ("HOME", "/home/h"),
+                ("HOOKWIRE_HOOK_EVENT", "stop"),
+                ("JCLI_HOOK_EVENT", "stop"),
+                ("HOOKWIRE_CWD", "/ws"),
+                ("JCLI_CWD", "/ws"),
+                ("CLAUDE_PROJECT_DIR", "/ws"),
+                ("GEMINI_PROJECT_DIR", "/ws"),
+                ("MODE", "strict"),
+                ("TOKEN", "Bearer sk-1"),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_shell_gets_exactly_its_environment_and_the_run_marker() {
+        let env = vec![
+            ("PATH".to_string(), OsString::from("/usr/bin:/bin")),
+            ("ONLY".to_string(), OsString::from("this")),
+        ];
+        let run = execute(
+            "env",
+            &env,
+            &std::env::temp_dir(),
+            &json!({}),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let mut names: Vec<&str> = run
+            .stdout
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+            .filter(|name| !["PWD", "OLDPWD", "SHLVL", "_"].contains(name))
+            .collect();
+        names.sort();
+        assert_eq!(names, [RUN_MARKER, "ONLY", "PATH"]);
+    }
+
+    #[test]
+    fn stat_lines_are_read_from_the_last_parenthesis() {
+        let line =
+            "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3";
+        let process = proc::parse_stat(4242, line).unwrap();
+        assert_eq!(
+            (
+                process.state,
+                process.parent,
+                process.group,
+                process.started
+            ),
+            ('S', 17, 4242, 987654)
+        );
+        assert!(proc::parse_stat(1, "garbage").is_none());
+    }
+
+    /// What a hook leaves in its group or outside it (`setsid`) is killed when the shell exits.
+    #[tokio::test]
+    async fn processes_left_behind_are_killed_when_the_shell_exits() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = vec![(
+            "PATH".to_string(),
+            std::env::var_os("PATH").unwrap_or_default(),
+        )];
+        let script = "setsid sh -c 'echo $$ > out.pid; exec sleep 300' >/dev/null 2>&1 &\n\
+                      sh -c 'echo $$ > in.pid; exec sleep 300' >/dev/null 2>&1 &\n\
+                      until [ -s out.pid ] && [ -s in.pid ]; do sleep 0.01; done";
+        let run = execute(
+            script,
+            &env,
+            dir.path(),
+            &json!({}),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.exit_code, Some(0), "{run:?}");
+        for file in ["out.pid", "in.pid"] {
+            let pid: i32 = std::fs::read_to_string(dir.path().join(file))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            // Killed (in the background): gone, or a zombie waiting for its reaper (this test
+            // process is none).
+            let dead = || matches!(proc::stat(pid).map(|p| p.state), None | Some('Z'));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !dead() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert!(dead(), "{file}: {:?}", proc::stat(pid));
+        }
+    }
+}
