@@ -5,8 +5,6 @@
 //! that implements [`AgentHook`]; the agent loop knows hooks only through this trait.
 
 mod context;
-// TODO(core): external/ visibility after the runner merge (its items are still `pub`).
-#[allow(unreachable_pub)]
 pub(crate) mod external;
 pub(crate) mod prompt;
 pub(crate) mod signing;
