@@ -14,8 +14,8 @@ use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
 use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
-use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::ChatModel;
+use crate::llm::{OpenAiClient, OpenAiConfig};
 use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::{builtin_tools, ToolLimits, Workspace};
@@ -27,7 +27,7 @@ use crate::types::Problem;
 #[non_exhaustive]
 pub enum StartError {
     #[error("cannot create the model client: {0}")]
-    ModelClient(String),
+    ModelClient(#[source] crate::llm::LlmError),
     #[error("workspace {}: {source}", path.display())]
     Workspace {
         path: PathBuf,

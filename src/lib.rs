@@ -14,7 +14,8 @@
 //! - [`hooks`]: the [`AgentHook`] trait, the [`hooks::HookContext`] every hook sees, the per-call
 //!   values it may change and the action each event may return; [`hooks::HookFactory`] for
 //!   per-chat hooks.
-//! - [`llm`]: the [`ChatModel`] trait, its [`ModelRequest`] and the events a model streams.
+//! - [`llm`]: the [`ChatModel`] trait, its [`ModelRequest`] and the events a model streams, and
+//!   [`llm::OpenAiClient`], the model for any OpenAI-compatible API.
 //! - [`tools`]: the [`Tool`] trait, and the built-in workspace tools ([`tools::builtin_tools`]).
 //! - [`config`]: every setting, from flags, environment and a YAML file, in one merge.
 //! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
@@ -31,7 +32,8 @@
 //! - `skills`: skill discovery, `hooks.json` validation, the registry and its reloads.
 //! - `hooks::external`, `hooks::prompt`, `hooks::signing`: hooks from YAML files, skill prompt
 //!   hooks, and the signatures of what travels with the client.
-//! - `llm::openai`, `llm::sse`, `llm::demo`: the OpenAI-compatible client and the demo model.
+//! - `llm::openai`, `llm::sse`, `llm::demo`: the OpenAI-compatible client's HTTP and SSE handling and
+//!   the demo model.
 //! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
 //!
 //! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →

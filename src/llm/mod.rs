@@ -6,8 +6,10 @@
 //! the upstream request (and its connection) at once.
 
 pub(crate) mod demo;
-pub(crate) mod openai;
+mod openai;
 mod sse;
+
+pub use openai::{OpenAiClient, OpenAiConfig};
 
 use std::time::Duration;
 
@@ -61,6 +63,9 @@ pub enum LlmError {
     Stream(String),
     #[error("the model API stream exceeded {0} bytes")]
     TooLarge(usize),
+    /// The client could not be set up (e.g. no TLS provider).
+    #[error("the model client could not be built: {0}")]
+    Setup(String),
 }
 
 /// A chat model that streams. Implemented by the OpenAI-compatible client and the demo model;

@@ -17,17 +17,19 @@ use futures::{Stream, StreamExt};
 use super::sse::{error_message, parse_chunk, request_body, ChunkAccumulator};
 use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 
-/// Where the model API is and how patient to be with it.
+/// Where the model API is and how patient to be with it. Start from `Default` (OpenAI's API
+/// root, no key, 10 s to connect, 60 s of silence, 32 MiB a call) and set what differs.
 #[derive(Debug, Clone)]
-pub(crate) struct OpenAiConfig {
+pub struct OpenAiConfig {
     /// The API root, e.g. `https://api.openai.com/v1`.
-    pub(crate) base_url: String,
-    pub(crate) api_key: Option<String>,
-    pub(crate) connect_timeout: Duration,
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer KEY`.
+    pub api_key: Option<String>,
+    pub connect_timeout: Duration,
     /// Silence allowed before the response headers and between events.
-    pub(crate) idle_timeout: Duration,
+    pub idle_timeout: Duration,
     /// Largest streamed body accepted for one call.
-    pub(crate) max_stream_bytes: usize,
+    pub max_stream_bytes: usize,
 }
 
 impl Default for OpenAiConfig {
@@ -42,8 +44,9 @@ impl Default for OpenAiConfig {
     }
 }
 
+/// A [`ChatModel`] for any OpenAI-compatible `POST {base_url}/chat/completions` with streaming.
 #[derive(Debug, Clone)]
-pub(crate) struct OpenAiClient {
+pub struct OpenAiClient {
     http: reqwest::Client,
     url: String,
     config: OpenAiConfig,
@@ -53,14 +56,16 @@ pub(crate) struct OpenAiClient {
 const MAX_ERROR_TEXT: usize = 500;
 
 impl OpenAiClient {
-    pub(crate) fn new(config: OpenAiConfig) -> Result<Self, String> {
+    /// A client for `config`; fails only when the HTTP client cannot be built (no TLS
+    /// provider).
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         // reqwest panics without a process-wide rustls provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| LlmError::Setup(e.to_string()))?;
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
         Ok(Self { http, url, config })
     }

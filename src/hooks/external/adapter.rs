@@ -24,7 +24,7 @@ use crate::types::{ChatError, Message, NoticeLevel, Role};
 
 /// The adapter for one fixed set: the hook files as a chat started with them (see
 /// [`super::HookFiles`]), or a chat's session hooks.
-pub struct ExternalHooks {
+pub(crate) struct ExternalHooks {
     pub(super) set: Arc<HookSet>,
     runner: Arc<Runner>,
     /// Set for per-chat session hooks: their origin in logs.
@@ -32,7 +32,7 @@ pub struct ExternalHooks {
 }
 
 impl ExternalHooks {
-    pub fn new(set: HookSet, runner: Arc<Runner>) -> Self {
+    pub(crate) fn new(set: HookSet, runner: Arc<Runner>) -> Self {
         Self::of(Arc::new(set), runner)
     }
 
@@ -44,7 +44,7 @@ impl ExternalHooks {
         }
     }
 
-    pub fn with_label(mut self, label: &'static str) -> Self {
+    pub(crate) fn with_label(mut self, label: &'static str) -> Self {
         self.label = label;
         self
     }

@@ -32,7 +32,7 @@ use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
 #[async_trait]
-pub trait RunHook: Send + Sync {
+pub(super) trait RunHook: Send + Sync {
     async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult;
 }
 
@@ -44,29 +44,29 @@ impl RunHook for Runner {
 }
 
 /// One event's chain: its hooks, in order, and the time they may take in all.
-pub struct Chain<'a> {
-    pub event: Event,
-    pub hooks: &'a [Arc<HookDef>],
-    pub budget: Duration,
+pub(super) struct Chain<'a> {
+    pub(crate) event: Event,
+    pub(crate) hooks: &'a [Arc<HookDef>],
+    pub(crate) budget: Duration,
 }
 
 /// What a chain leaves besides the changed state.
 #[derive(Debug, Default)]
-pub struct ChainOutcome {
+pub(super) struct ChainOutcome {
     /// The decision that ended the chain, if one did.
-    pub control: Option<ChainControl>,
+    pub(crate) control: Option<ChainControl>,
     /// `pre_llm_request`: messages for this call only.
-    pub inject_messages: Vec<Message>,
-    pub additional_context: Vec<String>,
+    pub(crate) inject_messages: Vec<Message>,
+    pub(crate) additional_context: Vec<String>,
     /// The hooks' `system_message`s (unless suppressed), for the person.
-    pub notices: Vec<String>,
+    pub(crate) notices: Vec<String>,
     /// Each hook that ran, in order, and how it ended.
-    pub ran: Vec<(String, Ran)>,
+    pub(crate) ran: Vec<(String, Ran)>,
 }
 
 /// A decision that ends a chain.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ChainControl {
+pub(super) enum ChainControl {
     Stop(String),
     Skip(String),
     Retry(String),
@@ -74,7 +74,7 @@ pub enum ChainControl {
 
 /// How one hook's run ended: the `outcome` label of its metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ran {
+pub(super) enum Ran {
     Success,
     Skip,
     Block,
@@ -111,7 +111,7 @@ impl std::fmt::Display for Failure {
 
 impl Chain<'_> {
     /// Runs the chain over `state` (see the module doc for the rules).
-    pub async fn run(
+    pub(super) async fn run(
         &self,
         runner: &dyn RunHook,
         envelope: &Envelope,

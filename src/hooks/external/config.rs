@@ -31,7 +31,7 @@ use crate::types::Problem;
 
 /// What a hook runs.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Handler {
+pub(crate) enum Handler {
     /// `sh -c command`: JSON on stdin, JSON on stdout; exit 2 blocks. `env` is the hook's own
     /// variables, added to the few every hook gets; a value may name a server variable as
     /// `${NAME}` (see [`expand`]).
@@ -55,7 +55,7 @@ pub enum Handler {
 }
 
 impl Handler {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Handler::Command { .. } => "command",
             Handler::Http { .. } => "http",
@@ -73,7 +73,7 @@ impl Handler {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnError {
+pub(crate) enum OnError {
     /// Log the failure and go on with the next hook (the default).
     #[default]
     Skip,
@@ -86,18 +86,18 @@ pub enum OnError {
 
 /// When a hook applies; all set fields must match (AND).
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Exact tool name (tool events only).
-    pub tool_name: Option<String>,
+    pub(crate) tool_name: Option<String>,
     /// `A|B` alternatives; ignored when `tool_name` is set.
-    pub tool_matcher: Option<Vec<String>>,
-    pub model_prefix: Option<String>,
+    pub(crate) tool_matcher: Option<Vec<String>>,
+    pub(crate) model_prefix: Option<String>,
     /// A regex on the event's subject: the tool name for tool events, the model otherwise.
-    pub matcher: Option<Regex>,
+    pub(crate) matcher: Option<Regex>,
 }
 
 impl Filter {
-    pub fn matches(&self, event: Event, tool: Option<&str>, model: &str) -> bool {
+    pub(crate) fn matches(&self, event: Event, tool: Option<&str>, model: &str) -> bool {
         if event.is_tool_event() {
             let tool = tool.unwrap_or_default();
             if let Some(name) = &self.tool_name {
@@ -130,7 +130,7 @@ impl Filter {
 }
 
 /// What a hook result may change (seed 004 `capabilities`); the names are the result fields.
-pub const CAPABILITIES: [&str; 9] = [
+pub(crate) const CAPABILITIES: [&str; 9] = [
     "user_input",
     "messages",
     "system_prompt",
@@ -144,22 +144,22 @@ pub const CAPABILITIES: [&str; 9] = [
 
 /// One configured hook.
 #[derive(Debug, Clone)]
-pub struct HookDef {
+pub(crate) struct HookDef {
     /// For logs and metrics: the `name` field, else `file:line`.
-    pub name: String,
-    pub event: Event,
+    pub(crate) name: String,
+    pub(crate) event: Event,
     /// The event name as configured (seed 004 hooks get their own name back).
-    pub event_name: String,
-    pub handler: Handler,
-    pub timeout: Duration,
-    pub on_error: OnError,
-    pub filter: Filter,
+    pub(crate) event_name: String,
+    pub(crate) handler: Handler,
+    pub(crate) timeout: Duration,
+    pub(crate) on_error: OnError,
+    pub(crate) filter: Filter,
     /// `None` = not declared: seed 001 result fields apply, `hookSpecificOutput` patches do not.
-    pub capabilities: Option<BTreeSet<String>>,
+    pub(crate) capabilities: Option<BTreeSet<String>>,
     /// `server`, `workspace` or `session`.
-    pub level: &'static str,
-    pub file: PathBuf,
-    pub line: u64,
+    pub(crate) level: &'static str,
+    pub(crate) file: PathBuf,
+    pub(crate) line: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,7 +193,11 @@ type RawFile = HashMap<Spanned<String>, Option<Vec<Spanned<RawHook>>>>;
 
 /// Parses one hook file. Returns the hooks that are valid and every problem (all errors, with the
 /// file and, where known, the line and the entry); a file with any problem should not be used.
-pub fn parse_hooks(path: &Path, text: &str, level: &'static str) -> (Vec<HookDef>, Vec<Problem>) {
+pub(crate) fn parse_hooks(
+    path: &Path,
+    text: &str,
+    level: &'static str,
+) -> (Vec<HookDef>, Vec<Problem>) {
     if text.trim().is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -516,7 +520,7 @@ fn variables_in(value: &str) -> Result<Vec<&str>, String> {
 /// An `env` value with each `${NAME}` replaced by `lookup(NAME)`. A name not set is empty
 /// (loading refused such a file, so this is only reached when the server's environment
 /// changed since); a value that does not parse is kept as it is (loading refused it too).
-pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+pub(crate) fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let Ok(pieces) = pieces(value) else {
         return value.to_string();
     };

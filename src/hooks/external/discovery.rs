@@ -18,22 +18,22 @@ use crate::types::Problem;
 
 /// The hook files of a server: where they are, and their hooks by event.
 #[derive(Debug, Default)]
-pub struct HookSet {
+pub(crate) struct HookSet {
     pub(super) by_event: HashMap<Event, Vec<Arc<HookDef>>>,
     /// The files loaded, in order.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// The SHA-256 of each loaded file, of the bytes its hooks were parsed from.
-    pub sha256: BTreeMap<PathBuf, String>,
+    pub(crate) sha256: BTreeMap<PathBuf, String>,
     /// The workspace files that were not loaded because they are not trusted.
-    pub untrusted: Vec<Untrusted>,
+    pub(crate) untrusted: Vec<Untrusted>,
 }
 
 impl HookSet {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_event.values().map(Vec::len).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -43,7 +43,7 @@ impl HookSet {
 
     /// The entries of `file`, in the order of the file: one per configured hook, also when its
     /// event name stands for several events.
-    pub fn hooks_in(&self, file: &Path) -> Vec<Arc<HookDef>> {
+    pub(crate) fn hooks_in(&self, file: &Path) -> Vec<Arc<HookDef>> {
         let mut hooks: Vec<Arc<HookDef>> = self
             .by_event
             .values()
@@ -83,7 +83,10 @@ impl HookSet {
 }
 
 /// The hook files to read, in order: server level, then workspace level.
-pub fn hook_files(server_file: Option<&Path>, workspace: &Path) -> Vec<(PathBuf, &'static str)> {
+pub(crate) fn hook_files(
+    server_file: Option<&Path>,
+    workspace: &Path,
+) -> Vec<(PathBuf, &'static str)> {
     let mut files = Vec::new();
     if let Some(file) = server_file {
         files.push((file.to_path_buf(), "server"));
@@ -108,7 +111,7 @@ pub fn hook_files(server_file: Option<&Path>, workspace: &Path) -> Vec<(PathBuf,
 /// Reads every hook file; a workspace file only when `trust` trusts its bytes (the others are
 /// listed in [`HookSet::untrusted`]). Every problem is an error (any problem means: do not use
 /// the set).
-pub fn load_hook_set(
+pub(crate) fn load_hook_set(
     files: &[(PathBuf, &'static str)],
     trust: &TrustPolicy,
 ) -> (HookSet, Vec<Problem>) {

@@ -3,7 +3,7 @@
 
 /// A canonical event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Event {
+pub(crate) enum Event {
     SessionStart,
     SessionEnd,
     PreSendMessage,
@@ -27,7 +27,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 18] = [
+    pub(crate) const ALL: [Event; 18] = [
         Event::SessionStart,
         Event::SessionEnd,
         Event::PreSendMessage,
@@ -48,7 +48,7 @@ impl Event {
         Event::PostMicroCompact,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Event::SessionStart => "session_start",
             Event::SessionEnd => "session_end",
@@ -73,7 +73,7 @@ impl Event {
 
     /// The canonical events a configured name stands for (seed 004's `after_tool_dispatch`
     /// covers both tool outcomes).
-    pub fn parse(name: &str) -> Option<&'static [Event]> {
+    pub(crate) fn parse(name: &str) -> Option<&'static [Event]> {
         if let Some(index) = Event::ALL.iter().position(|e| e.as_str() == name) {
             return Some(std::slice::from_ref(&Event::ALL[index]));
         }
@@ -89,7 +89,7 @@ impl Event {
     }
 
     /// Every name accepted in a hook file.
-    pub fn known_names() -> Vec<&'static str> {
+    pub(crate) fn known_names() -> Vec<&'static str> {
         let mut names: Vec<&'static str> = Event::ALL.iter().map(|e| e.as_str()).collect();
         names.extend([
             "before_model_call",
@@ -103,7 +103,7 @@ impl Event {
     }
 
     /// Tool events: their subject is the tool name.
-    pub fn is_tool_event(self) -> bool {
+    pub(crate) fn is_tool_event(self) -> bool {
         matches!(
             self,
             Event::PreToolExecution | Event::PostToolExecution | Event::PostToolExecutionFailure
@@ -111,7 +111,7 @@ impl Event {
     }
 
     /// Compaction events are accepted but do not fire until hookwire compacts context.
-    pub fn fires(self) -> bool {
+    pub(crate) fn fires(self) -> bool {
         !matches!(
             self,
             Event::PreAutoCompact

@@ -21,7 +21,7 @@ use crate::types::{ChatError, ChatRequest, Problem};
 /// Shared by the server: a [`HookFactory`] that gives each chat the current set, and an
 /// [`AgentHook`] for the connection events (`session_start` / `session_end`), which belong to no
 /// chat.
-pub struct HookFiles {
+pub(crate) struct HookFiles {
     set: RwLock<Arc<HookSet>>,
     runner: Arc<Runner>,
     /// How many times the set was replaced since the start.
@@ -32,7 +32,7 @@ pub struct HookFiles {
 }
 
 impl HookFiles {
-    pub fn new(set: HookSet, runner: Arc<Runner>) -> Self {
+    pub(crate) fn new(set: HookSet, runner: Arc<Runner>) -> Self {
         Self {
             set: RwLock::new(Arc::new(set)),
             runner,
@@ -45,7 +45,7 @@ impl HookFiles {
     /// Reloads the hook files when they (or the trust in them) change: a valid change replaces
     /// the set, an invalid one keeps the last good set (less any file that is no longer trusted)
     /// and logs every problem. Watching stops when `self` is dropped.
-    pub fn watch(
+    pub(crate) fn watch(
         self: &Arc<Self>,
         server_file: Option<PathBuf>,
         trust: TrustPolicy,
@@ -74,7 +74,7 @@ impl HookFiles {
     }
 
     /// The hooks as they are now.
-    pub fn current(&self) -> Arc<HookSet> {
+    pub(crate) fn current(&self) -> Arc<HookSet> {
         match self.set.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -82,12 +82,12 @@ impl HookFiles {
     }
 
     /// How many reloads replaced the set since the start (0 for a server nobody edited).
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
 
     /// Why the last change was refused; empty when the last change was loaded.
-    pub fn problems(&self) -> Vec<Problem> {
+    pub(crate) fn problems(&self) -> Vec<Problem> {
         match self.problems.lock() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),

@@ -13,16 +13,16 @@
 
 mod adapter;
 mod chain;
-pub mod config;
+pub(crate) mod config;
 mod discovery;
-pub mod event;
+pub(crate) mod event;
 mod files;
-pub mod process;
-pub mod protocol;
-pub mod register_hook;
-pub mod runner;
-pub mod session;
+pub(crate) mod process;
+pub(crate) mod protocol;
+pub(crate) mod register_hook;
+pub(crate) mod runner;
+pub(crate) mod session;
 
-pub use adapter::ExternalHooks;
-pub use discovery::{hook_files, load_hook_set, HookSet};
-pub use files::HookFiles;
+pub(crate) use adapter::ExternalHooks;
+pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
+pub(crate) use files::HookFiles;

@@ -36,26 +36,26 @@ use super::config::expand;
 use super::runner::CommandRun;
 
 /// The variable that marks every process of one hook run (and that an `env:` map may not set).
-pub const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
+pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
 
 /// The server's variables a hook gets, when the server has them.
-pub const PASSED_VARIABLES: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+pub(crate) const PASSED_VARIABLES: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
 /// Output past this is not kept (the process may go on writing; it is drained).
-pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// How long the cleanup keeps killing what a hook left before it gives up (and logs it).
 const CLEANUP_LIMIT: Duration = Duration::from_secs(2);
 
 /// A variable of the server's own environment: the `lookup` of [`environment`] outside tests.
-pub fn server_variable(name: &str) -> Option<OsString> {
+pub(crate) fn server_variable(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
 /// The environment of a command hook: [`PASSED_VARIABLES`] from `lookup` (the server's
 /// environment), the section 9 variables for `event` in the workspace `cwd`, then the hook's
 /// `env:` map with its `${NAME}`s filled from `lookup`. The run marker is added by [`execute`].
-pub fn environment(
+pub(crate) fn environment(
     lookup: &dyn Fn(&str) -> Option<OsString>,
     event: &str,
     cwd: &Path,
@@ -89,7 +89,7 @@ pub fn environment(
 /// When the shell ends, what it left is killed and reaped (see the module doc); a leftover that
 /// still holds stdout open therefore does not hold the run. `Err` only when the shell could not
 /// be started or waited for; how the command itself ended is the [`CommandRun`].
-pub async fn execute(
+pub(crate) async fn execute(
     command: &str,
     env: &[(String, OsString)],
     cwd: &Path,
@@ -361,7 +361,7 @@ fn started(pid: i32) -> u64 {
 /// subreaper of its hooks' orphans, so that it can reap them (see the module doc), and
 /// non-dumpable, so that a hook running as the same user cannot read the server's environment
 /// through `/proc/PID/environ` (nor attach to it). Linux only; elsewhere a no-op.
-pub fn guard_server_process() {
+pub(crate) fn guard_server_process() {
     #[cfg(target_os = "linux")]
     {
         use rustix::process::{set_child_subreaper, set_dumpable_behavior, DumpableBehavior};
@@ -379,18 +379,18 @@ pub fn guard_server_process() {
 mod proc {
     /// The fields of `/proc/PID/stat` the cleanup needs.
     #[derive(Debug, Clone, Copy)]
-    pub struct Process {
-        pub pid: i32,
+    pub(super) struct Process {
+        pub(crate) pid: i32,
         /// `R`, `S`, `D`, `Z`, …
-        pub state: char,
-        pub parent: i32,
-        pub group: i32,
+        pub(crate) state: char,
+        pub(crate) parent: i32,
+        pub(crate) group: i32,
         /// Clock ticks since boot.
-        pub started: u64,
+        pub(crate) started: u64,
     }
 
     /// Every process there is (those that vanish while being read are passed over).
-    pub fn processes() -> impl Iterator<Item = Process> {
+    pub(super) fn processes() -> impl Iterator<Item = Process> {
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
@@ -399,14 +399,14 @@ mod proc {
             .filter_map(stat)
     }
 
-    pub fn stat(pid: i32) -> Option<Process> {
+    pub(super) fn stat(pid: i32) -> Option<Process> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         parse_stat(pid, &text)
     }
 
     /// `pid (comm) state ppid pgrp session … starttime …`; `comm` may hold spaces and `)`, so
     /// the fields are counted from the last `)`.
-    pub fn parse_stat(pid: i32, text: &str) -> Option<Process> {
+    pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Process> {
         let (_, rest) = text.rsplit_once(')')?;
         let fields: Vec<&str> = rest.split_whitespace().collect();
         Some(Process {
@@ -419,7 +419,7 @@ mod proc {
     }
 
     /// Whether `pid`'s environment holds `RUN_MARKER=marker` (false when it cannot be read).
-    pub fn carries(pid: i32, marker: &str) -> bool {
+    pub(super) fn carries(pid: i32, marker: &str) -> bool {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             return false;
         };

@@ -10,26 +10,26 @@ use crate::types::{Message, Role};
 
 /// The values a chain works on; each hook sees them as the previous hook left them.
 #[derive(Debug, Clone, Default)]
-pub struct EventState {
-    pub user_input: Option<String>,
-    pub messages: Option<Vec<Message>>,
-    pub system_prompt: Option<String>,
-    pub assistant_output: Option<String>,
-    pub tool_name: Option<String>,
-    pub tool_arguments: Option<Value>,
-    pub tool_result: Option<String>,
-    pub tool_error: Option<String>,
+pub(crate) struct EventState {
+    pub(crate) user_input: Option<String>,
+    pub(crate) messages: Option<Vec<Message>>,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) assistant_output: Option<String>,
+    pub(crate) tool_name: Option<String>,
+    pub(crate) tool_arguments: Option<Value>,
+    pub(crate) tool_result: Option<String>,
+    pub(crate) tool_error: Option<String>,
     /// `run_failed`: what went wrong.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Who is asking: the ids and the place.
 #[derive(Debug, Clone, Default)]
-pub struct Envelope {
-    pub session_id: String,
-    pub run_id: Option<String>,
-    pub cwd: String,
-    pub model: String,
+pub(crate) struct Envelope {
+    pub(crate) session_id: String,
+    pub(crate) run_id: Option<String>,
+    pub(crate) cwd: String,
+    pub(crate) model: String,
 }
 
 fn messages_json(messages: &[Message]) -> Value {
@@ -42,7 +42,7 @@ fn messages_json(messages: &[Message]) -> Value {
 }
 
 /// The input JSON for one hook.
-pub fn input_json(
+pub(crate) fn input_json(
     event: Event,
     event_name: &str,
     envelope: &Envelope,
@@ -104,7 +104,7 @@ pub fn input_json(
 
 /// What a hook decided about the flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Control {
+pub(crate) enum Control {
     /// End the step and the chat (`action: stop`, `abort: true`, `continue: false`).
     Stop(String),
     /// Skip this step (`action: skip`).
@@ -115,22 +115,22 @@ pub enum Control {
 
 /// A hook's result, both vocabularies merged.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HookOutput {
-    pub user_input: Option<String>,
-    pub messages: Option<Vec<Message>>,
-    pub system_prompt: Option<String>,
-    pub tool_arguments: Option<Value>,
-    pub tool_result: Option<String>,
-    pub tool_error: Option<String>,
-    pub assistant_output: Option<String>,
-    pub inject_messages: Vec<Message>,
-    pub additional_context: Option<String>,
-    pub retry_feedback: Option<String>,
-    pub system_message: Option<String>,
-    pub control: Option<Control>,
-    pub suppress_output: bool,
+pub(crate) struct HookOutput {
+    pub(crate) user_input: Option<String>,
+    pub(crate) messages: Option<Vec<Message>>,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) tool_arguments: Option<Value>,
+    pub(crate) tool_result: Option<String>,
+    pub(crate) tool_error: Option<String>,
+    pub(crate) assistant_output: Option<String>,
+    pub(crate) inject_messages: Vec<Message>,
+    pub(crate) additional_context: Option<String>,
+    pub(crate) retry_feedback: Option<String>,
+    pub(crate) system_message: Option<String>,
+    pub(crate) control: Option<Control>,
+    pub(crate) suppress_output: bool,
     /// Changes that were refused (outside the capabilities), for the log.
-    pub refused: Vec<String>,
+    pub(crate) refused: Vec<String>,
 }
 
 fn string_field(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
@@ -169,7 +169,7 @@ fn parse_messages(value: &Value, key: &str) -> Result<Vec<Message>, String> {
 }
 
 /// Parses a hook's JSON answer. `Value::Null` and `{}` mean no change.
-pub fn parse_output(
+pub(crate) fn parse_output(
     value: &Value,
     capabilities: Option<&BTreeSet<String>>,
 ) -> Result<HookOutput, String> {
@@ -267,7 +267,7 @@ pub fn parse_output(
 }
 
 /// Pulls the JSON object out of a model's answer (which may wrap it in prose or a code fence).
-pub fn json_in_text(text: &str) -> Result<Value, String> {
+pub(crate) fn json_in_text(text: &str) -> Result<Value, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(Value::Null);

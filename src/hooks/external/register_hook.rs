@@ -12,7 +12,7 @@ use crate::hooks::signing::{SessionHookSignature, SigningKey};
 use crate::tools::Tool;
 use crate::types::{ChatEvent, ToolOutput, ToolSpec};
 
-pub struct RegisterHook {
+pub(crate) struct RegisterHook {
     /// Signs each registered spec; `None` = the `sig` is empty.
     key: Option<SigningKey>,
     allow_command: bool,
@@ -21,7 +21,7 @@ pub struct RegisterHook {
 }
 
 impl RegisterHook {
-    pub fn new(key: Option<SigningKey>, allow_command: bool, ttl: Duration) -> Self {
+    pub(crate) fn new(key: Option<SigningKey>, allow_command: bool, ttl: Duration) -> Self {
         Self {
             key,
             allow_command,

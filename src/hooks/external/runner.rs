@@ -25,11 +25,11 @@ use crate::llm::{ChatModel, ModelEvent, ModelRequest};
 use crate::types::Message;
 
 /// An http hook's answer past this is a failure.
-pub const MAX_HTTP_ANSWER_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_HTTP_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// How one run ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunResult {
+pub(crate) enum RunResult {
     /// The result JSON (`Null` = no change).
     Output(Value),
     /// Exit 2: blocked, with the reason.
@@ -42,18 +42,18 @@ pub enum RunResult {
 
 /// How a command ended, before the contract gives it a meaning.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommandRun {
+pub(crate) struct CommandRun {
     /// `None` when a signal ended the shell (or it was killed at its timeout).
-    pub exit_code: Option<i32>,
+    pub(crate) exit_code: Option<i32>,
     /// Capped at [`super::process::MAX_OUTPUT_BYTES`], lossily decoded.
-    pub stdout: String,
-    pub stderr: String,
-    pub timed_out: bool,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) timed_out: bool,
 }
 
 impl CommandRun {
     /// The exit-code contract of command hooks (see the module doc).
-    pub fn result(self) -> RunResult {
+    pub(crate) fn result(self) -> RunResult {
         if self.timed_out {
             return RunResult::Timeout;
         }
@@ -87,34 +87,34 @@ impl CommandRun {
 /// layer implements it for `AgentClient` (hooks sit below the agent, so they know it only by this
 /// trait).
 #[async_trait::async_trait]
-pub trait SubAgent: Send + Sync {
+pub(crate) trait SubAgent: Send + Sync {
     async fn answer(&self, task: String) -> Result<String, String>;
 }
 
 /// What the handlers need from the server.
-pub struct Runner {
-    pub http: reqwest::Client,
-    pub model: Arc<dyn ChatModel>,
-    pub model_name: String,
+pub(crate) struct Runner {
+    pub(crate) http: reqwest::Client,
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) model_name: String,
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
-    pub sub_agent: Arc<dyn SubAgent>,
-    pub cwd: std::path::PathBuf,
+    pub(crate) sub_agent: Arc<dyn SubAgent>,
+    pub(crate) cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
-    pub chain_budget: Duration,
+    pub(crate) chain_budget: Duration,
     /// URL prefixes that http hooks other than the server's may call (`http_hooks.allowed_urls`;
     /// empty = none).
-    pub http_hook_urls: Vec<String>,
+    pub(crate) http_hook_urls: Vec<String>,
 }
 
 /// The default [`Runner::chain_budget`].
-pub const DEFAULT_CHAIN_BUDGET: Duration = crate::hooks::DEFAULT_HOOK_BUDGET;
+pub(crate) const DEFAULT_CHAIN_BUDGET: Duration = crate::hooks::DEFAULT_HOOK_BUDGET;
 
 const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
 \"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \
 \"user_input\", \"tool_arguments\", \"tool_result\", \"assistant_output\". Reply {} for no change.";
 
 impl Runner {
-    pub fn new(
+    pub(crate) fn new(
         model: Arc<dyn ChatModel>,
         model_name: String,
         sub_agent: Arc<dyn SubAgent>,
@@ -145,19 +145,19 @@ impl Runner {
     }
 
     /// Sets the URL prefixes that workspace-level http hooks may call.
-    pub fn with_http_hook_urls(mut self, urls: Vec<String>) -> Self {
+    pub(crate) fn with_http_hook_urls(mut self, urls: Vec<String>) -> Self {
         self.http_hook_urls = urls;
         self
     }
 
     /// Sets the time one chain may take in all.
-    pub fn with_chain_budget(mut self, budget: Duration) -> Self {
+    pub(crate) fn with_chain_budget(mut self, budget: Duration) -> Self {
         self.chain_budget = budget;
         self
     }
 
     /// Runs `hook`'s handler with `input` within `timeout`.
-    pub async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+    pub(crate) async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
         match &hook.handler {
             Handler::Command { command, env } => {
                 let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
@@ -308,7 +308,7 @@ impl Runner {
 }
 
 /// Fills `{{variable}}` from the input JSON (strings as they are, other values as JSON).
-pub fn render(template: &str, input: &Value) -> String {
+pub(crate) fn render(template: &str, input: &Value) -> String {
     let mut out = template.to_string();
     for key in [
         "event",
@@ -339,7 +339,7 @@ pub fn render(template: &str, input: &Value) -> String {
 /// an entry of `allowed`, and has that entry's scheme, host and port (so that an entry
 /// `http://h:80` lets neither `http://h:8000/` nor `http://h:80@elsewhere/` through), and no
 /// user or password.
-pub fn url_allowed(url: &str, allowed: &[String]) -> bool {
+pub(crate) fn url_allowed(url: &str, allowed: &[String]) -> bool {
     let Ok(parsed) = reqwest::Url::parse(url) else {
         return false;
     };
@@ -358,7 +358,7 @@ pub fn url_allowed(url: &str, allowed: &[String]) -> bool {
 }
 
 /// Runs `sh -c command` with `env` (see [`super::process`]) and applies the exit-code contract.
-pub async fn run_command(
+pub(crate) async fn run_command(
     command: &str,
     env: &[(String, OsString)],
     cwd: &std::path::Path,

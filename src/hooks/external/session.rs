@@ -41,10 +41,10 @@ const SPEC_FIELDS: [&str; 8] = [
 /// The result fields a session hook may set besides its decisions (`stop`, `skip`, `block`,
 /// `retry_feedback`, `systemMessage`, which need no capability): it may add context, never
 /// rewrite the prompt, the messages, the input, a tool's arguments or result, or the answer.
-pub const SESSION_CAPABILITIES: [&str; 2] = ["additional_context", "inject_messages"];
+pub(crate) const SESSION_CAPABILITIES: [&str; 2] = ["additional_context", "inject_messages"];
 
 /// Seconds since the epoch, now.
-pub fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -52,7 +52,7 @@ pub fn unix_now() -> u64 {
 }
 
 /// Checks a spec against the rules: known fields, an allowed handler. Returns the spec to store.
-pub fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Value, String> {
+pub(crate) fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Value, String> {
     let object = arguments
         .as_object()
         .ok_or("arguments must be a JSON object")?;
@@ -127,7 +127,7 @@ fn expires_at(spec: &Value) -> u64 {
 
 /// Builds each chat's session hooks from `chat.session_hooks`; forged, expired, repeated or
 /// refused ones are dropped (logged and counted), never run.
-pub struct SessionHookFactory {
+pub(crate) struct SessionHookFactory {
     runner: Arc<Runner>,
     /// Checks each spec's `sig`; `None` = specs are trusted as sent.
     key: Option<SigningKey>,
@@ -136,16 +136,20 @@ pub struct SessionHookFactory {
 
 /// The operator's rules for session hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionHookRules {
+pub(crate) struct SessionHookRules {
     /// `false`: the `register_hook` tool is gone and `chat.session_hooks` is ignored.
-    pub enabled: bool,
-    pub allow_command: bool,
+    pub(crate) enabled: bool,
+    pub(crate) allow_command: bool,
     /// Session hooks one chat runs at most.
-    pub max_per_chat: usize,
+    pub(crate) max_per_chat: usize,
 }
 
 impl SessionHookFactory {
-    pub fn new(runner: Arc<Runner>, key: Option<SigningKey>, settings: SessionHookRules) -> Self {
+    pub(crate) fn new(
+        runner: Arc<Runner>,
+        key: Option<SigningKey>,
+        settings: SessionHookRules,
+    ) -> Self {
         Self {
             runner,
             key,
