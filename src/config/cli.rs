@@ -1,0 +1,93 @@
+//! The command line: subcommands and flags, each flag with its environment variable (clap
+//! resolves flag before env).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hookwire",
+    version,
+    about = "A stateless WebSocket chat backend for LLM agents, built around hooks"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub settings: CliSettings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Load skills and hook files as `serve` would, print every problem, exit 1 if any error.
+    Check,
+    /// Show the workspace's hook files and what they run; trust them once confirmed.
+    Trust(TrustArgs),
+}
+
+/// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
+pub struct TrustArgs {
+    /// Trust the files shown without asking (needed when stdin is not a terminal).
+    #[arg(long, conflicts_with_all = ["list", "revoke"])]
+    pub yes: bool,
+    /// Show every trusted workspace and its files.
+    #[arg(long, conflicts_with = "revoke")]
+    pub list: bool,
+    /// Forget the workspace: its hook files stop loading.
+    #[arg(long)]
+    pub revoke: bool,
+}
+
+/// Flags, each with its environment variable (clap resolves flag before env).
+#[derive(Debug, Default, Clone, Args)]
+pub struct CliSettings {
+    /// YAML config file.
+    #[arg(long, env = "HOOKWIRE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Listen address (port 0 = pick a free port).
+    #[arg(long, env = "HOOKWIRE_ADDR", global = true)]
+    pub addr: Option<String>,
+    /// Skill folders.
+    #[arg(long, env = "HOOKWIRE_SKILLS_DIR", global = true)]
+    pub skills_dir: Option<PathBuf>,
+    /// Root that the file tools may read; nothing outside it.
+    #[arg(long, env = "HOOKWIRE_WORKSPACE", global = true)]
+    pub workspace: Option<PathBuf>,
+    /// The browser page.
+    #[arg(long, env = "HOOKWIRE_STATIC_DIR", global = true)]
+    pub static_dir: Option<PathBuf>,
+    /// OpenAI-compatible API root (else OPENAI_BASE_URL).
+    #[arg(long, env = "HOOKWIRE_LLM_BASE_URL", global = true)]
+    pub llm_base_url: Option<String>,
+    /// Bearer token (else OPENAI_API_KEY).
+    #[arg(
+        long,
+        env = "HOOKWIRE_LLM_API_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub llm_api_key: Option<String>,
+    /// Model name sent upstream.
+    #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
+    pub model: Option<String>,
+    /// Seconds the upstream may stay silent before the chat fails.
+    #[arg(long, env = "HOOKWIRE_LLM_TIMEOUT", global = true)]
+    pub llm_timeout: Option<f64>,
+    /// `text` or `json`; the level comes from RUST_LOG.
+    #[arg(long, env = "HOOKWIRE_LOG_FORMAT", global = true)]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}

@@ -1,0 +1,100 @@
+//! The YAML config file's shape. Unknown keys are an error, so typos do not pass silently.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::LogFormat;
+
+/// The config file. Unknown keys are an error, so typos do not pass silently.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub addr: Option<String>,
+    pub skills_dir: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub static_dir: Option<PathBuf>,
+    pub llm_base_url: Option<String>,
+    pub llm_api_key: Option<String>,
+    pub model: Option<String>,
+    pub llm_timeout: Option<f64>,
+    pub llm_connect_timeout: Option<f64>,
+    pub secret: Option<String>,
+    pub log_format: Option<LogFormat>,
+    /// Skills enabled when a chat names none; unset = every skill that loaded.
+    pub default_skills: Option<Vec<String>>,
+    /// `Origin`s a browser request may come from; unset = the same origin only.
+    pub allowed_origins: Option<Vec<String>>,
+    /// `Host` names the server answers; unset = loopback names when bound to loopback, else any.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// The token `/ws`, `/api/*` and `/metrics` need (else `HOOKWIRE_AUTH_TOKEN`).
+    pub auth_token: Option<String>,
+    /// Trust every workspace hook file without review (else `HOOKWIRE_TRUST_WORKSPACE_HOOKS`).
+    pub trust_workspace_hooks: Option<bool>,
+    /// Where `trust.json` lives (else `HOOKWIRE_STATE_DIR`, `$XDG_STATE_HOME/hookwire`,
+    /// `~/.local/state/hookwire`).
+    pub state_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub session_hooks: SessionHooksFile,
+    #[serde(default)]
+    pub http_hooks: HttpHooksFile,
+    /// The server-level hook file (else `HOOKWIRE_HOOKS`, else `hooks.yaml` beside this file).
+    pub hooks: Option<PathBuf>,
+    /// Let the model register `command` session hooks too (default: only `llm`).
+    pub allow_session_command_hooks: Option<bool>,
+    #[serde(default)]
+    pub planning: PlanningFile,
+    #[serde(default)]
+    pub prompts: PromptsFile,
+    #[serde(default)]
+    pub limits: LimitsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionHooksFile {
+    pub enabled: Option<bool>,
+    pub ttl_seconds: Option<f64>,
+    pub max_per_chat: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpHooksFile {
+    pub allowed_urls: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanningFile {
+    pub marker: Option<String>,
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptsFile {
+    pub system: Option<String>,
+    pub first_step: Option<String>,
+    pub each_step: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsFile {
+    pub max_message_bytes: Option<usize>,
+    pub max_history_messages: Option<usize>,
+    pub max_input_chars: Option<usize>,
+    pub max_steps: Option<usize>,
+    pub max_retries: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub shutdown_grace_seconds: Option<f64>,
+    pub ping_interval_seconds: Option<f64>,
+    pub idle_timeout_seconds: Option<f64>,
+    pub hook_chain_timeout_seconds: Option<f64>,
+    pub write_stall_seconds: Option<f64>,
+    pub max_frame_bytes: Option<usize>,
+    pub max_tool_calls_per_round: Option<usize>,
+    pub header_read_timeout_seconds: Option<f64>,
+    pub max_pending_connections: Option<usize>,
+}

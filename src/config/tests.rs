@@ -1,0 +1,278 @@
+use super::*;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn file(yaml: &str) -> FileConfig {
+    let options = serde_saphyr::options! { strict_booleans: true };
+    match serde_saphyr::from_str_with_options(yaml, options) {
+        Ok(file) => file,
+        Err(e) => panic!("bad test yaml: {e}"),
+    }
+}
+
+#[test]
+fn defaults_match_the_protocol() {
+    let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
+    assert_eq!(config.addr, "127.0.0.1:8080");
+    assert_eq!(config.skills_dir, PathBuf::from("./skills"));
+    assert_eq!(config.agent.model, "gpt-4o-mini");
+    assert_eq!(config.llm.idle_timeout, Duration::from_secs(60));
+    assert_eq!(config.llm.connect_timeout, Duration::from_secs(10));
+    assert_eq!(config.agent.marker, "[NEED_TOOL]");
+    assert_eq!(config.agent.max_steps, 8);
+    assert!(config.llm.is_demo());
+    assert_eq!(config.limits, Limits::default());
+    assert_eq!(config.allowed_origins, None);
+    assert_eq!(config.allowed_hosts, None);
+    assert_eq!(config.auth_token, None);
+    assert!(!config.trust_workspace_hooks);
+    assert_eq!(config.state_dir, None, "no HOME, no XDG_STATE_HOME");
+    assert_eq!(config.session_hooks, SessionHookSettings::default());
+    assert!(config.http_hook_urls.is_empty());
+}
+
+#[test]
+fn trust_settings_come_from_env_then_file() {
+    let env = |name: &str| {
+        let value = match name {
+            "HOOKWIRE_ALLOWED_ORIGINS" => "https://a.example, https://b.example,",
+            "HOOKWIRE_ALLOWED_HOSTS" => "chat.example",
+            "HOOKWIRE_AUTH_TOKEN" => "tok",
+            "HOOKWIRE_TRUST_WORKSPACE_HOOKS" => "true",
+            "XDG_STATE_HOME" => "/state",
+            "HOME" => "/home/me",
+            _ => return None,
+        };
+        Some(value.to_string())
+    };
+    let yaml = "allowed_origins: [https://file.example]\nauth_token: file-token\n\
+                session_hooks: {enabled: false, ttl_seconds: 60, max_per_chat: 2}\n\
+                http_hooks: {allowed_urls: ['http://127.0.0.1:9/']}\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), env).unwrap();
+    assert_eq!(
+        config.allowed_origins,
+        Some(vec!["https://a.example".into(), "https://b.example".into()])
+    );
+    assert_eq!(config.allowed_hosts, Some(vec!["chat.example".into()]));
+    assert_eq!(config.auth_token.as_deref(), Some("tok"));
+    assert!(config.trust_workspace_hooks);
+    assert_eq!(config.state_dir, Some(PathBuf::from("/state/hookwire")));
+    assert!(!config.session_hooks.enabled);
+    assert_eq!(config.session_hooks.ttl, Duration::from_secs(60));
+    assert_eq!(config.session_hooks.max_per_chat, 2);
+    assert_eq!(
+        config.http_hook_urls,
+        vec!["http://127.0.0.1:9/".to_string()]
+    );
+    let home_only = |name: &str| (name == "HOME").then(|| "/home/me".to_string());
+    let config = Config::resolve(&CliSettings::default(), file(yaml), home_only).unwrap();
+    assert_eq!(
+        config.state_dir,
+        Some(PathBuf::from("/home/me/.local/state/hookwire"))
+    );
+    assert_eq!(config.auth_token.as_deref(), Some("file-token"));
+    let error = Config::resolve(
+        &CliSettings::default(),
+        file("http_hooks: {allowed_urls: ['127.0.0.1:9/hook']}\n"),
+        no_env,
+    );
+    assert_eq!(
+        error.unwrap_err().setting(),
+        Some("http_hooks.allowed_urls")
+    );
+    let bad = |name: &str| (name == "HOOKWIRE_TRUST_WORKSPACE_HOOKS").then(|| "maybe".into());
+    let error = Config::resolve(&CliSettings::default(), FileConfig::default(), bad);
+    assert!(error.unwrap_err().to_string().contains("true or false"));
+}
+
+#[test]
+fn unsafe_secrets_and_tokens_are_refused() {
+    let empty_env = |name: &str| (name == "HOOKWIRE_SECRET").then(String::new);
+    let error = Config::resolve(&CliSettings::default(), FileConfig::default(), empty_env);
+    assert_eq!(error.unwrap_err().setting(), Some("secret"));
+    let error = Config::resolve(&CliSettings::default(), file("secret: ''\n"), no_env);
+    assert_eq!(error.unwrap_err().setting(), Some("secret"));
+    let error = Config::resolve(&CliSettings::default(), file("auth_token: ' '\n"), no_env);
+    assert_eq!(error.unwrap_err().setting(), Some("auth_token"));
+    let commands = "allow_session_command_hooks: true\n";
+    let error = Config::resolve(&CliSettings::default(), file(commands), no_env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("allow_session_command_hooks needs a secret"),
+        "{error}"
+    );
+    let with_secret = format!("{commands}secret: k\n");
+    assert!(Config::resolve(&CliSettings::default(), file(&with_secret), no_env).is_ok());
+}
+
+#[test]
+fn flag_beats_file_beats_default() {
+    let cli = CliSettings {
+        model: Some("from-flag".into()),
+        ..Default::default()
+    };
+    let config =
+        Config::resolve(&cli, file("model: from-file\naddr: 127.0.0.1:9\n"), no_env).unwrap();
+    assert_eq!(config.agent.model, "from-flag");
+    assert_eq!(config.addr, "127.0.0.1:9");
+}
+
+#[test]
+fn openai_env_is_the_fallback_for_base_url_and_key() {
+    let env = |name: &str| match name {
+        "OPENAI_BASE_URL" => Some("http://127.0.0.1:1/v1".to_string()),
+        "OPENAI_API_KEY" => Some("sk-env".to_string()),
+        _ => None,
+    };
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("llm_base_url: http://file/v1\n"),
+        env,
+    )
+    .unwrap();
+    assert_eq!(
+        config.llm.base_url.as_deref(),
+        Some("http://127.0.0.1:1/v1")
+    );
+    assert_eq!(config.llm.api_key.as_deref(), Some("sk-env"));
+    let cli = CliSettings {
+        llm_base_url: Some("http://flag/v1".into()),
+        ..Default::default()
+    };
+    let config = Config::resolve(&cli, FileConfig::default(), env).unwrap();
+    assert_eq!(config.llm.base_url.as_deref(), Some("http://flag/v1"));
+}
+
+#[test]
+fn key_without_url_means_openai() {
+    let cli = CliSettings {
+        llm_api_key: Some("sk".into()),
+        ..Default::default()
+    };
+    let config = Config::resolve(&cli, FileConfig::default(), no_env).unwrap();
+    assert!(!config.llm.is_demo());
+    assert_eq!(
+        config.llm.effective_base_url().as_deref(),
+        Some("https://api.openai.com/v1")
+    );
+}
+
+#[test]
+fn file_sections_are_read_and_unknown_keys_refused() {
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("planning:\n  marker: '<<TOOLS>>'\nlimits:\n  max_steps: 3\n  hook_chain_timeout_seconds: 2.5\ndefault_skills: [a, b]\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.agent.marker, "<<TOOLS>>");
+    assert_eq!(config.agent.max_steps, 3);
+    assert_eq!(
+        config.limits.hook_chain_timeout,
+        Duration::from_millis(2500)
+    );
+    assert_eq!(
+        config.default_skills,
+        Some(vec!["a".to_string(), "b".to_string()])
+    );
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let bad: Result<FileConfig, _> = serde_saphyr::from_str_with_options("modle: x\n", options);
+    assert!(bad.is_err());
+}
+
+#[test]
+fn bad_timeouts_are_refused_with_the_setting_named() {
+    let cli = CliSettings {
+        llm_timeout: Some(-1.0),
+        ..Default::default()
+    };
+    let error = Config::resolve(&cli, FileConfig::default(), no_env).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ConfigError::NotSeconds {
+                setting: "llm_timeout",
+                value: -1.0
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "llm_timeout must be a positive number of seconds, got -1"
+    );
+    let error = Config::resolve(
+        &CliSettings::default(),
+        file("limits:\n  hook_chain_timeout_seconds: 0\n"),
+        no_env,
+    )
+    .unwrap_err();
+    assert_eq!(error.setting(), Some("limits.hook_chain_timeout_seconds"));
+    assert!(
+        error
+            .to_string()
+            .contains("limits.hook_chain_timeout_seconds"),
+        "{error}"
+    );
+}
+
+#[test]
+fn limits_below_their_minimum_are_refused_with_the_same_text() {
+    let cases = [
+        (
+            "limits:\n  max_message_bytes: 10\n",
+            "limits.max_message_bytes must be at least 1024",
+        ),
+        (
+            "limits:\n  max_frame_bytes: 10\n",
+            "limits.max_frame_bytes must be at least 4096",
+        ),
+        (
+            "limits:\n  max_pending_connections: 0\n",
+            "limits.max_pending_connections must be at least 1",
+        ),
+        (
+            "limits:\n  max_connections: 0\n",
+            "limits.max_connections must be at least 1",
+        ),
+        (
+            "limits:\n  max_tool_calls_per_round: 0\n",
+            "limits.max_tool_calls_per_round must be at least 1",
+        ),
+        (
+            "limits:\n  max_steps: 0\n",
+            "limits.max_steps must be at least 1",
+        ),
+        (
+            "planning:\n  marker: '  '\n",
+            "planning.marker must not be empty",
+        ),
+    ];
+    for (yaml, shown) in cases {
+        let error = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap_err();
+        assert_eq!(error.to_string(), shown);
+        assert!(error.setting().is_some_and(|s| shown.starts_with(s)));
+    }
+}
+
+#[test]
+fn file_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let error = Config::read_file(&missing).unwrap_err();
+    assert!(matches!(error, ConfigError::Read { .. }), "{error:?}");
+    assert!(error
+        .to_string()
+        .starts_with(&format!("cannot read config file {}: ", missing.display())));
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(&typo, "modle: x\n").unwrap();
+    let error = Config::read_file(&typo).unwrap_err();
+    assert!(matches!(error, ConfigError::Parse { .. }), "{error:?}");
+    assert!(error
+        .to_string()
+        .starts_with(&format!("config file {}: ", typo.display())));
+    assert_eq!(error.setting(), None);
+}

@@ -1,0 +1,234 @@
+use super::*;
+use crate::types::Usage;
+use crate::types::{ChatError, DoneReason, NoticeLevel};
+use serde_json::json;
+
+fn parse(text: &str) -> ClientFrame {
+    ClientFrame::parse(text, &Limits::default())
+}
+
+fn invalid_message(text: &str) -> String {
+    match parse(text) {
+        ClientFrame::Invalid { message, .. } => message,
+        other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_chat_frame() {
+    let frame = parse(
+        r#"{"type":"chat","id":"c1","messages":[{"role":"user","content":"hi"},
+        {"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"ab"}}],
+        "input":"go","skills":["x"],"enable_tools":false,"extra":1}"#,
+    );
+    let ClientFrame::Chat(chat) = frame else {
+        panic!("{frame:?}")
+    };
+    assert_eq!(chat.id.as_deref(), Some("c1"));
+    assert_eq!(chat.messages.len(), 2);
+    assert_eq!(
+        chat.messages[1].hook.as_ref().map(|h| h.sig.as_str()),
+        Some("ab")
+    );
+    assert_eq!(chat.skills, Some(vec!["x".to_string()]));
+    assert!(!chat.enable_tools);
+}
+
+#[test]
+fn nulls_mean_defaults() {
+    let ClientFrame::Chat(chat) = parse(
+        r#"{"type":"chat","id":null,"messages":null,"input":"x","skills":null,"enable_tools":null}"#,
+    ) else {
+        panic!()
+    };
+    assert_eq!(
+        (chat.id, chat.messages.len(), chat.skills, chat.enable_tools),
+        (None, 0, None, true)
+    );
+}
+
+#[test]
+fn every_bad_frame_names_its_problem() {
+    assert!(invalid_message("not json").contains("not valid JSON"));
+    assert!(invalid_message("[1]").contains("JSON object"));
+    assert!(invalid_message("\u{feff}{\"type\":\"ping\"}").contains("not valid JSON"));
+    assert!(invalid_message(r#"{"type":"ping","x":NaN}"#).contains("not valid JSON"));
+    assert!(invalid_message(r#"{"type":"chat","input":"\ud800"}"#).contains("not valid JSON"));
+    let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+    assert!(invalid_message(&deep).contains("deeper than 64"));
+    assert!(invalid_message(r#"{"id":"a"}"#).contains("missing field \"type\""));
+    assert!(invalid_message(r#"{"type":"nope"}"#).contains("unknown frame type"));
+    assert!(invalid_message(r#"{"type":"chat"}"#).contains("missing field \"input\""));
+    assert!(invalid_message(r#"{"type":"chat","input":""}"#).contains("must not be empty"));
+    assert!(invalid_message(r#"{"type":"chat","input":5}"#).contains("\"input\" must be a string"));
+    assert!(invalid_message(r#"{"type":"chat","id":"","input":"x"}"#)
+        .contains("\"id\" must not be empty"));
+    assert!(invalid_message(r#"{"type":"chat","id":7,"input":"x"}"#)
+        .contains("\"id\" must be a string"));
+    assert!(invalid_message(
+        r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#
+    )
+    .contains("messages[0].role"));
+    assert!(
+        invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"user"}]}"#)
+            .contains("messages[0].content")
+    );
+    assert!(invalid_message(r#"{"type":"chat","input":"x","skills":"a"}"#).contains("skills"));
+    assert!(
+        invalid_message(r#"{"type":"chat","input":"x","enable_tools":"yes"}"#)
+            .contains("enable_tools")
+    );
+}
+
+#[test]
+fn nesting_at_the_limit_is_fine() {
+    let ok = format!(
+        r#"{{"type":"ping","x":{}{}}}"#,
+        "[".repeat(63),
+        "]".repeat(63)
+    );
+    assert_eq!(parse(&ok), ClientFrame::Ping { id: None });
+    // Brackets inside strings do not count.
+    let text = format!(r#"{{"type":"ping","x":"{}"}}"#, "[".repeat(100));
+    assert_eq!(parse(&text), ClientFrame::Ping { id: None });
+}
+
+#[test]
+fn limits_apply() {
+    let limits = Limits {
+        max_input_chars: 3,
+        max_history_messages: 1,
+        ..Limits::default()
+    };
+    let long = ClientFrame::parse(r#"{"type":"chat","id":"a","input":"ééé!"}"#, &limits);
+    assert!(
+        matches!(long, ClientFrame::Invalid { ref id, ref message } if id.as_deref() == Some("a") && message.contains("limit is 3"))
+    );
+    let ok = ClientFrame::parse(r#"{"type":"chat","input":"ééé"}"#, &limits);
+    assert!(matches!(ok, ClientFrame::Chat(_)));
+    let many = ClientFrame::parse(
+        r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}"#,
+        &limits,
+    );
+    assert!(
+        matches!(many, ClientFrame::Invalid { ref message, .. } if message.contains("limit is 1"))
+    );
+}
+
+#[test]
+fn server_frames_have_the_wire_shape() {
+    let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
+    assert_eq!(frame(ChatEvent::Started), json!({"type":"start","id":"c1"}));
+    assert_eq!(
+        frame(ChatEvent::Text("hi".into())),
+        json!({"type":"text","id":"c1","delta":"hi"})
+    );
+    assert_eq!(
+        frame(ChatEvent::Plan("p".into())),
+        json!({"type":"plan","id":"c1","content":"p"})
+    );
+    assert_eq!(
+        frame(ChatEvent::ToolCall {
+            call_id: "k".into(),
+            name: "read_file".into(),
+            arguments: json!({"path":"a"})
+        }),
+        json!({"type":"tool_call","id":"c1","call_id":"k","name":"read_file","arguments":{"path":"a"}})
+    );
+    assert_eq!(
+        frame(ChatEvent::ToolResult {
+            call_id: "k".into(),
+            name: "read_file".into(),
+            content: "x".into(),
+            is_error: true
+        }),
+        json!({"type":"tool_result","id":"c1","call_id":"k","name":"read_file","content":"x","is_error":true})
+    );
+    let tag = HookTag {
+        name: "h".into(),
+        skill: "s".into(),
+        timing: "after_user_input".into(),
+        sig: "".into(),
+    };
+    assert_eq!(
+        frame(ChatEvent::Hook(HookMessage {
+            role: Role::System,
+            content: "be brief".into(),
+            tag
+        })),
+        json!({"type":"hook","id":"c1","hook":{"name":"h","skill":"s","timing":"after_user_input"},
+               "message":{"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":""}}})
+    );
+    assert_eq!(
+        frame(ChatEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: "m".into(),
+            source: "hook".into()
+        }),
+        json!({"type":"notice","id":"c1","level":"warn","message":"m","source":"hook"})
+    );
+    assert_eq!(
+        frame(ChatEvent::Done {
+            reason: DoneReason::MaxSteps,
+            content: "a".into(),
+            usage: Usage {
+                prompt_tokens: 3,
+                completion_tokens: 4
+            }
+        }),
+        json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
+               "usage":{"prompt_tokens":3,"completion_tokens":4}})
+    );
+    assert_eq!(
+        frame(ChatEvent::Error(ChatError::new(
+            ErrorCode::Upstream,
+            "down"
+        ))),
+        json!({"type":"error","id":"c1","code":"upstream","message":"down"})
+    );
+    assert_eq!(
+        serde_json::to_value(ServerFrame::Pong { id: None }).unwrap(),
+        json!({"type":"pong"})
+    );
+}
+
+/// Client frame parsing (strict, validated) against a bare `serde_json` parse of the same
+/// text, as a ratio. A benchmark, not a check: frames are private to the crate, so
+/// `benches/` cannot reach the parser.
+#[test]
+#[ignore = "a benchmark: cargo test --release --lib -- --ignored --nocapture parse_cost"]
+fn parse_cost() {
+    use std::hint::black_box;
+    use std::time::{Duration, Instant};
+
+    fn time_per_op(iterations: u32, mut op: impl FnMut()) -> Duration {
+        for _ in 0..iterations / 10 {
+            op();
+        }
+        let started = Instant::now();
+        for _ in 0..iterations {
+            op();
+        }
+        started.elapsed() / iterations
+    }
+
+    let history: Vec<_> = (0..20)
+        .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("message number {i} with some ordinary text in it")}))
+        .collect();
+    let frame = json!({"type":"chat","id":"c1","messages":history,"input":"read README.md and summarise it","skills":["code-reader"],"enable_tools":true}).to_string();
+    let limits = Limits::default();
+    let iterations = 20_000;
+    let baseline = time_per_op(iterations, || {
+        black_box(serde_json::from_str::<Value>(black_box(&frame)).ok());
+    });
+    let ours = time_per_op(iterations, || {
+        black_box(ClientFrame::parse(black_box(&frame), &limits));
+    });
+    println!(
+        "parse chat frame ({} bytes, 20 messages): hookwire {:?}/op, serde_json::Value baseline {:?}/op, ratio {:.2}",
+        frame.len(),
+        ours,
+        baseline,
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
