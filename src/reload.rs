@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, ModifyKind};
@@ -18,6 +19,51 @@ use sha2::{Digest, Sha256};
 const QUIET: Duration = Duration::from_millis(200);
 /// A burst that never goes quiet is looked at after this long anyway.
 const LONGEST_BURST: Duration = Duration::from_secs(2);
+
+/// A value swapped whole on reload (the skills, the hook files): readers take an `Arc` of the
+/// current one, so a chat keeps what it started with; every swap counts (the generation).
+#[derive(Debug)]
+pub(crate) struct Swappable<T> {
+    current: RwLock<Arc<T>>,
+    generation: AtomicU64,
+}
+
+impl<T> Swappable<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(value)),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The value as it is now.
+    pub(crate) fn current(&self) -> Arc<T> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// How many swaps since the start (0 for a server nobody edited).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Lets `change` look at the current value and make the next one (`None` keeps it), under
+    /// the write lock, so two reloads cannot interleave; returns what `change` says.
+    pub(crate) fn update<R>(&self, change: impl FnOnce(&Arc<T>) -> (Option<T>, R)) -> R {
+        let mut guard = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let (next, said) = change(&guard);
+        if let Some(next) = next {
+            *guard = Arc::new(next);
+            self.generation.fetch_add(1, Ordering::Relaxed);
+        }
+        said
+    }
+}
 
 /// Where a set's files are.
 pub(crate) trait Layout: Send + Sync + 'static {

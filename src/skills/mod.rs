@@ -12,11 +12,11 @@ pub(crate) use load::scan_skills;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 pub(crate) use crate::hooks::prompt::{HookSpec, Timing};
 use crate::hooks::signing::SigningKey;
+use crate::reload::Swappable;
 use crate::types::Problem;
 
 /// A loaded skill.
@@ -83,9 +83,7 @@ impl SkillSet {
 #[derive(Debug)]
 pub(crate) struct SkillRegistry {
     dir: PathBuf,
-    current: RwLock<Arc<SkillSet>>,
-    /// How many times the set was swapped since the start.
-    generation: AtomicU64,
+    current: Swappable<SkillSet>,
 }
 
 impl SkillRegistry {
@@ -95,8 +93,7 @@ impl SkillRegistry {
         let set = scan_skills(&dir);
         Self {
             dir,
-            current: RwLock::new(Arc::new(set)),
-            generation: AtomicU64::new(0),
+            current: Swappable::new(set),
         }
     }
 
@@ -106,28 +103,20 @@ impl SkillRegistry {
 
     /// The skills as they are now.
     pub(crate) fn current(&self) -> Arc<SkillSet> {
-        match self.current.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current.current()
     }
 
     /// How many reloads swapped the set since the start (0 for a server nobody edited).
     pub(crate) fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Relaxed)
+        self.current.generation()
     }
 
     /// Scans the dir again; broken skills keep their last good hooks. Returns the new set.
     pub(crate) fn reload(&self) -> Arc<SkillSet> {
         let next = scan_skills(&self.dir);
-        let mut guard = match self.current.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let merged = Arc::new(guard.merge_reload(next));
-        *guard = merged.clone();
-        self.generation.fetch_add(1, Ordering::Relaxed);
-        merged
+        self.current
+            .update(|current| (Some(current.merge_reload(next)), ()));
+        self.current.current()
     }
 }
 

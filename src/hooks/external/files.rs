@@ -4,8 +4,7 @@
 //! and a workspace file edited after it was trusted stops running at the next reload.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use notify::RecursiveMode;
@@ -14,7 +13,7 @@ use super::discovery::{hook_files, load_hook_set, HookSet};
 use super::runner::Runner;
 use super::ExternalHooks;
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
-use crate::reload::{Layout, Outcome, Reloader, WatchError};
+use crate::reload::{Layout, Outcome, Reloader, Swappable, WatchError};
 use crate::trust::TrustPolicy;
 use crate::types::{ChatError, ChatRequest, Problem};
 
@@ -22,10 +21,8 @@ use crate::types::{ChatError, ChatRequest, Problem};
 /// [`AgentHook`] for the connection events (`session_start` / `session_end`), which belong to no
 /// chat.
 pub(crate) struct HookFiles {
-    set: RwLock<Arc<HookSet>>,
+    set: Swappable<HookSet>,
     runner: Arc<Runner>,
-    /// How many times the set was replaced since the start.
-    generation: AtomicU64,
     /// Why the last change was refused (empty after a good one).
     problems: Mutex<Vec<Problem>>,
     reloader: Mutex<Option<Reloader>>,
@@ -34,9 +31,8 @@ pub(crate) struct HookFiles {
 impl HookFiles {
     pub(crate) fn new(set: HookSet, runner: Arc<Runner>) -> Self {
         Self {
-            set: RwLock::new(Arc::new(set)),
+            set: Swappable::new(set),
             runner,
-            generation: AtomicU64::new(0),
             problems: Mutex::new(Vec::new()),
             reloader: Mutex::new(None),
         }
@@ -75,15 +71,12 @@ impl HookFiles {
 
     /// The hooks as they are now.
     pub(crate) fn current(&self) -> Arc<HookSet> {
-        match self.set.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.set.current()
     }
 
     /// How many reloads replaced the set since the start (0 for a server nobody edited).
     pub(crate) fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Relaxed)
+        self.set.generation()
     }
 
     /// Why the last change was refused; empty when the last change was loaded.
@@ -97,33 +90,29 @@ impl HookFiles {
     /// Uses `set` unless it has problems; then the last good set stays, without the files that
     /// are no longer trusted (their hooks must stop even when another file is broken).
     fn update(&self, set: HookSet, problems: Vec<Problem>) -> Outcome {
-        let mut guard = match self.set.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if !problems.is_empty() {
-            let lines = problems.iter().map(ToString::to_string).collect();
-            if let Ok(mut slot) = self.problems.lock() {
-                *slot = problems;
-            }
-            if guard.untrusted != set.untrusted {
-                let kept = guard.without(set.untrusted);
+        self.set.update(|current| {
+            if !problems.is_empty() {
+                let lines = problems.iter().map(ToString::to_string).collect();
+                if let Ok(mut slot) = self.problems.lock() {
+                    *slot = problems;
+                }
+                let refused = Outcome::Refused { problems: lines };
+                if current.untrusted == set.untrusted {
+                    return (None, refused);
+                }
+                let kept = current.without(set.untrusted);
                 for untrusted in &kept.untrusted {
                     tracing::warn!("{untrusted}");
                 }
-                *guard = Arc::new(kept);
-                self.generation.fetch_add(1, Ordering::Relaxed);
+                return (Some(kept), refused);
             }
-            return Outcome::Refused { problems: lines };
-        }
-        if let Ok(mut slot) = self.problems.lock() {
-            slot.clear();
-        }
-        let summary = format!("{} hook(s) in {} file(s)", set.len(), set.files.len());
-        let warnings = set.untrusted.iter().map(ToString::to_string).collect();
-        *guard = Arc::new(set);
-        self.generation.fetch_add(1, Ordering::Relaxed);
-        Outcome::Swapped { summary, warnings }
+            if let Ok(mut slot) = self.problems.lock() {
+                slot.clear();
+            }
+            let summary = format!("{} hook(s) in {} file(s)", set.len(), set.files.len());
+            let warnings = set.untrusted.iter().map(ToString::to_string).collect();
+            (Some(set), Outcome::Swapped { summary, warnings })
+        })
     }
 
     fn snapshot(&self) -> ExternalHooks {
