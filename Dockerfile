@@ -19,8 +19,11 @@ COPY static ./static
 COPY skills ./skills
 USER hookwire
 # The default address is loopback; in a container the port is published, so listen on all of
-# its interfaces (set HOOKWIRE_AUTH_TOKEN when the port is reachable by others).
+# its interfaces (set HOOKWIRE_AUTH_TOKEN when the port is reachable by others). Bound to 0.0.0.0
+# the server would answer any Host name, so a page could reach a port published on loopback
+# through DNS rebinding: answer only loopback names unless HOOKWIRE_ALLOWED_HOSTS says more.
 ENV HOOKWIRE_ADDR=0.0.0.0:8080 \
+    HOOKWIRE_ALLOWED_HOSTS=localhost,127.0.0.1,[::1] \
     HOOKWIRE_SKILLS_DIR=/app/skills \
     HOOKWIRE_STATIC_DIR=/app/static \
     HOOKWIRE_WORKSPACE=/workspace

@@ -318,7 +318,9 @@ impl Config {
                 .max_per_chat
                 .unwrap_or(session_defaults.max_per_chat),
         };
-        let auth_token = env("HOOKWIRE_AUTH_TOKEN").or(file.auth_token.clone());
+        // Raw, like the secret: `HOOKWIRE_AUTH_TOKEN=""` (an unset shell variable) must not
+        // quietly turn authentication off.
+        let auth_token = raw_env("HOOKWIRE_AUTH_TOKEN").or(file.auth_token.clone());
         if auth_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ConfigError::Empty {
                 setting: "auth_token",

@@ -22,6 +22,14 @@ fn init_logging(format: LogFormat) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A flag's value is in /proc/PID/cmdline, which every process on the machine (hooks
+    // included) can read; the environment is not.
+    if std::env::args_os().any(|arg| arg.to_string_lossy().starts_with("--llm-api-key")) {
+        eprintln!(
+            "hookwire: warning: --llm-api-key shows the key to every process on this machine \
+             (the process list); set HOOKWIRE_LLM_API_KEY instead"
+        );
+    }
     let config = match Config::load(&cli.settings) {
         Ok(config) => config,
         Err(error) => {

@@ -328,6 +328,34 @@ fn arm(
     }
 }
 
+/// The most a config-like file (a hook file, `trust.json`, a skill's hook file) may hold.
+pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads a small regular file, safely for a file someone else may have put there: opened
+/// without blocking and without taking a terminal, refused unless it is a regular file (a FIFO,
+/// `/dev/zero` or a terminal behind a symlink is never read), and read to at most
+/// [`MAX_FILE_BYTES`] (a `/proc` file that claims size 0 cannot flood memory).
+pub(crate) fn read_small_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_FILE_BYTES} bytes"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// SHA-256 over each file's path and contents (or that it is a directory, missing, unreadable).
 fn fingerprint(files: &[PathBuf]) -> [u8; 32] {
     let mut hash = Sha256::new();
@@ -335,7 +363,7 @@ fn fingerprint(files: &[PathBuf]) -> [u8; 32] {
         let path = file.as_os_str().as_encoded_bytes();
         hash.update((path.len() as u64).to_le_bytes());
         hash.update(path);
-        match std::fs::read(file) {
+        match read_small_file(file) {
             Ok(bytes) => {
                 hash.update(b"f");
                 hash.update((bytes.len() as u64).to_le_bytes());

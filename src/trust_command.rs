@@ -258,7 +258,7 @@ fn list(config: &Config, terminal: &mut Terminal<'_>) -> Result<u8, Failed> {
         writeln!(out, "\n{}", printable(workspace))?;
         for (key, pin) in pins {
             let path = Path::new(workspace).join(key);
-            let now = match std::fs::read(&path) {
+            let now = match crate::reload::read_small_file(&path) {
                 Ok(bytes) if sha256_hex(&bytes) == *pin => "unchanged",
                 Ok(_) => "changed since (not loaded)",
                 Err(_) => "missing",

@@ -96,6 +96,9 @@ fn unsafe_secrets_and_tokens_are_refused() {
     assert_eq!(error.unwrap_err().setting(), Some("secret"));
     let error = Config::resolve(&CliSettings::default(), file("auth_token: ' '\n"), no_env);
     assert_eq!(error.unwrap_err().setting(), Some("auth_token"));
+    let empty_token = |name: &str| (name == "HOOKWIRE_AUTH_TOKEN").then(String::new);
+    let error = Config::resolve(&CliSettings::default(), FileConfig::default(), empty_token);
+    assert_eq!(error.unwrap_err().setting(), Some("auth_token"));
     let commands = "allow_session_command_hooks: true\n";
     let error = Config::resolve(&CliSettings::default(), file(commands), no_env)
         .unwrap_err()

@@ -88,7 +88,8 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
     let policy = Arc::new(access::AccessPolicy {
         allowed_hosts: config.allowed_hosts.clone(),
-        loopback_only: bound.ip().is_loopback(),
+        // `[::ffff:127.0.0.1]` is loopback too.
+        loopback_only: bound.ip().to_canonical().is_loopback(),
         allowed_origins: config.allowed_origins.clone(),
         auth_token: config.auth_token.clone(),
     });
@@ -231,7 +232,7 @@ impl RunningServer {
                 source,
             })?;
         let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
-        if !addr.ip().is_loopback() && state.config.auth_token.is_none() {
+        if !addr.ip().to_canonical().is_loopback() && state.config.auth_token.is_none() {
             tracing::warn!(%addr, "bound to a non-loopback address with no auth_token: anyone who can reach it can chat, read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)");
         }
         let app = router(state.clone(), addr);

@@ -73,11 +73,18 @@ pub(crate) fn scan_skill(dir: &Path) -> Skill {
     skill
 }
 
+/// A skill file as UTF-8 text, read like every file someone else may have put there (a regular
+/// file of at most 1 MiB: see `reload::read_small_file`).
+fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = crate::reload::read_small_file(path)?;
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
+}
+
 /// `SKILL.md`: optional front matter with `name` and `description`; without a description, the
 /// first line of text after it.
 fn read_skill_md(dir: &Path, skill: &mut Skill) {
     let path = dir.join("SKILL.md");
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Ok(text) = read_text(&path) else {
         return;
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -142,7 +149,7 @@ fn read_hooks(
     errors: &mut Vec<Problem>,
     warnings: &mut Vec<Problem>,
 ) -> Vec<HookSpec> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_text(path) {
         Ok(text) => text,
         Err(error) => {
             errors.push(Problem::error(format!("cannot read: {error}")).in_file(path));
@@ -372,7 +379,7 @@ fn read_hook_text(hooks_dir: &Path, file: &str, at: &mut HookProblems<'_>) -> Op
         );
         return None;
     }
-    match std::fs::read_to_string(&path) {
+    match read_text(&path) {
         Ok(text) if text.trim().is_empty() => {
             at.error("file", format!("{file:?} is empty"));
             None

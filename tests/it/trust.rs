@@ -414,7 +414,18 @@ async fn a_session_hook_the_model_registered_cannot_take_over_the_next_chats() {
     assert!(!main.contains("REPLACED"), "{main}");
     assert!(!main.contains("INJECTED SYSTEM"), "{main}");
     assert!(main.contains("INJECTED USER"), "adding is allowed: {main}");
-    assert!(main.contains("EXTRA CONTEXT"), "adding is allowed: {main}");
+    let system = &requests[before + 1].messages()[0];
+    assert!(
+        system.0 == "system" && !system.1.contains("EXTRA CONTEXT"),
+        "a session hook's context never joins the system prompt: {main}"
+    );
+    assert!(
+        requests[before + 1]
+            .messages()
+            .iter()
+            .any(|(role, content)| role == "user" && content == "EXTRA CONTEXT"),
+        "adding is allowed, as a user message: {main}"
+    );
 
     // Chat 3: the expiry moved forward by the client no longer verifies; nothing runs.
     let mut extended = hook.clone();
@@ -427,4 +438,52 @@ async fn a_session_hook_the_model_registered_cannot_take_over_the_next_chats() {
         .await;
     assert_eq!(upstream.requests().len() - before, 1, "only the model call");
     server.shutdown().await;
+}
+
+/// A cloned repository's "hook files" that are not files: a symlink to `/dev/zero` (endless), a
+/// FIFO (blocks a reader forever) and a symlink to a `/proc` file that claims size 0 but is
+/// huge. None may hang or flood `check` (nor the server, which loads them the same way): each
+/// is a problem, named.
+#[tokio::test]
+async fn hook_files_that_are_not_small_regular_files_are_refused_without_reading_them() {
+    let dir = workspace();
+    let hooks = dir.path().join(".hookwire/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", hooks.join("zero.yaml")).unwrap();
+    std::os::unix::fs::symlink(
+        "/proc/self/pagemap",
+        dir.path().join(".hookwire/hooks.yaml"),
+    )
+    .unwrap();
+    assert!(std::process::Command::new("mkfifo")
+        .arg(hooks.join("pipe.yaml"))
+        .status()
+        .unwrap()
+        .success());
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookwire"));
+        command
+            .args(args)
+            .arg("--workspace")
+            .arg(dir.path())
+            .env("HOOKWIRE_STATE_DIR", state.path())
+            .env("HOOKWIRE_TRUST_WORKSPACE_HOOKS", "true")
+            .kill_on_drop(true);
+        command.output()
+    };
+    let check = tokio::time::timeout(std::time::Duration::from_secs(20), run(&["check"]))
+        .await
+        .expect("check finishes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{stdout}");
+    for name in ["zero.yaml", "pipe.yaml", "hooks.yaml"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(name) && l.contains("cannot read")),
+            "{name}: {stdout}"
+        );
+    }
 }

@@ -211,6 +211,11 @@ impl Chain<'_> {
 /// A session hook's output without the messages it may not inject: any but `user` ones (a
 /// `system` message would outrank the operator's prompt). They are refused, so logged.
 fn limit_session(mut output: HookOutput) -> HookOutput {
+    // Context from a session hook is the model's own words coming back: it goes in as a user
+    // message, never appended to the operator's system prompt.
+    if let Some(context) = output.additional_context.take() {
+        output.inject_messages.push(Message::user(context));
+    }
     let before = output.inject_messages.len();
     output
         .inject_messages

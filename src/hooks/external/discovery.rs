@@ -120,7 +120,7 @@ pub(crate) fn load_hook_set(
     // The store is read once per load, and only when there is a workspace file to ask about.
     let mut workspace_trust: Option<WorkspaceTrust<'_>> = None;
     for (path, level) in files {
-        let bytes = std::fs::read(path);
+        let bytes = crate::reload::read_small_file(path);
         if *level == "workspace" {
             // An unreadable file has no pinned contents either: it is not trusted, and so it
             // cannot keep the server from starting.

@@ -346,6 +346,15 @@ pub(crate) fn url_allowed(url: &str, allowed: &[String]) -> bool {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return false;
     }
+    // An escaped `/`, `\` or `.` in the path could climb out of the allowed prefix on a server
+    // that decodes it (`/api/..%2fadmin`).
+    let path = parsed.path().to_ascii_lowercase();
+    if ["%2f", "%5c", "%2e"]
+        .iter()
+        .any(|escaped| path.contains(escaped))
+    {
+        return false;
+    }
     allowed.iter().any(|entry| {
         let Ok(prefix) = reqwest::Url::parse(entry.trim()) else {
             return false;
@@ -519,6 +528,9 @@ mod tests {
             ("http://user@127.0.0.1:9/hook", false),
             ("https://hooks.example/api/../admin", false),
             ("https://hooks.example/apix", false),
+            ("https://hooks.example/api/..%2fadmin", false),
+            ("https://hooks.example/api/%2E%2E/admin", false),
+            ("https://hooks.example/api/a%5c..%5cadmin", false),
             ("http://hooks.example/api/check", false),
             ("https://hooks.example.evil/api/", false),
             ("not a url", false),
