@@ -290,10 +290,11 @@ fn clean_up(run: &Run) {
     loop {
         let mut alive = Vec::new();
         for process in proc::processes() {
-            let member = process.group == run.group
-                || (process.state != 'Z'
-                    && process.started >= run.started
-                    && proc::carries(process.pid, &run.marker));
+            // Started since the run began: a group id (or pid) freed and reused meanwhile by
+            // someone else's process is not ours to kill.
+            let member = process.started >= run.started
+                && (process.group == run.group
+                    || (process.state != 'Z' && proc::carries(process.pid, &run.marker)));
             if process.state == 'Z' {
                 if process.parent == me && (member || adopts) {
                     reap(process.pid);
