@@ -68,6 +68,8 @@ fn hook_file_problems(config: &Config) -> Vec<Problem> {
     )
     .with_config_file(config.config_file.as_deref());
     let (set, _) = load_hook_set(&files, &trust);
+    // What the files have that hookwire ignores (dialect settings, matchers where none apply).
+    problems.extend(set.warnings);
     for untrusted in set.untrusted {
         problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
     }

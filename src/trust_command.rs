@@ -229,7 +229,7 @@ fn describe(hook: &HookDef) -> String {
             shown
         }
         Handler::Http { url, .. } => printable(url),
-        Handler::Llm { prompt, .. } | Handler::Agent { prompt } => {
+        Handler::Llm { prompt, .. } | Handler::Agent { prompt, .. } => {
             format!("prompt: {}", shortened(&printable(prompt), 80))
         }
     };

@@ -6,6 +6,7 @@ mod browser;
 mod cli;
 mod common;
 mod demo;
+mod dialects;
 mod external;
 mod frontend;
 mod hook_processes;
