@@ -17,6 +17,7 @@ mod protocol;
 mod reliability;
 mod reload;
 mod rust_hooks;
+mod seed_gaps;
 mod skills;
 mod tools;
 mod trust;
