@@ -300,3 +300,53 @@ async fn after_tool_call_prompt_hooks_inject_once_per_tool_call() {
     assert_eq!(count("AFTER A READ"), 2);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_agent_hook_may_name_a_configured_agent() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path": "README.md"}),
+    )]));
+    // The reviewer's own run: it answers at once, without tools.
+    upstream.push(Reply::text(&[
+        r#"{"decision": "block", "reason": "REVIEWER REFUSED"}"#,
+    ]));
+    upstream.push(Reply::text(&["final"]));
+    let dir = crate::agent::workspace();
+    let file = dir.path().join("server-hooks.yaml");
+    std::fs::write(
+        &file,
+        "before_tool_dispatch:\n  - type: agent\n    agent: reviewer\n    prompt: Review this tool call.\n",
+    )
+    .unwrap();
+    let server = TestServer::start_in(
+        dir,
+        Some(&upstream),
+        |c| {
+            c.hooks_file = Some(file);
+            c.hook_agents.insert(
+                "reviewer".into(),
+                hookwire::config::HookAgent {
+                    system_prompt: Some("REVIEWER PROMPT".into()),
+                    max_steps: Some(1),
+                    ..Default::default()
+                },
+            );
+        },
+        |b| b,
+    )
+    .await;
+    chat(&server, json!({"type":"chat","input":"go"})).await;
+    let requests = upstream.requests();
+    let review = requests[2].messages();
+    assert!(review[0].1.starts_with("REVIEWER PROMPT"), "{review:?}");
+    assert!(review
+        .iter()
+        .any(|(_, content)| content.starts_with("Review this tool call.")
+            && content.contains("\"tool_name\":\"read_file\"")));
+    assert!(tool_results(&requests[3])[0].contains("REVIEWER REFUSED"));
+    server.shutdown().await;
+}

@@ -579,6 +579,55 @@ mod tests {
         assert!(!url_allowed("http://127.0.0.1:9/hook", &[]), "empty = none");
     }
 
+    /// A hook agent that answers with a fixed text.
+    struct Fixed(&'static str);
+
+    #[async_trait::async_trait]
+    impl SubAgent for Fixed {
+        async fn answer(&self, _task: String) -> Result<String, String> {
+            Ok(self.0.to_string())
+        }
+    }
+
+    #[tokio::test]
+    async fn agent_hooks_ask_the_agent_they_name() {
+        let runner = Runner::new(
+            Arc::new(crate::llm::demo::DemoModel::default()),
+            "m".into(),
+            Arc::new(Fixed(r#"{"reason":"default"}"#)),
+            std::env::temp_dir(),
+        )
+        .with_agent("reviewer", Arc::new(Fixed(r#"{"reason":"reviewer"}"#)));
+        let yaml = "stop:\n  - {type: agent, prompt: p}\n  - {type: agent, prompt: p, agent: reviewer}\n  - {type: agent, prompt: p, agent: nobody}\n";
+        let (hooks, problems) =
+            super::super::config::parse_hooks(std::path::Path::new("h.yaml"), yaml, "server");
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut answers = Vec::new();
+        for hook in &hooks {
+            answers.push(runner.run(hook, &json!({}), Duration::from_secs(5)).await);
+        }
+        assert_eq!(
+            answers,
+            [
+                RunResult::Output(json!({"reason":"default"})),
+                RunResult::Output(json!({"reason":"reviewer"})),
+                RunResult::Error("no hook agent named \"nobody\" is configured".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn prompts_carry_the_envelope_as_their_dialect_wants() {
+        let input = json!({"tool_name":"read_file"});
+        let seed_001 = task(Dialect::Hookwire, "check {{tool_name}}", false, &input);
+        assert!(seed_001.starts_with("check read_file\n\nReply with exactly one JSON object"));
+        let seed_004 = task(Dialect::Seed004, "check", true, &input);
+        assert!(seed_004.starts_with("check\n\nThe event:\n{\"tool_name\":\"read_file\"}"));
+        let claude = task(Dialect::Claude, "Judge: $ARGUMENTS", false, &input);
+        assert!(claude.starts_with("Judge: {\"tool_name\":\"read_file\"}"));
+        assert!(claude.contains("{\"ok\": false"));
+    }
+
     #[test]
     fn templates_fill_variables() {
         let input =
