@@ -713,3 +713,115 @@ esac
     assert!(!all_sent(&upstream).contains(SECRET));
     server.shutdown().await;
 }
+
+// ─── the examples, installed where their comments say ───
+
+/// Installs `examples/hooks/<from>` at `<to>` in a fresh workspace, then runs a chat that reads
+/// `.env` and README.md: the secret never reaches the model, the README does.
+async fn run_example(installs: &[(&str, &str)]) -> (TestServer, FakeUpstream, Vec<Value>) {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks");
+    let files: Vec<(String, String)> = installs
+        .iter()
+        .map(|(from, to)| {
+            let body = std::fs::read_to_string(examples.join(from)).unwrap();
+            (to.to_string(), body)
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let upstream = FakeUpstream::start().await;
+    tool_round(
+        &upstream,
+        &[
+            ("c1", "read_file", json!({"path": ".env"})),
+            ("c2", "read_file", json!({"path": "README.md"})),
+        ],
+        "done",
+    );
+    let server = start(&upstream, &files, |_| {}).await;
+    let frames = chat(&server, json!({"type":"chat","input":"hello"})).await;
+    let results = tool_results(&upstream.requests()[2]);
+    assert!(results[1].contains("hello from the readme"), "{results:?}");
+    assert!(
+        !all_sent(&upstream).contains(SECRET),
+        "the secret reached the model"
+    );
+    (server, upstream, frames)
+}
+
+#[tokio::test]
+async fn the_claude_example_guards_env_and_adds_context() {
+    let (server, upstream, _) = run_example(&[
+        ("claude-settings.json", ".claude/settings.json"),
+        ("claude-protect-env.sh", ".claude/hooks/protect-env.sh"),
+    ])
+    .await;
+    let requests = upstream.requests();
+    assert!(tool_results(&requests[2])[0].contains("Read on .env files is not allowed"));
+    assert!(system(&requests[0]).contains("Today is"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_gemini_example_guards_env_and_logs_tools() {
+    let (server, upstream, frames) = run_example(&[
+        ("gemini-settings.json", ".gemini/settings.json"),
+        ("gemini-secret-guard.sh", ".gemini/hooks/secret-guard.sh"),
+        ("gemini-tool-log.sh", ".gemini/hooks/tool-log.sh"),
+    ])
+    .await;
+    assert!(tool_results(&upstream.requests()[2])[0].contains("Security policy"));
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "notice" && f["message"] == "Blocked a read of a .env file"));
+    let log =
+        std::fs::read_to_string(server.workspace.path().join(".gemini/tool-log.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_jcli_example_tags_the_input_and_logs_reads() {
+    let (server, upstream, _) = run_example(&[
+        ("jcli-hooks.yaml", ".jcli/hooks.yaml"),
+        ("jcli-inject-time.py", ".jcli/hooks/inject_time.py"),
+        // The secret is guarded by the hookwire example, as a jcli user would add it.
+        ("guard-env.sh", ".hookwire/guard-env.sh"),
+        ("hooks.yaml", ".hookwire/hooks.yaml"),
+        ("current-time.sh", ".hookwire/current-time.sh"),
+        ("audit-log.sh", ".hookwire/audit-log.sh"),
+    ])
+    .await;
+    let first = upstream.requests()[0].messages();
+    assert_eq!(
+        first[1],
+        (
+            "user".to_string(),
+            "The user prefers short answers.".to_string()
+        )
+    );
+    let (_, input) = first.iter().rev().find(|(role, _)| role == "user").unwrap();
+    assert!(
+        input.starts_with("[20") && input.ends_with("] hello"),
+        "{input}"
+    );
+    let reads = std::fs::read_to_string(server.workspace.path().join(".jcli/reads.log")).unwrap();
+    assert!(
+        reads.contains("read_file {\"path\":\"README.md\"}"),
+        "{reads}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_openharness_example_guards_env() {
+    let (server, upstream, _) = run_example(&[
+        ("openharness-guard.yaml", ".openharness/hooks/guard.yaml"),
+        ("openharness-guard.sh", ".openharness/hooks/guard.sh"),
+    ])
+    .await;
+    assert!(tool_results(&upstream.requests()[2])[0].contains("policy: .env files hold secrets"));
+    server.shutdown().await;
+}
