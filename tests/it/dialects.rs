@@ -825,3 +825,31 @@ async fn the_openharness_example_guards_env() {
     assert!(tool_results(&upstream.requests()[2])[0].contains("policy: .env files hold secrets"));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_claude_settings_file_added_later_is_loaded_without_a_restart() {
+    let upstream = FakeUpstream::start().await;
+    // Another tool's settings, without hooks: not a hook file.
+    let files = [(".claude/settings.json", r#"{"permissions": {"allow": []}}"#)];
+    let server = start(&upstream, &files, |_| {}).await;
+    assert_eq!(server.hook_files.current().files.len(), 0);
+    let before = server.hook_files.generation();
+    let settings = claude_settings("UserPromptSubmit", "", "echo LOADED-LATER");
+    std::fs::write(
+        server.workspace.path().join(".claude/settings.json"),
+        settings,
+    )
+    .unwrap();
+    let reloaded = eventually(Duration::from_secs(5), || async {
+        server.hook_files.generation() > before && server.hook_files.current().len() == 1
+    })
+    .await;
+    assert!(reloaded, "the new hooks were never loaded");
+    chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert!(system(&upstream.requests()[0]).contains("LOADED-LATER"));
+    server.shutdown().await;
+}

@@ -262,8 +262,10 @@ pub fn parse_output(
                 "hookEventName" => continue,
                 other => other,
             };
-            if !super::config::CAPABILITIES.contains(&field) || value.is_null() {
-                if !CONTROL_KEYS.contains(&key.as_str()) || (from_patch && key != "hookEventName") {
+            let change = super::config::CAPABILITIES.contains(&field);
+            if !change || value.is_null() {
+                // Control keys belong at the top level; in a patch only changes do.
+                if !change && (from_patch || !CONTROL_KEYS.contains(&key.as_str())) {
                     out.unknown.push(key.clone());
                 }
                 continue;
@@ -452,13 +454,14 @@ mod tests {
 
     #[test]
     fn seed_004_dialect_top_level_rewrites_need_capabilities_too() {
-        let answer = json!({"tool_input": {"path": "b"}, "colour": "red"});
+        let answer = json!({"tool_input": {"path": "b"}, "colour": "red", "user_input": null,
+                            "hookSpecificOutput": {"hookEventName": "x", "continue": false}});
         let without = parse_output(&answer, None, Dialect::Seed004).unwrap();
         assert_eq!(without.tool_arguments, None);
         assert_eq!(without.refused, vec!["tool_arguments"]);
         assert_eq!(
             without.unknown,
-            vec!["colour"],
+            vec!["colour", "continue"],
             "logged, not silently dropped"
         );
         let caps: BTreeSet<String> = ["tool_arguments".to_string()].into();
