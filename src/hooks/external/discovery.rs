@@ -216,6 +216,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_dialects_files_in_order_and_settings_only_with_hooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let write = |name: &str, text: &str| {
+            let path = ws.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(".gemini/settings.json", r#"{"hooks": {"BeforeTool": []}}"#);
+        write(".claude/settings.local.json", r#"{"permissions": {}}"#);
+        write(".claude/settings.json", r#"{"hooks": {}}"#);
+        write(".openharness/hooks/b.yml", "");
+        write(".openharness/hooks/a.yaml", "");
+        write(".openharness/hooks/notes.md", "");
+        write(".jcli/hooks.yaml", "");
+        write(".hookwire/hooks.yaml", "");
+        let shown: Vec<String> = hook_files(None, ws)
+            .into_iter()
+            .map(|(path, level)| {
+                assert_eq!(level, "workspace");
+                path.strip_prefix(ws).unwrap().display().to_string()
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ".hookwire/hooks.yaml",
+                ".jcli/hooks.yaml",
+                ".openharness/hooks/a.yaml",
+                ".openharness/hooks/b.yml",
+                ".claude/settings.json",
+                ".gemini/settings.json",
+            ]
+        );
+        assert_eq!(
+            settings_dialect(&ws.join(".gemini/settings.json")),
+            Some(Dialect::Gemini)
+        );
+        assert_eq!(settings_dialect(&ws.join(".jcli/hooks.yaml")), None);
+    }
+
+    #[test]
     fn only_trusted_bytes_of_workspace_files_are_parsed() {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().canonicalize().unwrap().join("ws");
