@@ -168,16 +168,33 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         .tools(read_only_tools)
         .config(agent_config.for_hook_agent(4))
         .build();
-    let runner = Arc::new(
-        Runner::new(
-            model.clone(),
-            agent_config.model.clone(),
-            Arc::new(sub_agent),
-            workspace.root().to_path_buf(),
-        )
-        .with_chain_budget(config.limits.hook_chain_timeout)
-        .with_http_hook_urls(config.http_hook_urls.clone()),
-    );
+    let mut runner = Runner::new(
+        model.clone(),
+        agent_config.model.clone(),
+        Arc::new(sub_agent),
+        workspace.root().to_path_buf(),
+    )
+    .with_chain_budget(config.limits.hook_chain_timeout)
+    .with_http_hook_urls(config.http_hook_urls.clone());
+    // The named agents `agent` hooks may ask (seed 004): each a bounded sub-run of its own.
+    for (name, settings) in &config.hook_agents {
+        let mut agent = agent_config.for_hook_agent(settings.max_steps.unwrap_or(4));
+        agent.system_prompt = settings
+            .system_prompt
+            .clone()
+            .unwrap_or(agent.system_prompt);
+        agent.model = settings.model.clone().unwrap_or(agent.model);
+        let client = AgentClient::builder()
+            .model(model.clone())
+            .tools(builtin_tools(
+                Arc::new(workspace.clone()),
+                ToolLimits::default(),
+            ))
+            .config(agent)
+            .build();
+        runner = runner.with_agent(name.clone(), Arc::new(client));
+    }
+    let runner = Arc::new(runner);
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
         tracing::warn!("{error}; hook files will not reload without a restart");

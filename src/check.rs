@@ -60,7 +60,9 @@ fn hook_file_problems(config: &Config) -> Vec<Problem> {
         .canonicalize()
         .unwrap_or_else(|_| config.workspace.clone());
     let files = hook_files(config.hooks_file.as_deref(), &workspace);
-    let (_, mut problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
+    let (parsed, mut problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
+    // What the files have that hookwire ignores (dialect settings, matchers where none apply).
+    problems.extend(parsed.warnings);
     let trust = TrustPolicy::new(
         &workspace,
         config.trust_workspace_hooks,

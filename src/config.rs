@@ -12,7 +12,7 @@ mod file;
 
 pub use cli::{Cli, CliSettings, Command, LogFormat, TrustArgs};
 pub use file::{
-    FileConfig, HttpHooksFile, LimitsFile, PlanningFile, PromptsFile, SessionHooksFile,
+    FileConfig, HookAgent, HttpHooksFile, LimitsFile, PlanningFile, PromptsFile, SessionHooksFile,
 };
 
 /// Limits of the chat protocol.
@@ -122,6 +122,8 @@ pub struct Config {
     /// The server-level hook file, if there is one.
     pub hooks_file: Option<PathBuf>,
     pub allow_session_command_hooks: bool,
+    /// The agents `agent` hooks may name.
+    pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -497,6 +499,7 @@ impl Config {
                     beside.is_file().then_some(beside)
                 }),
             allow_session_command_hooks,
+            hook_agents: file.hook_agents,
             config_file: cli.config.clone(),
         })
     }

@@ -223,7 +223,7 @@ fn describe(hook: &HookDef) -> String {
     let mut shown = match &hook.handler {
         Handler::Command { command, .. } => block(command),
         Handler::Http { url, .. } => printable(url),
-        Handler::Llm { prompt, .. } | Handler::Agent { prompt } => {
+        Handler::Llm { prompt, .. } | Handler::Agent { prompt, .. } => {
             format!("prompt: {}", block(prompt))
         }
     };
@@ -249,7 +249,7 @@ fn describe(hook: &HookDef) -> String {
         detail(format!("only tool {}", printable(tool)));
     }
     if let Some(tools) = &filter.tool_matcher {
-        detail(format!("only tools {}", printable(&tools.join("|"))));
+        detail(format!("only tools {}", printable(tools.as_str())));
     }
     if let Some(prefix) = &filter.model_prefix {
         detail(format!("only models {}*", printable(prefix)));

@@ -48,11 +48,19 @@ impl ChatRun {
                 )
                 .await;
             PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+            let marker = self.inner.config.marker.clone();
+            let has_marker =
+                |text: &str| !marker.is_empty() && text.trim_start().starts_with(marker.as_str());
+            // The model's own reply decides whether tools are needed: a hook that rewrites it
+            // (`assistant_output`) changes the plan text, not the decision.
+            let mut needs_tools = false;
             let retry = match result {
-                Ok(mut response) => self
-                    .after_response(&mut response)
-                    .await
-                    .map(|retry| (retry, response)),
+                Ok(mut response) => {
+                    needs_tools = has_marker(&response.content);
+                    self.after_response(&mut response)
+                        .await
+                        .map(|retry| (retry, response))
+                }
                 Err(interrupt) => Err(interrupt),
             };
             // The end of the planning scope comes after its response was handled, even on failure.
@@ -61,10 +69,8 @@ impl ChatRun {
             if retry {
                 continue;
             }
-            let trimmed = response.content.trim_start();
-            let marker = self.inner.config.marker.as_str();
-            if !marker.is_empty() && trimmed.starts_with(marker) {
-                let plan = strip_marker(&response.content, marker).to_string();
+            if needs_tools || has_marker(&response.content) {
+                let plan = strip_marker(&response.content, &marker).to_string();
                 self.send(ChatEvent::Plan(plan.clone())).await?;
                 if !plan.is_empty() {
                     self.ctx.messages.push(Message::assistant(plan));
@@ -174,6 +180,7 @@ impl ChatRun {
                 self.ctx.messages.push(Message::user(feedback));
                 Ok(true)
             }
+            StopAction::Stop { reason } => Err(Interrupt::Stopped(reason)),
         }
     }
 }

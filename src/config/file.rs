@@ -42,6 +42,9 @@ pub struct FileConfig {
     pub hooks: Option<PathBuf>,
     /// Let the model register `command` session hooks too (default: only `llm`).
     pub allow_session_command_hooks: Option<bool>,
+    /// Named agents that `agent` hooks may ask (`agent: NAME`; seed 004).
+    #[serde(default)]
+    pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
     #[serde(default)]
     pub planning: PlanningFile,
     #[serde(default)]
@@ -56,6 +59,17 @@ pub struct SessionHooksFile {
     pub enabled: Option<bool>,
     pub ttl_seconds: Option<f64>,
     pub max_per_chat: Option<usize>,
+}
+
+/// A hook agent: a bounded sub-run of the agent loop (read-only tools, no hooks) with its own
+/// system prompt and, optionally, model and rounds.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookAgent {
+    pub system_prompt: Option<String>,
+    pub model: Option<String>,
+    /// Agent rounds (default 4).
+    pub max_steps: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -74,6 +74,9 @@ pub enum StopAction {
     Finish,
     /// The model goes on: `feedback` is added as a user message and the model is asked again.
     Continue { feedback: String },
+    /// The chat ends here with `done` reason `stopped` (the answer is kept; `reason` is shown
+    /// as a `notice`): no later stop hook may send the model on.
+    Stop { reason: String },
 }
 
 /// A WebSocket session, for `session_start` / `session_end`.
@@ -136,7 +139,9 @@ pub trait AgentHook: Send + Sync {
     async fn before_each_agent(&self, ctx: &mut HookContext) -> HookResult {
         Ok(())
     }
-    /// Checkpoint: a round's tools ran and their results are in `ctx.messages`.
+    /// Checkpoint: a round's tools ran and their results are in `ctx.messages`. `tool_names`:
+    /// the tools of the round's calls that went through their hooks (each once); every call is
+    /// in [`HookContext::steps`].
     async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
         Ok(())
     }

@@ -10,7 +10,7 @@
 //! | `before_planning` | before the planning call | right after it |
 //! | `before_each_agent` | at the start of every round | at the next round's start; after the loop |
 //! | `before_first_agent` | in round 1 | after the loop |
-//! | `after_tool_call` | after a round's tools, once per matching hook | at the next injection; after the loop |
+//! | `after_tool_call` | after a round's tools, once per tool call and matching hook (seed 000 ⑤ "inject(per tool)") | at the next injection; after the loop |
 //!
 //! Persistent hooks are injected the same way, never removed, never de-duplicated, and also sent
 //! to the client as `hook` events (signed when a secret is set).
@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::signing::{HookSignature, SigningKey};
-use super::{AgentHook, Flow, HookContext, HookResult};
+use super::{AgentHook, Flow, HookContext, HookResult, Step};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
 
@@ -206,6 +206,26 @@ impl PromptHookManager {
     }
 }
 
+/// The tool of each call of the round that just ran: the tool steps after the round's assistant
+/// step, of the tools that went through their hooks (`tool_names`; calls past the round's cap
+/// did not). Without such steps (no agent loop recorded them): `tool_names`, once each.
+fn round_calls(ctx: &HookContext, tool_names: &[String]) -> Vec<String> {
+    let calls: Vec<String> = ctx
+        .steps()
+        .iter()
+        .rev()
+        .map_while(|step| match step {
+            Step::Tool { name, .. } => Some(name.clone()),
+            Step::Assistant { .. } => None,
+        })
+        .filter(|name| tool_names.contains(name))
+        .collect();
+    if calls.is_empty() {
+        return tool_names.to_vec();
+    }
+    calls.into_iter().rev().collect()
+}
+
 #[async_trait]
 impl AgentHook for PromptHookManager {
     fn name(&self) -> &str {
@@ -258,7 +278,10 @@ impl AgentHook for PromptHookManager {
 
     async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
         self.remove(ctx, Timing::AfterToolCall);
-        self.inject(ctx, Timing::AfterToolCall, tool_names);
+        // Seed 000 step ⑤: inject(per tool) — once for each call, with its tool for the filter.
+        for name in round_calls(ctx, tool_names) {
+            self.inject(ctx, Timing::AfterToolCall, std::slice::from_ref(&name));
+        }
         Ok(())
     }
 

@@ -6,14 +6,23 @@
 //! back where it came from ([`Call::write_back`]) and turns the chain's decision into the
 //! method's answer ([`Decision`]). Which values an event carries is the table in
 //! [`Call::state`]; which of them a hook may change is [`super::chain`]'s `apply`.
+//!
+//! What lives as long as a chat is kept by its run id ([`ChatState`]): Claude Code's
+//! transcript file (removed when the chat ends, and when the adapter is dropped, which for the
+//! hook files' per-chat snapshot is the end of the chat however it ended), whether a stop hook
+//! already sent the model back (`stop_hook_active`), and messages that follow the user input.
+//! What a session's `session_start` hooks left ([`SessionCarry`]) goes into each of its chats.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::chain::{Chain, ChainControl, ChainOutcome};
-use super::event::Event;
-use super::protocol::{Envelope, EventState};
+use super::dialect::transcript::Transcript;
+use super::event::{Dialect, Event};
+use super::protocol::{workspace_id, Envelope, EventState};
 use super::runner::Runner;
 use super::HookSet;
 use crate::hooks::{
@@ -29,6 +38,37 @@ pub(crate) struct ExternalHooks {
     runner: Arc<Runner>,
     /// Set for per-chat session hooks: their origin in logs.
     label: &'static str,
+    /// What the session's `session_start` hooks left for its chats.
+    carry: Option<Arc<SessionCarry>>,
+    /// The state of each running chat, by run id.
+    chats: Mutex<HashMap<String, ChatState>>,
+}
+
+/// What `session_start` hooks left for the session's chats: messages each chat starts with
+/// (seed 001 `inject_messages`, after the system prompt, so its first call and every later one
+/// sees them) and context for its system prompt (Claude Code's and Gemini CLI's
+/// `additionalContext`, or a Claude hook's plain stdout).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SessionCarry {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) context: Vec<String>,
+}
+
+impl SessionCarry {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.context.is_empty()
+    }
+}
+
+/// What lives as long as one chat.
+#[derive(Debug, Default)]
+struct ChatState {
+    /// Claude Code's `transcript_path`, made when a Claude-dialect hook first needs it.
+    transcript: Option<Transcript>,
+    /// A stop hook sent the model back in this chat.
+    stop_hook_active: bool,
+    /// User messages that follow the input (a `pre_send_message` hook's `retry_feedback`).
+    after_input: Vec<Message>,
 }
 
 impl ExternalHooks {
@@ -41,12 +81,27 @@ impl ExternalHooks {
             set,
             runner,
             label: "external",
+            carry: None,
+            chats: Mutex::new(HashMap::new()),
         }
     }
 
     pub(crate) fn with_label(mut self, label: &'static str) -> Self {
         self.label = label;
         self
+    }
+
+    /// The chats of this adapter start with what their session's `session_start` hooks left.
+    pub(crate) fn with_carry(mut self, carry: Option<Arc<SessionCarry>>) -> Self {
+        self.carry = carry;
+        self
+    }
+
+    fn chats(&self) -> MutexGuard<'_, HashMap<String, ChatState>> {
+        match self.chats.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 
     /// `event`'s chain; `None` when the event has no hooks.
@@ -62,38 +117,155 @@ impl ExternalHooks {
     /// The one path of every chat event (see the module doc). Never `Err`: a hook's failure is
     /// the chain's to log.
     async fn fire<A: Decision>(&self, ctx: &mut HookContext, call: Call<'_>) -> HookResult<A> {
-        let Some(chain) = self.chain(call.event()) else {
+        let event = call.event();
+        let Some(chain) = self.chain(event) else {
             return Ok(A::default());
         };
-        let envelope = Envelope {
-            session_id: ctx.session_id.clone(),
-            run_id: Some(ctx.run_id.clone()),
-            cwd: ctx.cwd.display().to_string(),
-            model: ctx.model.clone(),
-        };
         let mut state = call.state(ctx);
+        let envelope = self.envelope(ctx, &chain, &state);
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
         for message in std::mem::take(&mut outcome.notices) {
             ctx.notify(NoticeLevel::Info, message, self.label);
+        }
+        if let Some(ChainControl::Retry(feedback)) = &outcome.control {
+            let mut chats = self.chats();
+            let chat = chats.entry(ctx.run_id.clone()).or_default();
+            match event {
+                Event::Stop => chat.stop_hook_active = true,
+                Event::PreSendMessage => chat.after_input.push(Message::user(feedback.clone())),
+                _ => {}
+            }
         }
         call.write_back(ctx, state, &outcome);
         Ok(decide(outcome.control))
     }
 
+    /// The envelope of a chat event; when a Claude-dialect hook is in the chain, the chat's
+    /// transcript is (re)written first (at `stop`, with the answer being stopped on).
+    fn envelope(&self, ctx: &HookContext, chain: &Chain<'_>, state: &EventState) -> Envelope {
+        let mut envelope = Envelope {
+            session_id: ctx.session_id.clone(),
+            run_id: Some(ctx.run_id.clone()),
+            cwd: ctx.cwd.display().to_string(),
+            model: ctx.model.clone(),
+            workspace_id: workspace_id(&ctx.cwd),
+            ..Envelope::default()
+        };
+        let claude = chain
+            .hooks
+            .iter()
+            .any(|hook| hook.dialect == Dialect::Claude);
+        let mut chats = self.chats();
+        if claude {
+            chats.entry(ctx.run_id.clone()).or_default();
+        }
+        let Some(chat) = chats.get_mut(&ctx.run_id) else {
+            return envelope;
+        };
+        envelope.stop_hook_active = chat.stop_hook_active;
+        if claude {
+            let last = state
+                .assistant_output
+                .as_deref()
+                .filter(|_| chain.event == Event::Stop);
+            envelope.transcript_path = write_transcript(chat, ctx, last);
+        }
+        envelope
+    }
+
+    /// The chat ended: its transcript is removed and its state forgotten.
+    fn end_chat(&self, ctx: &mut HookContext) {
+        self.chats().remove(&ctx.run_id);
+    }
+
+    /// The start of a chat, before anything else: the session's carry goes in, then seed 004's
+    /// `before_context_build` fires.
+    async fn start_chat(&self, ctx: &mut HookContext) -> HookResult {
+        if let Some(carry) = &self.carry {
+            // After the leading system message: the session's start comes before its history.
+            let at = ctx
+                .messages
+                .iter()
+                .position(|m| m.role != Role::System)
+                .unwrap_or(ctx.messages.len());
+            for (offset, message) in carry.messages.iter().enumerate() {
+                ctx.messages.insert(at + offset, message.clone());
+            }
+            for context in &carry.context {
+                ctx.append_to_system_prompt(context);
+            }
+        }
+        self.fire::<()>(ctx, Call::BeforeContextBuild).await
+    }
+
+    /// The input is in the list: what hooks asked to follow it goes in, then seed 004's
+    /// `after_context_build` fires.
+    async fn after_input(&self, ctx: &mut HookContext) -> HookResult {
+        let follow = self
+            .chats()
+            .get_mut(&ctx.run_id)
+            .map(|chat| std::mem::take(&mut chat.after_input))
+            .unwrap_or_default();
+        ctx.messages.extend(follow);
+        self.fire::<()>(ctx, Call::AfterContextBuild).await
+    }
+
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
-    async fn fire_session(&self, event: Event, session: &SessionInfo) {
+    /// What `session_start` hooks leave for the session's chats is returned.
+    pub(super) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
         let Some(chain) = self.chain(event) else {
-            return;
+            return SessionCarry::default();
         };
         let envelope = Envelope {
             session_id: session.session_id.clone(),
             cwd: self.runner.cwd.display().to_string(),
             model: self.runner.model_name.clone(),
             run_id: None,
+            workspace_id: workspace_id(&self.runner.cwd),
+            ..Envelope::default()
         };
         let mut state = EventState::default();
-        chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        SessionCarry {
+            messages: outcome.inject_messages,
+            context: outcome.chat_context,
+        }
     }
+}
+
+/// Writes the chat's transcript (made at first use) and returns its path. A transcript that
+/// cannot be written is logged; the hooks then get an empty path.
+fn write_transcript(chat: &mut ChatState, ctx: &HookContext, last: Option<&str>) -> Option<String> {
+    if chat.transcript.is_none() {
+        let dir = transcript_dir(&ctx.cwd)?;
+        match Transcript::create(&dir) {
+            Ok(transcript) => chat.transcript = Some(transcript),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "cannot make the chat's transcript for Claude Code hooks");
+                return None;
+            }
+        }
+    }
+    let transcript = chat.transcript.as_mut()?;
+    match transcript.write(&ctx.session_id, &ctx.cwd, &ctx.messages, last) {
+        Ok(()) => Some(transcript.path().display().to_string()),
+        Err(error) => {
+            tracing::warn!(%error, "cannot write the chat's transcript");
+            None
+        }
+    }
+}
+
+/// Where transcripts go: the temporary directory, unless it is inside the workspace (then
+/// nowhere: a transcript must not be a file of the workspace).
+fn transcript_dir(workspace: &Path) -> Option<std::path::PathBuf> {
+    let dir = std::env::temp_dir();
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    if real.starts_with(workspace) {
+        tracing::warn!(dir = %dir.display(), "the temporary directory is inside the workspace; Claude Code hooks get no transcript");
+        return None;
+    }
+    Some(dir)
 }
 
 /// A chat event with the values of its call, borrowed: the event's values are read from them
@@ -137,6 +309,7 @@ impl Call<'_> {
         let last_input = || ctx.last_user_message().map(|m| m.content.clone());
         let tool = |call: &ToolCallInfo| EventState {
             tool_name: Some(call.name.clone()),
+            tool_call_id: Some(call.call_id.clone()),
             tool_arguments: Some(call.arguments.clone()),
             ..EventState::default()
         };
@@ -158,6 +331,7 @@ impl Call<'_> {
             Call::PreLlmRequest(request) => EventState {
                 messages: Some(request.messages.clone()),
                 system_prompt: system_prompt(&request.messages),
+                tools: Some(request.tools.iter().map(|t| t.name.clone()).collect()),
                 ..EventState::default()
             },
             Call::PostLlmResponse(response) => EventState {
@@ -193,8 +367,15 @@ impl Call<'_> {
     }
 
     /// Puts the values the hooks changed back where they came from, with the chain's extras
-    /// (injected messages, context, retry feedback) where the event takes them.
+    /// (injected messages, context, retry feedback) where the event takes them. Context for the
+    /// rest of the chat goes into its system prompt (and into this call's request).
     fn write_back(self, ctx: &mut HookContext, state: EventState, outcome: &ChainOutcome) {
+        let ended = matches!(self, Call::RunCompleted(_) | Call::RunFailed(_));
+        if !ended {
+            for context in &outcome.chat_context {
+                ctx.append_to_system_prompt(context);
+            }
+        }
         match self {
             Call::PreSendMessage(input) => put(input, state.user_input),
             Call::AfterContextBuild => put(&mut ctx.messages, state.messages),
@@ -248,7 +429,11 @@ fn rewrite_request(request: &mut LlmRequest, state: EventState, outcome: &ChainO
     request
         .messages
         .extend(outcome.inject_messages.iter().cloned());
-    for context in &outcome.additional_context {
+    for context in outcome
+        .additional_context
+        .iter()
+        .chain(&outcome.chat_context)
+    {
         request.inject_system_context(context);
     }
     if let Some(ChainControl::Retry(feedback)) = &outcome.control {
@@ -304,20 +489,28 @@ impl Decision for ToolAction {
     fn skip(reason: String) -> Self {
         ToolAction::Skip { reason }
     }
+    /// Seed 001's `retry_feedback` before a tool: it does not run, the model gets the feedback.
+    fn retry(feedback: String) -> Self {
+        ToolAction::Skip { reason: feedback }
+    }
 }
 
 impl Decision for StopAction {
+    fn stop(reason: String) -> Self {
+        StopAction::Stop { reason }
+    }
     fn retry(feedback: String) -> Self {
         StopAction::Continue { feedback }
     }
 }
 
 /// The [`AgentHook`] impl as a table. A row: a chat method, its values besides `ctx`, its
-/// answer, and the [`Call`] it fires (the two `send_message` methods fire an observe-only seed
-/// 004 event first). Every row takes the one path, [`ExternalHooks::fire`].
+/// answer, the [`Call`] it fires, what runs `first` (the two `send_message` methods: the chat's
+/// start, or what follows the input, then an observe-only seed 004 event) and what runs `then`
+/// (the chat's end). Every row takes the one path, [`ExternalHooks::fire`].
 macro_rules! chat_events {
     ($($method:ident($($arg:ident: $ty:ty),*) -> $answer:ty
-        => $call:expr $(, after $before:ident)?;)*) => {
+        => $call:expr $(, first $first:ident)? $(, then $then:ident)?;)*) => {
         #[async_trait]
         impl AgentHook for ExternalHooks {
             fn name(&self) -> &str {
@@ -325,7 +518,10 @@ macro_rules! chat_events {
             }
 
             async fn session_start(&self, session: &SessionInfo) -> HookResult {
-                self.fire_session(Event::SessionStart, session).await;
+                let carry = self.fire_session(Event::SessionStart, session).await;
+                if !carry.is_empty() {
+                    tracing::warn!(hook = self.label, "session_start hooks left messages or context, but this adapter is not the hook files' (which carry them into the session's chats); ignored");
+                }
                 Ok(())
             }
 
@@ -339,8 +535,10 @@ macro_rules! chat_events {
                 ctx: &mut HookContext,
                 $($arg: $ty),*
             ) -> HookResult<$answer> {
-                $(self.fire::<()>(ctx, Call::$before).await?;)?
-                self.fire(ctx, $call).await
+                $(self.$first(ctx).await?;)?
+                let answer = self.fire(ctx, $call).await;
+                $(self.$then(ctx);)?
+                answer
             })*
         }
     };
@@ -348,9 +546,9 @@ macro_rules! chat_events {
 
 chat_events! {
     pre_send_message(input: &mut String) -> Flow
-        => Call::PreSendMessage(input), after BeforeContextBuild;
+        => Call::PreSendMessage(input), first start_chat;
     post_send_message() -> ()
-        => Call::PostSendMessage, after AfterContextBuild;
+        => Call::PostSendMessage, first after_input;
     pre_llm_request(request: &mut LlmRequest) -> Flow
         => Call::PreLlmRequest(request);
     post_llm_response(response: &mut LlmResponse) -> ResponseAction
@@ -364,7 +562,7 @@ chat_events! {
     stop(output: &str) -> StopAction
         => Call::Stop(output);
     run_completed(output: &mut RunOutput) -> ()
-        => Call::RunCompleted(output);
+        => Call::RunCompleted(output), then end_chat;
     run_failed(error: &ChatError) -> ()
-        => Call::RunFailed(error);
+        => Call::RunFailed(error), then end_chat;
 }

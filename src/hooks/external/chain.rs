@@ -5,6 +5,9 @@
 //! The rules of a chain:
 //! - Order: the event's hooks as the files list them (server level, then workspace level); a
 //!   hook whose filter does not match is passed over.
+//! - Dialects: each hook gets the input of its dialect and its answer is read by its dialect
+//!   ([`super::dialect`]) into the one [`HookOutput`] the rules below work on. An output key the
+//!   dialect does not define at the event is logged at `warn`.
 //! - Rewrites chain: each hook sees the values as the previous one left them. A result field
 //!   counts only at the events where it is valid ([`apply`]); elsewhere it is logged and ignored.
 //! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
@@ -25,8 +28,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::config::{HookDef, OnError};
+use super::dialect;
 use super::event::Event;
-use super::protocol::{input_json, parse_output, Control, Envelope, EventState, HookOutput};
+use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::runner::{RunResult, Runner};
 use crate::types::{Message, Role};
 
@@ -55,9 +59,12 @@ pub(super) struct Chain<'a> {
 pub(super) struct ChainOutcome {
     /// The decision that ended the chain, if one did.
     pub(crate) control: Option<ChainControl>,
-    /// `pre_llm_request`: messages for this call only.
+    /// `pre_llm_request`: messages for this call only; `session_start`: for each chat of the
+    /// session.
     pub(crate) inject_messages: Vec<Message>,
     pub(crate) additional_context: Vec<String>,
+    /// Context for the rest of the chat (or, at `session_start`, for the session's chats).
+    pub(crate) chat_context: Vec<String>,
     /// The hooks' `system_message`s (unless suppressed), for the person.
     pub(crate) notices: Vec<String>,
     /// Each hook that ran, in order, and how it ended.
@@ -121,10 +128,7 @@ impl Chain<'_> {
         let mut outcome = ChainOutcome::default();
         let deadline = Instant::now() + self.budget;
         for hook in self.hooks {
-            if !hook
-                .filter
-                .matches(event, state.tool_name.as_deref(), &envelope.model)
-            {
+            if !hook.applies(event, state.tool_name.as_deref(), &envelope.model) {
                 continue;
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -154,6 +158,9 @@ impl Chain<'_> {
             if !output.refused.is_empty() {
                 tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
             }
+            if !output.unknown.is_empty() {
+                tracing::warn!(hook = %hook.name, event = %hook.event_name, dialect = hook.dialect.as_str(), keys = ?output.unknown, "output keys that the hook's dialect does not define at this event were ignored");
+            }
             if let (Some(message), false) = (&output.system_message, output.suppress_output) {
                 outcome.notices.push(message.clone());
             }
@@ -176,22 +183,18 @@ impl Chain<'_> {
         remaining: Duration,
         outcome: &mut ChainOutcome,
     ) -> Result<HookOutput, Failure> {
-        let input = input_json(self.event, &hook.event_name, envelope, state);
+        let input = dialect::input(hook, self.event, envelope, state);
         let timeout = hook.timeout.min(remaining);
         let started = Instant::now();
         let output = match runner.run(hook, &input, timeout).await {
-            RunResult::Output(value) => parse_output(&value, hook.capabilities.as_ref())
+            RunResult::Error(error) => Err(Failure::Failed(error)),
+            RunResult::Timeout => Err(Failure::TimedOut(timeout)),
+            answer => dialect::read(hook, self.event, answer, state, envelope)
                 .map(|output| match hook.level {
                     "session" => limit_session(output),
                     _ => output,
                 })
                 .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
-            RunResult::Block(reason) => Ok(HookOutput {
-                control: Some(Control::Block(reason)),
-                ..Default::default()
-            }),
-            RunResult::Error(error) => Err(Failure::Failed(error)),
-            RunResult::Timeout => Err(Failure::TimedOut(timeout)),
         };
         let ran = match &output {
             Ok(out) => match &out.control {
@@ -336,12 +339,15 @@ fn apply(
         &invalid,
     );
     if !output.inject_messages.is_empty() {
-        if event == PreLlmRequest {
+        if matches!(event, PreLlmRequest | SessionStart) {
             outcome.inject_messages.extend(output.inject_messages)
         } else {
             invalid("inject_messages")
         }
     }
+    // Produced only by the dialects that define it at the event; who delivers it is the
+    // adapter's business (events with no chat after them drop it).
+    outcome.chat_context.extend(output.chat_context);
     if let Some(v) = output.additional_context {
         if matches!(
             event,
@@ -360,7 +366,8 @@ fn apply(
         }
     };
     match output.control {
-        Some(Control::Stop(reason)) if can_stop(event) => {
+        // At `stop`, `action: stop` ends the chat there: no hook after it may send the model on.
+        Some(Control::Stop(reason)) if can_stop(event) || event == Stop => {
             return Some(ChainControl::Stop(named(reason)))
         }
         Some(Control::Skip(reason)) if event == PreToolExecution => {
@@ -375,8 +382,13 @@ fn apply(
         Some(_) => invalid("action"),
         None => {}
     }
+    // Seed 001: at `pre_send_message` the feedback follows the input as a user message; at
+    // `pre_tool_execution` the tool does not run and the model gets the feedback as its result.
     if let Some(feedback) = output.retry_feedback {
-        if matches!(event, PreLlmRequest | PostLlmResponse | Stop) {
+        if matches!(
+            event,
+            PreSendMessage | PreLlmRequest | PostLlmResponse | PreToolExecution | Stop
+        ) {
             return Some(ChainControl::Retry(feedback));
         }
         invalid("retry_feedback");

@@ -14,9 +14,15 @@
 //!     url: http://127.0.0.1:9000/hook
 //!     matcher: "^gpt-"
 //!     capabilities: [system_prompt]
+//! PreToolUse:                      # so are Claude Code's and Gemini CLI's (their dialect)
+//!   - command: ./claude-guard.sh
+//!     matcher: Read
 //! ```
 //!
-//! Every problem is reported with the file and line.
+//! The event's spelling is the hook's [`Dialect`]: it decides the JSON the hook gets, how its
+//! answer is read, the unit of `timeout` (Gemini: milliseconds) and how `matcher` reads
+//! ([`compile_matcher`]). Every problem is reported with the file and line; a matcher where the
+//! event takes none is a warning.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -26,7 +32,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::event::Event;
+use super::event::{Dialect, Event, Spelling};
 use crate::types::Problem;
 
 /// What a hook runs.
@@ -44,14 +50,21 @@ pub(crate) enum Handler {
         url: String,
         headers: BTreeMap<String, String>,
     },
-    /// A prompt template sent to the model; its JSON answer is the result.
+    /// A prompt template sent to the model; its JSON answer is the result. `envelope`: the
+    /// input JSON is added after the prompt (`type: prompt`, seed 004: the runtime injects the
+    /// envelope); `type: llm` (seed 001) sends the filled template only.
     Llm {
         prompt: String,
         model: Option<String>,
+        envelope: bool,
     },
     /// A sub-run of the agent loop (at most 4 rounds) with the read-only tools; its final JSON
-    /// is the result.
-    Agent { prompt: String },
+    /// is the result. `agent` names one of the server's configured hook agents (seed 004:
+    /// 指定 agent); `None` = the default one.
+    Agent {
+        prompt: String,
+        agent: Option<String>,
+    },
 }
 
 impl Handler {
@@ -64,7 +77,7 @@ impl Handler {
         }
     }
 
-    fn default_timeout(&self) -> Duration {
+    pub(super) fn default_timeout(&self) -> Duration {
         match self {
             Handler::Command { .. } | Handler::Http { .. } => Duration::from_secs(10),
             Handler::Llm { .. } | Handler::Agent { .. } => Duration::from_secs(30),
@@ -89,39 +102,51 @@ pub(crate) enum OnError {
 pub(crate) struct Filter {
     /// Exact tool name (tool events only).
     pub(crate) tool_name: Option<String>,
-    /// `A|B` alternatives; ignored when `tool_name` is set.
-    pub(crate) tool_matcher: Option<Vec<String>>,
+    /// A pattern the whole tool name must match (`read_.*`, `A|B`); ignored when `tool_name` is
+    /// set.
+    pub(crate) tool_matcher: Option<Regex>,
     pub(crate) model_prefix: Option<String>,
-    /// A regex on the event's subject: the tool name for tool events, the model otherwise.
+    /// A regex on the event's subject ([`Subject`]); `None` also where the event takes none.
     pub(crate) matcher: Option<Regex>,
 }
 
+/// What a hook's filter is matched against.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Subject<'a> {
+    /// Tool events: the tool's names (hookwire's, and the hook's dialect's when it differs).
+    pub(crate) tools: [Option<&'a str>; 2],
+    pub(crate) model: &'a str,
+    /// What `matcher` matches at events that are not about a tool or a model call: the
+    /// `trigger_type`, the session's `source` or `reason`, the compaction's `trigger`, …
+    pub(crate) other: Option<&'a str>,
+}
+
 impl Filter {
-    pub(crate) fn matches(&self, event: Event, tool: Option<&str>, model: &str) -> bool {
+    pub(crate) fn matches(&self, event: Event, subject: &Subject<'_>) -> bool {
+        let tools = || subject.tools.iter().flatten();
         if event.is_tool_event() {
-            let tool = tool.unwrap_or_default();
             if let Some(name) = &self.tool_name {
-                if name != tool {
+                if !tools().any(|tool| tool == name) {
                     return false;
                 }
-            } else if let Some(names) = &self.tool_matcher {
-                if !names.iter().any(|n| n == tool) {
+            } else if let Some(pattern) = &self.tool_matcher {
+                if !tools().any(|tool| pattern.is_match(tool)) {
                     return false;
                 }
             }
         }
         if let Some(prefix) = &self.model_prefix {
-            if !model.starts_with(prefix.as_str()) {
+            if !subject.model.starts_with(prefix.as_str()) {
                 return false;
             }
         }
         if let Some(matcher) = &self.matcher {
-            let subject = if event.is_tool_event() {
-                tool.unwrap_or_default()
+            let matched = if event.is_tool_event() {
+                tools().any(|tool| matcher.is_match(tool))
             } else {
-                model
+                matcher.is_match(subject.other.unwrap_or(subject.model))
             };
-            if !matcher.is_match(subject) {
+            if !matched {
                 return false;
             }
         }
@@ -150,6 +175,11 @@ pub(crate) struct HookDef {
     pub(crate) event: Event,
     /// The event name as configured (seed 004 hooks get their own name back).
     pub(crate) event_name: String,
+    /// Decided by `event_name`'s spelling.
+    pub(crate) dialect: Dialect,
+    /// The entry's place among the hooks of its file, from 0 (an entry under a name that
+    /// stands for two events is one entry).
+    pub(crate) index: usize,
     pub(crate) handler: Handler,
     pub(crate) timeout: Duration,
     pub(crate) on_error: OnError,
@@ -160,6 +190,37 @@ pub(crate) struct HookDef {
     pub(crate) level: &'static str,
     pub(crate) file: PathBuf,
     pub(crate) line: u64,
+}
+
+impl HookDef {
+    /// Whether the hook runs for this call of its event: its filter against the tool's names
+    /// (hookwire's and its dialect's), the model, and the event's other subject.
+    pub(crate) fn applies(&self, event: Event, tool: Option<&str>, model: &str) -> bool {
+        let alias = tool
+            .map(|tool| super::dialect::tools::name_for(self.dialect, tool))
+            .filter(|alias| Some(*alias) != tool);
+        let subject = Subject {
+            tools: [tool, alias],
+            model,
+            other: self.other_subject(event),
+        };
+        self.filter.matches(event, &subject)
+    }
+
+    /// What `matcher` matches at an event that is not about a tool or a model call.
+    fn other_subject(&self, event: Event) -> Option<&'static str> {
+        use Dialect::*;
+        Some(match (event, self.dialect) {
+            (Event::RunCompleted | Event::RunFailed, _) => super::protocol::TRIGGER_TYPE,
+            (Event::SessionStart, Claude | Gemini) => "startup",
+            (Event::SessionEnd, Claude) => "other",
+            (Event::SessionEnd, Gemini) => "exit",
+            (Event::PreAutoCompact, Claude | Gemini) => "auto",
+            (Event::Notification, Claude) => "permission_prompt",
+            (Event::Notification, Gemini) => "ToolPermission",
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -179,6 +240,8 @@ struct RawHook {
     filter: Option<RawFilter>,
     matcher: Option<String>,
     capabilities: Option<Vec<String>>,
+    /// `type: agent`: the configured hook agent to ask.
+    agent: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,8 +254,9 @@ struct RawFilter {
 
 type RawFile = HashMap<Spanned<String>, Option<Vec<Spanned<RawHook>>>>;
 
-/// Parses one hook file. Returns the hooks that are valid and every problem (all errors, with the
-/// file and, where known, the line and the entry); a file with any problem should not be used.
+/// Parses one hook file. Returns the hooks that are valid and every problem (errors, with the
+/// file and, where known, the line and the entry, and warnings); a file with any error should
+/// not be used.
 pub(crate) fn parse_hooks(
     path: &Path,
     text: &str,
@@ -218,55 +282,66 @@ pub(crate) fn parse_hooks(
     events.sort_by_key(|(k, _)| k.referenced.line());
     let mut hooks = Vec::new();
     let mut problems = Vec::new();
+    let mut index = 0;
     for (event_name, entries) in events {
         let line = event_name.referenced.line();
-        let Some(canonical) = Event::parse(&event_name.value) else {
-            problems.push(
-                Problem::error(format!(
-                    "unknown event {:?} (expected one of {})",
-                    event_name.value,
-                    Event::known_names().join(", ")
-                ))
-                .in_file(path)
-                .at_line(line),
-            );
-            continue;
-        };
-        for (index, entry) in entries.into_iter().enumerate() {
-            let line = entry.referenced.line();
-            match build(entry.value, level) {
-                Ok((name, handler, timeout, on_error, filter, capabilities)) => {
-                    for event in canonical {
-                        hooks.push(HookDef {
-                            name: name
-                                .clone()
-                                .unwrap_or_else(|| format!("{}:{line}", file_name(path))),
-                            event: *event,
-                            event_name: event_name.value.clone(),
-                            handler: handler.clone(),
-                            timeout,
-                            on_error,
-                            filter: filter.clone(),
-                            capabilities: capabilities.clone(),
-                            level,
-                            file: path.to_path_buf(),
-                            line,
-                        });
-                    }
-                }
-                Err(errors) => {
-                    let entry = format!("{}[{index}]", event_name.value);
-                    problems.extend(errors.into_iter().map(|message| {
-                        Problem::error(message)
-                            .in_file(path)
-                            .at_line(line)
-                            .in_field(entry.clone())
-                    }))
-                }
+        let (dialect, canonical) = match Event::spelling(&event_name.value, None) {
+            Spelling::Known(dialect, events) => (dialect, events),
+            Spelling::Unsupported(dialect) => {
+                problems.push(
+                    unsupported_event(&event_name.value, dialect)
+                        .in_file(path)
+                        .at_line(line),
+                );
+                continue;
             }
+            Spelling::Unknown => {
+                problems.push(
+                    Problem::error(format!(
+                        "unknown event {:?} (expected one of {})",
+                        event_name.value,
+                        Event::known_names().join(", ")
+                    ))
+                    .in_file(path)
+                    .at_line(line),
+                );
+                continue;
+            }
+        };
+        for (position, entry) in entries.into_iter().enumerate() {
+            let line = entry.referenced.line();
+            let field = format!("{}[{position}]", event_name.value);
+            let at = |problem: Problem| problem.in_file(path).at_line(line).in_field(field.clone());
+            match build(entry.value, level, dialect, canonical) {
+                Ok((built, warnings)) => {
+                    problems.extend(warnings.into_iter().map(|w| at(Problem::warning(w))));
+                    let place = Place {
+                        event_name: &event_name.value,
+                        dialect,
+                        level,
+                        file: path,
+                        line,
+                        index,
+                    };
+                    hooks.extend(built.define(canonical, &place));
+                }
+                Err(errors) => problems.extend(errors.into_iter().map(|e| at(Problem::error(e)))),
+            }
+            index += 1;
         }
     }
     (hooks, problems)
+}
+
+/// The warning for a hook under an event of Claude Code or Gemini CLI that hookwire lacks.
+pub(super) fn unsupported_event(name: &str, dialect: Dialect) -> Problem {
+    Problem::warning(format!(
+        "{name} is a {} event that hookwire does not have; its hooks never run",
+        match dialect {
+            Dialect::Gemini => "Gemini CLI",
+            _ => "Claude Code",
+        }
+    ))
 }
 
 fn file_name(path: &Path) -> String {
@@ -275,7 +350,7 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn one_line(text: &str) -> String {
+pub(super) fn one_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -283,18 +358,170 @@ fn one_line(text: &str) -> String {
         .join(" ")
 }
 
-type Built = (
-    Option<String>,
-    Handler,
-    Duration,
-    OnError,
-    Filter,
-    Option<BTreeSet<String>>,
-);
+/// An entry's hook, before it is placed under its events.
+#[derive(Debug, Clone)]
+pub(super) struct Built {
+    pub(crate) name: Option<String>,
+    pub(crate) handler: Handler,
+    pub(crate) timeout: Duration,
+    pub(crate) on_error: OnError,
+    pub(crate) filter: Filter,
+    pub(crate) capabilities: Option<BTreeSet<String>>,
+}
 
-/// The hook an entry describes, or what is wrong with it (messages; the caller adds where).
-fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
+/// Where an entry was configured.
+pub(super) struct Place<'a> {
+    pub(crate) event_name: &'a str,
+    pub(crate) dialect: Dialect,
+    pub(crate) level: &'static str,
+    pub(crate) file: &'a Path,
+    pub(crate) line: u64,
+    pub(crate) index: usize,
+}
+
+impl Built {
+    /// One hook per canonical event the configured name stands for.
+    pub(super) fn define(self, events: &[Event], place: &Place<'_>) -> Vec<HookDef> {
+        let name = self
+            .name
+            .unwrap_or_else(|| format!("{}:{}", file_name(place.file), place.line));
+        events
+            .iter()
+            .map(|event| HookDef {
+                name: name.clone(),
+                event: *event,
+                event_name: place.event_name.to_string(),
+                dialect: place.dialect,
+                index: place.index,
+                handler: self.handler.clone(),
+                timeout: self.timeout,
+                on_error: self.on_error,
+                filter: self.filter.clone(),
+                capabilities: self.capabilities.clone(),
+                level: place.level,
+                file: place.file.to_path_buf(),
+                line: place.line,
+            })
+            .collect()
+    }
+}
+
+/// The longest timeout a hook may have.
+const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A configured `timeout` in the dialect's unit (Gemini CLI: milliseconds; the others:
+/// seconds), or why it is wrong.
+pub(super) fn timeout_of(value: f64, dialect: Dialect) -> Result<Duration, String> {
+    let (seconds, unit, most) = match dialect {
+        Dialect::Gemini => (value / 1000.0, "milliseconds", 600_000),
+        _ => (value, "seconds", 600),
+    };
+    if value.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT.as_secs_f64() {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!(
+            "timeout {value} must be a number of {unit} between 0 and {most}"
+        ))
+    }
+}
+
+/// A `matcher` as its dialect reads it, as one regex on the subject (`None` = every subject):
+/// - hookwire and seed 004: a regex, unanchored;
+/// - Claude Code: `""`/`"*"` = all; only letters, digits, `_`, `-`, spaces, `,` and `|` = an
+///   exact name or a list of them; anything else a regex, unanchored;
+/// - Gemini CLI: `""`/`"*"` = all; on tool events a regex, unanchored (an invalid one is an
+///   exact name); elsewhere an exact value.
+pub(crate) fn compile_matcher(
+    text: &str,
+    dialect: Dialect,
+    tool_event: bool,
+) -> Result<Option<Regex>, String> {
+    let invalid = |error: regex::Error| {
+        format!(
+            "matcher is not a valid regex: {}",
+            one_line(&error.to_string())
+        )
+    };
+    let exact = |names: &mut dyn Iterator<Item = &str>| {
+        let names: Vec<String> = names.map(regex::escape).collect();
+        Regex::new(&format!("^(?:{})$", names.join("|"))).map_err(invalid)
+    };
+    match dialect {
+        Dialect::Hookwire | Dialect::Seed004 => Regex::new(text).map(Some).map_err(invalid),
+        Dialect::Claude => {
+            let text = text.trim();
+            if text.is_empty() || text == "*" {
+                return Ok(None);
+            }
+            let plain = text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|'));
+            if plain {
+                let mut names = text
+                    .split(['|', ','])
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty());
+                exact(&mut names).map(Some)
+            } else {
+                Regex::new(text).map(Some).map_err(invalid)
+            }
+        }
+        Dialect::Gemini => {
+            let text = text.trim();
+            if text.is_empty() || text == "*" {
+                return Ok(None);
+            }
+            if tool_event {
+                if let Ok(regex) = Regex::new(text) {
+                    return Ok(Some(regex));
+                }
+            }
+            exact(&mut std::iter::once(text)).map(Some)
+        }
+    }
+}
+
+/// Whether a matcher means something at `event` in `dialect` (elsewhere it is ignored, with a
+/// warning): seed 004's context events take none; Claude Code and Gemini CLI match only on the
+/// events their documentation names.
+pub(super) fn matcher_applies(event: Event, dialect: Dialect) -> bool {
+    use Event::*;
+    match dialect {
+        Dialect::Hookwire | Dialect::Seed004 => !event.takes_no_matcher(),
+        Dialect::Claude => {
+            event.is_tool_event()
+                || matches!(
+                    event,
+                    SessionStart | SessionEnd | PreAutoCompact | Notification
+                )
+        }
+        Dialect::Gemini => {
+            event.is_tool_event() || matches!(event, SessionStart | SessionEnd | PreAutoCompact)
+        }
+    }
+}
+
+/// The warning for a matcher that is ignored at its event.
+pub(super) fn ignored_matcher(event_name: &str, dialect: Dialect) -> String {
+    match dialect {
+        Dialect::Hookwire | Dialect::Seed004 => {
+            format!("{event_name} takes no matcher (seed 004); it is ignored")
+        }
+        Dialect::Claude => format!("{event_name} takes no matcher in Claude Code; it is ignored"),
+        Dialect::Gemini => format!("{event_name} takes no matcher in Gemini CLI; it is ignored"),
+    }
+}
+
+/// The hook an entry describes and its warnings, or what is wrong with it (messages; the
+/// caller adds where).
+fn build(
+    raw: RawHook,
+    level: &str,
+    dialect: Dialect,
+    events: &[Event],
+) -> Result<(Built, Vec<String>), Vec<String>> {
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let kind = raw.kind.clone().unwrap_or_else(|| {
         if raw.url.is_some() {
             "http".into()
@@ -330,13 +557,15 @@ fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
         "llm" | "prompt" => Handler::Llm {
             prompt: required(&raw.prompt, "prompt", &mut errors),
             model: raw.model.clone(),
+            envelope: kind == "prompt",
         },
         "agent" => Handler::Agent {
             prompt: required(&raw.prompt, "prompt", &mut errors),
+            agent: raw.agent.clone(),
         },
         other => {
             errors.push(format!(
-                "unknown handler type {other:?} (expected command, http, llm or agent)"
+                "unknown handler type {other:?} (expected command, http, llm, prompt or agent)"
             ));
             Handler::Command {
                 command: String::new(),
@@ -349,15 +578,14 @@ fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
         (_, Some(_)) => errors.push(format!("`env` applies to command hooks, not {kind}")),
         (_, None) => {}
     }
-    let timeout = match raw.timeout {
+    if raw.agent.is_some() && !matches!(handler, Handler::Agent { .. }) {
+        errors.push(format!("`agent` applies to agent hooks, not {kind}"));
+    }
+    let timeout = match raw.timeout.map(|value| timeout_of(value, dialect)) {
         None => handler.default_timeout(),
-        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 600.0 => {
-            Duration::from_secs_f64(seconds)
-        }
-        Some(seconds) => {
-            errors.push(format!(
-                "timeout {seconds} must be a number of seconds between 0 and 600"
-            ));
+        Some(Ok(timeout)) => timeout,
+        Some(Err(error)) => {
+            errors.push(error);
             handler.default_timeout()
         }
     };
@@ -373,26 +601,41 @@ fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
         }
     };
     let raw_filter = raw.filter.unwrap_or_default();
-    let matcher = match raw.matcher.as_deref().map(Regex::new) {
+    let tool_event = events.iter().any(|e| e.is_tool_event());
+    let matcher = match raw.matcher.as_deref() {
         None => None,
-        Some(Ok(regex)) => Some(regex),
-        Some(Err(error)) => {
-            errors.push(format!(
-                "matcher is not a valid regex: {}",
-                one_line(&error.to_string())
-            ));
+        Some(text) if !events.iter().all(|e| matcher_applies(*e, dialect)) => {
+            if !(dialect.is_foreign() && matches!(text.trim(), "" | "*")) {
+                let name = events.first().map(|e| e.as_str()).unwrap_or_default();
+                warnings.push(ignored_matcher(name, dialect));
+            }
             None
         }
+        Some(text) => match compile_matcher(text, dialect, tool_event) {
+            Ok(matcher) => matcher,
+            Err(error) => {
+                errors.push(error);
+                None
+            }
+        },
+    };
+    let tool_matcher = match raw_filter.tool_matcher.as_deref().map(str::trim) {
+        None => None,
+        // Anchored: the whole name matches the pattern, as the exact alternatives always did.
+        Some(pattern) => match Regex::new(&format!("^(?:{pattern})$")) {
+            Ok(regex) => Some(regex),
+            Err(error) => {
+                errors.push(format!(
+                    "filter.tool_matcher is not a valid pattern: {}",
+                    one_line(&error.to_string())
+                ));
+                None
+            }
+        },
     };
     let filter = Filter {
         tool_name: raw_filter.tool_name,
-        tool_matcher: raw_filter.tool_matcher.map(|m| {
-            m.split('|')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        }),
+        tool_matcher,
         model_prefix: raw_filter.model_prefix,
         matcher,
     };
@@ -415,7 +658,15 @@ fn build(raw: RawHook, level: &str) -> Result<Built, Vec<String>> {
         set
     });
     if errors.is_empty() {
-        Ok((raw.name, handler, timeout, on_error, filter, capabilities))
+        let built = Built {
+            name: raw.name,
+            handler,
+            timeout,
+            on_error,
+            filter,
+            capabilities,
+        };
+        Ok((built, warnings))
     } else {
         Err(errors)
     }
@@ -428,7 +679,7 @@ const RESERVED_ENV: [&str; 1] = [super::process::RUN_MARKER];
 /// `${NAME}` only in a server-level file, and each must be set when the file loads (a typo
 /// would otherwise reach the hook as an empty secret); workspace files are the workspace's
 /// and get no server variable.
-fn check_env(env: &BTreeMap<String, String>, level: &str) -> Vec<String> {
+pub(super) fn check_env(env: &BTreeMap<String, String>, level: &str) -> Vec<String> {
     let mut errors = Vec::new();
     for (name, value) in env {
         if !is_variable_name(name) {
@@ -569,10 +820,9 @@ mod tests {
             ]
         );
         assert_eq!(hooks[0].timeout, Duration::from_secs(5));
-        assert_eq!(
-            hooks[0].filter.tool_matcher,
-            Some(vec!["read_file".to_string(), "search_text".to_string()])
-        );
+        let pattern = hooks[0].filter.tool_matcher.as_ref().unwrap();
+        assert!(pattern.is_match("read_file") && pattern.is_match("search_text"));
+        assert!(!pattern.is_match("read_file_x"), "the whole name matches");
         assert_eq!(hooks[1].event_name, "before_model_call");
         assert_eq!(hooks[2].timeout, Duration::from_secs(30));
         assert_eq!(hooks[3].on_error, OnError::Abort);
@@ -680,12 +930,81 @@ mod tests {
         let (hooks, _) = parse(
             "pre_tool_execution:\n  - command: x\n    matcher: '^read'\n    filter:\n      tool_name: read_file\n      tool_matcher: list_dir\n      model_prefix: gpt-\n",
         );
-        let filter = &hooks[0].filter;
-        assert!(filter.matches(Event::PreToolExecution, Some("read_file"), "gpt-4o"));
+        let hook = &hooks[0];
+        assert!(hook.applies(Event::PreToolExecution, Some("read_file"), "gpt-4o"));
         assert!(
-            !filter.matches(Event::PreToolExecution, Some("list_dir"), "gpt-4o"),
+            !hook.applies(Event::PreToolExecution, Some("list_dir"), "gpt-4o"),
             "tool_name beats tool_matcher"
         );
-        assert!(!filter.matches(Event::PreToolExecution, Some("read_file"), "llama"));
+        assert!(!hook.applies(Event::PreToolExecution, Some("read_file"), "llama"));
+    }
+
+    #[test]
+    fn tool_matcher_takes_patterns() {
+        let (hooks, _) = parse(
+            "pre_tool_execution:\n  - command: x\n    filter: {tool_matcher: 'read_.*|list_dir'}\n",
+        );
+        let applies = |tool| hooks[0].applies(Event::PreToolExecution, Some(tool), "m");
+        assert!(applies("read_file") && applies("list_dir"));
+        assert!(!applies("search_text") && !applies("my_list_dir"));
+        let (_, problems) = parse_hooks(
+            Path::new("h.yaml"),
+            "stop:\n  - command: x\n    filter: {tool_matcher: '('}\n",
+            "server",
+        );
+        assert!(problems[0]
+            .to_string()
+            .contains("tool_matcher is not a valid pattern"));
+    }
+
+    #[test]
+    fn matchers_read_as_their_dialect_and_events_pick_their_subject() {
+        let (hooks, problems) = parse(
+            "PreToolUse:\n  - {command: x, matcher: 'Read|Grep'}\n\
+             BeforeTool:\n  - {command: x, matcher: 'read_.*', timeout: 1500}\n\
+             run_completed:\n  - {command: x, matcher: '^chat$'}\n\
+             run_failed:\n  - {command: x, matcher: '^cron$'}\n",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let tool = |i: usize, name| hooks[i].applies(Event::PreToolExecution, Some(name), "m");
+        // Claude's exact list matches Claude's name or hookwire's.
+        assert!(tool(0, "read_file") && tool(0, "search_text") && !tool(0, "list_dir"));
+        assert_eq!(hooks[0].dialect, Dialect::Claude);
+        assert!(tool(1, "read_file") && !tool(1, "list_dir"));
+        assert_eq!(hooks[1].timeout, Duration::from_millis(1500), "Gemini: ms");
+        assert!(
+            hooks[2].applies(Event::RunCompleted, None, "m"),
+            "trigger_type"
+        );
+        assert!(!hooks[3].applies(Event::RunFailed, None, "m"));
+
+        let (hooks, problems) = parse_hooks(
+            Path::new("h.yaml"),
+            "after_context_build:\n  - {command: x, matcher: 'gpt'}\nUserPromptSubmit:\n  - {command: x, matcher: '*'}\n",
+            "server",
+        );
+        let shown: Vec<String> = problems.iter().map(|p| p.labelled().to_string()).collect();
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(
+            shown[0].starts_with("warning") && shown[0].contains("takes no matcher (seed 004)")
+        );
+        assert!(hooks[0].filter.matcher.is_none(), "ignored");
+    }
+
+    #[test]
+    fn claude_and_gemini_matchers() {
+        let claude = |text| compile_matcher(text, Dialect::Claude, true).unwrap();
+        assert!(claude("*").is_none() && claude("").is_none());
+        let list = claude("Edit, Write|Read").unwrap();
+        assert!(list.is_match("Write") && list.is_match("Read") && !list.is_match("NotebookEdit"));
+        let regex = claude("Edit.*").unwrap();
+        assert!(regex.is_match("NotebookEdit"), "regexes are unanchored");
+        let gemini = |text, tool| compile_matcher(text, Dialect::Gemini, tool).unwrap();
+        assert!(gemini("read", true).unwrap().is_match("read_file"));
+        assert!(gemini("(", true).unwrap().is_match("("), "invalid: exact");
+        assert!(
+            !gemini("start", false).unwrap().is_match("startup"),
+            "lifecycle: exact"
+        );
     }
 }

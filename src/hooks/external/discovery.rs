@@ -1,18 +1,22 @@
-//! Where a server's hook files are and how they load into a [`HookSet`]: the server file, then
-//! `<workspace>/.hookwire/hooks.yaml`, then `<workspace>/.hookwire/hooks/*.yaml`. Knows nothing
-//! of running hooks (the chain engine) or of chats (the `AgentHook` adapter); watching them is
+//! Where a server's hook files are and how they load into a [`HookSet`] (PROTOCOL section 9):
+//! the server file (YAML, or a Claude Code or Gemini CLI `settings.json`, told apart by shape),
+//! then the workspace's, in the order of [`WORKSPACE_FILES`]. Knows nothing of running hooks
+//! (the chain engine) or of chats (the `AgentHook` adapter); watching them is
 //! [`HookFiles`](super::HookFiles)'s job.
 //!
 //! Workspace files are code from the workspace: each is read once, and its bytes are parsed only
 //! when the [`TrustPolicy`] trusts exactly those bytes (no window between the check and the
-//! read). Server files are the operator's and always load.
+//! read). Server files are the operator's and always load. One look comes before trust: a
+//! `settings.json` without a `hooks` key is another tool's settings, not a hook file, so it is
+//! not listed at all (nothing of it is used).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::config::{parse_hooks, HookDef};
-use super::event::Event;
+use super::event::{Dialect, Event};
+use super::settings::{detect, has_hooks, parse_settings};
 use crate::trust::{sha256_hex, TrustPolicy, Untrusted, WorkspaceTrust};
 use crate::types::Problem;
 
@@ -26,6 +30,8 @@ pub(crate) struct HookSet {
     pub(crate) sha256: BTreeMap<PathBuf, String>,
     /// The workspace files that were not loaded because they are not trusted.
     pub(crate) untrusted: Vec<Untrusted>,
+    /// What the loaded files have that hookwire ignores (`hookwire check` shows them).
+    pub(crate) warnings: Vec<Problem>,
 }
 
 impl HookSet {
@@ -51,8 +57,8 @@ impl HookSet {
             .filter(|hook| hook.file == file)
             .cloned()
             .collect();
-        hooks.sort_by_key(|hook| hook.line);
-        hooks.dedup_by_key(|hook| hook.line);
+        hooks.sort_by_key(|hook| (hook.line, hook.index));
+        hooks.dedup_by_key(|hook| hook.index);
         hooks
     }
 
@@ -78,7 +84,31 @@ impl HookSet {
                 .map(|(f, h)| (f.clone(), h.clone()))
                 .collect(),
             untrusted,
+            warnings: self.warnings.clone(),
         }
+    }
+}
+
+/// A workspace's hook files, in order: a file, or every `*.yaml` / `*.yml` of a folder (by
+/// name). The three `settings.json` count only when they have a `hooks` key.
+pub(crate) const WORKSPACE_FILES: [&str; 7] = [
+    ".hookwire/hooks.yaml",
+    ".hookwire/hooks/",
+    ".jcli/hooks.yaml",
+    ".openharness/hooks/",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+];
+
+/// The dialect a workspace `settings.json` is read in, by where it is.
+fn settings_dialect(path: &Path) -> Option<Dialect> {
+    let folder = path.parent()?.file_name()?;
+    let name = path.file_name()?;
+    match (folder.to_str()?, name.to_str()?) {
+        (".claude", "settings.json" | "settings.local.json") => Some(Dialect::Claude),
+        (".gemini", "settings.json") => Some(Dialect::Gemini),
+        _ => None,
     }
 }
 
@@ -91,26 +121,47 @@ pub(crate) fn hook_files(
     if let Some(file) = server_file {
         files.push((file.to_path_buf(), "server"));
     }
-    let dir = workspace.join(".hookwire");
-    let main = dir.join("hooks.yaml");
-    if main.is_file() {
-        files.push((main, "workspace"));
-    }
-    if let Ok(entries) = std::fs::read_dir(dir.join("hooks")) {
-        let mut extra: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-            .collect();
-        extra.sort();
-        files.extend(extra.into_iter().map(|p| (p, "workspace")));
+    for entry in WORKSPACE_FILES {
+        let path = workspace.join(entry);
+        if entry.ends_with('/') {
+            let Ok(entries) = std::fs::read_dir(&path) else {
+                continue;
+            };
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect();
+            found.sort();
+            files.extend(found.into_iter().map(|p| (p, "workspace")));
+        } else if settings_dialect(&path).is_some() {
+            let hooks = crate::reload::read_small_file(&path).is_ok_and(|bytes| has_hooks(&bytes));
+            if hooks && path.is_file() {
+                files.push((path, "workspace"));
+            }
+        } else if path.is_file() {
+            files.push((path, "workspace"));
+        }
     }
     files
 }
 
+/// Parses one hook file in its format: a `settings.json` (by where it is, or by its shape) or
+/// a YAML hook file.
+pub(crate) fn parse_file(
+    path: &Path,
+    text: &str,
+    level: &'static str,
+) -> (Vec<HookDef>, Vec<Problem>) {
+    match settings_dialect(path).or_else(|| detect(text)) {
+        Some(dialect) => parse_settings(path, text, level, dialect),
+        None => parse_hooks(path, text, level),
+    }
+}
+
 /// Reads every hook file; a workspace file only when `trust` trusts its bytes (the others are
-/// listed in [`HookSet::untrusted`]). Every problem is an error (any problem means: do not use
-/// the set).
+/// listed in [`HookSet::untrusted`]). Every problem returned is an error (any means: do not
+/// use the set); warnings are logged and kept in [`HookSet::warnings`].
 pub(crate) fn load_hook_set(
     files: &[(PathBuf, &'static str)],
     trust: &TrustPolicy,
@@ -143,11 +194,18 @@ pub(crate) fn load_hook_set(
             problems.push(Problem::error("not valid UTF-8").in_file(path));
             continue;
         };
-        let (hooks, mut found) = parse_hooks(path, text, level);
-        problems.append(&mut found);
+        let (hooks, found) = parse_file(path, text, level);
+        for problem in found {
+            if problem.is_error() {
+                problems.push(problem);
+            } else {
+                tracing::warn!("{}", problem.labelled());
+                set.warnings.push(problem);
+            }
+        }
         for hook in hooks {
             if !hook.event.fires() {
-                tracing::warn!(file = %path.display(), event = hook.event.as_str(), "this event does not fire yet (hookwire does not compact context)");
+                tracing::warn!(file = %path.display(), event = %hook.event_name, "this event does not fire yet (hookwire neither compacts context nor asks for approval)");
             }
             set.by_event
                 .entry(hook.event)
@@ -163,6 +221,48 @@ pub(crate) fn load_hook_set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_dialects_files_in_order_and_settings_only_with_hooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        let write = |name: &str, text: &str| {
+            let path = ws.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(".gemini/settings.json", r#"{"hooks": {"BeforeTool": []}}"#);
+        write(".claude/settings.local.json", r#"{"permissions": {}}"#);
+        write(".claude/settings.json", r#"{"hooks": {}}"#);
+        write(".openharness/hooks/b.yml", "");
+        write(".openharness/hooks/a.yaml", "");
+        write(".openharness/hooks/notes.md", "");
+        write(".jcli/hooks.yaml", "");
+        write(".hookwire/hooks.yaml", "");
+        let shown: Vec<String> = hook_files(None, ws)
+            .into_iter()
+            .map(|(path, level)| {
+                assert_eq!(level, "workspace");
+                path.strip_prefix(ws).unwrap().display().to_string()
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ".hookwire/hooks.yaml",
+                ".jcli/hooks.yaml",
+                ".openharness/hooks/a.yaml",
+                ".openharness/hooks/b.yml",
+                ".claude/settings.json",
+                ".gemini/settings.json",
+            ]
+        );
+        assert_eq!(
+            settings_dialect(&ws.join(".gemini/settings.json")),
+            Some(Dialect::Gemini)
+        );
+        assert_eq!(settings_dialect(&ws.join(".jcli/hooks.yaml")), None);
+    }
 
     #[test]
     fn only_trusted_bytes_of_workspace_files_are_parsed() {

@@ -1,5 +1,6 @@
-//! The event vocabulary of external hooks: seed 001's names are canonical, seed 004's are
-//! aliases (docs/design.md §3).
+//! The event vocabulary of external hooks: one canonical event per step of a chat (seed 001's
+//! names), spelled four ways. The spelling a hook is configured under is its [`Dialect`]
+//! (PROTOCOL section 9): it decides the JSON the hook gets and how its answer is read.
 
 /// A canonical event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,100 +25,301 @@ pub(crate) enum Event {
     PostAutoCompact,
     PreMicroCompact,
     PostMicroCompact,
+    /// Claude Code / Gemini CLI `Notification`: a chat ends waiting for approval (observe).
+    Notification,
+}
+
+/// How a hook is written: which spelling of the events, which input JSON, which output fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Dialect {
+    /// hookwire's own names, which are seed 001's (plus the seed 004 events hookwire adopted
+    /// under their only name: `run_completed`, `before_context_build`, …).
+    Hookwire,
+    /// Seed 004's aliases (`before_tool_dispatch`, …): its rewrites need declared capabilities.
+    Seed004,
+    /// Claude Code's `settings.json` hooks (`PreToolUse`, …).
+    Claude,
+    /// Gemini CLI's `settings.json` hooks (`BeforeTool`, …).
+    Gemini,
+}
+
+impl Dialect {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Hookwire => "hookwire",
+            Dialect::Seed004 => "seed004",
+            Dialect::Claude => "claude",
+            Dialect::Gemini => "gemini",
+        }
+    }
+
+    /// Claude Code and Gemini CLI: their input JSON, tool names and output fields are their own.
+    pub(crate) fn is_foreign(self) -> bool {
+        matches!(self, Dialect::Claude | Dialect::Gemini)
+    }
+}
+
+use Dialect::{Claude, Gemini, Hookwire, Seed004};
+use Event::*;
+
+/// Every spelling: the name, its dialect, the canonical events it stands for. `SessionStart`,
+/// `SessionEnd` and `Notification` are both Claude Code's and Gemini CLI's: a Gemini
+/// `settings.json` reads them as Gemini's (see [`Event::parse`]), everything else as Claude's.
+const SPELLINGS: &[(&str, Dialect, &[Event])] = &[
+    ("session_start", Hookwire, &[SessionStart]),
+    ("session_end", Hookwire, &[SessionEnd]),
+    ("pre_send_message", Hookwire, &[PreSendMessage]),
+    ("post_send_message", Hookwire, &[PostSendMessage]),
+    ("pre_llm_request", Hookwire, &[PreLlmRequest]),
+    ("post_llm_response", Hookwire, &[PostLlmResponse]),
+    ("pre_tool_execution", Hookwire, &[PreToolExecution]),
+    ("post_tool_execution", Hookwire, &[PostToolExecution]),
+    (
+        "post_tool_execution_failure",
+        Hookwire,
+        &[PostToolExecutionFailure],
+    ),
+    ("stop", Hookwire, &[Stop]),
+    ("run_completed", Hookwire, &[RunCompleted]),
+    ("run_failed", Hookwire, &[RunFailed]),
+    ("before_context_build", Hookwire, &[BeforeContextBuild]),
+    ("after_context_build", Hookwire, &[AfterContextBuild]),
+    ("pre_auto_compact", Hookwire, &[PreAutoCompact]),
+    ("post_auto_compact", Hookwire, &[PostAutoCompact]),
+    ("pre_micro_compact", Hookwire, &[PreMicroCompact]),
+    ("post_micro_compact", Hookwire, &[PostMicroCompact]),
+    ("before_model_call", Seed004, &[PreLlmRequest]),
+    ("after_model_call", Seed004, &[PostLlmResponse]),
+    ("before_tool_dispatch", Seed004, &[PreToolExecution]),
+    (
+        "after_tool_dispatch",
+        Seed004,
+        &[PostToolExecution, PostToolExecutionFailure],
+    ),
+    ("before_context_compact", Seed004, &[PreAutoCompact]),
+    ("after_context_compact", Seed004, &[PostAutoCompact]),
+    ("SessionStart", Claude, &[SessionStart]),
+    ("SessionEnd", Claude, &[SessionEnd]),
+    ("UserPromptSubmit", Claude, &[PreSendMessage]),
+    ("PreToolUse", Claude, &[PreToolExecution]),
+    ("PostToolUse", Claude, &[PostToolExecution]),
+    ("PostToolUseFailure", Claude, &[PostToolExecutionFailure]),
+    ("Stop", Claude, &[Stop]),
+    ("PreCompact", Claude, &[PreAutoCompact]),
+    ("Notification", Claude, &[Notification]),
+    ("BeforeTool", Gemini, &[PreToolExecution]),
+    (
+        "AfterTool",
+        Gemini,
+        &[PostToolExecution, PostToolExecutionFailure],
+    ),
+    ("BeforeAgent", Gemini, &[PreSendMessage]),
+    ("AfterAgent", Gemini, &[Stop]),
+    ("BeforeModel", Gemini, &[PreLlmRequest]),
+    ("AfterModel", Gemini, &[PostLlmResponse]),
+    ("PreCompress", Gemini, &[PreAutoCompact]),
+];
+
+/// Events of Claude Code and Gemini CLI that hookwire has no place for: a hook configured
+/// under one is a warning (it never runs), not an error, so that a real `settings.json` loads.
+const UNSUPPORTED: &[(&str, Dialect)] = &[
+    ("PermissionRequest", Claude),
+    ("PermissionDenied", Claude),
+    ("PostToolBatch", Claude),
+    ("SubagentStart", Claude),
+    ("SubagentStop", Claude),
+    ("PostCompact", Claude),
+    ("Setup", Claude),
+    ("UserPromptExpansion", Claude),
+    ("MessageDisplay", Claude),
+    ("TaskCreated", Claude),
+    ("TaskCompleted", Claude),
+    ("TeammateIdle", Claude),
+    ("StopFailure", Claude),
+    ("InstructionsLoaded", Claude),
+    ("ConfigChange", Claude),
+    ("CwdChanged", Claude),
+    ("DirectoryAdded", Claude),
+    ("FileChanged", Claude),
+    ("WorktreeCreate", Claude),
+    ("WorktreeRemove", Claude),
+    ("PreModelSwitch", Claude),
+    ("PostModelSwitch", Claude),
+    ("Elicitation", Claude),
+    ("ElicitationResult", Claude),
+    ("BeforeToolSelection", Gemini),
+];
+
+/// What a configured event name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spelling {
+    /// A name hookwire runs: its dialect and the canonical events it stands for.
+    Known(Dialect, &'static [Event]),
+    /// A real event of that tool that hookwire has no place for.
+    Unsupported(Dialect),
+    /// Not an event name.
+    Unknown,
 }
 
 impl Event {
-    pub(crate) const ALL: [Event; 18] = [
-        Event::SessionStart,
-        Event::SessionEnd,
-        Event::PreSendMessage,
-        Event::PostSendMessage,
-        Event::PreLlmRequest,
-        Event::PostLlmResponse,
-        Event::PreToolExecution,
-        Event::PostToolExecution,
-        Event::PostToolExecutionFailure,
-        Event::Stop,
-        Event::RunCompleted,
-        Event::RunFailed,
-        Event::BeforeContextBuild,
-        Event::AfterContextBuild,
-        Event::PreAutoCompact,
-        Event::PostAutoCompact,
-        Event::PreMicroCompact,
-        Event::PostMicroCompact,
+    #[cfg(test)]
+    pub(crate) const ALL: [Event; 19] = [
+        SessionStart,
+        SessionEnd,
+        PreSendMessage,
+        PostSendMessage,
+        PreLlmRequest,
+        PostLlmResponse,
+        PreToolExecution,
+        PostToolExecution,
+        PostToolExecutionFailure,
+        Stop,
+        RunCompleted,
+        RunFailed,
+        BeforeContextBuild,
+        AfterContextBuild,
+        PreAutoCompact,
+        PostAutoCompact,
+        PreMicroCompact,
+        PostMicroCompact,
+        Notification,
     ];
 
+    /// The canonical name (seed 001's; `notification` has no hookwire spelling).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Event::SessionStart => "session_start",
-            Event::SessionEnd => "session_end",
-            Event::PreSendMessage => "pre_send_message",
-            Event::PostSendMessage => "post_send_message",
-            Event::PreLlmRequest => "pre_llm_request",
-            Event::PostLlmResponse => "post_llm_response",
-            Event::PreToolExecution => "pre_tool_execution",
-            Event::PostToolExecution => "post_tool_execution",
-            Event::PostToolExecutionFailure => "post_tool_execution_failure",
-            Event::Stop => "stop",
-            Event::RunCompleted => "run_completed",
-            Event::RunFailed => "run_failed",
-            Event::BeforeContextBuild => "before_context_build",
-            Event::AfterContextBuild => "after_context_build",
-            Event::PreAutoCompact => "pre_auto_compact",
-            Event::PostAutoCompact => "post_auto_compact",
-            Event::PreMicroCompact => "pre_micro_compact",
-            Event::PostMicroCompact => "post_micro_compact",
+            SessionStart => "session_start",
+            SessionEnd => "session_end",
+            PreSendMessage => "pre_send_message",
+            PostSendMessage => "post_send_message",
+            PreLlmRequest => "pre_llm_request",
+            PostLlmResponse => "post_llm_response",
+            PreToolExecution => "pre_tool_execution",
+            PostToolExecution => "post_tool_execution",
+            PostToolExecutionFailure => "post_tool_execution_failure",
+            Stop => "stop",
+            RunCompleted => "run_completed",
+            RunFailed => "run_failed",
+            BeforeContextBuild => "before_context_build",
+            AfterContextBuild => "after_context_build",
+            PreAutoCompact => "pre_auto_compact",
+            PostAutoCompact => "post_auto_compact",
+            PreMicroCompact => "pre_micro_compact",
+            PostMicroCompact => "post_micro_compact",
+            Notification => "notification",
+        }
+    }
+
+    /// What `name` is, read in a file of `file_dialect` (a Gemini `settings.json` reads the
+    /// names both tools share as Gemini's; every other file as Claude's).
+    pub(crate) fn spelling(name: &str, file_dialect: Option<Dialect>) -> Spelling {
+        let shared = matches!(name, "SessionStart" | "SessionEnd" | "Notification");
+        if shared && file_dialect == Some(Gemini) {
+            return match SPELLINGS.iter().find(|(n, _, _)| *n == name) {
+                Some((_, _, events)) => Spelling::Known(Gemini, events),
+                None => Spelling::Unknown,
+            };
+        }
+        if let Some((_, dialect, events)) = SPELLINGS.iter().find(|(n, _, _)| *n == name) {
+            return Spelling::Known(*dialect, events);
+        }
+        match UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+            Some((_, dialect)) => Spelling::Unsupported(*dialect),
+            None => Spelling::Unknown,
         }
     }
 
     /// The canonical events a configured name stands for (seed 004's `after_tool_dispatch`
-    /// covers both tool outcomes).
+    /// and Gemini's `AfterTool` cover both tool outcomes).
+    #[cfg(test)]
     pub(crate) fn parse(name: &str) -> Option<&'static [Event]> {
-        if let Some(index) = Event::ALL.iter().position(|e| e.as_str() == name) {
-            return Some(std::slice::from_ref(&Event::ALL[index]));
+        match Event::spelling(name, None) {
+            Spelling::Known(_, events) => Some(events),
+            _ => None,
         }
-        Some(match name {
-            "before_model_call" => &[Event::PreLlmRequest],
-            "after_model_call" => &[Event::PostLlmResponse],
-            "before_tool_dispatch" => &[Event::PreToolExecution],
-            "after_tool_dispatch" => &[Event::PostToolExecution, Event::PostToolExecutionFailure],
-            "before_context_compact" => &[Event::PreAutoCompact],
-            "after_context_compact" => &[Event::PostAutoCompact],
-            _ => return None,
-        })
     }
 
     /// Every name accepted in a hook file.
     pub(crate) fn known_names() -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = Event::ALL.iter().map(|e| e.as_str()).collect();
-        names.extend([
-            "before_model_call",
-            "after_model_call",
-            "before_tool_dispatch",
-            "after_tool_dispatch",
-            "before_context_compact",
-            "after_context_compact",
-        ]);
-        names
+        SPELLINGS.iter().map(|(name, _, _)| *name).collect()
     }
 
     /// Tool events: their subject is the tool name.
     pub(crate) fn is_tool_event(self) -> bool {
         matches!(
             self,
-            Event::PreToolExecution | Event::PostToolExecution | Event::PostToolExecutionFailure
+            PreToolExecution | PostToolExecution | PostToolExecutionFailure
         )
     }
 
-    /// Compaction events are accepted but do not fire until hookwire compacts context.
+    /// Seed 004's context events take no matcher.
+    pub(crate) fn takes_no_matcher(self) -> bool {
+        matches!(
+            self,
+            BeforeContextBuild
+                | AfterContextBuild
+                | PreAutoCompact
+                | PostAutoCompact
+                | PreMicroCompact
+                | PostMicroCompact
+        )
+    }
+
+    /// Compaction and approval events are accepted but do not fire until hookwire compacts
+    /// context and asks for approval.
     pub(crate) fn fires(self) -> bool {
         !matches!(
             self,
-            Event::PreAutoCompact
-                | Event::PostAutoCompact
-                | Event::PreMicroCompact
-                | Event::PostMicroCompact
+            PreAutoCompact | PostAutoCompact | PreMicroCompact | PostMicroCompact | Notification
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_names_its_dialect_and_events() {
+        assert_eq!(
+            Event::spelling("pre_tool_execution", None),
+            Spelling::Known(Hookwire, &[PreToolExecution])
+        );
+        assert_eq!(
+            Event::spelling("before_tool_dispatch", None),
+            Spelling::Known(Seed004, &[PreToolExecution])
+        );
+        assert_eq!(
+            Event::spelling("PreToolUse", Some(Gemini)),
+            Spelling::Known(Claude, &[PreToolExecution])
+        );
+        assert_eq!(
+            Event::spelling("SessionStart", None),
+            Spelling::Known(Claude, &[SessionStart])
+        );
+        assert_eq!(
+            Event::spelling("SessionStart", Some(Gemini)),
+            Spelling::Known(Gemini, &[SessionStart])
+        );
+        assert_eq!(
+            Event::spelling("AfterTool", None),
+            Spelling::Known(Gemini, &[PostToolExecution, PostToolExecutionFailure])
+        );
+        assert_eq!(
+            Event::spelling("SubagentStop", None),
+            Spelling::Unsupported(Claude)
+        );
+        assert_eq!(Event::spelling("pre_dance", None), Spelling::Unknown);
+        assert_eq!(
+            Event::spelling("notification", None),
+            Spelling::Unknown,
+            "approval notices have no hookwire spelling"
+        );
+        // Each canonical name spells its own event.
+        for event in Event::ALL {
+            if event != Notification {
+                assert_eq!(Event::parse(event.as_str()), Some(&[event][..]));
+            }
+        }
     }
 }

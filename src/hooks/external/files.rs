@@ -2,16 +2,21 @@
 //! chat gets the set as it was when the chat started, so an edit never changes a running chat.
 //! A change of `trust.json` reloads too, so trusting or revoking takes effect without a restart,
 //! and a workspace file edited after it was trusted stops running at the next reload.
+//!
+//! It also keeps, per WebSocket session, what that session's `session_start` hooks left for its
+//! chats ([`SessionCarry`]): from the session's start to its end.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use notify::RecursiveMode;
 
-use super::discovery::{hook_files, load_hook_set, HookSet};
+use super::discovery::{hook_files, load_hook_set, HookSet, WORKSPACE_FILES};
+use super::event::Event;
 use super::runner::Runner;
-use super::ExternalHooks;
+use super::{ExternalHooks, SessionCarry};
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
 use crate::reload::{Layout, Outcome, Reloader, Swappable, WatchError};
 use crate::trust::TrustPolicy;
@@ -26,6 +31,8 @@ pub(crate) struct HookFiles {
     /// Why the last change was refused (empty after a good one).
     problems: Mutex<Vec<Problem>>,
     reloader: Mutex<Option<Reloader>>,
+    /// What each open session's `session_start` hooks left for its chats.
+    sessions: Mutex<HashMap<String, Arc<SessionCarry>>>,
 }
 
 impl HookFiles {
@@ -35,6 +42,14 @@ impl HookFiles {
             runner,
             problems: Mutex::new(Vec::new()),
             reloader: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<SessionCarry>>> {
+        match self.sessions.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
         }
     }
 
@@ -121,8 +136,9 @@ impl HookFiles {
 }
 
 impl HookFactory for HookFiles {
-    fn hooks_for(&self, _request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError> {
-        let hooks = self.snapshot();
+    fn hooks_for(&self, request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError> {
+        let carry = self.sessions().get(&request.session_id).cloned();
+        let hooks = self.snapshot().with_carry(carry);
         if hooks.set.is_empty() {
             return Ok(Vec::new());
         }
@@ -137,28 +153,33 @@ impl AgentHook for HookFiles {
     }
 
     async fn session_start(&self, session: &SessionInfo) -> HookResult {
-        self.snapshot().session_start(session).await
+        let carry = self
+            .snapshot()
+            .fire_session(Event::SessionStart, session)
+            .await;
+        if !carry.is_empty() {
+            self.sessions()
+                .insert(session.session_id.clone(), Arc::new(carry));
+        }
+        Ok(())
     }
 
     async fn session_end(&self, session: &SessionInfo) -> HookResult {
-        self.snapshot().session_end(session).await
+        self.sessions().remove(&session.session_id);
+        self.snapshot()
+            .fire_session(Event::SessionEnd, session)
+            .await;
+        Ok(())
     }
 }
 
 /// Where hook files are: the server file (its folder watched, so a save by rename is seen),
-/// `<workspace>/.hookwire/hooks.yaml` and `<workspace>/.hookwire/hooks/*.yaml`, and the
-/// `trust.json` that decides which workspace files load. Nothing else in those folders matters:
-/// hooks may write logs there.
+/// the workspace's ([`WORKSPACE_FILES`]), and the `trust.json` that decides which workspace
+/// files load. Nothing else in those folders matters: hooks may write logs there.
 struct HookFileLayout {
     server_file: Option<PathBuf>,
     workspace: PathBuf,
     trust_file: Option<PathBuf>,
-}
-
-impl HookFileLayout {
-    fn dot(&self) -> PathBuf {
-        self.workspace.join(".hookwire")
-    }
 }
 
 impl Layout for HookFileLayout {
@@ -173,27 +194,52 @@ impl Layout for HookFileLayout {
         if let Some(dir) = self.trust_file.as_ref().and_then(|file| file.parent()) {
             roots.push((dir.to_path_buf(), RecursiveMode::NonRecursive));
         }
-        roots.push((self.dot(), RecursiveMode::NonRecursive));
-        roots.push((self.dot().join("hooks"), RecursiveMode::NonRecursive));
+        for entry in WORKSPACE_FILES {
+            let path = self.workspace.join(entry);
+            let dir = if entry.ends_with('/') {
+                Some(path.as_path())
+            } else {
+                path.parent()
+            };
+            if let Some(dir) = dir.map(Path::to_path_buf) {
+                if !roots.iter().any(|(root, _)| *root == dir) {
+                    roots.push((dir, RecursiveMode::NonRecursive));
+                }
+            }
+        }
         roots
     }
 
     fn matters(&self, path: &Path) -> bool {
-        let extra = self.dot().join("hooks");
-        self.server_file.as_deref() == Some(path)
-            || self.trust_file.as_deref() == Some(path)
-            || path == self.dot().join("hooks.yaml")
-            || (path.parent() == Some(extra.as_path())
-                && path.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        if self.server_file.as_deref() == Some(path) || self.trust_file.as_deref() == Some(path) {
+            return true;
+        }
+        WORKSPACE_FILES.iter().any(|entry| {
+            let place = self.workspace.join(entry);
+            if entry.ends_with('/') {
+                path.parent() == Some(place.as_path())
+                    && path.extension().is_some_and(|x| x == "yaml" || x == "yml")
+            } else {
+                path == place
+            }
+        })
     }
 
     fn files(&self) -> Vec<PathBuf> {
         // Exactly the files a reload reads (the server file even when it is missing).
-        hook_files(self.server_file.as_deref(), &self.workspace)
+        let mut files: Vec<PathBuf> = hook_files(self.server_file.as_deref(), &self.workspace)
             .into_iter()
             .map(|(path, _)| path)
             .chain(self.trust_file.clone())
-            .collect()
+            .collect();
+        // A settings.json that gains its `hooks` key is a change too.
+        for entry in WORKSPACE_FILES.iter().filter(|e| e.ends_with(".json")) {
+            let path = self.workspace.join(entry);
+            if path.is_file() && !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        files
     }
 }
 
@@ -214,6 +260,11 @@ mod tests {
             "/ws/.hookwire/hooks.yaml",
             "/ws/.hookwire/hooks/extra.yaml",
             "/ws/.hookwire/hooks/extra.yml",
+            "/ws/.jcli/hooks.yaml",
+            "/ws/.openharness/hooks/guard.yaml",
+            "/ws/.claude/settings.json",
+            "/ws/.claude/settings.local.json",
+            "/ws/.gemini/settings.json",
         ] {
             assert!(layout.matters(Path::new(path)), "{path}");
         }
@@ -223,6 +274,9 @@ mod tests {
             "/ws/.hookwire/guard.sh",
             "/ws/.hookwire/hooks/notes.md",
             "/ws/.hookwire/hooks/old/x.yaml",
+            "/ws/.openharness/hooks/guard.sh",
+            "/ws/.claude/hooks/guard.sh",
+            "/ws/.jcli/other.yaml",
             "/ws/other.yaml",
             "/state/.trust.json.1.tmp",
         ] {

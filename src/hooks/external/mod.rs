@@ -1,8 +1,11 @@
 //! External hooks: hooks from YAML (seeds 001 and 004) as one [`AgentHook`](super::AgentHook)
 //! adapter.
 //!
-//! - `config`, `event`: the hook files' shape and the event vocabulary;
-//! - `protocol`: the JSON a hook reads and writes;
+//! - `config`, `event`: the hook files' shape and the event vocabulary (four spellings, each a
+//!   dialect); `settings`: Claude Code's and Gemini CLI's `settings.json` as hook files;
+//! - `protocol`: the JSON a hookwire- or seed-004-dialect hook reads and writes; `dialect`: the
+//!   translation layer for every dialect (input, exit codes, output; Claude Code's and Gemini
+//!   CLI's tool names; Claude Code's transcript);
 //! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;
 //! - `process`: a command hook's processes (clean environment, process group, every leftover
 //!   killed and reaped);
@@ -14,6 +17,7 @@
 mod adapter;
 mod chain;
 pub(crate) mod config;
+pub(crate) mod dialect;
 mod discovery;
 pub(crate) mod event;
 mod files;
@@ -22,7 +26,8 @@ pub(crate) mod protocol;
 pub(crate) mod register_hook;
 pub(crate) mod runner;
 pub(crate) mod session;
+pub(crate) mod settings;
 
-pub(crate) use adapter::ExternalHooks;
+pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
 pub(crate) use files::HookFiles;

@@ -1,12 +1,17 @@
-//! The JSON a hook reads and writes. Input: seed 001's fields plus seed 004's envelope, unset
-//! fields omitted. Output: both vocabularies, normalised into [`HookOutput`].
+//! The JSON a hookwire-dialect or seed-004-dialect hook reads and writes (Claude Code's and
+//! Gemini CLI's are in [`super::dialect`]). Input: seed 001's fields plus seed 004's envelope,
+//! unset fields omitted. Output: both vocabularies, normalised into [`HookOutput`], the one
+//! shape every dialect's answer is read into.
 
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::event::Event;
+use super::event::{Dialect, Event};
 use crate::types::{Message, Role};
+
+/// The `trigger_type` of `run_completed` / `run_failed` (what their matcher matches): a chat.
+pub(crate) const TRIGGER_TYPE: &str = "chat";
 
 /// The values a chain works on; each hook sees them as the previous hook left them.
 #[derive(Debug, Clone, Default)]
@@ -16,9 +21,13 @@ pub(crate) struct EventState {
     pub(crate) system_prompt: Option<String>,
     pub(crate) assistant_output: Option<String>,
     pub(crate) tool_name: Option<String>,
+    /// The id of the tool call (Claude Code's `tool_use_id`).
+    pub(crate) tool_call_id: Option<String>,
     pub(crate) tool_arguments: Option<Value>,
     pub(crate) tool_result: Option<String>,
     pub(crate) tool_error: Option<String>,
+    /// `pre_llm_request`: the names of the tools offered to this call.
+    pub(crate) tools: Option<Vec<String>>,
     /// `run_failed`: what went wrong.
     pub(crate) error: Option<String>,
 }
@@ -30,6 +39,20 @@ pub(crate) struct Envelope {
     pub(crate) run_id: Option<String>,
     pub(crate) cwd: String,
     pub(crate) model: String,
+    /// Seed 004's `workspace_id`: stable for a workspace ([`workspace_id`]).
+    pub(crate) workspace_id: String,
+    /// Claude Code's `transcript_path`: the chat so far as JSONL, outside the workspace.
+    pub(crate) transcript_path: Option<String>,
+    /// Claude Code's `stop_hook_active` (Gemini CLI's too): a stop hook already sent the model
+    /// back in this chat.
+    pub(crate) stop_hook_active: bool,
+}
+
+/// Seed 004's `workspace_id` for a workspace root: the first 16 hex digits of the SHA-256 of
+/// its path (stable, and it says nothing about the path).
+pub(crate) fn workspace_id(root: &std::path::Path) -> String {
+    let hash = crate::trust::sha256_hex(root.as_os_str().as_encoded_bytes());
+    format!("ws-{}", &hash[..16.min(hash.len())])
 }
 
 fn messages_json(messages: &[Message]) -> Value {
@@ -59,11 +82,20 @@ pub(crate) fn input_json(
         put("run_id", json!(run_id));
     }
     put("cwd", json!(envelope.cwd));
+    put("workspace_id", json!(envelope.workspace_id));
     put("agent_name", json!("hookwire"));
     put("effective_agent_name", json!("hookwire"));
     put("model", json!(envelope.model));
     if matches!(event, Event::PreLlmRequest | Event::PostLlmResponse) {
         put("model_ref", json!(envelope.model));
+        let mut request = json!({"model": envelope.model});
+        if let Some(messages) = &state.messages {
+            request["messages"] = messages_json(messages);
+        }
+        if let Some(tools) = &state.tools {
+            request["tools"] = json!(tools);
+        }
+        put("model_request", request);
     }
     if let Some(messages) = &state.messages {
         put("messages", messages_json(messages));
@@ -94,7 +126,7 @@ pub(crate) fn input_json(
         put("tool_output", json!(v));
     }
     if matches!(event, Event::RunCompleted | Event::RunFailed) {
-        put("trigger_type", json!("chat"));
+        put("trigger_type", json!(TRIGGER_TYPE));
     }
     if let Some(v) = &state.error {
         put("error", json!(v));
@@ -129,9 +161,34 @@ pub(crate) struct HookOutput {
     pub(crate) system_message: Option<String>,
     pub(crate) control: Option<Control>,
     pub(crate) suppress_output: bool,
+    /// Context for the rest of the chat (Claude Code's `additionalContext`, plain stdout of a
+    /// `UserPromptSubmit` / `SessionStart` hook, Gemini's `SessionStart` context): added to
+    /// the system prompt from the next model call on (a session's: to each of its chats).
+    pub(crate) chat_context: Vec<String>,
     /// Changes that were refused (outside the capabilities), for the log.
     pub(crate) refused: Vec<String>,
+    /// Output keys the hook's dialect does not define at this event, for the log.
+    pub(crate) unknown: Vec<String>,
 }
+
+/// The top-level keys a hookwire-dialect or seed-004-dialect answer may have besides the
+/// change fields ([`super::config::CAPABILITIES`]).
+const CONTROL_KEYS: [&str; 14] = [
+    "tool_input",
+    "tool_output",
+    "retry_feedback",
+    "system_message",
+    "systemMessage",
+    "suppressOutput",
+    "stopReason",
+    "reason",
+    "action",
+    "abort",
+    "continue",
+    "decision",
+    "hookSpecificOutput",
+    "hookEventName",
+];
 
 fn string_field(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match object.get(key) {
@@ -168,10 +225,13 @@ fn parse_messages(value: &Value, key: &str) -> Result<Vec<Message>, String> {
         .collect()
 }
 
-/// Parses a hook's JSON answer. `Value::Null` and `{}` mean no change.
+/// Parses a hookwire-dialect or seed-004-dialect hook's JSON answer. `Value::Null` and `{}`
+/// mean no change. Changes need a declared capability, except top-level (seed 001) fields of a
+/// hookwire-dialect hook that declares none; `hookSpecificOutput` patches always need one.
 pub(crate) fn parse_output(
     value: &Value,
     capabilities: Option<&BTreeSet<String>>,
+    dialect: Dialect,
 ) -> Result<HookOutput, String> {
     let empty = Map::new();
     let object = match value {
@@ -189,7 +249,7 @@ pub(crate) fn parse_output(
     };
     let allowed = |field: &str, from_patch: bool| match capabilities {
         Some(set) => set.contains(field),
-        None => !from_patch,
+        None => !from_patch && dialect == Dialect::Hookwire,
     };
     let sources: Vec<(&Map<String, Value>, bool)> = std::iter::once((object, false))
         .chain(specific.map(|p| (p, true)))
@@ -202,7 +262,12 @@ pub(crate) fn parse_output(
                 "hookEventName" => continue,
                 other => other,
             };
-            if !super::config::CAPABILITIES.contains(&field) || value.is_null() {
+            let change = super::config::CAPABILITIES.contains(&field);
+            if !change || value.is_null() {
+                // Control keys belong at the top level; in a patch only changes do.
+                if !change && (from_patch || !CONTROL_KEYS.contains(&key.as_str())) {
+                    out.unknown.push(key.clone());
+                }
                 continue;
             }
             if !allowed(field, from_patch) {
@@ -304,6 +369,8 @@ mod tests {
             run_id: Some("c1".into()),
             cwd: "/w".into(),
             model: "m".into(),
+            workspace_id: "ws-1".into(),
+            ..Envelope::default()
         };
         assert_eq!(
             input_json(
@@ -313,7 +380,7 @@ mod tests {
                 &state
             ),
             json!({"event":"pre_tool_execution","hook_event_name":"before_tool_dispatch","session_id":"s1","run_id":"c1",
-                   "cwd":"/w","agent_name":"hookwire","effective_agent_name":"hookwire","model":"m",
+                   "cwd":"/w","workspace_id":"ws-1","agent_name":"hookwire","effective_agent_name":"hookwire","model":"m",
                    "tool_name":"read_file","tool_arguments":"{\"path\":\"a.env\"}","tool_input":{"path":"a.env"}})
         );
     }
@@ -324,32 +391,35 @@ mod tests {
             &json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
                     "retry_feedback":"again","system_message":"hi","action":"skip","reason":"nope"}),
             None,
+            Dialect::Hookwire,
         )
         .unwrap();
         assert_eq!(out.user_input.as_deref(), Some("x"));
         assert_eq!(out.inject_messages, vec![Message::user("now")]);
         assert_eq!(out.control, Some(Control::Skip("nope".into())));
         assert_eq!(
-            parse_output(&json!({"abort": true}), None).unwrap().control,
+            parse_output(&json!({"abort": true}), None, Dialect::Hookwire)
+                .unwrap()
+                .control,
             Some(Control::Stop(String::new()))
         );
         assert_eq!(
-            parse_output(&json!({}), None).unwrap(),
+            parse_output(&json!({}), None, Dialect::Hookwire).unwrap(),
             HookOutput::default()
         );
         assert_eq!(
-            parse_output(&Value::Null, None).unwrap(),
+            parse_output(&Value::Null, None, Dialect::Hookwire).unwrap(),
             HookOutput::default()
         );
-        assert!(parse_output(&json!([1]), None).is_err());
-        assert!(parse_output(&json!({"action":"explode"}), None).is_err());
+        assert!(parse_output(&json!([1]), None, Dialect::Hookwire).is_err());
+        assert!(parse_output(&json!({"action":"explode"}), None, Dialect::Hookwire).is_err());
     }
 
     #[test]
     fn seed_004_results_and_capabilities() {
         let answer = json!({"continue": false, "stopReason": "budget", "systemMessage": "stopped",
                             "hookSpecificOutput": {"hookEventName":"before_model_call","system_prompt":"new"}});
-        let without = parse_output(&answer, None).unwrap();
+        let without = parse_output(&answer, None, Dialect::Hookwire).unwrap();
         assert_eq!(without.control, Some(Control::Stop("budget".into())));
         assert_eq!(without.system_message.as_deref(), Some("stopped"));
         assert_eq!(
@@ -358,21 +428,47 @@ mod tests {
         );
         assert_eq!(without.refused, vec!["system_prompt"]);
         let caps: BTreeSet<String> = ["system_prompt".to_string()].into();
-        let with = parse_output(&answer, Some(&caps)).unwrap();
+        let with = parse_output(&answer, Some(&caps), Dialect::Hookwire).unwrap();
         assert_eq!(with.system_prompt.as_deref(), Some("new"));
-        let outside = parse_output(&json!({"user_input": "x"}), Some(&caps)).unwrap();
+        let outside =
+            parse_output(&json!({"user_input": "x"}), Some(&caps), Dialect::Hookwire).unwrap();
         assert_eq!(
             (outside.user_input, outside.refused),
             (None, vec!["user_input".to_string()])
         );
-        let block = parse_output(&json!({"decision":"block","reason":"no"}), None).unwrap();
+        let block = parse_output(
+            &json!({"decision":"block","reason":"no"}),
+            None,
+            Dialect::Hookwire,
+        )
+        .unwrap();
         assert_eq!(block.control, Some(Control::Block("no".into())));
         let tool = parse_output(
             &json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
             Some(&["tool_arguments".to_string()].into()),
+            Dialect::Seed004,
         )
         .unwrap();
         assert_eq!(tool.tool_arguments, Some(json!({"path":"b"})));
+    }
+
+    #[test]
+    fn seed_004_dialect_top_level_rewrites_need_capabilities_too() {
+        let answer = json!({"tool_input": {"path": "b"}, "colour": "red", "user_input": null,
+                            "hookSpecificOutput": {"hookEventName": "x", "continue": false}});
+        let without = parse_output(&answer, None, Dialect::Seed004).unwrap();
+        assert_eq!(without.tool_arguments, None);
+        assert_eq!(without.refused, vec!["tool_arguments"]);
+        assert_eq!(
+            without.unknown,
+            vec!["colour", "continue"],
+            "logged, not silently dropped"
+        );
+        let caps: BTreeSet<String> = ["tool_arguments".to_string()].into();
+        let with = parse_output(&answer, Some(&caps), Dialect::Seed004).unwrap();
+        assert_eq!(with.tool_arguments, Some(json!({"path":"b"})));
+        let seed_001 = parse_output(&answer, None, Dialect::Hookwire).unwrap();
+        assert_eq!(seed_001.tool_arguments, Some(json!({"path":"b"})));
     }
 
     #[test]

@@ -2,16 +2,16 @@
 //! and the chain decides from its variant (a timeout is [`RunResult::Timeout`], not a message).
 //!
 //! A command hook first ends as a [`CommandRun`] (exit code, stdout, stderr, timed out); its
-//! exit-code contract is written once, in [`CommandRun::result`]: exit 0 → stdout is the result
-//! (empty or `{}` = no change); exit 2 → block, stderr is the reason; anything else → an error
-//! (logged; what the chain does then is the hook's `on_error`). How the command's processes are
-//! started, killed and reaped is [`super::process`].
+//! exit-code contract is its dialect's ([`super::dialect::command_result`]). hookwire's is
+//! written once, in [`CommandRun::result`]: exit 0 → stdout is the result (empty or `{}` = no
+//! change); exit 2 → block, stderr is the reason; anything else → an error (logged; what the
+//! chain does then is the hook's `on_error`). How the command's processes are started, killed
+//! and reaped is [`super::process`].
 //!
 //! An http hook POSTs the input: redirects are not followed (a 3xx is an error), an answer over
 //! [`MAX_HTTP_ANSWER_BYTES`] is an error (read no further), and a hook that is not the
 //! operator's (workspace or session level) may only call a URL under `http_hooks.allowed_urls`.
 
-use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::config::{Handler, HookDef};
+use super::event::Dialect;
 use super::process::{environment, execute, server_variable};
 use super::protocol::json_in_text;
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
@@ -34,6 +35,8 @@ pub(crate) enum RunResult {
     Output(Value),
     /// Exit 2: blocked, with the reason.
     Block(String),
+    /// Exit 0 with plain text that is not JSON (Claude Code and Gemini CLI give it a meaning).
+    Text(String),
     /// The handler failed: could not run, answered badly, exited with another code.
     Error(String),
     /// The handler ran past its timeout (a command was killed).
@@ -98,6 +101,8 @@ pub(crate) struct Runner {
     pub(crate) model_name: String,
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
     pub(crate) sub_agent: Arc<dyn SubAgent>,
+    /// The configured hook agents an `agent` hook may name (seed 004: 指定 agent).
+    pub(crate) agents: std::collections::BTreeMap<String, Arc<dyn SubAgent>>,
     pub(crate) cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
     pub(crate) chain_budget: Duration,
@@ -112,6 +117,10 @@ pub(crate) const DEFAULT_CHAIN_BUDGET: Duration = crate::hooks::DEFAULT_HOOK_BUD
 const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
 \"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \
 \"user_input\", \"tool_arguments\", \"tool_result\", \"assistant_output\". Reply {} for no change.";
+
+/// What a Claude-dialect prompt or agent hook answers (Claude Code's own contract).
+const CLAUDE_JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else: \
+{\"ok\": true} to let it go on, or {\"ok\": false, \"reason\": \"<why>\"} to block it.";
 
 impl Runner {
     pub(crate) fn new(
@@ -138,6 +147,7 @@ impl Runner {
             model,
             model_name,
             sub_agent,
+            agents: Default::default(),
             cwd,
             chain_budget: DEFAULT_CHAIN_BUDGET,
             http_hook_urls: Vec::new(),
@@ -147,6 +157,12 @@ impl Runner {
     /// Sets the URL prefixes that workspace-level http hooks may call.
     pub(crate) fn with_http_hook_urls(mut self, urls: Vec<String>) -> Self {
         self.http_hook_urls = urls;
+        self
+    }
+
+    /// Adds a hook agent that `agent` hooks may name (`agent: NAME`).
+    pub(crate) fn with_agent(mut self, name: impl Into<String>, agent: Arc<dyn SubAgent>) -> Self {
+        self.agents.insert(name.into(), agent);
         self
     }
 
@@ -161,7 +177,10 @@ impl Runner {
         match &hook.handler {
             Handler::Command { command, env } => {
                 let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
-                run_command(command, &env, &self.cwd, input, timeout).await
+                match execute(command, &env, &self.cwd, input, timeout).await {
+                    Ok(run) => super::dialect::command_result(hook.dialect, run),
+                    Err(error) => RunResult::Error(error),
+                }
             }
             Handler::Http { url, headers } => {
                 if hook.level != "server" && !url_allowed(url, &self.http_hook_urls) {
@@ -172,16 +191,32 @@ impl Runner {
                 }
                 self.run_http(url, headers, input, timeout).await
             }
-            Handler::Llm { prompt, model } => {
-                let prompt = format!("{}{JSON_INSTRUCTION}", render(prompt, input));
+            Handler::Llm {
+                prompt,
+                model,
+                envelope,
+            } => {
+                let prompt = task(hook.dialect, prompt, *envelope, input);
                 let model = model.clone().unwrap_or_else(|| self.model_name.clone());
                 match tokio::time::timeout(timeout, self.ask_with_retry(&prompt, &model)).await {
                     Err(_) => RunResult::Timeout,
                     Ok(result) => result,
                 }
             }
-            Handler::Agent { prompt } => {
-                match tokio::time::timeout(timeout, self.run_agent(prompt, input)).await {
+            Handler::Agent { prompt, agent } => {
+                let sub_agent = match agent {
+                    None => self.sub_agent.clone(),
+                    Some(name) => match self.agents.get(name) {
+                        Some(agent) => agent.clone(),
+                        None => {
+                            return RunResult::Error(format!(
+                                "no hook agent named {name:?} is configured"
+                            ))
+                        }
+                    },
+                };
+                let task = task(hook.dialect, prompt, true, input);
+                match tokio::time::timeout(timeout, run_agent(sub_agent.as_ref(), task)).await {
                     Err(_) => RunResult::Timeout,
                     Ok(result) => result,
                 }
@@ -288,22 +323,36 @@ impl Runner {
         }
         Err("the model stream ended early".into())
     }
+}
 
-    async fn run_agent(&self, prompt: &str, input: &Value) -> RunResult {
-        let task = format!(
-            "{}\n\nThe event:\n{}{JSON_INSTRUCTION}",
-            render(prompt, input),
-            input
-        );
-        match self.sub_agent.answer(task).await {
-            Ok(content) => match json_in_text(&content) {
-                Ok(value) => RunResult::Output(value),
-                Err(error) => {
-                    RunResult::Error(format!("the agent's answer was not usable: {error}"))
-                }
-            },
-            Err(error) => RunResult::Error(format!("the agent failed: {error}")),
-        }
+/// The text a prompt or agent hook sends: the template filled from the input, the input itself
+/// when `envelope` (seed 004's `prompt` and every `agent` hook: the runtime hands over the
+/// envelope), and the answer it must give. A Claude-dialect prompt has `$ARGUMENTS` replaced by
+/// the input (appended when it has none) and answers `{"ok", "reason"}`.
+fn task(dialect: Dialect, prompt: &str, envelope: bool, input: &Value) -> String {
+    if dialect == Dialect::Claude {
+        let filled = if prompt.contains("$ARGUMENTS") {
+            prompt.replace("$ARGUMENTS", &input.to_string())
+        } else {
+            format!("{prompt}\n\nThe event:\n{input}")
+        };
+        return format!("{filled}{CLAUDE_JSON_INSTRUCTION}");
+    }
+    let filled = render(prompt, input);
+    if envelope {
+        format!("{filled}\n\nThe event:\n{input}{JSON_INSTRUCTION}")
+    } else {
+        format!("{filled}{JSON_INSTRUCTION}")
+    }
+}
+
+async fn run_agent(agent: &dyn SubAgent, task: String) -> RunResult {
+    match agent.answer(task).await {
+        Ok(content) => match json_in_text(&content) {
+            Ok(value) => RunResult::Output(value),
+            Err(error) => RunResult::Error(format!("the agent's answer was not usable: {error}")),
+        },
+        Err(error) => RunResult::Error(format!("the agent failed: {error}")),
     }
 }
 
@@ -366,10 +415,12 @@ pub(crate) fn url_allowed(url: &str, allowed: &[String]) -> bool {
     })
 }
 
-/// Runs `sh -c command` with `env` (see [`super::process`]) and applies the exit-code contract.
+/// Runs `sh -c command` with `env` (see [`super::process`]) and applies the exit-code contract
+/// (the runner does both steps itself, with the hook's dialect in between).
+#[cfg(test)]
 pub(crate) async fn run_command(
     command: &str,
-    env: &[(String, OsString)],
+    env: &[(String, std::ffi::OsString)],
     cwd: &std::path::Path,
     input: &Value,
     timeout: Duration,
@@ -386,7 +437,7 @@ mod tests {
     use serde_json::json;
 
     /// A hook's environment for `event`, with the server's PATH.
-    fn env(event: &str) -> Vec<(String, OsString)> {
+    fn env(event: &str) -> Vec<(String, std::ffi::OsString)> {
         environment(
             &server_variable,
             event,
@@ -539,6 +590,55 @@ mod tests {
             assert_eq!(url_allowed(url, &allowed), expected, "{url}");
         }
         assert!(!url_allowed("http://127.0.0.1:9/hook", &[]), "empty = none");
+    }
+
+    /// A hook agent that answers with a fixed text.
+    struct Fixed(&'static str);
+
+    #[async_trait::async_trait]
+    impl SubAgent for Fixed {
+        async fn answer(&self, _task: String) -> Result<String, String> {
+            Ok(self.0.to_string())
+        }
+    }
+
+    #[tokio::test]
+    async fn agent_hooks_ask_the_agent_they_name() {
+        let runner = Runner::new(
+            Arc::new(crate::llm::demo::DemoModel::default()),
+            "m".into(),
+            Arc::new(Fixed(r#"{"reason":"default"}"#)),
+            std::env::temp_dir(),
+        )
+        .with_agent("reviewer", Arc::new(Fixed(r#"{"reason":"reviewer"}"#)));
+        let yaml = "stop:\n  - {type: agent, prompt: p}\n  - {type: agent, prompt: p, agent: reviewer}\n  - {type: agent, prompt: p, agent: nobody}\n";
+        let (hooks, problems) =
+            super::super::config::parse_hooks(std::path::Path::new("h.yaml"), yaml, "server");
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut answers = Vec::new();
+        for hook in &hooks {
+            answers.push(runner.run(hook, &json!({}), Duration::from_secs(5)).await);
+        }
+        assert_eq!(
+            answers,
+            [
+                RunResult::Output(json!({"reason":"default"})),
+                RunResult::Output(json!({"reason":"reviewer"})),
+                RunResult::Error("no hook agent named \"nobody\" is configured".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn prompts_carry_the_envelope_as_their_dialect_wants() {
+        let input = json!({"tool_name":"read_file"});
+        let seed_001 = task(Dialect::Hookwire, "check {{tool_name}}", false, &input);
+        assert!(seed_001.starts_with("check read_file\n\nReply with exactly one JSON object"));
+        let seed_004 = task(Dialect::Seed004, "check", true, &input);
+        assert!(seed_004.starts_with("check\n\nThe event:\n{\"tool_name\":\"read_file\"}"));
+        let claude = task(Dialect::Claude, "Judge: $ARGUMENTS", false, &input);
+        assert!(claude.starts_with("Judge: {\"tool_name\":\"read_file\"}"));
+        assert!(claude.contains("{\"ok\": false"));
     }
 
     #[test]

@@ -101,7 +101,8 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
     }
     // JSON is YAML, so a session hook goes through the hook file parser.
     let text = json!({ event: [hook] }).to_string();
-    let (hooks, problems) = parse_hooks(Path::new("session hook"), &text, "session");
+    let (hooks, mut problems) = parse_hooks(Path::new("session hook"), &text, "session");
+    problems.retain(crate::types::Problem::is_error);
     if !problems.is_empty() {
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
         return Err(problems.join("; "));

@@ -178,6 +178,25 @@ async fn the_first_stop_skip_block_or_retry_ends_the_chain() {
             Some(ChainControl::Retry("again".into())),
             Ran::Success,
         ),
+        // Seed 001 names these results at these events too.
+        (
+            PreSendMessage,
+            answer(json!({"retry_feedback": "again"})),
+            Some(ChainControl::Retry("again".into())),
+            Ran::Success,
+        ),
+        (
+            PreToolExecution,
+            answer(json!({"retry_feedback": "again"})),
+            Some(ChainControl::Retry("again".into())),
+            Ran::Success,
+        ),
+        (
+            Stop,
+            answer(json!({"action": "stop"})),
+            stop(by_a),
+            Ran::Block,
+        ),
     ];
     for (event, answer, control, how) in cases {
         let yaml = two_hooks(event);
@@ -191,10 +210,10 @@ async fn the_first_stop_skip_block_or_retry_ends_the_chain() {
 
 #[tokio::test]
 async fn a_decision_an_event_cannot_take_is_ignored() {
-    // `run_completed` cannot stop the chat, `pre_send_message` cannot retry.
+    // `run_completed` cannot stop the chat, `post_tool_execution` cannot retry.
     for (event, answer) in [
         (Event::RunCompleted, json!({"action": "stop"})),
-        (Event::PreSendMessage, json!({"retry_feedback": "again"})),
+        (Event::PostToolExecution, json!({"retry_feedback": "again"})),
     ] {
         let yaml = two_hooks(event);
         let runner = Scripted::new(move |_, _| RunResult::Output(answer.clone()));

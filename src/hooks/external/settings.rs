@@ -1,0 +1,567 @@
+//! Claude Code's and Gemini CLI's `settings.json` as hook files (PROTOCOL section 9):
+//!
+//! ```json
+//! {"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "…"}]}]}}
+//! ```
+//!
+//! Each hook is the same [`HookDef`] a YAML file gives, in the dialect its event is spelled in
+//! (in a Gemini file, the names both tools share are Gemini's). The rest of the file is the
+//! other tool's business: settings hookwire does not act on are warnings, never errors, so the
+//! file a person already has loads as it is. What hookwire cannot do — an event it does not
+//! have, an `mcp_tool` hook — is a warning and the hook does not run; what it does differently
+//! — `async`, `if` — is a warning and the hook runs in line, for every call its matcher
+//! matches. Claude Code's `disableAllHooks` and Gemini CLI's `hooksConfig.enabled: false` /
+//! `hooksConfig.disabled` are honoured.
+//!
+//! JSON carries no line numbers; a hook's line is where its `command` (`url`, `prompt`) key
+//! is, found by a forward search (for the trust listing and logs; 0 when not found).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::config::{
+    check_env, compile_matcher, ignored_matcher, matcher_applies, timeout_of, unsupported_event,
+    Built, Filter, Handler, HookDef, OnError, Place,
+};
+use super::event::{Dialect, Event, Spelling};
+use crate::types::Problem;
+
+/// The events only Gemini CLI has: a `settings.json` naming one is Gemini's.
+const GEMINI_ONLY: [&str; 9] = [
+    "BeforeTool",
+    "AfterTool",
+    "BeforeAgent",
+    "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "PreCompress",
+    "BeforeToolSelection",
+    "hooksConfig",
+];
+
+/// Whether `text` is a settings file with hooks, and whose: a JSON object whose `hooks` is an
+/// object. Gemini CLI's when an event (or `hooksConfig`) only it has is named, else Claude
+/// Code's.
+pub(crate) fn detect(text: &str) -> Option<Dialect> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let hooks = value.get("hooks")?.as_object()?;
+    let gemini = hooks
+        .keys()
+        .any(|name| GEMINI_ONLY.contains(&name.as_str()))
+        || value.get("hooksConfig").is_some();
+    Some(if gemini {
+        Dialect::Gemini
+    } else {
+        Dialect::Claude
+    })
+}
+
+/// Whether a settings file is a hook file at all: it has a `hooks` key (or is not JSON, so its
+/// problem is reported).
+pub(crate) fn has_hooks(bytes: &[u8]) -> bool {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => value.get("hooks").is_some_and(|hooks| !hooks.is_null()),
+        Err(_) => true,
+    }
+}
+
+/// The field of a hook entry for problems: `hooks.PreToolUse[0].hooks[1]`.
+fn field(event: &str, group: usize, hook: Option<usize>) -> String {
+    match hook {
+        Some(hook) => format!("hooks.{event}[{group}].hooks[{hook}]"),
+        None => format!("hooks.{event}[{group}]"),
+    }
+}
+
+/// Parses a settings file of `dialect` (for the names both tools share). Returns the hooks and
+/// every problem (errors: the file should not be used; warnings: what hookwire ignores).
+pub(crate) fn parse_settings(
+    path: &Path,
+    text: &str,
+    level: &'static str,
+    dialect: Dialect,
+) -> (Vec<HookDef>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let root: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => {
+            let problem = Problem::error(format!("not valid JSON: {error}"))
+                .in_file(path)
+                .at_line(error.line() as u64);
+            return (Vec::new(), vec![problem]);
+        }
+    };
+    let Some(root) = root.as_object() else {
+        return (
+            Vec::new(),
+            vec![Problem::error("a settings file must be a JSON object").in_file(path)],
+        );
+    };
+    let hooks = match root.get("hooks") {
+        None | Some(Value::Null) => return (Vec::new(), Vec::new()),
+        Some(Value::Object(hooks)) => hooks,
+        Some(_) => {
+            let problem = Problem::error("`hooks` must be an object of events").in_file(path);
+            return (Vec::new(), vec![problem]);
+        }
+    };
+    if root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+        let problem = Problem::warning("disableAllHooks is true: none of its hooks run");
+        return (Vec::new(), vec![problem.in_file(path)]);
+    }
+    let config = root.get("hooksConfig");
+    if config
+        .and_then(|c| c.get("enabled"))
+        .and_then(Value::as_bool)
+        == Some(false)
+    {
+        let problem = Problem::warning("hooksConfig.enabled is false: none of its hooks run");
+        return (Vec::new(), vec![problem.in_file(path)]);
+    }
+    let disabled: Vec<&str> = config
+        .and_then(|c| c.get("disabled"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut defs = Vec::new();
+    let mut index = 0;
+    for (event_name, groups) in hooks {
+        let (hook_dialect, events) = match Event::spelling(event_name, Some(dialect)) {
+            Spelling::Known(d, events) => (d, events),
+            Spelling::Unsupported(d) => {
+                problems.push(unsupported_event(event_name, d).in_file(path));
+                continue;
+            }
+            Spelling::Unknown => {
+                problems.push(
+                    Problem::error(format!("unknown event {event_name:?}"))
+                        .in_file(path)
+                        .in_field(format!("hooks.{event_name}")),
+                );
+                continue;
+            }
+        };
+        let Some(groups) = groups.as_array() else {
+            problems.push(
+                Problem::error("must be a list of matcher groups")
+                    .in_file(path)
+                    .in_field(format!("hooks.{event_name}")),
+            );
+            continue;
+        };
+        let mut cursor = text.find(&format!("\"{event_name}\"")).unwrap_or(0);
+        for (g, group) in groups.iter().enumerate() {
+            let at = |problem: Problem, hook: Option<usize>| {
+                problem.in_file(path).in_field(field(event_name, g, hook))
+            };
+            let Some(group) = group.as_object() else {
+                problems.push(at(Problem::error("must be an object"), None));
+                continue;
+            };
+            for key in group.keys() {
+                if !matches!(key.as_str(), "matcher" | "hooks" | "sequential") {
+                    let message = format!("`{key}` is not used by hookwire; ignored");
+                    problems.push(at(Problem::warning(message), None));
+                }
+            }
+            let matcher = match group.get("matcher") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) => {
+                    match matcher(text, hook_dialect, events, event_name) {
+                        Ok((matcher, warning)) => {
+                            if let Some(warning) = warning {
+                                problems.push(at(Problem::warning(warning), None));
+                            }
+                            matcher
+                        }
+                        Err(error) => {
+                            problems.push(at(Problem::error(error), None));
+                            continue;
+                        }
+                    }
+                }
+                Some(_) => {
+                    problems.push(at(Problem::error("`matcher` must be a string"), None));
+                    continue;
+                }
+            };
+            let Some(entries) = group.get("hooks").and_then(Value::as_array) else {
+                problems.push(at(Problem::error("needs a `hooks` list"), None));
+                continue;
+            };
+            for (h, entry) in entries.iter().enumerate() {
+                let Some(entry) = entry.as_object() else {
+                    problems.push(at(Problem::error("must be an object"), Some(h)));
+                    continue;
+                };
+                let (line, next) = locate(text, cursor, entry);
+                cursor = next;
+                let built = build(entry, hook_dialect, level, matcher.clone());
+                let this = index;
+                index += 1;
+                let (built, warnings, errors) = match built {
+                    Ok((built, warnings)) => (built, warnings, Vec::new()),
+                    Err((errors, warnings)) => (None, warnings, errors),
+                };
+                for message in warnings {
+                    problems.push(at(Problem::warning(message), Some(h)).at_line(line));
+                }
+                for message in errors {
+                    problems.push(at(Problem::error(message), Some(h)).at_line(line));
+                }
+                let Some(built) = built else {
+                    continue;
+                };
+                let id = entry_string(entry, "name").or_else(|| entry_string(entry, "command"));
+                if id.is_some_and(|id| disabled.contains(&id.as_str())) {
+                    continue;
+                }
+                let place = Place {
+                    event_name,
+                    dialect: hook_dialect,
+                    level,
+                    file: path,
+                    line,
+                    index: this,
+                };
+                defs.extend(built.define(events, &place));
+            }
+        }
+    }
+    (defs, problems)
+}
+
+/// A group's matcher, and a warning when the event takes none.
+fn matcher(
+    text: &str,
+    dialect: Dialect,
+    events: &[Event],
+    event_name: &str,
+) -> Result<(Option<regex::Regex>, Option<String>), String> {
+    if !events.iter().all(|e| matcher_applies(*e, dialect)) {
+        let trivial = matches!(text.trim(), "" | "*");
+        return Ok((
+            None,
+            (!trivial).then(|| ignored_matcher(event_name, dialect)),
+        ));
+    }
+    let tool_event = events.iter().any(|e| e.is_tool_event());
+    compile_matcher(text, dialect, tool_event).map(|m| (m, None))
+}
+
+fn entry_string(entry: &Map<String, Value>, key: &str) -> Option<String> {
+    entry.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The line of a hook entry's defining key, searched from `cursor`; and where the next search
+/// starts.
+fn locate(text: &str, cursor: usize, entry: &Map<String, Value>) -> (u64, usize) {
+    let key = ["command", "url", "prompt", "server", "type"]
+        .into_iter()
+        .find(|key| entry.contains_key(*key))
+        .unwrap_or("type");
+    let needle = format!("\"{key}\"");
+    match text.get(cursor..).and_then(|rest| rest.find(&needle)) {
+        Some(offset) => {
+            let at = cursor + offset;
+            let line = text[..at].matches('\n').count() as u64 + 1;
+            (line, at + needle.len())
+        }
+        None => (0, cursor),
+    }
+}
+
+/// The fields of a hook entry each dialect documents; others are warnings.
+fn known_field(dialect: Dialect, key: &str) -> bool {
+    let common = matches!(key, "type" | "command" | "timeout");
+    match dialect {
+        Dialect::Gemini => common || matches!(key, "name" | "description" | "env"),
+        _ => {
+            common
+                || matches!(
+                    key,
+                    "args"
+                        | "shell"
+                        | "url"
+                        | "headers"
+                        | "allowedEnvVars"
+                        | "prompt"
+                        | "model"
+                        | "async"
+                        | "asyncRewake"
+                        | "if"
+                        | "statusMessage"
+                        | "once"
+                        | "continueOnBlock"
+                        | "server"
+                        | "tool"
+                        | "input"
+                        | "name"
+                )
+        }
+    }
+}
+
+/// The hook and its warnings (no hook: one hookwire cannot run), or the errors and warnings.
+type BuildResult = Result<(Option<Built>, Vec<String>), (Vec<String>, Vec<String>)>;
+
+/// The hook one entry describes.
+fn build(
+    entry: &Map<String, Value>,
+    dialect: Dialect,
+    level: &str,
+    matcher: Option<regex::Regex>,
+) -> BuildResult {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    for key in entry.keys() {
+        if !known_field(dialect, key) {
+            warnings.push(format!("`{key}` is not used by hookwire; ignored"));
+        }
+    }
+    let text = |key: &str, errors: &mut Vec<String>| -> Option<String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                errors.push(format!("`{key}` must be a string"));
+                None
+            }
+        }
+    };
+    let required = |key: &str, kind: &str, errors: &mut Vec<String>| -> String {
+        match text(key, errors) {
+            Some(value) if !value.trim().is_empty() => value,
+            _ => {
+                errors.push(format!("{kind} hooks need a non-empty `{key}`"));
+                String::new()
+            }
+        }
+    };
+    let kind = text("type", &mut errors).unwrap_or_else(|| "command".into());
+    let handler = match kind.as_str() {
+        "command" => {
+            let mut command = required("command", "command", &mut errors);
+            if let Some(args) = entry.get("args").and_then(Value::as_array) {
+                // Exec form: no shell of its own, so each piece is quoted for `sh -c`.
+                let mut pieces = vec![shell_quote(&command)];
+                pieces.extend(args.iter().filter_map(Value::as_str).map(shell_quote));
+                command = pieces.join(" ");
+            }
+            if let Some(shell) = text("shell", &mut errors).filter(|s| s != "bash" && s != "sh") {
+                warnings.push(format!("shell {shell:?}: hookwire runs commands with sh"));
+            }
+            let env: BTreeMap<String, String> = match entry.get("env") {
+                None | Some(Value::Null) => BTreeMap::new(),
+                Some(Value::Object(map)) => map
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| v.to_string()),
+                        )
+                    })
+                    .collect(),
+                Some(_) => {
+                    errors.push("`env` must be an object".into());
+                    BTreeMap::new()
+                }
+            };
+            errors.extend(check_env(&env, level));
+            Handler::Command { command, env }
+        }
+        "http" => {
+            let url = required("url", "http", &mut errors);
+            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+            if !url.is_empty() && !scheme_ok {
+                errors.push(format!("url {url:?} must start with http:// or https://"));
+            }
+            let headers = entry
+                .get("headers")
+                .and_then(Value::as_object)
+                .map(|map| {
+                    map.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if entry.contains_key("allowedEnvVars") {
+                warnings.push("allowedEnvVars: hookwire sends header values as written".into());
+            }
+            Handler::Http { url, headers }
+        }
+        "prompt" => Handler::Llm {
+            prompt: required("prompt", "prompt", &mut errors),
+            model: text("model", &mut errors),
+            envelope: false,
+        },
+        "agent" => Handler::Agent {
+            prompt: required("prompt", "agent", &mut errors),
+            agent: None,
+        },
+        "mcp_tool" => {
+            warnings
+                .push("mcp_tool hooks are not supported by hookwire; this one never runs".into());
+            return Ok((None, warnings));
+        }
+        other => {
+            errors.push(format!("unknown hook type {other:?}"));
+            return Err((errors, warnings));
+        }
+    };
+    if entry.get("async").and_then(Value::as_bool) == Some(true) {
+        warnings.push("async: hookwire runs this hook in line, before the chat goes on".into());
+    }
+    if entry.contains_key("if") {
+        warnings
+            .push("`if` is not supported: the hook runs for every call its matcher matches".into());
+    }
+    let timeout = match entry.get("timeout") {
+        None | Some(Value::Null) => handler.default_timeout(),
+        Some(value) => match value.as_f64().map(|v| timeout_of(v, dialect)) {
+            Some(Ok(timeout)) => timeout,
+            Some(Err(error)) => {
+                errors.push(error);
+                handler.default_timeout()
+            }
+            None => {
+                errors.push("`timeout` must be a number".into());
+                handler.default_timeout()
+            }
+        },
+    };
+    if !errors.is_empty() {
+        return Err((errors, warnings));
+    }
+    let built = Built {
+        name: text("name", &mut errors),
+        handler,
+        timeout,
+        on_error: OnError::Skip,
+        filter: Filter {
+            matcher,
+            ..Filter::default()
+        },
+        capabilities: None,
+    };
+    Ok((Some(built), warnings))
+}
+
+/// `text` quoted for `sh -c`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, dialect: Dialect) -> (Vec<HookDef>, Vec<String>) {
+        let (hooks, problems) =
+            parse_settings(Path::new("settings.json"), text, "workspace", dialect);
+        (
+            hooks,
+            problems.iter().map(|p| p.labelled().to_string()).collect(),
+        )
+    }
+
+    #[test]
+    fn a_claude_settings_file() {
+        let text = r#"{
+  "permissions": {"allow": ["Read"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Read|Grep", "hooks": [
+        {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/guard.sh", "timeout": 5}
+      ]}
+    ],
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "date"}]}],
+    "SubagentStop": [{"hooks": [{"type": "command", "command": "x"}]}],
+    "PostToolUse": [{"matcher": "*", "hooks": [
+      {"type": "mcp_tool", "server": "s", "tool": "t"},
+      {"type": "command", "command": "log.sh", "async": true}
+    ]}]
+  }
+}"#;
+        assert_eq!(detect(text), Some(Dialect::Claude));
+        let (hooks, problems) = parse(text, Dialect::Claude);
+        let summary: Vec<(Event, Dialect, u64)> =
+            hooks.iter().map(|h| (h.event, h.dialect, h.line)).collect();
+        assert_eq!(
+            summary,
+            [
+                (Event::PostToolExecution, Dialect::Claude, 13),
+                (Event::PreToolExecution, Dialect::Claude, 6),
+                (Event::PreSendMessage, Dialect::Claude, 9),
+            ]
+        );
+        assert_eq!(hooks[1].timeout, std::time::Duration::from_secs(5));
+        assert!(hooks[1].applies(Event::PreToolExecution, Some("read_file"), "m"));
+        assert!(!hooks[1].applies(Event::PreToolExecution, Some("list_dir"), "m"));
+        assert!(
+            problems.iter().all(|p| p.starts_with("warning")),
+            "{problems:?}"
+        );
+        for expected in ["SubagentStop is a Claude Code event", "mcp_tool", "async"] {
+            assert!(
+                problems.iter().any(|p| p.contains(expected)),
+                "{expected}: {problems:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_gemini_settings_file() {
+        let text = r#"{"hooksConfig": {"disabled": ["off"]},
+ "hooks": {"BeforeTool": [{"matcher": "read_file", "sequential": true, "hooks": [
+     {"name": "guard", "type": "command", "command": "./g.sh", "timeout": 2000},
+     {"name": "off", "type": "command", "command": "./off.sh"}]}],
+   "SessionStart": [{"matcher": "startup", "hooks": [{"command": "./s.sh"}]}]}}"#;
+        assert_eq!(detect(text), Some(Dialect::Gemini));
+        let (hooks, problems) = parse(text, Dialect::Gemini);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(hooks.len(), 2, "the disabled one is left out");
+        assert_eq!(hooks[0].name, "guard");
+        assert_eq!(hooks[0].timeout, std::time::Duration::from_secs(2));
+        assert_eq!(
+            hooks[1].dialect,
+            Dialect::Gemini,
+            "a shared name in a Gemini file"
+        );
+        assert!(hooks[1].applies(Event::SessionStart, None, "m"));
+    }
+
+    #[test]
+    fn errors_and_switches() {
+        let (_, problems) = parse(
+            r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}"#,
+            Dialect::Claude,
+        );
+        assert!(
+            problems[0]
+                .contains("hooks.PreToolUse[0].hooks[0]: command hooks need a non-empty `command`"),
+            "{problems:?}"
+        );
+        let (_, problems) = parse(r#"{"hooks": {"PreToolUze": []}}"#, Dialect::Claude);
+        assert!(problems[0].starts_with("error") && problems[0].contains("unknown event"));
+        let (_, problems) = parse("{", Dialect::Claude);
+        assert!(problems[0].contains("not valid JSON"));
+        let (hooks, problems) = parse(
+            r#"{"disableAllHooks": true, "hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}"#,
+            Dialect::Claude,
+        );
+        assert!(hooks.is_empty() && problems[0].contains("disableAllHooks"));
+        assert!(
+            !has_hooks(br#"{"permissions": {}}"#)
+                && has_hooks(b"{")
+                && has_hooks(br#"{"hooks":{}}"#)
+        );
+        assert_eq!(detect("stop:\n  - command: x\n"), None);
+    }
+}
