@@ -437,7 +437,10 @@ async fn a_session_hook_injects_only_user_messages() {
         .iter()
         .map(|m| (m.role, m.content.as_str()))
         .collect();
-    assert_eq!(injected, [(Role::User, "a reminder")]);
-    assert_eq!(outcome.additional_context, ["more"]);
+    assert_eq!(injected, [(Role::User, "a reminder"), (Role::User, "more")]);
+    assert!(
+        outcome.additional_context.is_empty(),
+        "a session hook's context is a user message, never the system prompt"
+    );
     assert_eq!(state.system_prompt, None, "a rewrite is refused");
 }
