@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{appended, specific, string, tools};
+use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
@@ -231,32 +231,17 @@ pub(super) fn read(
             }
             return Ok(out);
         }
-        RunResult::Output(Value::Null) => return Ok(out),
-        RunResult::Output(Value::Object(object)) => object,
-        RunResult::Output(_) => return Err("the answer must be a JSON object".into()),
-        RunResult::Error(error) => return Err(error),
-        RunResult::Timeout => return Err("timed out".into()),
+        other => match answer_object(other)? {
+            Some(object) => object,
+            None => return Ok(out),
+        },
     };
-    let specific = specific(&object)?;
-    out.unknown.extend(
-        object
-            .keys()
-            .filter(|key| !UNIVERSAL.contains(&key.as_str()))
-            .cloned(),
-    );
-    out.unknown.extend(
-        specific
-            .keys()
-            .filter(|key| !specific_keys(event).contains(&key.as_str()))
-            .map(|key| format!("hookSpecificOutput.{key}")),
-    );
+    let specific = read_common(&object, &UNIVERSAL, specific_keys(event), &mut out)?;
     if let Some(name) = string(&specific, "hookEventName")? {
         if name != hook.event_name {
             tracing::warn!(hook = %hook.name, configured = %hook.event_name, answered = %name, "hookSpecificOutput.hookEventName names another event");
         }
     }
-    out.system_message = string(&object, "systemMessage")?;
-    out.suppress_output = object.get("suppressOutput").and_then(Value::as_bool) == Some(true);
     let reason = string(&object, "reason")?.unwrap_or_default();
     // `continue: false` ends everything and overrides the event's decisions.
     if object.get("continue").and_then(Value::as_bool) == Some(false) {

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{appended, specific, string, tools};
+use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
@@ -237,27 +237,12 @@ pub(super) fn read(
             out.system_message = Some(text);
             return Ok(out);
         }
-        RunResult::Output(Value::Null) => return Ok(out),
-        RunResult::Output(Value::Object(object)) => object,
-        RunResult::Output(_) => return Err("the answer must be a JSON object".into()),
-        RunResult::Error(error) => return Err(error),
-        RunResult::Timeout => return Err("timed out".into()),
+        other => match answer_object(other)? {
+            Some(object) => object,
+            None => return Ok(out),
+        },
     };
-    let specific = specific(&object)?;
-    out.unknown.extend(
-        object
-            .keys()
-            .filter(|key| !COMMON.contains(&key.as_str()))
-            .cloned(),
-    );
-    out.unknown.extend(
-        specific
-            .keys()
-            .filter(|key| !specific_keys(event).contains(&key.as_str()))
-            .map(|key| format!("hookSpecificOutput.{key}")),
-    );
-    out.system_message = string(&object, "systemMessage")?;
-    out.suppress_output = object.get("suppressOutput").and_then(Value::as_bool) == Some(true);
+    let specific = read_common(&object, &COMMON, specific_keys(event), &mut out)?;
     let reason = string(&object, "reason")?.unwrap_or_default();
     if object.get("continue").and_then(Value::as_bool) == Some(false) {
         let why = string(&object, "stopReason")?.unwrap_or(reason);

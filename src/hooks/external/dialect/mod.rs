@@ -154,6 +154,46 @@ fn specific(
     }
 }
 
+/// A Claude Code or Gemini CLI answer after its plain cases: the JSON object, or `None` when
+/// the hook had nothing to say (`null`). A blocked run, plain text and the dialect's own fields
+/// are the reader's job; errors and timeouts are failures in both.
+fn answer_object(answer: RunResult) -> Result<Option<serde_json::Map<String, Value>>, String> {
+    match answer {
+        RunResult::Output(Value::Null) => Ok(None),
+        RunResult::Output(Value::Object(object)) => Ok(Some(object)),
+        RunResult::Output(_) => Err("the answer must be a JSON object".into()),
+        RunResult::Error(error) => Err(error),
+        RunResult::Timeout => Err("timed out".into()),
+        RunResult::Block(_) | RunResult::Text(_) => Ok(None),
+    }
+}
+
+/// What every JSON answer of both tools has: its `hookSpecificOutput`, `systemMessage`,
+/// `suppressOutput`, and the keys the dialect does not define at this event (for the `warn`).
+fn read_common(
+    object: &serde_json::Map<String, Value>,
+    top_keys: &[&str],
+    specific_keys: &[&str],
+    out: &mut HookOutput,
+) -> Result<serde_json::Map<String, Value>, String> {
+    let specific = specific(object)?;
+    out.unknown.extend(
+        object
+            .keys()
+            .filter(|key| !top_keys.contains(&key.as_str()))
+            .cloned(),
+    );
+    out.unknown.extend(
+        specific
+            .keys()
+            .filter(|key| !specific_keys.contains(&key.as_str()))
+            .map(|key| format!("hookSpecificOutput.{key}")),
+    );
+    out.system_message = string(object, "systemMessage")?;
+    out.suppress_output = object.get("suppressOutput").and_then(Value::as_bool) == Some(true);
+    Ok(specific)
+}
+
 /// Now, in ISO 8601 UTC with milliseconds (Gemini's `timestamp`, the transcript's).
 pub(crate) fn timestamp() -> String {
     let now = std::time::SystemTime::now()
