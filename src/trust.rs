@@ -1,4 +1,4 @@
-//! Which workspace files the operator has vouched for (PROTOCOL section 8): `hookwire trust`
+//! Which workspace files the operator has vouched for (docs/protocol.md §8): `hookwire trust`
 //! pins each file's SHA-256 in `<state dir>/trust.json`, keyed by the canonical workspace path,
 //! and a loader runs a workspace file only when the bytes it read hash to the pinned value.
 //!

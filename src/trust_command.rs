@@ -1,6 +1,6 @@
 //! `hookwire trust`: shows each workspace hook file and every hook in it (event, type, command
 //! or URL) and, once the person at the terminal (or `--yes`) agrees, pins the SHA-256 of exactly
-//! the bytes shown in `trust.json` (PROTOCOL section 8). `--list` shows what is trusted,
+//! the bytes shown in `trust.json` (docs/protocol.md §8). `--list` shows what is trusted,
 //! `--revoke` forgets a workspace. A file with problems is shown with them and not trusted.
 //!
 //! Everything a file says is printed with control characters escaped: a command cannot hide

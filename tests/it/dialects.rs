@@ -1,4 +1,4 @@
-//! Hook dialects (PROTOCOL section 9): hooks written for Claude Code, Gemini CLI and the seed
+//! Hook dialects (docs/protocol.md §9): hooks written for Claude Code, Gemini CLI and the seed
 //! documents, in the style of each one's documented examples, run unchanged. Each test asserts
 //! what reached (or did not reach) the upstream request. Scripts read their input with `jq`, as
 //! the Claude Code and Gemini CLI examples do.

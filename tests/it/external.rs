@@ -38,7 +38,7 @@ async fn server_with_hooks(
         Some(upstream),
         move |c| {
             c.hooks_file = Some(hooks_file);
-            // The workspace is the test's own (PROTOCOL section 8).
+            // The workspace is the test's own (docs/protocol.md §8).
             c.trust_workspace_hooks = true;
             tweak(c);
         },

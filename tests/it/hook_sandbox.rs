@@ -1,4 +1,4 @@
-//! What a hook cannot do (PROTOCOL section 8): see the server's secrets, leave processes behind,
+//! What a hook cannot do (docs/protocol.md §8): see the server's secrets, leave processes behind,
 //! fail open when told to fail closed, follow a redirect, flood the server's memory, or call an
 //! URL the operator did not allow from a workspace file.
 //!

@@ -46,7 +46,7 @@ async fn server_with_skills_and_hooks(upstream: &FakeUpstream, server_yaml: &str
         move |c| {
             c.skills_dir = skills;
             c.hooks_file = Some(server_file);
-            // The workspace is the test's own (PROTOCOL section 8).
+            // The workspace is the test's own (docs/protocol.md §8).
             c.trust_workspace_hooks = true;
         },
         |b| b,

@@ -1,4 +1,4 @@
-//! Workspace hook files are code from the workspace (PROTOCOL section 8): they run only once
+//! Workspace hook files are code from the workspace (docs/protocol.md §8): they run only once
 //! `hookwire trust` pinned their SHA-256 outside the workspace, or `trust_workspace_hooks` says
 //! the workspace is the operator's own. Server-level files always run.
 

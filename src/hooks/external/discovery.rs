@@ -1,4 +1,4 @@
-//! Where a server's hook files are and how they load into a [`HookSet`] (PROTOCOL section 9):
+//! Where a server's hook files are and how they load into a [`HookSet`] (docs/protocol.md §9):
 //! the server file (YAML, or a Claude Code or Gemini CLI `settings.json`, told apart by shape),
 //! then the workspace's, in the order of [`WORKSPACE_FILES`]. Knows nothing of running hooks
 //! (the chain engine) or of chats (the `AgentHook` adapter); watching them is

@@ -1,6 +1,6 @@
 //! The event vocabulary of external hooks: one canonical event per step of a chat (seed 001's
 //! names), spelled four ways. The spelling a hook is configured under is its [`Dialect`]
-//! (PROTOCOL section 9): it decides the JSON the hook gets and how its answer is read.
+//! (docs/protocol.md §9): it decides the JSON the hook gets and how its answer is read.
 
 /// A canonical event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

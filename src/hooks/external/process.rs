@@ -1,4 +1,4 @@
-//! A command hook's processes (PROTOCOL section 8, "Hook processes").
+//! A command hook's processes (docs/protocol.md §8, "Hook processes").
 //!
 //! **Environment.** A hook starts with an empty environment plus [`PASSED_VARIABLES`] (those the
 //! server has), the hook variables of section 9 and the hook's own `env:` map: nothing else of

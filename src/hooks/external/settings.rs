@@ -1,4 +1,4 @@
-//! Claude Code's and Gemini CLI's `settings.json` as hook files (PROTOCOL section 9):
+//! Claude Code's and Gemini CLI's `settings.json` as hook files (docs/protocol.md §9):
 //!
 //! ```json
 //! {"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "…"}]}]}}

@@ -1,4 +1,4 @@
-//! Claude Code's dialect (its hooks reference, field by field; PROTOCOL section 9).
+//! Claude Code's dialect (its hooks reference, field by field; docs/protocol.md §9).
 //!
 //! Input: `session_id`, `transcript_path`, `cwd`, `permission_mode`, `hook_event_name` and the
 //! event's own fields, tools under Claude Code's names and argument shapes ([`super::tools`]).
@@ -12,7 +12,7 @@
 //! reason to the result and the loop goes on, `UserPromptSubmit` ends the chat with
 //! `hook_blocked`, `Stop` sends the model back with the reason (bounded by `max_retries`),
 //! `PreCompact` skips the compaction. `permissionDecision: "ask"` is a deny with a warning
-//! until approvals exist (PROTOCOL section 11).
+//! until approvals exist (docs/protocol.md §11).
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Gemini CLI's dialect (its hooks reference, field by field; PROTOCOL section 9).
+//! Gemini CLI's dialect (its hooks reference, field by field; docs/protocol.md §9).
 //!
 //! Input: `session_id`, `transcript_path` (empty: hookwire keeps no Gemini-format recording),
 //! `cwd`, `hook_event_name`, `timestamp` and the event's fields, tools under Gemini CLI's names

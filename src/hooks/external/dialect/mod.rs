@@ -1,4 +1,4 @@
-//! Hook dialects (PROTOCOL section 9): the translation layer at the edge of the chain. A hook's
+//! Hook dialects (docs/protocol.md §9): the translation layer at the edge of the chain. A hook's
 //! [`Dialect`] is the spelling of the event it is configured under; for each dialect there is
 //! one input builder ([`input`]), one exit-code contract for commands ([`command_result`]) and
 //! one output reader ([`read`]), and everything they produce is the chain's one vocabulary
