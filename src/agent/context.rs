@@ -42,8 +42,8 @@ pub(super) fn stub(tool: &str) -> String {
 }
 
 /// Stubs, in `messages`, the tool results of every round but the last `keep_rounds` (a round:
-/// an assistant message with tool calls and the results that follow it). Returns how many
-/// results were stubbed.
+/// an assistant message with tool calls and the results that follow it), unless a result is
+/// no longer than its stub. Returns how many results were stubbed.
 pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usize {
     let rounds: Vec<usize> = messages
         .iter()
@@ -54,7 +54,11 @@ pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usi
     if rounds.len() <= keep_rounds {
         return 0;
     }
-    let cutoff = rounds[rounds.len() - keep_rounds];
+    // `keep_rounds` 0 (the config refuses it, a library user may not): every round is old.
+    let cutoff = rounds
+        .get(rounds.len() - keep_rounds)
+        .copied()
+        .unwrap_or(messages.len());
     let mut tool_of = std::collections::HashMap::new();
     let mut stubbed = 0;
     for message in &mut messages[..cutoff] {
@@ -73,7 +77,8 @@ pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usi
             .and_then(|id| tool_of.get(id))
             .map_or("the tool", String::as_str);
         let stub = stub(tool);
-        if message.content != stub {
+        // A result shorter than its stub stays: stubbing it would only grow the request.
+        if message.content.len() > stub.len() {
             message.content = stub;
             stubbed += 1;
         }
@@ -121,29 +126,35 @@ mod tests {
     #[test]
     fn stubs_only_the_rounds_before_the_kept_ones() {
         let mut messages = vec![Message::system("s"), Message::user("u")];
-        messages.extend(round("a", "read_file", "AAA"));
-        messages.extend(round("b", "list_dir", "BBB"));
-        messages.extend(round("c", "read_file", "CCC"));
+        let long = |word: &str| word.repeat(100);
+        messages.extend(round("a", "read_file", &long("AAA")));
+        messages.extend(round("b", "list_dir", &long("BBB")));
+        messages.extend(round("c", "read_file", &long("CCC")));
+        messages.extend(round("d", "list_dir", "short"));
         let mut compacted = messages.clone();
-        assert_eq!(micro_compact(&mut compacted, 2), 1);
+        assert_eq!(micro_compact(&mut compacted, 2), 2);
         assert_eq!(compacted[3].content, stub("read_file"));
         assert!(compacted[3].content.contains("read_file again"));
-        assert_eq!(compacted[5].content, "BBB");
-        assert_eq!(compacted[7].content, "CCC");
+        assert_eq!(compacted[5].content, stub("list_dir"));
+        assert_eq!(compacted[7].content, long("CCC"));
+        assert_eq!(compacted[9].content, "short");
         assert_eq!(micro_compact(&mut compacted, 2), 0, "a stub stays a stub");
-        let mut all = messages.clone();
-        assert_eq!(micro_compact(&mut all, 3), 0);
-        assert_eq!(all, messages);
-        let info = info(
-            &ContextSettings::default(),
-            "gpt-4o",
-            &messages,
-            &compacted,
-            1,
-            2,
+        let mut one = messages.clone();
+        assert_eq!(
+            micro_compact(&mut one, 1),
+            3,
+            "a short result is never stubbed"
         );
+        assert_eq!(one[9].content, "short");
+        let mut all = messages.clone();
+        assert_eq!(micro_compact(&mut all, 4), 0);
+        assert_eq!(all, messages);
+        let settings = ContextSettings::default();
+        let info = info(&settings, "gpt-4o", &messages, &compacted, 2, 2);
         assert_eq!(info.context_window_tokens, 128_000);
         assert_eq!(info.compact_threshold_tokens, 102_400);
         assert!(info.estimated_post_compact_tokens > 0);
+        assert!(info.estimated_post_compact_tokens < info.estimated_input_tokens);
+        assert!(info.estimated_post_compact_tokens < info.estimated_input_tokens);
     }
 }
