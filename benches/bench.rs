@@ -8,6 +8,11 @@
 //! 3. The memory of an idle WebSocket connection: the server's RSS growth per connection, with
 //!    the server in its own process.
 //!
+//! 4. Token estimation of a 100-message history (what deciding on compaction costs per model
+//!    call) vs serialising the same history with `serde_json`.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server.
+//!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
 
@@ -33,9 +38,98 @@ fn main() {
             return;
         }
     };
-    runtime.block_on(bench_chat());
-    runtime.block_on(bench_short_chat());
-    runtime.block_on(bench_idle_memory());
+    let only_tokens = std::env::args().any(|arg| arg == "tokens");
+    if !only_tokens {
+        runtime.block_on(bench_chat());
+        runtime.block_on(bench_short_chat());
+        runtime.block_on(bench_idle_memory());
+    }
+    bench_token_estimate();
+}
+
+const HISTORY: usize = 100;
+const ESTIMATES: usize = 50;
+
+/// A 100-message history like a real one: user questions, assistant answers, and every fourth
+/// exchange a tool call with a file-sized result.
+fn history() -> Vec<hookwire::agent::Message> {
+    use hookwire::agent::{Message, Role, ToolCall};
+    let prose = "The handler reads the frame, checks its size and parses it strictly; \
+                 an unknown field is a bad_frame error with the field named. ";
+    let code = "fn main() {\n    let config = Config::load()?;\n    serve(config).await\n}\n";
+    let mut messages = vec![Message::system(prose.repeat(4))];
+    let mut i = 0;
+    while messages.len() < HISTORY {
+        messages.push(Message::user(format!("question {i}: {}", prose.repeat(2))));
+        if i % 4 == 3 {
+            let call = ToolCall {
+                id: format!("call_{i}"),
+                name: "read_file".into(),
+                arguments: format!(r#"{{"path":"src/file{i}.rs"}}"#),
+            };
+            messages.push(Message::assistant_with_tools("", vec![call]));
+            let mut result = Message::new(Role::Tool, code.repeat(20));
+            result.tool_call_id = Some(format!("call_{i}"));
+            messages.push(result);
+        }
+        messages.push(Message::assistant(prose.repeat(6)));
+        i += 1;
+    }
+    messages.truncate(HISTORY);
+    messages
+}
+
+/// The history in the OpenAI request shape, as serde_json would send it.
+fn history_json(messages: &[hookwire::agent::Message]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            let mut item = json!({"role": m.role.as_str(), "content": m.content});
+            if !m.tool_calls.is_empty() {
+                item["tool_calls"] = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                    .collect();
+            }
+            if let Some(id) = &m.tool_call_id {
+                item["tool_call_id"] = json!(id);
+            }
+            item
+        })
+        .collect();
+    json!({"model": "gpt-4o", "messages": items})
+}
+
+fn bench_token_estimate() {
+    let messages = history();
+    let request = history_json(&messages);
+    // The tokenizer is built at start in the server (`app::agent_parts`): not part of a chat.
+    hookwire::llm::warm_up();
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    let mut tokens = 0;
+    let mut bytes = 0;
+    for _ in 0..ESTIMATES {
+        let started = Instant::now();
+        tokens = black_box(hookwire::llm::estimate_tokens(black_box(&messages)));
+        ours.push(started.elapsed());
+        let started = Instant::now();
+        bytes = match serde_json::to_string(black_box(&request)) {
+            Ok(text) => black_box(text.len()),
+            Err(_) => 0,
+        };
+        baseline.push(started.elapsed());
+    }
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "token estimate of a {HISTORY}-message history ({tokens} tokens, {bytes} bytes of JSON; median of {ESTIMATES}): {ours:?}, serde_json serialisation {baseline:?}, ratio {:.1}",
+        ours.as_secs_f64() / baseline.as_secs_f64().max(1e-9)
+    );
 }
 
 const CHUNKS: usize = 200;

@@ -88,6 +88,23 @@ fn is_loopback(addr: &str) -> bool {
     }
 }
 
+/// The context window in use and where it comes from, and what compaction keeps (one line).
+pub fn context_summary(config: &Config) -> String {
+    let context = &config.agent.context;
+    let model = &config.agent.model;
+    let source = match context.window_tokens {
+        Some(_) => "context.window_tokens".to_string(),
+        None => format!("built-in table for {model}"),
+    };
+    let window = context.window_for(model);
+    format!(
+        "context: window {window} tokens ({source}), compaction threshold {} tokens, \
+         tool results of the last {} agent round(s) kept in full\n",
+        (window as f64 * context.compact_threshold) as u64,
+        context.micro_keep_rounds
+    )
+}
+
 /// What `check` prints (each problem with its severity, then a verdict), and whether it passed.
 pub fn report(problems: &[Problem]) -> (String, bool) {
     let mut text = String::new();

@@ -5,14 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig};
+use crate::agent::{prompts, AgentConfig, ContextSettings};
 
 mod cli;
 mod file;
 
 pub use cli::{Cli, CliSettings, Command, LogFormat, TrustArgs};
 pub use file::{
-    FileConfig, HookAgent, HttpHooksFile, LimitsFile, PlanningFile, PromptsFile, SessionHooksFile,
+    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, PlanningFile, PromptsFile,
+    SessionHooksFile,
 };
 
 /// Limits of the chat protocol.
@@ -202,6 +203,33 @@ fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), Confi
         return Err(ConfigError::TooSmall { setting, min });
     }
     Ok(())
+}
+
+/// `context:`: a window of at least one token, a threshold in (0, 1], at least one round kept.
+fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigError> {
+    let defaults = ContextSettings::default();
+    if let Some(window) = file.window_tokens {
+        at_least(
+            "context.window_tokens",
+            usize::try_from(window).unwrap_or(usize::MAX),
+            1,
+        )?;
+    }
+    let compact_threshold = file.compact_threshold.unwrap_or(defaults.compact_threshold);
+    if !(compact_threshold > 0.0 && compact_threshold <= 1.0) {
+        return Err(ConfigError::Invalid {
+            setting: "context.compact_threshold",
+            expected: "a fraction of the window above 0 and at most 1",
+            value: compact_threshold.to_string(),
+        });
+    }
+    let micro_keep_rounds = file.micro_keep_rounds.unwrap_or(defaults.micro_keep_rounds);
+    at_least("context.micro_keep_rounds", micro_keep_rounds, 1)?;
+    Ok(ContextSettings {
+        window_tokens: file.window_tokens,
+        compact_threshold,
+        micro_keep_rounds,
+    })
 }
 
 /// `http_hooks.allowed_urls`: each entry an absolute http(s) URL, so a typo is an error at start
@@ -437,6 +465,7 @@ impl Config {
             hook_timeout: limits.hook_chain_timeout,
             workspace: workspace.clone(),
             secret,
+            context: context_settings(file.context)?,
         };
         at_least(
             "limits.max_tool_calls_per_round",

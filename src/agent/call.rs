@@ -6,12 +6,13 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
+use super::context;
 use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::tools::ToolSpec;
-use crate::types::{ChatError, ChatEvent, ErrorCode};
+use crate::types::{ChatError, ChatEvent, ErrorCode, Message};
 
 /// How the text of a model call reaches the client.
 pub(super) enum TextMode {
@@ -34,6 +35,9 @@ impl ChatRun {
             messages: self.ctx.messages.clone(),
             tools,
         };
+        if let CallPhase::Agent { .. } = phase {
+            self.micro_compact(&mut request.messages).await;
+        }
         if let Flow::Stop { reason } = self
             .hooks
             .pre_llm_request(&mut self.ctx, &mut request)
@@ -57,6 +61,33 @@ impl ChatRun {
             stream = model.stream(model_request) => stream.map_err(upstream_error)?,
         };
         self.read_reply(stream, phase, mode, started).await
+    }
+
+    /// Micro compaction of this call's messages (PROTOCOL section 10), between its hooks: a
+    /// `pre_micro_compact` stop skips it.
+    async fn micro_compact(&mut self, messages: &mut Vec<Message>) {
+        let settings = &self.inner.config.context;
+        let keep = settings.micro_keep_rounds;
+        let mut compacted = messages.clone();
+        let stubbed = context::micro_compact(&mut compacted, keep);
+        if stubbed == 0 {
+            return;
+        }
+        let info = context::info(
+            settings,
+            &self.ctx.model,
+            messages,
+            &compacted,
+            stubbed,
+            keep,
+        );
+        if let Flow::Stop { reason } = self.hooks.pre_micro_compact(&mut self.ctx, &info).await {
+            tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped micro compaction");
+            return;
+        }
+        *messages = compacted;
+        metrics::counter!("hookwire_compactions_total", "kind" => "micro").increment(1);
+        self.hooks.post_micro_compact(&mut self.ctx, &info).await;
     }
 
     /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.

@@ -43,6 +43,7 @@
 //! ```
 
 mod call;
+mod context;
 mod marker;
 mod phases;
 pub(crate) mod prompts;
@@ -56,6 +57,7 @@ pub use crate::types::{
     ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, HookTag, Message,
     NoticeLevel, Role, ToolCall, Usage,
 };
+pub use context::ContextSettings;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -96,6 +98,9 @@ pub struct AgentConfig {
     pub workspace: PathBuf,
     /// Key that signs persistent hook messages; `None` = history is trusted as sent.
     pub secret: Option<String>,
+    /// The `context:` settings: the window, and how much of it the loop keeps (micro
+    /// compaction).
+    pub context: ContextSettings,
 }
 
 impl Default for AgentConfig {
@@ -113,6 +118,7 @@ impl Default for AgentConfig {
             hook_timeout: crate::hooks::DEFAULT_HOOK_BUDGET,
             workspace: PathBuf::from("."),
             secret: None,
+            context: ContextSettings::default(),
         }
     }
 }

@@ -21,6 +21,9 @@ impl ChatRun {
             if self.after_response(&mut response).await? {
                 continue;
             }
+            if self.cut_off(&response, true).await? {
+                return Ok(DoneReason::Length);
+            }
             if self.finish_or_continue(response.content).await? {
                 continue;
             }
@@ -69,7 +72,12 @@ impl ChatRun {
             if retry {
                 continue;
             }
-            if needs_tools || has_marker(&response.content) {
+            // A plan cut short never streamed as text: nothing of it is kept.
+            let plan = needs_tools || has_marker(&response.content);
+            if self.cut_off(&response, !plan).await? {
+                return Ok(DoneReason::Length);
+            }
+            if plan {
                 let plan = strip_marker(&response.content, &marker).to_string();
                 self.send(ChatEvent::Plan(plan.clone())).await?;
                 if !plan.is_empty() {
@@ -115,6 +123,10 @@ impl ChatRun {
             if self.after_response(&mut response).await? {
                 continue;
             }
+            // Its tool calls may be cut too: none of them runs.
+            if self.cut_off(&response, true).await? {
+                return Ok(DoneReason::Length);
+            }
             if response.tool_calls.is_empty() {
                 if self.finish_or_continue(response.content).await? {
                     continue;
@@ -159,6 +171,24 @@ impl ChatRun {
                 Ok(true)
             }
         }
+    }
+
+    /// `finish_reason: "length"`: the reply was cut at the model's output limit, so the chat ends
+    /// there with a `warn` notice (no `stop` hooks: there is no finished answer to judge);
+    /// `keep` = the reply streamed as text and is kept. `Ok(true)` = it was cut.
+    async fn cut_off(&mut self, response: &LlmResponse, keep: bool) -> Outcome<bool> {
+        if response.finish_reason.as_deref() != Some("length") {
+            return Ok(false);
+        }
+        if keep && !response.content.is_empty() {
+            self.kept.push(response.content.clone());
+        }
+        self.notice(
+            NoticeLevel::Warn,
+            "the model's reply was cut off at its output limit (finish_reason \"length\")".into(),
+        )
+        .await?;
+        Ok(true)
     }
 
     /// Keeps the final answer and asks the `stop` hooks; `Ok(true)` = the model goes on.

@@ -51,6 +51,20 @@ pub struct FileConfig {
     pub prompts: PromptsFile,
     #[serde(default)]
     pub limits: LimitsFile,
+    #[serde(default)]
+    pub context: ContextFile,
+}
+
+/// `context:` (PROTOCOL section 10).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// The model's context window; unset = the built-in table by model name.
+    pub window_tokens: Option<u64>,
+    /// The fraction of the window at which compaction starts (0.8).
+    pub compact_threshold: Option<f64>,
+    /// Agent rounds whose tool results the model sees in full (2).
+    pub micro_keep_rounds: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -223,6 +223,23 @@ fn bad_timeouts_are_refused_with_the_setting_named() {
 }
 
 #[test]
+fn context_settings_default_and_come_from_the_file() {
+    let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
+    let context = &config.agent.context;
+    assert_eq!(context.window_tokens, None);
+    assert_eq!(context.compact_threshold, 0.8);
+    assert_eq!(context.micro_keep_rounds, 2);
+    assert_eq!(context.window_for("gpt-4o-mini"), 128_000);
+    let yaml =
+        "context:\n  window_tokens: 32000\n  compact_threshold: 0.5\n  micro_keep_rounds: 1\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
+    let context = &config.agent.context;
+    assert_eq!(context.window_for("gpt-4o-mini"), 32_000);
+    assert_eq!(context.compact_threshold, 0.5);
+    assert_eq!(context.micro_keep_rounds, 1);
+}
+
+#[test]
 fn limits_below_their_minimum_are_refused_with_the_same_text() {
     let cases = [
         (
@@ -248,6 +265,18 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "limits:\n  max_steps: 0\n",
             "limits.max_steps must be at least 1",
+        ),
+        (
+            "context:\n  window_tokens: 0\n",
+            "context.window_tokens must be at least 1",
+        ),
+        (
+            "context:\n  micro_keep_rounds: 0\n",
+            "context.micro_keep_rounds must be at least 1",
+        ),
+        (
+            "context:\n  compact_threshold: 1.5\n",
+            "context.compact_threshold must be a fraction of the window above 0 and at most 1, got \"1.5\"",
         ),
         (
             "planning:\n  marker: '  '\n",

@@ -222,6 +222,25 @@ impl HookContext {
     }
 }
 
+/// What a context compaction is about to do, or did (PROTOCOL section 10's hook metadata).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct CompactInfo {
+    /// `auto` (hookwire decided it) or `manual` (the client asked).
+    pub trigger: String,
+    pub context_window_tokens: u64,
+    /// The window times `compact_threshold`.
+    pub compact_threshold_tokens: u64,
+    /// The estimated input of the model call before compaction.
+    pub estimated_input_tokens: u64,
+    /// And after it.
+    pub estimated_post_compact_tokens: u64,
+    /// Messages compacted (micro compaction: the tool results stubbed).
+    pub summarized_message_count: usize,
+    /// Groups kept as they are (micro compaction: the agent rounds kept in full).
+    pub keep_recent_group_count: usize,
+}
+
 /// The request about to be sent to the model: a copy, so changes affect this call only.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmRequest {

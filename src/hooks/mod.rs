@@ -11,7 +11,8 @@ pub(crate) mod signing;
 mod stack;
 
 pub use context::{
-    CallPhase, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo, ToolResultInfo,
+    CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo,
+    ToolResultInfo,
 };
 pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
@@ -165,6 +166,20 @@ pub trait AgentHook: Send + Sync {
         response: &mut LlmResponse,
     ) -> HookResult<ResponseAction> {
         Ok(ResponseAction::Continue)
+    }
+
+    /// Before tool results of older agent rounds are stubbed in this call's request (micro
+    /// compaction): `Flow::Stop` skips that compaction (the chat goes on).
+    async fn pre_micro_compact(
+        &self,
+        ctx: &mut HookContext,
+        info: &CompactInfo,
+    ) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// Micro compaction was done (notify only).
+    async fn post_micro_compact(&self, ctx: &mut HookContext, info: &CompactInfo) -> HookResult {
+        Ok(())
     }
 
     /// Before a tool runs: may change the arguments, skip the call, or stop.

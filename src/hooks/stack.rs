@@ -25,8 +25,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use super::{
-    AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
-    SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
+    RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::types::ChatError;
 
@@ -176,6 +176,8 @@ events! {
     after_agent_loop(ctx: &mut HookContext);
     pre_llm_request(ctx: &mut HookContext, request: &mut LlmRequest) -> Flow;
     post_llm_response(ctx: &mut HookContext, response: &mut LlmResponse) -> ResponseAction;
+    pre_micro_compact(ctx: &mut HookContext, info: &CompactInfo) -> Flow;
+    post_micro_compact(ctx: &mut HookContext, info: &CompactInfo);
     pre_tool_execution(ctx: &mut HookContext, call: &mut ToolCallInfo) -> ToolAction;
     stop(ctx: &mut HookContext, output: &str) -> StopAction;
     run_completed(ctx: &mut HookContext, output: &mut RunOutput);

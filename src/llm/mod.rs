@@ -8,8 +8,12 @@
 pub(crate) mod demo;
 mod openai;
 mod sse;
+mod tokens;
 
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use tokens::{
+    context_window, count_text_tokens, estimate_tokens, warm_up, DEFAULT_WINDOW_TOKENS,
+};
 
 use std::time::Duration;
 

@@ -50,6 +50,8 @@ pub enum DoneReason {
     Cancelled,
     MaxSteps,
     Stopped,
+    /// The model's reply was cut at its output limit (`finish_reason: "length"`).
+    Length,
 }
 
 impl DoneReason {
@@ -59,6 +61,7 @@ impl DoneReason {
             DoneReason::Cancelled => "cancelled",
             DoneReason::MaxSteps => "max_steps",
             DoneReason::Stopped => "stopped",
+            DoneReason::Length => "length",
         }
     }
 }

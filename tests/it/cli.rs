@@ -136,6 +136,39 @@ fn bad_config_file_is_refused_with_the_reason() {
 }
 
 #[test]
+fn check_shows_the_context_window_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |config: &str| {
+        let file = dir.path().join("hookwire.yaml");
+        std::fs::write(&file, config).unwrap();
+        let output = Command::new(BIN)
+            .args(["check", "--config", file.to_str().unwrap()])
+            .args(["--workspace", dir.path().to_str().unwrap()])
+            .args(["--skills-dir", dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let stdout = run("model: claude-sonnet-4-5\n");
+    assert!(
+        stdout.contains("window 200000 tokens (built-in table for claude-sonnet-4-5)")
+            && stdout.contains("threshold 160000 tokens")
+            && stdout.contains("last 2 agent round(s)"),
+        "{stdout}"
+    );
+    let stdout = run(
+        "model: my-model\ncontext:\n  window_tokens: 50000\n  compact_threshold: 0.5\n  micro_keep_rounds: 3\n",
+    );
+    assert!(
+        stdout.contains("window 50000 tokens (context.window_tokens)")
+            && stdout.contains("threshold 25000 tokens")
+            && stdout.contains("last 3 agent round(s)"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn check_passes_on_a_good_setup() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(BIN)

@@ -6,6 +6,7 @@ mod binary;
 mod browser;
 mod cli;
 mod common;
+mod compaction;
 mod demo;
 mod dialects;
 mod external;

@@ -26,8 +26,8 @@ use super::protocol::{workspace_id, Envelope, EventState};
 use super::runner::Runner;
 use super::HookSet;
 use crate::hooks::{
-    AgentHook, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction, RunOutput,
-    SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
+    RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::types::{ChatError, Message, NoticeLevel, Role};
 
@@ -277,6 +277,8 @@ enum Call<'a> {
     PostSendMessage,
     PreLlmRequest(&'a mut LlmRequest),
     PostLlmResponse(&'a mut LlmResponse),
+    PreMicroCompact(&'a CompactInfo),
+    PostMicroCompact(&'a CompactInfo),
     PreToolExecution(&'a mut ToolCallInfo),
     PostToolExecution(&'a ToolCallInfo, &'a mut ToolResultInfo),
     PostToolExecutionFailure(&'a ToolCallInfo, &'a mut ToolResultInfo),
@@ -294,6 +296,8 @@ impl Call<'_> {
             Call::PostSendMessage => Event::PostSendMessage,
             Call::PreLlmRequest(_) => Event::PreLlmRequest,
             Call::PostLlmResponse(_) => Event::PostLlmResponse,
+            Call::PreMicroCompact(_) => Event::PreMicroCompact,
+            Call::PostMicroCompact(_) => Event::PostMicroCompact,
             Call::PreToolExecution(_) => Event::PreToolExecution,
             Call::PostToolExecution(..) => Event::PostToolExecution,
             Call::PostToolExecutionFailure(..) => Event::PostToolExecutionFailure,
@@ -337,6 +341,12 @@ impl Call<'_> {
             Call::PostLlmResponse(response) => EventState {
                 assistant_output: Some(response.content.clone()),
                 messages: chat(),
+                ..EventState::default()
+            },
+            // Seed 001: the chat's messages (as they stand, before the request's stubs).
+            Call::PreMicroCompact(info) | Call::PostMicroCompact(info) => EventState {
+                messages: chat(),
+                compaction: Some((*info).clone()),
                 ..EventState::default()
             },
             Call::PreToolExecution(call) => tool(call),
@@ -396,7 +406,11 @@ impl Call<'_> {
                 }
             }
             Call::RunCompleted(output) => put(&mut output.content, state.assistant_output),
-            Call::BeforeContextBuild | Call::PostSendMessage | Call::RunFailed(_) => {}
+            Call::BeforeContextBuild
+            | Call::PostSendMessage
+            | Call::PreMicroCompact(_)
+            | Call::PostMicroCompact(_)
+            | Call::RunFailed(_) => {}
         }
     }
 }
@@ -553,6 +567,10 @@ chat_events! {
         => Call::PreLlmRequest(request);
     post_llm_response(response: &mut LlmResponse) -> ResponseAction
         => Call::PostLlmResponse(response);
+    pre_micro_compact(info: &CompactInfo) -> Flow
+        => Call::PreMicroCompact(info);
+    post_micro_compact(info: &CompactInfo) -> ()
+        => Call::PostMicroCompact(info);
     pre_tool_execution(call: &mut ToolCallInfo) -> ToolAction
         => Call::PreToolExecution(call);
     post_tool_execution(call: &ToolCallInfo, result: &mut ToolResultInfo) -> Flow

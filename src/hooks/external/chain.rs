@@ -420,6 +420,7 @@ fn can_stop(event: Event) -> bool {
         event,
         PreSendMessage
             | PreLlmRequest
+            | PreMicroCompact
             | PostLlmResponse
             | PreToolExecution
             | PostToolExecution

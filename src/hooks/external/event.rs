@@ -265,13 +265,10 @@ impl Event {
         )
     }
 
-    /// Compaction and approval events are accepted but do not fire until hookwire compacts
-    /// context and asks for approval.
+    /// Auto compaction and approval events are accepted but do not fire until hookwire
+    /// compacts the history and asks for approval (micro compaction fires).
     pub(crate) fn fires(self) -> bool {
-        !matches!(
-            self,
-            PreAutoCompact | PostAutoCompact | PreMicroCompact | PostMicroCompact | Notification
-        )
+        !matches!(self, PreAutoCompact | PostAutoCompact | Notification)
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct EventState {
     pub(crate) tools: Option<Vec<String>>,
     /// `run_failed`: what went wrong.
     pub(crate) error: Option<String>,
+    /// Compaction events: their metadata (PROTOCOL section 10).
+    pub(crate) compaction: Option<crate::hooks::CompactInfo>,
 }
 
 /// Who is asking: the ids and the place.
@@ -130,6 +132,23 @@ pub(crate) fn input_json(
     }
     if let Some(v) = &state.error {
         put("error", json!(v));
+    }
+    if let Some(info) = &state.compaction {
+        // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
+        // hooks read it.
+        put("trigger", json!(info.trigger));
+        put(
+            "metadata",
+            json!({
+                "trigger": info.trigger,
+                "context_window_tokens": info.context_window_tokens,
+                "compact_threshold_tokens": info.compact_threshold_tokens,
+                "estimated_input_tokens": info.estimated_input_tokens,
+                "estimated_post_compact_tokens": info.estimated_post_compact_tokens,
+                "summarized_message_count": info.summarized_message_count,
+                "keep_recent_group_count": info.keep_recent_group_count,
+            }),
+        );
     }
     Value::Object(map)
 }

@@ -1,0 +1,169 @@
+//! Token estimates for context compaction (PROTOCOL section 10): how large a model's context
+//! window is, and how many tokens a message list takes, counted with a real tokenizer
+//! (`o200k_base`, the encoding of OpenAI's current models; for other families it is an estimate
+//! close enough to decide when to compact).
+
+use std::sync::OnceLock;
+
+use tiktoken_rs::CoreBPE;
+
+use crate::types::Message;
+
+/// The window of a model the table does not know.
+pub const DEFAULT_WINDOW_TOKENS: u64 = 128_000;
+
+/// Context windows by model-name prefix; the longest matching prefix wins, so `gpt-4.1` is not
+/// read as `gpt-4`. Names are matched after any `vendor/` part (`openai/gpt-4o`).
+const WINDOWS: &[(&str, u64)] = &[
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo", 16_385),
+    ("o1-mini", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("claude", 200_000),
+    ("gemini-1.5-pro", 2_097_152),
+    ("gemini", 1_048_576),
+    ("llama-3.1", 128_000),
+    ("llama-3.2", 128_000),
+    ("llama-3.3", 128_000),
+    ("llama-4", 1_000_000),
+    ("llama3.1", 128_000),
+    ("llama3.2", 128_000),
+    ("llama3.3", 128_000),
+    ("llama", 8_192),
+    ("qwen3", 131_072),
+    ("qwen2.5", 131_072),
+    ("qwen", 32_768),
+    ("mistral-large", 131_072),
+    ("mistral", 32_768),
+    ("deepseek", 128_000),
+];
+
+/// The context window of `model` by the built-in table (case-insensitive prefix, longest
+/// first), else [`DEFAULT_WINDOW_TOKENS`].
+pub fn context_window(model: &str) -> u64 {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    WINDOWS
+        .iter()
+        .filter(|(prefix, _)| name.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map_or(DEFAULT_WINDOW_TOKENS, |(_, window)| *window)
+}
+
+/// Tokens every message costs besides its content (role and separators), as OpenAI counts it.
+const PER_MESSAGE: usize = 4;
+/// The tokens that prime the reply.
+const PER_REPLY: usize = 3;
+
+/// The tokenizer, built once: its tables are embedded, but building them takes tens of
+/// milliseconds, which [`warm_up`] spends at start instead of in the first chat.
+fn encoder() -> Option<&'static CoreBPE> {
+    static ENCODER: OnceLock<Option<CoreBPE>> = OnceLock::new();
+    ENCODER
+        .get_or_init(|| match tiktoken_rs::o200k_base() {
+            Ok(encoder) => Some(encoder),
+            Err(error) => {
+                tracing::warn!(%error, "the tokenizer did not load; token counts are estimated from lengths");
+                None
+            }
+        })
+        .as_ref()
+}
+
+/// Builds the tokenizer now, so that the first chat does not pay for it.
+pub fn warm_up() {
+    let _ = encoder();
+}
+
+/// The tokens of one text.
+pub fn count_text_tokens(text: &str) -> usize {
+    match encoder() {
+        Some(encoder) => encoder.encode_ordinary(text).len(),
+        // About four bytes a token in English: good enough to decide when to compact.
+        None => text.len().div_ceil(4),
+    }
+}
+
+/// The estimated input tokens of a message list as a model request: every message's content,
+/// its tool calls (name and arguments) and its per-message overhead, plus the reply's priming.
+pub fn estimate_tokens(messages: &[Message]) -> u64 {
+    let mut total = PER_REPLY;
+    for message in messages {
+        total += PER_MESSAGE + count_text_tokens(&message.content);
+        for call in &message.tool_calls {
+            total += count_text_tokens(&call.name) + count_text_tokens(&call.arguments);
+        }
+        if let Some(id) = &message.tool_call_id {
+            total += count_text_tokens(id);
+        }
+    }
+    total as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolCall;
+
+    #[test]
+    fn windows_by_prefix_longest_first() {
+        assert_eq!(context_window("gpt-4o-mini"), 128_000);
+        assert_eq!(context_window("gpt-4.1-nano"), 1_047_576);
+        assert_eq!(context_window("gpt-4-0613"), 8_192);
+        assert_eq!(context_window("gpt-5-mini"), 400_000);
+        assert_eq!(context_window("o3-mini"), 200_000);
+        assert_eq!(context_window("o4-mini"), 200_000);
+        assert_eq!(context_window("o1-mini"), 128_000);
+        assert_eq!(context_window("claude-sonnet-4-5"), 200_000);
+        assert_eq!(
+            context_window("Claude-3-Haiku"),
+            200_000,
+            "case-insensitive"
+        );
+        assert_eq!(context_window("gemini-2.5-pro"), 1_048_576);
+        assert_eq!(context_window("gemini-1.5-pro-002"), 2_097_152);
+        assert_eq!(context_window("meta-llama/llama-3.3-70b"), 128_000);
+        assert_eq!(context_window("llama-2-7b"), 8_192);
+        assert_eq!(context_window("qwen2.5-coder"), 131_072);
+        assert_eq!(context_window("qwen-turbo"), 32_768);
+        assert_eq!(context_window("mistral-large-latest"), 131_072);
+        assert_eq!(context_window("mistral-small"), 32_768);
+        assert_eq!(context_window("deepseek-chat"), 128_000);
+        assert_eq!(context_window("openai/gpt-4.1"), 1_047_576, "vendor part");
+        assert_eq!(context_window("my-local-model"), DEFAULT_WINDOW_TOKENS);
+        assert_eq!(context_window(""), DEFAULT_WINDOW_TOKENS);
+    }
+
+    #[test]
+    fn counts_with_the_real_tokenizer() {
+        // o200k_base: "hello world" is two tokens; a character count would say 11 or 3.
+        assert_eq!(count_text_tokens("hello world"), 2);
+        assert_eq!(count_text_tokens(""), 0);
+        let messages = [Message::system("hello world"), Message::user("hello world")];
+        assert_eq!(estimate_tokens(&messages), 3 + 2 * (4 + 2));
+    }
+
+    #[test]
+    fn estimates_grow_with_tool_calls_and_results() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"src/main.rs"}"#.into(),
+        };
+        let plain = [Message::assistant("")];
+        let with_call = [Message::assistant_with_tools("", vec![call])];
+        assert!(estimate_tokens(&with_call) > estimate_tokens(&plain));
+        let long = Message::user("word ".repeat(1000));
+        let estimate = estimate_tokens(&[long]);
+        assert!((900..=1100).contains(&(estimate as usize)), "{estimate}");
+    }
+}
