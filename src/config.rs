@@ -453,7 +453,16 @@ impl Config {
                 .prompts
                 .each_step
                 .unwrap_or(agent_defaults.each_step_prompt),
+            summary_prompt: file
+                .prompts
+                .summary
+                .unwrap_or(agent_defaults.summary_prompt),
             max_steps: file.limits.max_steps.unwrap_or(agent_defaults.max_steps),
+            max_total_tokens: file.limits.max_total_tokens,
+            summary_on_limit: file
+                .limits
+                .summary_on_limit
+                .unwrap_or(agent_defaults.summary_on_limit),
             max_retries: file
                 .limits
                 .max_retries
@@ -473,6 +482,10 @@ impl Config {
             1,
         )?;
         at_least("limits.max_steps", agent.max_steps, 1)?;
+        if let Some(max) = agent.max_total_tokens {
+            let max = usize::try_from(max).unwrap_or(usize::MAX);
+            at_least("limits.max_total_tokens", max, 1)?;
+        }
         if agent.marker.trim().is_empty() {
             return Err(ConfigError::Empty {
                 setting: "planning.marker",

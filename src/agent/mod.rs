@@ -86,8 +86,16 @@ pub struct AgentConfig {
     pub marker: String,
     pub first_step_prompt: String,
     pub each_step_prompt: String,
+    /// The last call's prompt when the loop reached a limit (see `summary_on_limit`).
+    pub summary_prompt: String,
     /// Agent rounds before the chat ends with `max_steps`.
     pub max_steps: usize,
+    /// The chat's summed usage (prompt + completion) at which the loop ends with `max_tokens`,
+    /// checked before each agent round; `None` = no limit.
+    pub max_total_tokens: Option<u64>,
+    /// At `max_steps` or `max_total_tokens`, one last call without tools asks the model for a
+    /// summary of what was done and what remains; it streams as text and is the kept answer.
+    pub summary_on_limit: bool,
     /// How often hooks may send the model back with feedback in one chat.
     pub max_retries: usize,
     /// Tool calls run in one round; further calls get an `is_error` result instead.
@@ -112,7 +120,10 @@ impl Default for AgentConfig {
             marker: prompts::DEFAULT_MARKER.into(),
             first_step_prompt: prompts::DEFAULT_FIRST_STEP_PROMPT.into(),
             each_step_prompt: prompts::DEFAULT_EACH_STEP_PROMPT.into(),
+            summary_prompt: prompts::DEFAULT_SUMMARY_PROMPT.into(),
             max_steps: 8,
+            max_total_tokens: None,
+            summary_on_limit: true,
             max_retries: 2,
             max_tool_calls_per_round: 16,
             hook_timeout: crate::hooks::DEFAULT_HOOK_BUDGET,

@@ -92,16 +92,32 @@ impl ChatRun {
         }
     }
 
-    /// Rounds with tools until a round calls none, or `max_steps`.
+    /// Rounds with tools until a round calls none, or a limit (`max_steps`, `max_total_tokens`);
+    /// at a limit, the summary call follows the end of the loop scope.
     async fn agent_loop(&mut self) -> Outcome<DoneReason> {
         let result = self.agent_rounds().await;
         self.hooks.after_agent_loop(&mut self.ctx).await;
-        result
+        match result? {
+            reason @ (DoneReason::MaxSteps | DoneReason::MaxTokens)
+                if self.inner.config.summary_on_limit =>
+            {
+                self.flush_outbox().await?;
+                self.summary(reason).await
+            }
+            reason => Ok(reason),
+        }
     }
 
     async fn agent_rounds(&mut self) -> Outcome<DoneReason> {
         let max_steps = self.inner.config.max_steps.max(1);
         for round in 1..=max_steps {
+            // Checked before a round, so the planning call's usage counts too.
+            if let Some(max) = self.inner.config.max_total_tokens {
+                let usage = self.ctx.usage();
+                if usage.prompt_tokens + usage.completion_tokens >= max {
+                    return Ok(DoneReason::MaxTokens);
+                }
+            }
             self.ctx.iteration = round;
             self.hooks.before_each_agent(&mut self.ctx).await;
             if round == 1 {
@@ -138,6 +154,47 @@ impl ChatRun {
             self.flush_outbox().await?;
         }
         Ok(DoneReason::MaxSteps)
+    }
+
+    /// The last call at a limit: no tools, the summary prompt, the text streamed and kept. The
+    /// chat ends with the limit's reason whatever the reply: a hook's retry is not honoured (the
+    /// limit was reached), and a failed call leaves a `warn` notice, not an error.
+    async fn summary(&mut self, reason: DoneReason) -> Outcome<DoneReason> {
+        let prompt = self.inner.config.summary_prompt.clone();
+        let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
+        let result = self
+            .call(CallPhase::Summary, Vec::new(), TextMode::Stream)
+            .await;
+        PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+        let mut response = match result {
+            Ok(response) => response,
+            Err(Interrupt::Failed(error)) => {
+                tracing::warn!(chat = %self.ctx.run_id, error = %error.message, "the summary call failed");
+                self.notice(
+                    NoticeLevel::Warn,
+                    format!("the summary at the limit failed: {}", error.message),
+                )
+                .await?;
+                return Ok(reason);
+            }
+            Err(interrupt) => return Err(interrupt),
+        };
+        let action = self
+            .hooks
+            .post_llm_response(&mut self.ctx, &mut response)
+            .await;
+        self.ctx.record_step(Step::Assistant {
+            content: response.content.clone(),
+            tool_calls: Vec::new(),
+        });
+        self.flush_outbox().await?;
+        if let ResponseAction::Stop { reason } = action {
+            return Err(Interrupt::Stopped(reason));
+        }
+        if !self.cut_off(&response, true).await? && !response.content.is_empty() {
+            self.kept.push(response.content);
+        }
+        Ok(reason)
     }
 
     /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).

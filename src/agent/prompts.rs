@@ -27,6 +27,12 @@ pub(crate) const DEFAULT_EACH_STEP_PROMPT: &str =
     "Continue with the task. Use the tool results above. Call more \
 tools only if something is still missing; otherwise give the user the final answer now.";
 
+/// The last call of a chat that reached `max_steps` or `max_total_tokens` (`limits.summary_on_limit`):
+/// no tools are offered, so the model can only write.
+pub(crate) const DEFAULT_SUMMARY_PROMPT: &str = "You have reached the limit of steps for this \
+request and cannot call any more tools. Tell the user, briefly: what you did and found so far, \
+what remains to be done, and how they could go on.";
+
 /// Fills the planning prompt's placeholders.
 pub(crate) fn planning_prompt(template: &str, marker: &str, tool_names: &[String]) -> String {
     template

@@ -105,6 +105,8 @@ pub struct PromptsFile {
     pub system: Option<String>,
     pub first_step: Option<String>,
     pub each_step: Option<String>,
+    /// The last call's prompt at a limit (`limits.summary_on_limit`).
+    pub summary: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +116,11 @@ pub struct LimitsFile {
     pub max_history_messages: Option<usize>,
     pub max_input_chars: Option<usize>,
     pub max_steps: Option<usize>,
+    /// The chat's summed usage at which the agent loop ends (`done` reason `max_tokens`).
+    pub max_total_tokens: Option<u64>,
+    /// At `max_steps` / `max_total_tokens`, ask the model for a summary without tools (default
+    /// true).
+    pub summary_on_limit: Option<bool>,
     pub max_retries: Option<usize>,
     pub max_connections: Option<usize>,
     pub shutdown_grace_seconds: Option<f64>,

@@ -22,6 +22,8 @@ fn defaults_match_the_protocol() {
     assert_eq!(config.llm.connect_timeout, Duration::from_secs(10));
     assert_eq!(config.agent.marker, "[NEED_TOOL]");
     assert_eq!(config.agent.max_steps, 8);
+    assert!(config.agent.summary_on_limit);
+    assert_eq!(config.agent.max_total_tokens, None);
     assert!(config.llm.is_demo());
     assert_eq!(config.limits, Limits::default());
     assert_eq!(config.allowed_origins, None);
@@ -164,6 +166,19 @@ fn key_without_url_means_openai() {
 }
 
 #[test]
+fn the_limit_summary_settings_are_read() {
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("limits:\n  summary_on_limit: false\n  max_total_tokens: 5000\nprompts:\n  summary: SUM\n"),
+        no_env,
+    )
+    .unwrap();
+    assert!(!config.agent.summary_on_limit);
+    assert_eq!(config.agent.max_total_tokens, Some(5000));
+    assert_eq!(config.agent.summary_prompt, "SUM");
+}
+
+#[test]
 fn file_sections_are_read_and_unknown_keys_refused() {
     let config = Config::resolve(
         &CliSettings::default(),
@@ -265,6 +280,10 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "limits:\n  max_steps: 0\n",
             "limits.max_steps must be at least 1",
+        ),
+        (
+            "limits:\n  max_total_tokens: 0\n",
+            "limits.max_total_tokens must be at least 1",
         ),
         (
             "context:\n  window_tokens: 0\n",

@@ -20,6 +20,8 @@ pub enum CallPhase {
     Planning,
     /// An agent round, counted from 1.
     Agent { round: usize },
+    /// The last call of a chat that reached a limit (`limits.summary_on_limit`): no tools sent.
+    Summary,
 }
 
 /// One finished step of the chat, newest last.

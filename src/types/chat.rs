@@ -52,6 +52,8 @@ pub enum DoneReason {
     Stopped,
     /// The model's reply was cut at its output limit (`finish_reason: "length"`).
     Length,
+    /// The chat's summed usage reached `limits.max_total_tokens`.
+    MaxTokens,
 }
 
 impl DoneReason {
@@ -62,6 +64,7 @@ impl DoneReason {
             DoneReason::MaxSteps => "max_steps",
             DoneReason::Stopped => "stopped",
             DoneReason::Length => "length",
+            DoneReason::MaxTokens => "max_tokens",
         }
     }
 }

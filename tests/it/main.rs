@@ -15,6 +15,7 @@ mod hook_processes;
 mod hook_sandbox;
 mod http;
 mod layers;
+mod limits;
 mod protocol;
 mod reliability;
 mod reload;

@@ -188,8 +188,10 @@ async fn max_steps_runs_the_last_rounds_tools_then_ends() {
         Reply::text(&["never asked"]),
     ]);
     let hook = Arc::new(Recorder::default());
+    // Without the summary call (`tests/it/limits.rs` has it).
     let config = AgentConfig {
         max_steps: 2,
+        summary_on_limit: false,
         ..config()
     };
     let events = chat(&model, &hook, config, ChatRequest::new("c1", "loop")).await;

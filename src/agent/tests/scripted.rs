@@ -159,6 +159,7 @@ fn phase(phase: CallPhase) -> String {
         CallPhase::Direct => "direct".into(),
         CallPhase::Planning => "planning".into(),
         CallPhase::Agent { round } => format!("agent{round}"),
+        CallPhase::Summary => "summary".into(),
     }
 }
 
