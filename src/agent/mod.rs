@@ -4,7 +4,7 @@
 //!
 //! Inside, one job a module (private, but for `prompts`):
 //! - `run`: one chat's state, its setup (hooks, message list, user input) and its end (`done` or
-//!   `error`, after `run_completed` / `run_failed`);
+//!   `error`, after `run_completed` / `run_failed`, then `on_run_end` however it ended);
 //! - `phases`: the direct call, the planning round and the agent loop, with the checkpoints of
 //!   docs/design.md §2 in the order of its table;
 //! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);

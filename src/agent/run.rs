@@ -1,5 +1,6 @@
 //! One chat from start to end: its state, its setup (the hooks for this chat, the message list,
-//! the user input), and its end (`done` or `error`, after `run_completed` / `run_failed`). What
+//! the user input), and its end (`done` or `error`, after `run_completed` / `run_failed`, then
+//! `on_run_end` whatever the end, a cancel included). What
 //! happens in between is in `phases` (docs/design.md §1 and seed 000's flow chart).
 
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::AgentInner;
-use crate::hooks::{Flow, HookContext, HookStack, RunOutput};
+use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
 use crate::types::Message;
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 
@@ -161,19 +162,24 @@ impl ChatRun {
         self.tx.send(event).await.map_err(|_| Interrupt::Cancelled)
     }
 
-    /// Sends the chat's last event, after `run_completed` / `run_failed`.
+    /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`.
     async fn finish(&mut self, result: Outcome<DoneReason>) {
         let _ = self.flush_outbox().await;
         let reason = match result {
             Ok(reason) => reason,
             Err(Interrupt::Cancelled) => {
                 metrics::counter!("hookwire_chats_total", "outcome" => "cancelled").increment(1);
-                let content = self.visible_text.clone();
+                let output = RunOutput {
+                    reason: DoneReason::Cancelled,
+                    content: self.visible_text.clone(),
+                    usage: self.ctx.usage(),
+                };
+                self.end(RunOutcome::Done(output.clone())).await;
                 let _ = self
                     .send(ChatEvent::Done {
-                        reason: DoneReason::Cancelled,
-                        content,
-                        usage: self.ctx.usage(),
+                        reason: output.reason,
+                        content: output.content,
+                        usage: output.usage,
                     })
                     .await;
                 return;
@@ -204,7 +210,7 @@ impl ChatRun {
             usage: self.ctx.usage(),
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
-        let _ = self.flush_outbox().await;
+        self.end(RunOutcome::Done(output.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
         let _ = self
             .send(ChatEvent::Done {
@@ -217,8 +223,14 @@ impl ChatRun {
 
     async fn fail(&mut self, error: ChatError) {
         self.hooks.run_failed(&mut self.ctx, &error).await;
-        let _ = self.flush_outbox().await;
+        self.end(RunOutcome::Failed(error.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
         let _ = self.send(ChatEvent::Error(error)).await;
+    }
+
+    /// `on_run_end`, then what hooks emitted, before the chat's last event.
+    async fn end(&mut self, outcome: RunOutcome) {
+        self.hooks.on_run_end(&mut self.ctx, &outcome).await;
+        let _ = self.flush_outbox().await;
     }
 }

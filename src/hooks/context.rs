@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::tools::ToolSpec;
-use crate::types::{ChatEvent, DoneReason, HookMessage, NoticeLevel};
+use crate::types::{ChatError, ChatEvent, DoneReason, HookMessage, NoticeLevel};
 use crate::types::{Message, Role, ToolCall, Usage};
 
 /// Which model call of a chat this is.
@@ -322,4 +322,14 @@ pub struct RunOutput {
     pub reason: DoneReason,
     pub content: String,
     pub usage: Usage,
+}
+
+/// How a chat ended, as the client sees it: for [`AgentHook::on_run_end`](super::AgentHook::on_run_end).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// `done`, whatever its reason (`cancelled` included).
+    Done(RunOutput),
+    /// `error`.
+    Failed(ChatError),
 }

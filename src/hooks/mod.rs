@@ -11,8 +11,8 @@ pub(crate) mod signing;
 mod stack;
 
 pub use context::{
-    CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutput, Step, ToolCallInfo,
-    ToolResultInfo,
+    CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutcome, RunOutput, Step,
+    ToolCallInfo, ToolResultInfo,
 };
 pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
@@ -219,6 +219,15 @@ pub trait AgentHook: Send + Sync {
     }
     /// The chat failed (notify only).
     async fn run_failed(&self, ctx: &mut HookContext, error: &ChatError) -> HookResult {
+        Ok(())
+    }
+    /// The chat ended, however it ended (notify only): the last event of every chat that
+    /// started, after `run_completed` or `run_failed`, and after a cancel too (which calls
+    /// neither), with the outcome the client gets (`done` with its reason, or `error`). The
+    /// place for cleanup that must run once per chat. A chat refused before `start` has no
+    /// events; one whose [`ChatStream`](crate::agent::ChatStream) is dropped is aborted where it
+    /// stands and gets none.
+    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &RunOutcome) -> HookResult {
         Ok(())
     }
 }

@@ -26,7 +26,7 @@ use futures::FutureExt;
 
 use super::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
-    RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    RunOutcome, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::types::ChatError;
 
@@ -182,6 +182,7 @@ events! {
     stop(ctx: &mut HookContext, output: &str) -> StopAction;
     run_completed(ctx: &mut HookContext, output: &mut RunOutput);
     run_failed(ctx: &mut HookContext, error: &ChatError);
+    on_run_end(ctx: &mut HookContext, outcome: &RunOutcome);
 }
 
 /// Starts one hook's call for an event over the event's values `V`: the event's name (for logs

@@ -1,6 +1,13 @@
 //! The end of the agent loop at a limit (PROTOCOL section 11): `max_steps` or
 //! `limits.max_total_tokens`, then one last call without tools for a summary
-//! (`limits.summary_on_limit`).
+//! (`limits.summary_on_limit`); and `AgentHook::on_run_end`, which sees every end, a cancel
+//! included.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use hookwire::agent::ErrorCode;
+use hookwire::hooks::{AgentHook, HookContext, HookResult, RunOutcome, RunOutput};
 
 use crate::agent::{workspace, MARKER};
 use crate::common::*;
@@ -176,5 +183,98 @@ async fn max_total_tokens_without_summary_ends_with_max_tokens_only() {
         json!({"prompt_tokens": 30, "completion_tokens": 6})
     );
     assert_eq!(upstream.requests().len(), 2, "planning + 1 round");
+    server.shutdown().await;
+}
+
+/// Records the chat ends it sees: `run_completed`, `run_failed`, `on_run_end` and its outcome.
+#[derive(Default)]
+struct Ends(Mutex<Vec<String>>);
+
+impl Ends {
+    fn log(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl AgentHook for Ends {
+    async fn run_completed(&self, _: &mut HookContext, output: &mut RunOutput) -> HookResult {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("run_completed:{}", output.reason.as_str()));
+        Ok(())
+    }
+    async fn run_failed(
+        &self,
+        _: &mut HookContext,
+        error: &hookwire::agent::ChatError,
+    ) -> HookResult {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("run_failed:{}", error.code.as_str()));
+        Ok(())
+    }
+    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &RunOutcome) -> HookResult {
+        let line = match outcome {
+            RunOutcome::Done(output) => {
+                format!(
+                    "end:{}:{}:{}",
+                    ctx.run_id,
+                    output.reason.as_str(),
+                    output.content
+                )
+            }
+            RunOutcome::Failed(error) => {
+                format!("end:{}:error:{}", ctx.run_id, error.code.as_str())
+            }
+            _ => "end:other".into(),
+        };
+        self.0.lock().unwrap().push(line);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn on_run_end_sees_a_cancelled_chat_a_completed_one_and_a_failed_one() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::endless());
+    upstream.push(Reply::text(&["fine"]));
+    upstream.push(Reply::Status(400, "bad request".into()));
+    let ends = Arc::new(Ends::default());
+    let hook = ends.clone();
+    let server = TestServer::start_with(Some(&upstream), |_| {}, move |b| b.hook(hook)).await;
+    let mut client = server.connect().await;
+    client
+        .send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false}))
+        .await;
+    assert_eq!(client.frame().await["type"], "start");
+    assert_eq!(client.frame().await["type"], "text");
+    client.send(json!({"type":"cancel","id":"c1"})).await;
+    let frames = client.until_end().await;
+    let done = frames.last().unwrap();
+    assert_eq!(done["reason"], "cancelled");
+    let streamed = done["message"]["content"].as_str().unwrap().to_string();
+    // The hook ran before `done` was sent: it is in the log already.
+    assert_eq!(ends.log(), [format!("end:c1:cancelled:{streamed}")]);
+
+    let frames = client
+        .chat(json!({"type":"chat","id":"c2","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    let frames = client
+        .chat(json!({"type":"chat","id":"c3","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "error");
+    assert_eq!(
+        ends.log()[1..],
+        [
+            "run_completed:completed".to_string(),
+            "end:c2:completed:fine".into(),
+            format!("run_failed:{}", ErrorCode::Upstream.as_str()),
+            "end:c3:error:upstream".into(),
+        ]
+    );
     server.shutdown().await;
 }
