@@ -216,6 +216,9 @@ impl AgentConfig {
         AgentConfig {
             max_steps,
             secret: None,
+            // A hook agent's answer is the hook's JSON result: a prose summary at its step
+            // limit would only be a bad result.
+            summary_on_limit: false,
             ..self.clone()
         }
     }
