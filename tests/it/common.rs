@@ -314,6 +314,29 @@ async fn respond(mut reply: Reply, dropped: Arc<AtomicUsize>) -> Response {
 
 /// Waits until `check` holds, looking every 10 ms, for at most `limit`; returns whether it held.
 /// Use it instead of fixed sleeps: a test waits exactly as long as the condition needs.
+/// The model's side of a chat that uses tools: the planning reply asks for them, one round
+/// calls `calls`, then the answer is `last`.
+pub fn tool_round(upstream: &FakeUpstream, calls: &[(&str, &str, Value)], last: &str) {
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(calls));
+    upstream.push(Reply::text(&[last]));
+}
+
+/// The tool messages of a request, in order.
+pub fn tool_results(request: &Recorded) -> Vec<String> {
+    request
+        .messages()
+        .into_iter()
+        .filter(|(role, _)| role == "tool")
+        .map(|(_, content)| content)
+        .collect()
+}
+
+/// Runs one chat on a new connection and returns its frames.
+pub async fn chat(server: &TestServer, frame: Value) -> Vec<Value> {
+    server.connect().await.chat(frame).await
+}
+
 pub async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
 where
     F: FnMut() -> Fut,

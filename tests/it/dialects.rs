@@ -47,13 +47,6 @@ fn write_files(root: &Path, files: &[(&str, &str)]) {
     }
 }
 
-/// The planning reply, one round calling `calls`, then `final`.
-fn tool_round(upstream: &FakeUpstream, calls: &[(&str, &str, Value)], last: &str) {
-    upstream.push(Reply::text(&["[NEED_TOOL] look"]));
-    upstream.push(Reply::tool_calls(calls));
-    upstream.push(Reply::text(&[last]));
-}
-
 async fn chat(server: &TestServer, frame: Value) -> Vec<Value> {
     let frames = server.connect().await.chat(frame).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
@@ -68,16 +61,6 @@ fn all_sent(upstream: &FakeUpstream) -> String {
         .map(|r| r.body.to_string())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The tool messages of a request, in order.
-fn tool_results(request: &Recorded) -> Vec<String> {
-    request
-        .messages()
-        .into_iter()
-        .filter(|(role, _)| role == "tool")
-        .map(|(_, content)| content)
-        .collect()
 }
 
 /// The system prompt of a request.

@@ -53,20 +53,14 @@ fn alive(pid: &str) -> bool {
         .is_ok_and(|stat| !stat.contains(") Z "))
 }
 
-fn tool_round(upstream: &FakeUpstream, tool: &str, args: Value) {
-    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
-    upstream.push(Reply::tool_calls(&[("c1", tool, args)]));
-    upstream.push(Reply::text(&["final"]));
-}
-
-async fn chat(server: &TestServer, frame: Value) -> Vec<Value> {
-    server.connect().await.chat(frame).await
-}
-
 #[tokio::test]
 async fn every_event_fires_once_at_its_place_with_its_input() {
     let upstream = FakeUpstream::start().await;
-    tool_round(&upstream, "read_file", json!({"path":"README.md"}));
+    tool_round(
+        &upstream,
+        &[("c1", "read_file", json!({"path":"README.md"}))],
+        "final",
+    );
     let events = [
         "session_start",
         "pre_send_message",
@@ -151,7 +145,11 @@ async fn every_event_fires_once_at_its_place_with_its_input() {
 #[tokio::test]
 async fn results_apply_at_their_events_and_are_ignored_elsewhere() {
     let upstream = FakeUpstream::start().await;
-    tool_round(&upstream, "read_file", json!({"path":"README.md"}));
+    tool_round(
+        &upstream,
+        &[("c1", "read_file", json!({"path":"README.md"}))],
+        "final",
+    );
     let yaml = r#"
 pre_send_message:
   - command: echo '{"user_input":"REWRITTEN","system_message":"input rewritten"}'
@@ -210,7 +208,11 @@ run_completed:
 #[tokio::test]
 async fn exit_2_blocks_and_other_exit_codes_are_errors() {
     let upstream = FakeUpstream::start().await;
-    tool_round(&upstream, "read_file", json!({"path":".env"}));
+    tool_round(
+        &upstream,
+        &[("c1", "read_file", json!({"path":".env"}))],
+        "final",
+    );
     let guard = "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'.env'*) echo 'reading .env files is not allowed' >&2; exit 2;; esac\nexit 0\n";
     let yaml =
         "pre_tool_execution:\n  - command: ./guard.sh\npost_send_message:\n  - command: exit 7\n";

@@ -25,25 +25,6 @@ async fn with_hooks_and(
     TestServer::start_in(dir, Some(upstream), |c| c.hooks_file = Some(file), |b| b).await
 }
 
-fn tool_round(upstream: &FakeUpstream, calls: &[(&str, &str, Value)]) {
-    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
-    upstream.push(Reply::tool_calls(calls));
-    upstream.push(Reply::text(&["final"]));
-}
-
-async fn chat(server: &TestServer, frame: Value) -> Vec<Value> {
-    server.connect().await.chat(frame).await
-}
-
-fn tool_results(request: &Recorded) -> Vec<String> {
-    request
-        .messages()
-        .into_iter()
-        .filter(|(role, _)| role == "tool")
-        .map(|(_, content)| content)
-        .collect()
-}
-
 #[tokio::test]
 async fn tool_matcher_takes_patterns() {
     let upstream = FakeUpstream::start().await;
@@ -53,6 +34,7 @@ async fn tool_matcher_takes_patterns() {
             ("c1", "read_file", json!({"path": "README.md"})),
             ("c2", "list_dir", json!({})),
         ],
+        "final",
     );
     let yaml = r#"
 pre_tool_execution:
@@ -148,6 +130,7 @@ async fn seed_004_rewrites_need_a_declared_capability() {
     tool_round(
         &upstream,
         &[("c1", "read_file", json!({"path": "README.md"}))],
+        "final",
     );
     let yaml = r#"
 after_tool_dispatch:
@@ -191,6 +174,7 @@ async fn seed_001_retry_feedback_before_a_tool_is_its_result() {
     tool_round(
         &upstream,
         &[("c1", "read_file", json!({"path": "README.md"}))],
+        "final",
     );
     let yaml =
         "pre_tool_execution:\n  - command: echo '{\"retry_feedback\":\"Use list_dir first.\"}'\n";
@@ -255,6 +239,7 @@ async fn rewriting_the_planning_reply_keeps_the_tools_on() {
     tool_round(
         &upstream,
         &[("c1", "read_file", json!({"path": "README.md"}))],
+        "final",
     );
     let yaml = r#"
 post_llm_response:
@@ -280,6 +265,7 @@ async fn after_tool_call_prompt_hooks_inject_once_per_tool_call() {
             ("c2", "read_file", json!({"path": "b.txt"})),
             ("c3", "list_dir", json!({})),
         ],
+        "final",
     );
     let dir = crate::agent::workspace();
     let hooks = dir.path().join("skills/s/hooks");
