@@ -238,28 +238,31 @@ fn hook_file(event: &str, script: &str, extra: &str) -> String {
     format!("{event}:\n  - command: |\n{indented}{extra}")
 }
 
-#[tokio::test]
-async fn processes_a_hook_leaves_behind_are_killed_when_it_exits() {
-    let server = Hookwire::start(&hook_file("pre_send_message", ESCAPES, ""), &[]);
+/// Waits until every process `ESCAPES` started is gone.
+async fn all_gone(server: &Hookwire) {
+    for file in ["setsid.pid", "nohup.pid", "subshell.pid"] {
+        gone(server, file).await;
+    }
+}
+
+/// Chats once with the `ESCAPES` hook (plus `then`, and `extra` hook settings); the chat ends
+/// with `done`, and every process the hook left is gone.
+async fn escapes_are_cleaned_up(then: &str, extra: &str) {
+    let script = format!("{ESCAPES}\n{then}");
+    let server = Hookwire::start(&hook_file("pre_send_message", &script, extra), &[]);
     let frames = server.chat("hi").await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
-    for file in ["setsid.pid", "nohup.pid", "subshell.pid"] {
-        gone(&server, file).await;
-    }
+    all_gone(&server).await;
+}
+
+#[tokio::test]
+async fn processes_a_hook_leaves_behind_are_killed_when_it_exits() {
+    escapes_are_cleaned_up("", "").await;
 }
 
 #[tokio::test]
 async fn processes_a_hook_leaves_behind_are_killed_at_its_timeout() {
-    let script = format!("{ESCAPES}\nsleep 300");
-    let server = Hookwire::start(
-        &hook_file("pre_send_message", &script, "    timeout: 1\n"),
-        &[],
-    );
-    let frames = server.chat("hi").await;
-    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
-    for file in ["setsid.pid", "nohup.pid", "subshell.pid"] {
-        gone(&server, file).await;
-    }
+    escapes_are_cleaned_up("sleep 300", "    timeout: 1\n").await;
 }
 
 #[tokio::test]
@@ -276,9 +279,7 @@ async fn processes_a_hook_leaves_behind_are_killed_when_its_chat_is_cancelled() 
     client.send(json!({"type":"cancel","id":"c"})).await;
     let frames = client.until_end().await;
     assert_eq!(frames.last().unwrap()["reason"], "cancelled");
-    for file in ["setsid.pid", "nohup.pid", "subshell.pid"] {
-        gone(&server, file).await;
-    }
+    all_gone(&server).await;
 }
 
 /// A leftover process that keeps the hook's stdout open does not hold the run until its
