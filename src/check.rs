@@ -99,8 +99,10 @@ pub fn context_summary(config: &Config) -> String {
     let window = context.window_for(model);
     format!(
         "context: window {window} tokens ({source}), compaction threshold {} tokens, \
+         the last {} message group(s) kept by auto compaction, \
          tool results of the last {} agent round(s) kept in full\n",
-        (window as f64 * context.compact_threshold) as u64,
+        context.threshold_for(model),
+        context.keep_recent_groups,
         context.micro_keep_rounds
     )
 }

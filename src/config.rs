@@ -225,10 +225,26 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
     }
     let micro_keep_rounds = file.micro_keep_rounds.unwrap_or(defaults.micro_keep_rounds);
     at_least("context.micro_keep_rounds", micro_keep_rounds, 1)?;
+    let keep_recent_groups = file
+        .keep_recent_groups
+        .unwrap_or(defaults.keep_recent_groups);
+    let summary_prompt = match file.summary_prompt {
+        Some(prompt) if prompt.trim().is_empty() => {
+            return Err(ConfigError::Invalid {
+                setting: "context.summary_prompt",
+                expected: "the instructions of the summary call (leave it out for the default)",
+                value: "an empty text".into(),
+            })
+        }
+        Some(prompt) => prompt,
+        None => defaults.summary_prompt,
+    };
     Ok(ContextSettings {
         window_tokens: file.window_tokens,
         compact_threshold,
         micro_keep_rounds,
+        keep_recent_groups,
+        summary_prompt,
     })
 }
 

@@ -20,6 +20,8 @@ pub(super) enum TextMode {
     Stream,
     /// The planning round: held back until it is clear whether the reply starts with the marker.
     Planning(MarkerDetector),
+    /// Nothing reaches the client (a compaction's summary call).
+    Hidden,
 }
 
 impl ChatRun {
@@ -91,7 +93,7 @@ impl ChatRun {
     }
 
     /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.
-    async fn read_reply(
+    pub(super) async fn read_reply(
         &mut self,
         mut stream: ModelStream,
         phase: CallPhase,
@@ -127,6 +129,7 @@ impl ChatRun {
                                 self.send_text(held).await?;
                             }
                         }
+                        TextMode::Hidden => {}
                     }
                 }
                 Some(Ok(ModelEvent::Finished {
@@ -178,6 +181,30 @@ impl ChatRun {
     }
 }
 
+/// An upstream error; one that says the input is over the model's window is
+/// `context_too_long` (the estimate said it fits, the model disagreed).
 fn upstream_error(error: LlmError) -> Interrupt {
-    Interrupt::Failed(ChatError::new(ErrorCode::Upstream, error.to_string()))
+    let code = match &error {
+        LlmError::Status {
+            status: 400 | 413,
+            body,
+        } if says_too_long(body) => ErrorCode::ContextTooLong,
+        _ => ErrorCode::Upstream,
+    };
+    Interrupt::Failed(ChatError::new(code, error.to_string()))
+}
+
+/// How OpenAI (`context_length_exceeded`), vLLM / llama.cpp / Ollama ("maximum context length",
+/// "exceeds the available context size") and Anthropic ("prompt is too long") word it.
+fn says_too_long(body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "context size",
+        "context window",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|phrase| body.contains(phrase))
 }

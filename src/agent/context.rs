@@ -7,6 +7,7 @@ use crate::types::{Message, Role};
 
 /// The `context:` settings.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ContextSettings {
     /// The model's context window; `None` = the built-in table by model name
     /// ([`crate::llm::context_window`]).
@@ -16,6 +17,11 @@ pub struct ContextSettings {
     pub compact_threshold: f64,
     /// Agent rounds whose tool results reach the model in full; older ones are stubbed.
     pub micro_keep_rounds: usize,
+    /// Message groups of the history that auto compaction keeps as they are (a group: a user
+    /// message and everything up to the next one).
+    pub keep_recent_groups: usize,
+    /// The instructions of the summary call.
+    pub summary_prompt: String,
 }
 
 impl Default for ContextSettings {
@@ -24,11 +30,18 @@ impl Default for ContextSettings {
             window_tokens: None,
             compact_threshold: 0.8,
             micro_keep_rounds: 2,
+            keep_recent_groups: 4,
+            summary_prompt: super::prompts::DEFAULT_COMPACT_PROMPT.to_string(),
         }
     }
 }
 
 impl ContextSettings {
+    /// The window times the threshold: an estimated input at or above it is compacted.
+    pub fn threshold_for(&self, model: &str) -> u64 {
+        (self.window_for(model) as f64 * self.compact_threshold) as u64
+    }
+
     /// The window in use for `model`.
     pub fn window_for(&self, model: &str) -> u64 {
         self.window_tokens

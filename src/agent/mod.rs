@@ -8,6 +8,8 @@
 //! - `phases`: the direct call, the planning round and the agent loop, with the checkpoints of
 //!   docs/design.md §2 in the order of its table;
 //! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);
+//! - `compact`: auto and manual compaction of the client's history (the summary call, the
+//!   `compact` event); `context`: the `context:` settings and micro compaction;
 //! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
 //! - `marker`: the planning reply's marker, decided while it streams; `prompts`: the built-ins.
 //!
@@ -43,6 +45,7 @@
 //! ```
 
 mod call;
+mod compact;
 mod context;
 mod marker;
 mod phases;
@@ -54,8 +57,8 @@ mod tool_step;
 
 use crate::types::panic_message;
 pub use crate::types::{
-    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, HookTag, Message,
-    NoticeLevel, Role, ToolCall, Usage,
+    ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode, HookMessage, HookTag,
+    Message, NoticeLevel, Role, ToolCall, Usage,
 };
 pub use context::ContextSettings;
 

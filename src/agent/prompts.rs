@@ -33,6 +33,15 @@ pub(crate) const DEFAULT_SUMMARY_PROMPT: &str = "You have reached the limit of s
 request and cannot call any more tools. Tell the user, briefly: what you did and found so far, \
 what remains to be done, and how they could go on.";
 
+/// The instructions of the summary call of auto compaction (`context.summary_prompt`): the
+/// summary replaces the oldest messages, so it must carry what the rest of the chat needs.
+pub(crate) const DEFAULT_COMPACT_PROMPT: &str = "You are summarising the earlier part of a \
+conversation between a user and an assistant that uses tools, so that the conversation can go on \
+without it. Write a concise summary in the language of the conversation, as notes: what the user \
+asked and wants; what was decided; what was found (keep file names, paths, tool names, commands, \
+numbers and error messages exactly); and what remains to be done or is still open. Do not answer \
+the user and do not add anything that is not in the conversation.";
+
 /// Fills the planning prompt's placeholders.
 pub(crate) fn planning_prompt(template: &str, marker: &str, tool_names: &[String]) -> String {
     template

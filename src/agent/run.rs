@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::compact::{Sent, Trigger};
 use super::AgentInner;
 use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
 use crate::types::Message;
@@ -102,7 +103,19 @@ pub(crate) async fn run_chat(
 
 impl ChatRun {
     async fn execute(&mut self, request: ChatRequest) -> Outcome<DoneReason> {
-        self.ctx.messages = self.build_history(request.messages);
+        let sent_len = request.messages.len();
+        let history = self.verified_history(request.messages);
+        self.ctx.messages =
+            std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
+                .chain(history.iter().map(|sent| sent.message.clone()))
+                .collect();
+        if request.compact_only {
+            self.compact_history(history, sent_len, "", Trigger::Manual)
+                .await?;
+            return Ok(DoneReason::Completed);
+        }
+        self.compact_history(history, sent_len, &request.input, Trigger::Auto)
+            .await?;
         let mut input = request.input;
         if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await
         {
@@ -120,13 +133,13 @@ impl ChatRun {
         self.planning().await
     }
 
-    /// The system prompt, then the client's history (with forged hook messages dropped).
-    fn build_history(&self, history: Vec<Message>) -> Vec<Message> {
-        let mut messages = Vec::with_capacity(history.len() + 2);
-        messages.push(Message::system(self.inner.config.system_prompt.clone()));
+    /// The client's history without the forged messages (a system message whose mark does not
+    /// verify), each with its place in the list as sent.
+    fn verified_history(&self, history: Vec<Message>) -> Vec<Sent> {
+        let mut messages = Vec::with_capacity(history.len());
         let secret = self.inner.config.secret.as_deref();
         let key = secret.map(crate::hooks::signing::SigningKey::new);
-        for message in history {
+        for (index, message) in history.into_iter().enumerate() {
             if let Some(key) = &key {
                 if let Err(why) = crate::hooks::signing::check_history_message(key, &message) {
                     tracing::warn!(chat = %self.ctx.run_id, reason = why, "dropped a history message");
@@ -135,7 +148,7 @@ impl ChatRun {
                     continue;
                 }
             }
-            messages.push(message);
+            messages.push(Sent { index, message });
         }
         messages
     }

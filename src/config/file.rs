@@ -65,6 +65,10 @@ pub struct ContextFile {
     pub compact_threshold: Option<f64>,
     /// Agent rounds whose tool results the model sees in full (2).
     pub micro_keep_rounds: Option<usize>,
+    /// Message groups of the history that auto compaction keeps as they are (4).
+    pub keep_recent_groups: Option<usize>,
+    /// The instructions of the summary call.
+    pub summary_prompt: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

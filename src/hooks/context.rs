@@ -22,6 +22,9 @@ pub enum CallPhase {
     Agent { round: usize },
     /// The last call of a chat that reached a limit (`limits.summary_on_limit`): no tools sent.
     Summary,
+    /// The summary call of a history compaction (PROTOCOL section 10): no tools, no text
+    /// streamed, no `pre_llm_request` / `post_llm_response` (the compaction hooks are its hooks).
+    Compaction,
 }
 
 /// One finished step of the chat, newest last.

@@ -168,6 +168,27 @@ pub trait AgentHook: Send + Sync {
         Ok(ResponseAction::Continue)
     }
 
+    /// Before the oldest groups of the history are summarised (auto compaction; PROTOCOL section
+    /// 10): may add to the instructions of the summary call (`summary_prompt`), or skip the
+    /// compaction with `Flow::Stop` (the chat goes on).
+    async fn pre_auto_compact(
+        &self,
+        ctx: &mut HookContext,
+        info: &CompactInfo,
+        summary_prompt: &mut String,
+    ) -> HookResult<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// The summary was made: may rewrite it (what the model and the client get).
+    async fn post_auto_compact(
+        &self,
+        ctx: &mut HookContext,
+        info: &CompactInfo,
+        summary: &mut String,
+    ) -> HookResult {
+        Ok(())
+    }
+
     /// Before tool results of older agent rounds are stubbed in this call's request (micro
     /// compaction): `Flow::Stop` skips that compaction (the chat goes on).
     async fn pre_micro_compact(

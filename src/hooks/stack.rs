@@ -176,6 +176,8 @@ events! {
     after_agent_loop(ctx: &mut HookContext);
     pre_llm_request(ctx: &mut HookContext, request: &mut LlmRequest) -> Flow;
     post_llm_response(ctx: &mut HookContext, response: &mut LlmResponse) -> ResponseAction;
+    pre_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary_prompt: &mut String) -> Flow;
+    post_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary: &mut String);
     pre_micro_compact(ctx: &mut HookContext, info: &CompactInfo) -> Flow;
     post_micro_compact(ctx: &mut HookContext, info: &CompactInfo);
     pre_tool_execution(ctx: &mut HookContext, call: &mut ToolCallInfo) -> ToolAction;

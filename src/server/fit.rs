@@ -117,6 +117,22 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
                 format!("session hook {name:?} ({size} bytes) is over the frame limit of {max_bytes} bytes and was not registered"),
             )]
         }
+        // A summary cannot be cut (the client would store a broken history): too big, it is not
+        // sent, and the client keeps its full history, which the next chat compacts again.
+        compact @ ServerFrame::Compact { .. } => {
+            let size = compact.to_json().len();
+            if size <= max_bytes {
+                return vec![compact];
+            }
+            let ServerFrame::Compact { id, count, .. } = compact else {
+                return Vec::new();
+            };
+            tracing::warn!(chat = %id, size, "compact frame over the frame limit was not sent");
+            vec![not_sent(
+                id,
+                format!("the summary of {count} earlier messages ({size} bytes) is over the frame limit of {max_bytes} bytes; your history was not compacted"),
+            )]
+        }
         other => vec![other],
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::config::Limits;
 use crate::types::{ChatEvent, ErrorCode, HookMessage};
-use crate::types::{HookTag, Message, Role};
+use crate::types::{CompactTag, HookTag, Message, Role};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
@@ -27,6 +27,8 @@ pub(super) struct ChatFrame {
     pub(crate) enable_tools: bool,
     /// Session hooks the client stored from `session_hook` frames.
     pub(crate) session_hooks: Vec<Value>,
+    /// A `compact` frame: compact `messages` on request; `input` is empty.
+    pub(crate) compact_only: bool,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -78,14 +80,14 @@ impl ClientFrame {
             Err(message) => return invalid(message),
         };
         match kind {
-            "chat" => match parse_chat(&object, id, limits) {
+            "chat" | "compact" => match parse_chat(&object, id, limits, kind == "compact") {
                 Ok(chat) => ClientFrame::Chat(chat),
                 Err(message) => invalid(message),
             },
             "cancel" => ClientFrame::Cancel { id },
             "ping" => ClientFrame::Ping { id },
             other => invalid(format!(
-                "unknown frame type {other:?} (expected \"chat\", \"cancel\" or \"ping\")"
+                "unknown frame type {other:?} (expected \"chat\", \"compact\", \"cancel\" or \"ping\")"
             )),
         }
     }
@@ -129,12 +131,15 @@ fn parse_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
     }
 }
 
+/// A `chat` frame, or (`compact_only`) a `compact` frame, which has no `input`.
 fn parse_chat(
     object: &Map<String, Value>,
     id: Option<String>,
     limits: &Limits,
+    compact_only: bool,
 ) -> Result<ChatFrame, String> {
     let input = match object.get("input") {
+        _ if compact_only => String::new(),
         Some(Value::String(input)) if input.is_empty() => {
             return Err("field \"input\" must not be empty".into())
         }
@@ -204,6 +209,7 @@ fn parse_chat(
         skills,
         enable_tools,
         session_hooks,
+        compact_only,
     })
 }
 
@@ -245,7 +251,38 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
             None
         }
     };
+    message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
+        (Role::System, tag) => tag?,
+        (_, Ok(None)) => None,
+        (_, _) => {
+            tracing::warn!(
+                role = role.as_str(),
+                "ignored the _compact mark of a history message: only a system message has one"
+            );
+            None
+        }
+    };
     Ok(message)
+}
+
+/// A summary's `_compact` mark: `{count, sig}` (PROTOCOL section 10).
+fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<CompactTag>, String> {
+    let tag = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(tag)) => tag,
+        Some(_) => return Err(format!("messages[{index}]._compact must be an object")),
+    };
+    let count = tag
+        .get("count")
+        .and_then(Value::as_u64)
+        .and_then(|count| usize::try_from(count).ok())
+        .ok_or_else(|| format!("messages[{index}]._compact.count must be a whole number"))?;
+    let sig = match tag.get("sig") {
+        Some(Value::String(sig)) => sig.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(_) => return Err(format!("messages[{index}]._compact.sig must be a string")),
+    };
+    Ok(Some(CompactTag { count, sig }))
 }
 
 fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>, String> {
@@ -286,6 +323,12 @@ pub(super) enum ServerFrame {
     Plan {
         id: String,
         content: String,
+    },
+    Compact {
+        id: String,
+        count: usize,
+        message: WireMessage,
+        pinned: Vec<WireMessage>,
     },
     Text {
         id: String,
@@ -359,6 +402,34 @@ pub(super) struct WireMessage {
     pub(crate) content: String,
     #[serde(rename = "_hook", skip_serializing_if = "Option::is_none")]
     pub(crate) hook: Option<WireHookTag>,
+    #[serde(rename = "_compact", skip_serializing_if = "Option::is_none")]
+    pub(crate) compact: Option<WireCompactTag>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(super) struct WireCompactTag {
+    pub(crate) count: usize,
+    pub(crate) sig: String,
+}
+
+impl WireMessage {
+    /// A history message as the client stores it, with its marks.
+    fn from_message(message: Message) -> Self {
+        WireMessage {
+            role: message.role.as_str(),
+            content: message.content,
+            hook: message.hook.map(|tag| WireHookTag {
+                name: tag.name,
+                skill: tag.skill,
+                timing: tag.timing,
+                sig: tag.sig,
+            }),
+            compact: message.compact.map(|tag| WireCompactTag {
+                count: tag.count,
+                sig: tag.sig,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -423,7 +494,18 @@ impl ServerFrame {
                         timing: tag.timing,
                         sig: tag.sig,
                     }),
+                    compact: None,
                 },
+            },
+            ChatEvent::Compact {
+                count,
+                message,
+                pinned,
+            } => ServerFrame::Compact {
+                id,
+                count,
+                message: WireMessage::from_message(message),
+                pinned: pinned.into_iter().map(WireMessage::from_message).collect(),
             },
             ChatEvent::Notice {
                 level,
@@ -446,6 +528,7 @@ impl ServerFrame {
                     role: "assistant",
                     content,
                     hook: None,
+                    compact: None,
                 },
                 usage: WireUsage {
                     prompt_tokens: usage.prompt_tokens,

@@ -361,6 +361,7 @@ fn start_chat(
         skills,
         enable_tools,
         session_hooks,
+        compact_only,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -373,6 +374,7 @@ fn start_chat(
         enable_tools,
         session_hooks,
         cancel: cancel.clone(),
+        compact_only,
     };
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();

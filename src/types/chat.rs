@@ -25,6 +25,8 @@ pub struct ChatRequest {
     pub session_hooks: Vec<Value>,
     /// Cancelling it ends the chat with `done` reason `cancelled` and drops the upstream request.
     pub cancel: CancellationToken,
+    /// A `compact` frame: compact `messages` (trigger `manual`) and end; no input, no model turn.
+    pub compact_only: bool,
 }
 
 impl ChatRequest {
@@ -38,6 +40,7 @@ impl ChatRequest {
             enable_tools: true,
             session_hooks: Vec::new(),
             cancel: CancellationToken::new(),
+            compact_only: false,
         }
     }
 }
@@ -79,6 +82,8 @@ pub enum ErrorCode {
     Upstream,
     HookBlocked,
     Internal,
+    /// The history does not fit the model's window, even after compaction.
+    ContextTooLong,
 }
 
 impl ErrorCode {
@@ -90,6 +95,7 @@ impl ErrorCode {
             ErrorCode::Upstream => "upstream",
             ErrorCode::HookBlocked => "hook_blocked",
             ErrorCode::Internal => "internal",
+            ErrorCode::ContextTooLong => "context_too_long",
         }
     }
 }
@@ -160,6 +166,14 @@ pub enum ChatEvent {
     },
     /// A persistent hook was injected.
     Hook(HookMessage),
+    /// The history was compacted (sent before any text): the client replaces the first `count`
+    /// messages it sent by `message` (the summary, with its `_compact` mark) and then `pinned`
+    /// (the persistent hook messages among them, verbatim).
+    Compact {
+        count: usize,
+        message: Message,
+        pinned: Vec<Message>,
+    },
     /// The model registered a session hook; the client sends it back in `session_hooks`.
     SessionHook(Value),
     /// A message for the person from a hook (or the agent).

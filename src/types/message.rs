@@ -32,6 +32,14 @@ pub struct HookTag {
     pub sig: String,
 }
 
+/// The `_compact` mark of a compaction summary (PROTOCOL section 10): how many messages of the
+/// client's history it replaced, and its signature (empty without a secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactTag {
+    pub count: usize,
+    pub sig: String,
+}
+
 /// A tool call the model asked for. `arguments` is the raw JSON text the model produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
@@ -64,6 +72,8 @@ pub struct Message {
     pub hook: Option<HookTag>,
     /// Set on messages a hook manager injected, so it can take exactly those out again.
     pub injection: Option<u64>,
+    /// A compaction summary's mark; kept for the client, never sent upstream.
+    pub compact: Option<CompactTag>,
 }
 
 impl Message {
@@ -75,6 +85,7 @@ impl Message {
             tool_call_id: None,
             hook: None,
             injection: None,
+            compact: None,
         }
     }
     pub fn system(content: impl Into<String>) -> Self {

@@ -11,7 +11,7 @@ pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
     ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage, NoticeLevel,
 };
-pub use message::{HookTag, Message, Role, ToolCall, Usage};
+pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
 pub(crate) use problem::has_errors;
 pub use problem::{Labelled, Problem, Severity};
 pub use tool::{ToolOutput, ToolSpec};

@@ -160,6 +160,7 @@ fn phase(phase: CallPhase) -> String {
         CallPhase::Planning => "planning".into(),
         CallPhase::Agent { round } => format!("agent{round}"),
         CallPhase::Summary => "summary".into(),
+        CallPhase::Compaction => "compaction".into(),
     }
 }
 
@@ -289,6 +290,7 @@ pub(crate) fn show(event: &ChatEvent) -> String {
             usage.completion_tokens
         ),
         ChatEvent::Error(error) => format!("error:{}:{}", error.code.as_str(), error.message),
+        ChatEvent::Compact { count, pinned, .. } => format!("compact:{count}:{}", pinned.len()),
     }
 }
 

@@ -277,6 +277,8 @@ enum Call<'a> {
     PostSendMessage,
     PreLlmRequest(&'a mut LlmRequest),
     PostLlmResponse(&'a mut LlmResponse),
+    PreAutoCompact(&'a CompactInfo, &'a mut String),
+    PostAutoCompact(&'a CompactInfo, &'a mut String),
     PreMicroCompact(&'a CompactInfo),
     PostMicroCompact(&'a CompactInfo),
     PreToolExecution(&'a mut ToolCallInfo),
@@ -296,6 +298,8 @@ impl Call<'_> {
             Call::PostSendMessage => Event::PostSendMessage,
             Call::PreLlmRequest(_) => Event::PreLlmRequest,
             Call::PostLlmResponse(_) => Event::PostLlmResponse,
+            Call::PreAutoCompact(..) => Event::PreAutoCompact,
+            Call::PostAutoCompact(..) => Event::PostAutoCompact,
             Call::PreMicroCompact(_) => Event::PreMicroCompact,
             Call::PostMicroCompact(_) => Event::PostMicroCompact,
             Call::PreToolExecution(_) => Event::PreToolExecution,
@@ -341,6 +345,20 @@ impl Call<'_> {
             Call::PostLlmResponse(response) => EventState {
                 assistant_output: Some(response.content.clone()),
                 messages: chat(),
+                ..EventState::default()
+            },
+            // Seed 001: the chat's messages and system prompt, before the summary call.
+            Call::PreAutoCompact(info, _) => EventState {
+                messages: chat(),
+                system_prompt: ctx.system_prompt().map(str::to_string),
+                compaction: Some((*info).clone()),
+                ..EventState::default()
+            },
+            // The chat's messages as they stand after compaction, and the summary.
+            Call::PostAutoCompact(info, summary) => EventState {
+                messages: chat(),
+                compaction: Some((*info).clone()),
+                summary: Some(summary.to_string()),
                 ..EventState::default()
             },
             // Seed 001: the chat's messages (as they stand, before the request's stubs).
@@ -406,6 +424,18 @@ impl Call<'_> {
                 }
             }
             Call::RunCompleted(output) => put(&mut output.content, state.assistant_output),
+            // Seed 001: `additional_context` goes to the system prompt of the call it precedes,
+            // which here is the summary call.
+            Call::PreAutoCompact(_, summary_prompt) => {
+                for context in &outcome.additional_context {
+                    summary_prompt.push_str("\n\n");
+                    summary_prompt.push_str(context);
+                }
+            }
+            Call::PostAutoCompact(_, summary) => {
+                put(&mut ctx.messages, state.messages);
+                put(summary, state.summary);
+            }
             Call::BeforeContextBuild
             | Call::PostSendMessage
             | Call::PreMicroCompact(_)
@@ -567,6 +597,10 @@ chat_events! {
         => Call::PreLlmRequest(request);
     post_llm_response(response: &mut LlmResponse) -> ResponseAction
         => Call::PostLlmResponse(response);
+    pre_auto_compact(info: &CompactInfo, summary_prompt: &mut String) -> Flow
+        => Call::PreAutoCompact(info, summary_prompt);
+    post_auto_compact(info: &CompactInfo, summary: &mut String) -> ()
+        => Call::PostAutoCompact(info, summary);
     pre_micro_compact(info: &CompactInfo) -> Flow
         => Call::PreMicroCompact(info);
     post_micro_compact(info: &CompactInfo) -> ()

@@ -128,7 +128,12 @@ impl Chain<'_> {
         let mut outcome = ChainOutcome::default();
         let deadline = Instant::now() + self.budget;
         for hook in self.hooks {
-            if !hook.applies(event, state.tool_name.as_deref(), &envelope.model) {
+            if !hook.applies(
+                event,
+                state.tool_name.as_deref(),
+                &envelope.model,
+                state.compaction.as_ref().map(|c| c.trigger.as_str()),
+            ) {
                 continue;
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -296,8 +301,15 @@ fn apply(
         &invalid,
     );
     assign(
+        output.summary,
+        event == PostAutoCompact,
+        &mut state.summary,
+        "summary",
+        &invalid,
+    );
+    assign(
         output.messages,
-        matches!(event, PreLlmRequest | AfterContextBuild),
+        matches!(event, PreLlmRequest | AfterContextBuild | PostAutoCompact),
         &mut state.messages,
         "messages",
         &invalid,
@@ -421,6 +433,7 @@ fn can_stop(event: Event) -> bool {
         PreSendMessage
             | PreLlmRequest
             | PreMicroCompact
+            | PreAutoCompact
             | PostLlmResponse
             | PreToolExecution
             | PostToolExecution

@@ -195,27 +195,36 @@ pub(crate) struct HookDef {
 impl HookDef {
     /// Whether the hook runs for this call of its event: its filter against the tool's names
     /// (hookwire's and its dialect's), the model, and the event's other subject.
-    pub(crate) fn applies(&self, event: Event, tool: Option<&str>, model: &str) -> bool {
+    pub(crate) fn applies(
+        &self,
+        event: Event,
+        tool: Option<&str>,
+        model: &str,
+        trigger: Option<&str>,
+    ) -> bool {
         let alias = tool
             .map(|tool| super::dialect::tools::name_for(self.dialect, tool))
             .filter(|alias| Some(*alias) != tool);
         let subject = Subject {
             tools: [tool, alias],
             model,
-            other: self.other_subject(event),
+            other: self.other_subject(event, trigger),
         };
         self.filter.matches(event, &subject)
     }
 
-    /// What `matcher` matches at an event that is not about a tool or a model call.
-    fn other_subject(&self, event: Event) -> Option<&'static str> {
+    /// What `matcher` matches at an event that is not about a tool or a model call
+    /// (`trigger`: a compaction's, `auto` or `manual`).
+    fn other_subject<'a>(&self, event: Event, trigger: Option<&'a str>) -> Option<&'a str> {
         use Dialect::*;
         Some(match (event, self.dialect) {
             (Event::RunCompleted | Event::RunFailed, _) => super::protocol::TRIGGER_TYPE,
             (Event::SessionStart, Claude | Gemini) => "startup",
             (Event::SessionEnd, Claude) => "other",
             (Event::SessionEnd, Gemini) => "exit",
-            (Event::PreAutoCompact, Claude | Gemini) => "auto",
+            (Event::PreAutoCompact | Event::PostAutoCompact, Claude | Gemini) => {
+                trigger.unwrap_or("auto")
+            }
             (Event::Notification, Claude) => "permission_prompt",
             (Event::Notification, Gemini) => "ToolPermission",
             _ => return None,

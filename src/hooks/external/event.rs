@@ -106,6 +106,7 @@ const SPELLINGS: &[(&str, Dialect, &[Event])] = &[
     ("PostToolUseFailure", Claude, &[PostToolExecutionFailure]),
     ("Stop", Claude, &[Stop]),
     ("PreCompact", Claude, &[PreAutoCompact]),
+    ("PostCompact", Claude, &[PostAutoCompact]),
     ("Notification", Claude, &[Notification]),
     ("BeforeTool", Gemini, &[PreToolExecution]),
     (
@@ -128,7 +129,6 @@ const UNSUPPORTED: &[(&str, Dialect)] = &[
     ("PostToolBatch", Claude),
     ("SubagentStart", Claude),
     ("SubagentStop", Claude),
-    ("PostCompact", Claude),
     ("Setup", Claude),
     ("UserPromptExpansion", Claude),
     ("MessageDisplay", Claude),

@@ -32,6 +32,8 @@ pub(crate) struct EventState {
     pub(crate) error: Option<String>,
     /// Compaction events: their metadata (PROTOCOL section 10).
     pub(crate) compaction: Option<crate::hooks::CompactInfo>,
+    /// `post_auto_compact`: the summary (a hook may rewrite it).
+    pub(crate) summary: Option<String>,
 }
 
 /// Who is asking: the ids and the place.
@@ -133,6 +135,14 @@ pub(crate) fn input_json(
     if let Some(v) = &state.error {
         put("error", json!(v));
     }
+    if let Some(summary) = &state.summary {
+        put("summary", json!(summary));
+        put("summaryText", json!(summary));
+        put(
+            "summaryMessage",
+            json!({"role": "system", "content": summary}),
+        );
+    }
     if let Some(info) = &state.compaction {
         // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
         // hooks read it.
@@ -174,6 +184,9 @@ pub(crate) struct HookOutput {
     pub(crate) tool_result: Option<String>,
     pub(crate) tool_error: Option<String>,
     pub(crate) assistant_output: Option<String>,
+    /// `post_auto_compact`: a new summary (`summary`, seed 004's `summaryText`; capability
+    /// `messages`).
+    pub(crate) summary: Option<String>,
     pub(crate) inject_messages: Vec<Message>,
     pub(crate) additional_context: Option<String>,
     pub(crate) retry_feedback: Option<String>,
@@ -278,6 +291,8 @@ pub(crate) fn parse_output(
             let field = match key.as_str() {
                 "tool_input" => "tool_arguments",
                 "tool_output" => "tool_result",
+                // The summary is part of the message list: changing it is a `messages` change.
+                "summary" | "summaryText" => "messages",
                 "hookEventName" => continue,
                 other => other,
             };
@@ -307,6 +322,7 @@ pub(crate) fn parse_output(
                 "tool_error" => out.tool_error = string_field(source, key)?,
                 "assistant_output" => out.assistant_output = string_field(source, key)?,
                 "additional_context" => out.additional_context = string_field(source, key)?,
+                "messages" if key != "messages" => out.summary = string_field(source, key)?,
                 "messages" => out.messages = Some(parse_messages(value, key)?),
                 "inject_messages" => out.inject_messages = parse_messages(value, key)?,
                 "tool_arguments" => {

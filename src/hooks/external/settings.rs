@@ -502,8 +502,8 @@ mod tests {
             ]
         );
         assert_eq!(hooks[1].timeout, std::time::Duration::from_secs(5));
-        assert!(hooks[1].applies(Event::PreToolExecution, Some("read_file"), "m"));
-        assert!(!hooks[1].applies(Event::PreToolExecution, Some("list_dir"), "m"));
+        assert!(hooks[1].applies(Event::PreToolExecution, Some("read_file"), "m", None));
+        assert!(!hooks[1].applies(Event::PreToolExecution, Some("list_dir"), "m", None));
         assert!(
             problems.iter().all(|p| p.starts_with("warning")),
             "{problems:?}"
@@ -534,7 +534,7 @@ mod tests {
             Dialect::Gemini,
             "a shared name in a Gemini file"
         );
-        assert!(hooks[1].applies(Event::SessionStart, None, "m"));
+        assert!(hooks[1].applies(Event::SessionStart, None, "m", None));
     }
 
     #[test]

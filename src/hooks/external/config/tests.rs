@@ -143,12 +143,12 @@ fn filters_and_together() {
         "pre_tool_execution:\n  - command: x\n    matcher: '^read'\n    filter:\n      tool_name: read_file\n      tool_matcher: list_dir\n      model_prefix: gpt-\n",
     );
     let hook = &hooks[0];
-    assert!(hook.applies(Event::PreToolExecution, Some("read_file"), "gpt-4o"));
+    assert!(hook.applies(Event::PreToolExecution, Some("read_file"), "gpt-4o", None));
     assert!(
-        !hook.applies(Event::PreToolExecution, Some("list_dir"), "gpt-4o"),
+        !hook.applies(Event::PreToolExecution, Some("list_dir"), "gpt-4o", None),
         "tool_name beats tool_matcher"
     );
-    assert!(!hook.applies(Event::PreToolExecution, Some("read_file"), "llama"));
+    assert!(!hook.applies(Event::PreToolExecution, Some("read_file"), "llama", None));
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn tool_matcher_takes_patterns() {
     let (hooks, _) = parse(
         "pre_tool_execution:\n  - command: x\n    filter: {tool_matcher: 'read_.*|list_dir'}\n",
     );
-    let applies = |tool| hooks[0].applies(Event::PreToolExecution, Some(tool), "m");
+    let applies = |tool| hooks[0].applies(Event::PreToolExecution, Some(tool), "m", None);
     assert!(applies("read_file") && applies("list_dir"));
     assert!(!applies("search_text") && !applies("my_list_dir"));
     let (_, problems) = parse_hooks(
@@ -178,17 +178,17 @@ fn matchers_read_as_their_dialect_and_events_pick_their_subject() {
          run_failed:\n  - {command: x, matcher: '^cron$'}\n",
     );
     assert!(problems.is_empty(), "{problems:?}");
-    let tool = |i: usize, name| hooks[i].applies(Event::PreToolExecution, Some(name), "m");
+    let tool = |i: usize, name| hooks[i].applies(Event::PreToolExecution, Some(name), "m", None);
     // Claude's exact list matches Claude's name or hookwire's.
     assert!(tool(0, "read_file") && tool(0, "search_text") && !tool(0, "list_dir"));
     assert_eq!(hooks[0].dialect, Dialect::Claude);
     assert!(tool(1, "read_file") && !tool(1, "list_dir"));
     assert_eq!(hooks[1].timeout, Duration::from_millis(1500), "Gemini: ms");
     assert!(
-        hooks[2].applies(Event::RunCompleted, None, "m"),
+        hooks[2].applies(Event::RunCompleted, None, "m", None),
         "trigger_type"
     );
-    assert!(!hooks[3].applies(Event::RunFailed, None, "m"));
+    assert!(!hooks[3].applies(Event::RunFailed, None, "m", None));
 
     let (hooks, problems) = parse_hooks(
         Path::new("h.yaml"),

@@ -86,8 +86,15 @@ pub(super) fn input(
         }
         Event::SessionEnd => put("reason", json!("other")),
         Event::PreAutoCompact => {
-            put("trigger", json!("auto"));
+            put("trigger", json!(trigger(state)));
             put("custom_instructions", Value::Null);
+        }
+        Event::PostAutoCompact => {
+            put("trigger", json!(trigger(state)));
+            put(
+                "compact_summary",
+                json!(state.summary.clone().unwrap_or_default()),
+            );
         }
         Event::Notification => {
             put("notification_type", json!("permission_prompt"));
@@ -135,6 +142,14 @@ pub(super) fn command_result(run: CommandRun) -> RunResult {
         Some(code) => RunResult::Error(format!("exit code {code}: {}", short(stderr))),
         None => RunResult::Error("killed by a signal".into()),
     }
+}
+
+/// A compaction's `trigger`: `auto` or `manual`.
+fn trigger(state: &EventState) -> &str {
+    state
+        .compaction
+        .as_ref()
+        .map_or("auto", |info| info.trigger.as_str())
 }
 
 fn short(text: &str) -> String {

@@ -129,7 +129,13 @@ pub(super) fn input(
         }
         Event::SessionStart => put("source", json!("startup")),
         Event::SessionEnd => put("reason", json!("exit")),
-        Event::PreAutoCompact => put("trigger", json!("auto")),
+        Event::PreAutoCompact => put(
+            "trigger",
+            json!(state
+                .compaction
+                .as_ref()
+                .map_or("auto", |info| info.trigger.as_str())),
+        ),
         Event::Notification => {
             put("notification_type", json!("ToolPermission"));
             put("message", json!("a tool call waits for approval"));
