@@ -82,6 +82,12 @@
         if (item.done) node.appendChild(el('pre', 'result', item.content));
         break;
       }
+      case 'compact': {
+        node = el('details', 'compact-divider');
+        node.appendChild(el('summary', null, item.count + ' earlier message' + (item.count === 1 ? '' : 's') + ' summarised'));
+        node.appendChild(el('div', 'summary-text', item.text));
+        break;
+      }
       case 'error': node = el('div', 'chat-error', item.text); break;
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
@@ -117,6 +123,7 @@
     $('input').disabled = running;
     $('send').disabled = running || value === 'offline';
     $('stop').disabled = !running;
+    $('compact').disabled = running || value === 'offline' || conversation.history.length === 0;
   }
 
   function startChat(text) {
@@ -198,6 +205,10 @@
       case 'session_hook':
         push({ kind: 'session_hook', event: frame.hook.event });
         renderSessionHooks();
+        break;
+      case 'compact':
+        closeBubble(chat);
+        push({ kind: 'compact', count: update.count, text: frame.message.content });
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
@@ -326,6 +337,13 @@
   $('stop').addEventListener('click', () => {
     const cancel = conversation.cancelFrame();
     if (cancel && view.ws) view.ws.send(JSON.stringify(cancel));
+  });
+  $('compact').addEventListener('click', () => {
+    if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
+    const frame = conversation.startCompaction();
+    view.chat = { bubble: null, tools: {} };
+    view.ws.send(JSON.stringify(frame));
+    setState('running');
   });
   $('new-chat').addEventListener('click', () => {
     if (conversation.running) return;

@@ -9,6 +9,10 @@
 //   `hook` frame's `message` exactly as received, in arrival order, then `done.message`.
 // - A chat that ends with `error`, or whose connection is lost, adds nothing to the history.
 // - `session_hook` frames' `hook` objects are kept (even if that chat later fails) and sent back.
+// - A `compact` frame (docs/protocol.md §10) changes the history at once: its first `count`
+//   messages give way to `message` (the signed summary) followed by `pinned` (the persistent hook
+//   messages that were among them, verbatim). `startCompaction` sends the manual `compact` frame;
+//   its `done` adds nothing.
 //
 // A plain script, no build step: it defines one global, `HookwireProtocol`. Storage is passed in
 // (`{load(key, fallback), save(key, value)}`), so node's test runner can drive it without a
@@ -83,6 +87,17 @@
         return frame;
       },
 
+      /**
+       * Starts a manual compaction: returns the `compact` frame to send (the server answers
+       * `start`, `compact` (when there was something to summarise), `done`).
+       */
+      startCompaction(id) {
+        if (current) throw new Error('a chat is already running: ' + current.id);
+        id = id || 'k' + Date.now().toString(36) + (++counter);
+        current = { id, input: null, hooks: [] };
+        return { type: 'compact', id, messages: history.slice() };
+      },
+
       /** The `cancel` frame for the running chat, or null when none runs. */
       cancelFrame() {
         return current ? { type: 'cancel', id: current.id } : null;
@@ -109,7 +124,18 @@
             sessionHooks.push(frame.hook);
             store.save(KEYS.sessionHooks, sessionHooks);
             break;
+          case 'compact': {
+            const count = Number.isInteger(frame.count) && frame.count >= 0 ? frame.count : 0;
+            if (!frame.message || typeof frame.message.content !== 'string') return IGNORED;
+            history = [frame.message].concat(list(frame.pinned), history.slice(count));
+            store.save(KEYS.history, history);
+            return { kind: 'compact', frame, ended: false, count };
+          }
           case 'done': {
+            if (current.input === null) {
+              current = null;
+              return { kind: 'done', frame, ended: true, added: [] };
+            }
             const added = [{ role: 'user', content: current.input }].concat(current.hooks, [frame.message]);
             history = history.concat(added);
             store.save(KEYS.history, history);

@@ -88,7 +88,8 @@ impl ChatRun {
             return;
         }
         *messages = compacted;
-        metrics::counter!("hookwire_compactions_total", "kind" => "micro").increment(1);
+        metrics::counter!("hookwire_compactions_total", "kind" => "micro", "trigger" => "auto")
+            .increment(1);
         self.hooks.post_micro_compact(&mut self.ctx, &info).await;
     }
 

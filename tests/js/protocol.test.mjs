@@ -291,3 +291,42 @@ test('the access token comes from the URL once, then from the tab, and leaves th
   assert.deepEqual(authHeaders('t'), { Authorization: 'Bearer t' });
   assert.deepEqual(authHeaders(null), {});
 });
+
+test('a compact frame replaces the first N messages by the summary and the pinned hooks, at once', () => {
+  const store = memoryStore();
+  const history = [
+    { role: 'user', content: 'q1' }, BREVITY, { role: 'assistant', content: 'a1' },
+    { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' },
+  ];
+  store.save(KEYS.history, history);
+  const chat = createConversation(store);
+  const frame = chat.startChat('q3', 'c1');
+  assert.deepEqual(frame.messages, history);
+  const summary = { role: 'system', content: 'they said hi', _compact: { count: 3, sig: 'cd'.repeat(32) } };
+  const update = chat.receive({ type: 'compact', id: 'c1', count: 3, message: summary, pinned: [BREVITY] });
+  assert.deepEqual([update.kind, update.ended, update.count], ['compact', false, 3]);
+  const compacted = [summary, BREVITY, { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' }];
+  assert.deepEqual(store.get(KEYS.history), compacted, 'saved before the chat ends');
+  chat.receive({ type: 'done', id: 'c1', reason: 'completed', message: { role: 'assistant', content: 'a3' } });
+  assert.deepEqual(chat.history, compacted.concat([{ role: 'user', content: 'q3' }, { role: 'assistant', content: 'a3' }]));
+  // A frame of another chat, or one without a summary, changes nothing.
+  chat.startChat('q4', 'c2');
+  assert.equal(chat.receive({ type: 'compact', id: 'other', count: 9, message: summary, pinned: [] }).kind, 'ignored');
+  assert.equal(chat.receive({ type: 'compact', id: 'c2', count: 9, pinned: [] }).kind, 'ignored');
+  assert.equal(chat.history.length, 6);
+});
+
+test('a manual compaction sends the history and its done adds nothing', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const chat = createConversation(store);
+  const frame = chat.startCompaction('k1');
+  assert.deepEqual(frame, { type: 'compact', id: 'k1', messages: OLD });
+  assert.equal(chat.running, 'k1');
+  assert.throws(() => chat.startChat('x'), /already running/);
+  const summary = { role: 'system', content: 'greetings', _compact: { count: 2, sig: '' } };
+  chat.receive({ type: 'compact', id: 'k1', count: 2, message: summary, pinned: [] });
+  const update = chat.receive({ type: 'done', id: 'k1', reason: 'completed', message: { role: 'assistant', content: '' } });
+  assert.deepEqual([update.kind, update.ended, update.added], ['done', true, []]);
+  assert.deepEqual(chat.history, [summary]);
+  assert.equal(chat.running, null);
+});

@@ -637,3 +637,127 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn compaction_dividers_and_the_compact_action_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    compaction_dividers_and_the_compact_action(&mut browser).await;
+}
+
+#[tokio::test]
+async fn compaction_dividers_and_the_compact_action_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    compaction_dividers_and_the_compact_action(&mut browser).await;
+}
+
+/// An auto compaction shows a divider that expands to the summary and survives a reload; the
+/// Compact button compacts on request; the compacted history is what the next chat sends.
+async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let long_answer = "alpha ".repeat(700);
+    upstream.push(Reply::text(&[&long_answer]));
+    upstream.push(Reply::text(&["short two"]));
+    upstream.push(Reply::text(&["SUMMARY ONE: a long alpha answer."]));
+    upstream.push(Reply::text(&["short three"]));
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.agent.secret = Some("page-secret".into());
+        c.agent.context.window_tokens = Some(1_000);
+        c.agent.context.compact_threshold = 0.5;
+        c.agent.context.keep_recent_groups = 1;
+    })
+    .await;
+    browser.open(&server.url("/")).await;
+    let answers = |n: usize| {
+        format!("document.querySelectorAll('.msg.assistant').length === {n} && document.body.dataset.state === 'idle'")
+    };
+    browser.type_and_enter("one").await;
+    browser.wait_for(&answers(1)).await;
+    browser.type_and_enter("two").await;
+    browser.wait_for(&answers(2)).await;
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.compact-divider').length")
+            .await,
+        json!(0),
+        "one group: nothing to summarise yet"
+    );
+    browser.type_and_enter("three").await;
+    browser.wait_for(&answers(3)).await;
+    let divider = browser
+        .eval("(() => { const d = document.querySelector('.compact-divider'); d.querySelector('summary').click();
+               return {label: d.querySelector('summary').innerText, open: d.open, text: d.querySelector('.summary-text').innerText,
+                       history: JSON.parse(localStorage.getItem('hookwire.history'))}; })()")
+        .await;
+    assert_eq!(
+        divider["label"], "2 earlier messages summarised",
+        "{divider}"
+    );
+    assert_eq!(divider["open"], true);
+    assert_eq!(divider["text"], "SUMMARY ONE: a long alpha answer.");
+    let history = divider["history"].as_array().unwrap();
+    assert_eq!(history[0]["_compact"]["count"], 2, "{divider}");
+    assert_eq!(history[1]["content"], "two");
+    assert_eq!(
+        history.len(),
+        5,
+        "summary, two, short two, three, short three"
+    );
+
+    // After a reload the divider is still there; the Compact button summarises on request.
+    browser.reload_and_wait().await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle'")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.compact-divider').length")
+            .await,
+        json!(1)
+    );
+    upstream.push(Reply::text(&["SUMMARY TWO: alpha, then two."]));
+    browser
+        .eval("document.getElementById('compact').click()")
+        .await;
+    browser
+        .wait_for("document.querySelectorAll('.compact-divider').length === 2 && document.body.dataset.state === 'idle'")
+        .await;
+    let summary_call = upstream.requests().pop().unwrap();
+    let input = summary_call.messages().last().unwrap().1.clone();
+    assert!(
+        input.contains("SUMMARY ONE") && input.contains("short two"),
+        "{input}"
+    );
+    assert!(
+        !input.contains("short three"),
+        "the last group is kept: {input}"
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.compact-divider summary')[1].innerText")
+            .await,
+        json!("3 earlier messages summarised")
+    );
+
+    // The next chat sends the compacted history, and the server accepts the signed summary.
+    upstream.push(Reply::text(&["short four"]));
+    browser.type_and_enter("four").await;
+    browser.wait_for(&answers(4)).await;
+    let sent: Vec<String> = upstream
+        .requests()
+        .pop()
+        .unwrap()
+        .messages()
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    assert!(
+        sent.contains(&"SUMMARY TWO: alpha, then two.".to_string()),
+        "{sent:?}"
+    );
+    assert!(!sent.iter().any(|c| c.contains("alpha alpha")), "{sent:?}");
+    server.shutdown().await;
+}
