@@ -442,6 +442,11 @@ async fn a_compact_frame_compacts_on_request() {
         read_json(&server, "pre_auto_compact.json")["metadata"]["trigger"],
         "manual"
     );
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    assert!(
+        metrics.contains(r#"hookwire_compactions_total{kind="auto",trigger="manual"}"#),
+        "{metrics}"
+    );
 
     // Nothing to compact: an info notice, then done.
     let frames = server
