@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig, ContextSettings};
+use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
 
 mod cli;
 mod file;
@@ -246,6 +246,37 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
         keep_recent_groups,
         summary_prompt,
     })
+}
+
+/// `tools.require_approval` and `approval:`.
+fn approval_settings(
+    tools: file::ToolsFile,
+    approval: file::ApprovalFile,
+) -> Result<ApprovalSettings, ConfigError> {
+    let defaults = ApprovalSettings::default();
+    let mut settings = ApprovalSettings {
+        require_approval: tools
+            .require_approval
+            .map(file::OneOrMany::into_vec)
+            .unwrap_or(defaults.require_approval),
+        ..ApprovalSettings::default()
+    };
+    if let Some(empty) = settings
+        .require_approval
+        .iter()
+        .find(|n| n.trim().is_empty())
+    {
+        return Err(ConfigError::Invalid {
+            setting: "tools.require_approval",
+            expected: "tool names, or \"*\" for every tool",
+            value: format!("{empty:?}"),
+        });
+    }
+    settings.ttl = match approval.ttl_seconds {
+        Some(v) => seconds("approval.ttl_seconds", v)?,
+        None => defaults.ttl,
+    };
+    Ok(settings)
 }
 
 /// `http_hooks.allowed_urls`: each entry an absolute http(s) URL, so a typo is an error at start
@@ -491,6 +522,7 @@ impl Config {
             workspace: workspace.clone(),
             secret,
             context: context_settings(file.context)?,
+            approval: approval_settings(file.tools, file.approval)?,
         };
         at_least(
             "limits.max_tool_calls_per_round",

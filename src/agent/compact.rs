@@ -270,6 +270,14 @@ impl ChatRun {
             after = info.estimated_post_compact_tokens,
             "compacted the history"
         );
+        // The client's history from now on: what an approval state is bound to.
+        let rest = self
+            .client_history
+            .split_off(plan.count.min(self.client_history.len()));
+        self.client_history = std::iter::once(message.clone())
+            .chain(plan.pinned.iter().cloned())
+            .chain(rest)
+            .collect();
         self.send(ChatEvent::Compact {
             count: plan.count,
             message,

@@ -10,6 +10,8 @@
 //! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);
 //! - `compact`: auto and manual compaction of the client's history (the summary call, the
 //!   `compact` event); `context`: the `context:` settings and micro compaction;
+//! - `approval`: the approval settings and the signed state; `resume`: a chat that stops for
+//!   approval and the chat that goes on after it;
 //! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
 //! - `marker`: the planning reply's marker, decided while it streams; `prompts`: the built-ins.
 //!
@@ -44,12 +46,14 @@
 //! # }
 //! ```
 
+mod approval;
 mod call;
 mod compact;
 mod context;
 mod marker;
 mod phases;
 pub(crate) mod prompts;
+mod resume;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -57,9 +61,10 @@ mod tool_step;
 
 use crate::types::panic_message;
 pub use crate::types::{
-    ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode, HookMessage, HookTag,
-    Message, NoticeLevel, Role, ToolCall, Usage,
+    ApprovalDecision, ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode,
+    HookMessage, HookTag, Message, NoticeLevel, PendingCall, Resume, Role, ToolCall, Usage,
 };
+pub use approval::ApprovalSettings;
 pub use context::ContextSettings;
 
 use std::future::Future;
@@ -112,6 +117,8 @@ pub struct AgentConfig {
     /// The `context:` settings: the window, and how much of it the loop keeps (micro
     /// compaction).
     pub context: ContextSettings,
+    /// Which tool calls wait for the person's approval, and how long a decision may take.
+    pub approval: ApprovalSettings,
 }
 
 impl Default for AgentConfig {
@@ -133,6 +140,7 @@ impl Default for AgentConfig {
             workspace: PathBuf::from("."),
             secret: None,
             context: ContextSettings::default(),
+            approval: ApprovalSettings::default(),
         }
     }
 }
@@ -144,6 +152,9 @@ pub(crate) struct AgentInner {
     pub(crate) tools: ToolRegistry,
     pub(crate) hooks: HookStack,
     pub(crate) factories: Vec<Arc<dyn HookFactory>>,
+    /// Signs approval states: the secret's key, or (without a secret) a random one of this
+    /// process, so only it can resume its own states.
+    pub(crate) approval_key: crate::hooks::signing::SigningKey,
 }
 
 /// Runs chats. Cheap to clone; one per server.
@@ -222,6 +233,8 @@ impl AgentConfig {
             // A hook agent's answer is the hook's JSON result: a prose summary at its step
             // limit would only be a bad result.
             summary_on_limit: false,
+            // Nobody is there to approve a hook agent's calls.
+            approval: ApprovalSettings::default(),
             ..self.clone()
         }
     }
@@ -336,8 +349,17 @@ impl AgentClientBuilder {
         let model = self
             .model
             .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
+        let approval_key = match config.secret.as_deref() {
+            Some(secret) => crate::hooks::signing::SigningKey::new(secret),
+            None => crate::hooks::signing::SigningKey::new(&format!(
+                "{}{}",
+                uuid::Uuid::new_v4().simple(),
+                uuid::Uuid::new_v4().simple()
+            )),
+        };
         AgentClient {
             inner: Arc::new(AgentInner {
+                approval_key,
                 config,
                 model,
                 tools: self.tools,

@@ -83,7 +83,7 @@ impl ChatRun {
                 if !plan.is_empty() {
                     self.ctx.messages.push(Message::assistant(plan));
                 }
-                return self.agent_loop().await;
+                return self.agent_loop(1).await;
             }
             if self.finish_or_continue(response.content).await? {
                 continue;
@@ -94,8 +94,9 @@ impl ChatRun {
 
     /// Rounds with tools until a round calls none, or a limit (`max_steps`, `max_total_tokens`);
     /// at a limit, the summary call follows the end of the loop scope.
-    async fn agent_loop(&mut self) -> Outcome<DoneReason> {
-        let result = self.agent_rounds().await;
+    /// From round `first_round` (1, or the round after the one a resumed chat stopped at).
+    pub(super) async fn agent_loop(&mut self, first_round: usize) -> Outcome<DoneReason> {
+        let result = self.agent_rounds(first_round).await;
         self.hooks.after_agent_loop(&mut self.ctx).await;
         match result? {
             reason @ (DoneReason::MaxSteps | DoneReason::MaxTokens)
@@ -108,9 +109,9 @@ impl ChatRun {
         }
     }
 
-    async fn agent_rounds(&mut self) -> Outcome<DoneReason> {
+    async fn agent_rounds(&mut self, first_round: usize) -> Outcome<DoneReason> {
         let max_steps = self.inner.config.max_steps.max(1);
-        for round in 1..=max_steps {
+        for round in first_round..=max_steps {
             // Checked before a round, so the planning call's usage counts too.
             if let Some(max) = self.inner.config.max_total_tokens {
                 let usage = self.ctx.usage();
@@ -149,9 +150,15 @@ impl ChatRun {
                 }
                 return Ok(DoneReason::Completed);
             }
-            let tool_names = self.run_tools(response).await?;
-            self.hooks.after_tool_call(&mut self.ctx, &tool_names).await;
+            let tools = self.run_tools(response).await?;
+            self.hooks
+                .after_tool_call(&mut self.ctx, &tools.names)
+                .await;
             self.flush_outbox().await?;
+            if !tools.pending.is_empty() {
+                self.ask_approval(round, tools.pending).await?;
+                return Ok(DoneReason::ApprovalRequired);
+            }
         }
         Ok(DoneReason::MaxSteps)
     }

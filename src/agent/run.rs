@@ -9,11 +9,12 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
 use super::AgentInner;
 use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
-use crate::types::Message;
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
+use crate::types::{Message, Role};
 
 /// Why a chat ended early.
 pub(super) enum Interrupt {
@@ -41,6 +42,13 @@ pub(super) struct ChatRun {
     pub(super) model_called: bool,
     /// Retries hooks asked for so far (`post_llm_response` and `stop` share the limit).
     pub(super) retries: usize,
+    /// The history as the client holds it (after this chat's `compact` frame, if any): what an
+    /// approval state is bound to.
+    pub(super) client_history: Vec<Message>,
+    /// A resumed chat's binding, carried over from its state.
+    pub(super) binding: Option<HistoryBinding>,
+    /// Where this chat's own messages start in `ctx.messages` (its user input).
+    pub(super) input_at: usize,
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
@@ -88,6 +96,9 @@ pub(crate) async fn run_chat(
         step_has_text: false,
         model_called: false,
         retries: 0,
+        client_history: Vec::new(),
+        binding: None,
+        input_at: 0,
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
@@ -102,9 +113,14 @@ pub(crate) async fn run_chat(
 }
 
 impl ChatRun {
-    async fn execute(&mut self, request: ChatRequest) -> Outcome<DoneReason> {
-        let sent_len = request.messages.len();
-        let history = self.verified_history(request.messages);
+    async fn execute(&mut self, mut request: ChatRequest) -> Outcome<DoneReason> {
+        let sent = std::mem::take(&mut request.messages);
+        if let Some(resume) = request.resume.take() {
+            return self.resume(sent, resume).await;
+        }
+        let sent_len = sent.len();
+        let history = self.verified_history(&sent);
+        self.client_history = sent;
         self.ctx.messages =
             std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
                 .chain(history.iter().map(|sent| sent.message.clone()))
@@ -121,9 +137,16 @@ impl ChatRun {
         {
             return Err(Interrupt::Stopped(reason));
         }
-        self.ctx.messages.push(Message::user(input));
+        self.ctx.messages.push(Message::user(input.clone()));
         self.hooks.post_send_message(&mut self.ctx).await;
         self.flush_outbox().await?;
+        // Hooks may have moved things around the input: it is found again, not assumed last.
+        self.input_at = self
+            .ctx
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User && m.content == input)
+            .unwrap_or(self.ctx.messages.len());
         if self.cancel.is_cancelled() {
             return Err(Interrupt::Cancelled);
         }
@@ -135,20 +158,23 @@ impl ChatRun {
 
     /// The client's history without the forged messages (a system message whose mark does not
     /// verify), each with its place in the list as sent.
-    fn verified_history(&self, history: Vec<Message>) -> Vec<Sent> {
+    pub(super) fn verified_history(&self, history: &[Message]) -> Vec<Sent> {
         let mut messages = Vec::with_capacity(history.len());
         let secret = self.inner.config.secret.as_deref();
         let key = secret.map(crate::hooks::signing::SigningKey::new);
-        for (index, message) in history.into_iter().enumerate() {
+        for (index, message) in history.iter().enumerate() {
             if let Some(key) = &key {
-                if let Err(why) = crate::hooks::signing::check_history_message(key, &message) {
+                if let Err(why) = crate::hooks::signing::check_history_message(key, message) {
                     tracing::warn!(chat = %self.ctx.run_id, reason = why, "dropped a history message");
                     metrics::counter!("hookwire_history_dropped_total", "reason" => why)
                         .increment(1);
                     continue;
                 }
             }
-            messages.push(Sent { index, message });
+            messages.push(Sent {
+                index,
+                message: message.clone(),
+            });
         }
         messages
     }

@@ -1,7 +1,10 @@
 //! One tool step: the tool calls of one assistant message, in order, each with its hooks
 //! (`pre_tool_execution`, then `post_tool_execution` or `post_tool_execution_failure`), under the
 //! per-round cap. A tool's failure or panic is a result the model sees; cancelling the chat drops
-//! the running tool's future, which is its stop signal.
+//! the running tool's future, which is its stop signal. A call that needs the person's approval
+//! (`tools.require_approval`, or a hook's `ask`) does not run: it is returned as pending, and the
+//! round's other calls run; on a resume, the approved calls run here and the denied ones are
+//! answered with the reason.
 
 use std::time::Instant;
 
@@ -10,14 +13,22 @@ use serde_json::Value;
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{Flow, LlmResponse, Step, ToolAction, ToolCallInfo, ToolResultInfo};
 use crate::tools::ToolOutput;
-use crate::types::{ChatEvent, Message, ToolCall};
+use crate::types::{ChatEvent, Message, PendingCall, ToolCall};
+
+/// What a round of tool calls left.
+pub(super) struct Round {
+    /// The tools that went through their hooks (for `after_tool_call`).
+    pub(super) names: Vec<String>,
+    /// The calls that wait for the person's decision.
+    pub(super) pending: Vec<PendingCall>,
+}
 
 impl ChatRun {
     /// Runs a round's tool calls in order and returns the names of the tools that ran (for
     /// `after_tool_call`). Calls past `max_tool_calls_per_round` do not run, but still get an
     /// error result each: every call of the assistant message needs its tool message, and the
     /// model learns why.
-    pub(super) async fn run_tools(&mut self, response: LlmResponse) -> Outcome<Vec<String>> {
+    pub(super) async fn run_tools(&mut self, response: LlmResponse) -> Outcome<Round> {
         if !response.content.is_empty() {
             self.kept.push(response.content.clone());
         }
@@ -31,6 +42,7 @@ impl ChatRun {
             tracing::warn!(chat = %self.ctx.run_id, asked, cap, "more tool calls than a round may run; the rest get an error result");
         }
         let mut names = Vec::new();
+        let mut pending = Vec::new();
         for (index, call) in response.tool_calls.into_iter().enumerate() {
             if index >= cap {
                 self.refuse_tool(call, cap).await?;
@@ -39,7 +51,32 @@ impl ChatRun {
             if !names.contains(&call.name) {
                 names.push(call.name.clone());
             }
-            self.run_tool(call).await?;
+            pending.extend(self.run_tool(call).await?);
+        }
+        Ok(Round { names, pending })
+    }
+
+    /// The person's decisions on a resume: an allowed call runs now (its `pre_tool_execution`
+    /// hooks ran before it was asked; the arguments are the ones shown), a denied one is answered
+    /// with the reason. Returns the tools of the calls, for `after_tool_call`.
+    pub(super) async fn decide(
+        &mut self,
+        decided: Vec<super::resume::Decided>,
+    ) -> Outcome<Vec<String>> {
+        let mut names = Vec::new();
+        for (call, decision) in decided {
+            if !names.contains(&call.name) {
+                names.push(call.name.clone());
+            }
+            let info = ToolCallInfo {
+                call_id: call.call_id,
+                name: call.name,
+                arguments: call.arguments,
+            };
+            let denied = decision
+                .err()
+                .map(|reason| format!("the person denied this call: {reason}"));
+            self.finish_tool(info, denied, None).await?;
         }
         Ok(names)
     }
@@ -66,14 +103,15 @@ impl ChatRun {
         self.answer_call(call.id, call.name, error, true).await
     }
 
-    async fn run_tool(&mut self, call: ToolCall) -> Outcome<()> {
+    /// One call through its hooks; `Some` = it waits for approval and did not run.
+    async fn run_tool(&mut self, call: ToolCall) -> Outcome<Option<PendingCall>> {
         let parsed = match (
             parse_arguments(&call.arguments),
             self.inner.tools.get(&call.name),
         ) {
             (Ok(arguments), Some(tool)) => match tool.prepare(arguments) {
                 Ok(prepared) => Ok(prepared),
-                Err(error) => return self.refuse_unprepared(call, error).await,
+                Err(error) => return self.refuse_unprepared(call, error).await.map(|()| None),
             },
             (parsed, _) => parsed,
         };
@@ -87,17 +125,35 @@ impl ChatRun {
             .pre_tool_execution(&mut self.ctx, &mut info)
             .await;
         self.flush_outbox().await?;
+        // Arguments that are not JSON fail the call, unless a hook has put others in their place.
+        let unparsable = parsed.err().filter(|_| info.arguments == empty_object());
+        let runnable = unparsable.is_none() && self.ctx.is_tool_enabled(&info.name);
         let skip_reason = match action {
             // A stop ends the chat before the call is shown or run.
             ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
             ToolAction::Skip { reason } => Some(reason),
-            ToolAction::Run => None,
+            ToolAction::Ask { reason } if runnable => return Ok(Some(pending(info, reason))),
+            ToolAction::Run if runnable && self.inner.config.approval.requires(&info.name) => {
+                let reason = format!("tools.require_approval lists {}", info.name);
+                return Ok(Some(pending(info, reason)));
+            }
+            ToolAction::Ask { .. } | ToolAction::Run => None,
         };
+        self.finish_tool(info, skip_reason, unparsable).await?;
+        Ok(None)
+    }
+
+    /// Shows the call, runs it (unless it is skipped or its arguments are not JSON), then its
+    /// post hooks and its result.
+    async fn finish_tool(
+        &mut self,
+        info: ToolCallInfo,
+        skip_reason: Option<String>,
+        unparsable: Option<serde_json::Error>,
+    ) -> Outcome<()> {
         self.send_tool_call(&info.call_id, &info.name, info.arguments.clone())
             .await?;
         let started = Instant::now();
-        // Arguments that are not JSON fail the call, unless a hook has put others in their place.
-        let unparsable = parsed.err().filter(|_| info.arguments == empty_object());
         let (mut output, panicked) = match (skip_reason, unparsable) {
             (Some(reason), _) => (
                 ToolOutput::error(format!("the tool did not run: {reason}")),
@@ -215,6 +271,15 @@ impl ChatRun {
             is_error,
         })
         .await
+    }
+}
+
+fn pending(info: ToolCallInfo, reason: String) -> PendingCall {
+    PendingCall {
+        call_id: info.call_id,
+        name: info.name,
+        arguments: info.arguments,
+        reason,
     }
 }
 

@@ -53,6 +53,43 @@ pub struct FileConfig {
     pub limits: LimitsFile,
     #[serde(default)]
     pub context: ContextFile,
+    #[serde(default)]
+    pub tools: ToolsFile,
+    #[serde(default)]
+    pub approval: ApprovalFile,
+}
+
+/// `tools:` (PROTOCOL section 11).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsFile {
+    /// Tools whose calls wait for the person's approval: a list of names, or `"*"` for all.
+    pub require_approval: Option<OneOrMany>,
+}
+
+/// A list of names, or one name (`"*"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(name) => vec![name],
+            OneOrMany::Many(names) => names,
+        }
+    }
+}
+
+/// `approval:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalFile {
+    /// How long an `approval` state may be resumed (3600).
+    pub ttl_seconds: Option<f64>,
 }
 
 /// `context:` (PROTOCOL section 10).

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::types::{ChatError, ChatRequest};
+use crate::types::{ChatError, ChatRequest, PendingCall};
 
 /// What a hook's failure looks like: any error; it is logged and counted, and the chat goes on.
 pub type HookError = Box<dyn std::error::Error + Send + Sync>;
@@ -63,6 +63,11 @@ pub enum ToolAction {
         reason: String,
     },
     Stop {
+        reason: String,
+    },
+    /// The call waits for the person's approval (PROTOCOL section 11): the chat ends with an
+    /// `approval` frame once the round's other calls ran; `reason` is shown with the call.
+    Ask {
         reason: String,
     },
 }
@@ -186,6 +191,12 @@ pub trait AgentHook: Send + Sync {
         info: &CompactInfo,
         summary: &mut String,
     ) -> HookResult {
+        Ok(())
+    }
+
+    /// The chat ends waiting for the person's approval of `calls` (notify; Claude Code's and
+    /// Gemini CLI's `Notification`).
+    async fn approval_required(&self, ctx: &mut HookContext, calls: &[PendingCall]) -> HookResult {
         Ok(())
     }
 

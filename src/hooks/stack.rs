@@ -28,7 +28,7 @@ use super::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
     RunOutcome, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::types::ChatError;
+use crate::types::{ChatError, PendingCall};
 
 #[derive(Clone)]
 pub(crate) struct HookStack {
@@ -176,6 +176,7 @@ events! {
     after_agent_loop(ctx: &mut HookContext);
     pre_llm_request(ctx: &mut HookContext, request: &mut LlmRequest) -> Flow;
     post_llm_response(ctx: &mut HookContext, response: &mut LlmResponse) -> ResponseAction;
+    approval_required(ctx: &mut HookContext, calls: &[PendingCall]);
     pre_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary_prompt: &mut String) -> Flow;
     post_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary: &mut String);
     pre_micro_compact(ctx: &mut HookContext, info: &CompactInfo) -> Flow;

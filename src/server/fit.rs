@@ -133,6 +133,21 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
                 format!("the summary of {count} earlier messages ({size} bytes) is over the frame limit of {max_bytes} bytes; your history was not compacted"),
             )]
         }
+        // Nor can an approval state: the person could not resume, so the chat says so.
+        approval @ ServerFrame::Approval { .. } => {
+            let size = approval.to_json().len();
+            if size <= max_bytes {
+                return vec![approval];
+            }
+            let ServerFrame::Approval { id, .. } = approval else {
+                return Vec::new();
+            };
+            tracing::warn!(chat = %id, size, "approval frame over the frame limit was not sent");
+            vec![not_sent(
+                id,
+                format!("the approval request ({size} bytes) is over the frame limit of {max_bytes} bytes and was not sent; the waiting tool calls cannot be resumed"),
+            )]
+        }
         other => vec![other],
     }
 }

@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::Limits;
+use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
 use crate::types::{ChatEvent, ErrorCode, HookMessage};
-use crate::types::{CompactTag, HookTag, Message, Role};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
@@ -29,6 +29,8 @@ pub(super) struct ChatFrame {
     pub(crate) session_hooks: Vec<Value>,
     /// A `compact` frame: compact `messages` on request; `input` is empty.
     pub(crate) compact_only: bool,
+    /// A chat that goes on after `approval_required`; `input` is empty.
+    pub(crate) resume: Option<Resume>,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -138,8 +140,15 @@ fn parse_chat(
     limits: &Limits,
     compact_only: bool,
 ) -> Result<ChatFrame, String> {
+    let resume = parse_resume(object.get("resume"))?;
     let input = match object.get("input") {
         _ if compact_only => String::new(),
+        None | Some(Value::Null) if resume.is_some() => String::new(),
+        Some(_) if resume.is_some() => {
+            return Err(
+                "a chat with \"resume\" has no \"input\": it goes on where it stopped".into(),
+            )
+        }
         Some(Value::String(input)) if input.is_empty() => {
             return Err("field \"input\" must not be empty".into())
         }
@@ -210,7 +219,54 @@ fn parse_chat(
         enable_tools,
         session_hooks,
         compact_only,
+        resume,
     })
+}
+
+/// `resume: {state, decisions: [{call_id, decision: "allow"|"deny", reason?}]}`.
+fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
+    let resume = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(resume)) => resume,
+        Some(_) => return Err("field \"resume\" must be an object".into()),
+    };
+    let state = match resume.get("state") {
+        Some(Value::String(state)) if !state.is_empty() => state.clone(),
+        _ => return Err("field \"resume.state\" must be the state of an approval frame".into()),
+    };
+    let Some(Value::Array(items)) = resume.get("decisions") else {
+        return Err("field \"resume.decisions\" must be an array".into());
+    };
+    let decisions = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = |name: &str| item.get(name).and_then(Value::as_str);
+            let call_id = field("call_id")
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| format!("resume.decisions[{i}].call_id must be a string"))?;
+            let allow = match field("decision") {
+                Some("allow") => true,
+                Some("deny") => false,
+                _ => {
+                    return Err(format!(
+                        "resume.decisions[{i}].decision must be \"allow\" or \"deny\""
+                    ))
+                }
+            };
+            let reason = match item.get("reason") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(reason)) => Some(reason.clone()),
+                Some(_) => return Err(format!("resume.decisions[{i}].reason must be a string")),
+            };
+            Ok(ApprovalDecision {
+                call_id: call_id.to_string(),
+                allow,
+                reason,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Some(Resume { state, decisions }))
 }
 
 fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
@@ -323,6 +379,11 @@ pub(super) enum ServerFrame {
     Plan {
         id: String,
         content: String,
+    },
+    Approval {
+        id: String,
+        calls: Vec<PendingCall>,
+        state: String,
     },
     Compact {
         id: String,
@@ -497,6 +558,7 @@ impl ServerFrame {
                     compact: None,
                 },
             },
+            ChatEvent::Approval { calls, state } => ServerFrame::Approval { id, calls, state },
             ChatEvent::Compact {
                 count,
                 message,

@@ -362,6 +362,7 @@ fn start_chat(
         enable_tools,
         session_hooks,
         compact_only,
+        resume,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -375,6 +376,7 @@ fn start_chat(
         session_hooks,
         cancel: cancel.clone(),
         compact_only,
+        resume,
     };
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();

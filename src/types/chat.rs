@@ -27,6 +27,35 @@ pub struct ChatRequest {
     pub cancel: CancellationToken,
     /// A `compact` frame: compact `messages` (trigger `manual`) and end; no input, no model turn.
     pub compact_only: bool,
+    /// A chat that goes on after `approval_required` (no input): the state and the decisions.
+    pub resume: Option<Resume>,
+}
+
+/// The `resume` of a chat frame (PROTOCOL section 11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The `state` of the `approval` frame, as received.
+    pub state: String,
+    pub decisions: Vec<ApprovalDecision>,
+}
+
+/// The person's decision on one pending call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDecision {
+    pub call_id: String,
+    pub allow: bool,
+    /// Why (a denied call's reason reaches the model).
+    pub reason: Option<String>,
+}
+
+/// A tool call that waits for the person's decision.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: Value,
+    /// Why it needs approval (`tools.require_approval`, or the hook that asked).
+    pub reason: String,
 }
 
 impl ChatRequest {
@@ -41,6 +70,7 @@ impl ChatRequest {
             session_hooks: Vec::new(),
             cancel: CancellationToken::new(),
             compact_only: false,
+            resume: None,
         }
     }
 }
@@ -57,6 +87,8 @@ pub enum DoneReason {
     Length,
     /// The chat's summed usage reached `limits.max_total_tokens`.
     MaxTokens,
+    /// Tool calls wait for the person's decision (an `approval` event came first).
+    ApprovalRequired,
 }
 
 impl DoneReason {
@@ -68,6 +100,7 @@ impl DoneReason {
             DoneReason::Stopped => "stopped",
             DoneReason::Length => "length",
             DoneReason::MaxTokens => "max_tokens",
+            DoneReason::ApprovalRequired => "approval_required",
         }
     }
 }
@@ -166,6 +199,12 @@ pub enum ChatEvent {
     },
     /// A persistent hook was injected.
     Hook(HookMessage),
+    /// Tool calls wait for the person's decision; `Done` (`approval_required`) follows. The
+    /// client resumes with `state` and its decisions.
+    Approval {
+        calls: Vec<PendingCall>,
+        state: String,
+    },
     /// The history was compacted (sent before any text): the client replaces the first `count`
     /// messages it sent by `message` (the summary, with its `_compact` mark) and then `pinned`
     /// (the persistent hook messages among them, verbatim).

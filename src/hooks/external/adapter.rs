@@ -29,7 +29,7 @@ use crate::hooks::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
     RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::types::{ChatError, Message, NoticeLevel, Role};
+use crate::types::{ChatError, Message, NoticeLevel, PendingCall, Role};
 
 /// The adapter for one fixed set: the hook files as a chat started with them (see
 /// [`super::HookFiles`]), or a chat's session hooks.
@@ -277,6 +277,7 @@ enum Call<'a> {
     PostSendMessage,
     PreLlmRequest(&'a mut LlmRequest),
     PostLlmResponse(&'a mut LlmResponse),
+    ApprovalRequired(&'a [PendingCall]),
     PreAutoCompact(&'a CompactInfo, &'a mut String),
     PostAutoCompact(&'a CompactInfo, &'a mut String),
     PreMicroCompact(&'a CompactInfo),
@@ -298,6 +299,7 @@ impl Call<'_> {
             Call::PostSendMessage => Event::PostSendMessage,
             Call::PreLlmRequest(_) => Event::PreLlmRequest,
             Call::PostLlmResponse(_) => Event::PostLlmResponse,
+            Call::ApprovalRequired(_) => Event::Notification,
             Call::PreAutoCompact(..) => Event::PreAutoCompact,
             Call::PostAutoCompact(..) => Event::PostAutoCompact,
             Call::PreMicroCompact(_) => Event::PreMicroCompact,
@@ -346,6 +348,16 @@ impl Call<'_> {
                 assistant_output: Some(response.content.clone()),
                 messages: chat(),
                 ..EventState::default()
+            },
+            // The first waiting call, as the tool of the notification.
+            Call::ApprovalRequired(calls) => match calls.first() {
+                Some(call) => EventState {
+                    tool_name: Some(call.name.clone()),
+                    tool_call_id: Some(call.call_id.clone()),
+                    tool_arguments: Some(call.arguments.clone()),
+                    ..EventState::default()
+                },
+                None => EventState::default(),
             },
             // Seed 001: the chat's messages and system prompt, before the summary call.
             Call::PreAutoCompact(info, _) => EventState {
@@ -437,6 +449,7 @@ impl Call<'_> {
                 put(summary, state.summary);
             }
             Call::BeforeContextBuild
+            | Call::ApprovalRequired(_)
             | Call::PostSendMessage
             | Call::PreMicroCompact(_)
             | Call::PostMicroCompact(_)
@@ -497,6 +510,9 @@ trait Decision: Default {
     fn retry(_feedback: String) -> Self {
         Self::default()
     }
+    fn ask(_reason: String) -> Self {
+        Self::default()
+    }
 }
 
 /// No decision: the default answer (go on, run the tool, finish).
@@ -506,6 +522,7 @@ fn decide<A: Decision>(control: Option<ChainControl>) -> A {
         Some(ChainControl::Stop(reason)) => A::stop(reason),
         Some(ChainControl::Skip(reason)) => A::skip(reason),
         Some(ChainControl::Retry(feedback)) => A::retry(feedback),
+        Some(ChainControl::Ask(reason)) => A::ask(reason),
     }
 }
 
@@ -536,6 +553,9 @@ impl Decision for ToolAction {
     /// Seed 001's `retry_feedback` before a tool: it does not run, the model gets the feedback.
     fn retry(feedback: String) -> Self {
         ToolAction::Skip { reason: feedback }
+    }
+    fn ask(reason: String) -> Self {
+        ToolAction::Ask { reason }
     }
 }
 
@@ -597,6 +617,8 @@ chat_events! {
         => Call::PreLlmRequest(request);
     post_llm_response(response: &mut LlmResponse) -> ResponseAction
         => Call::PostLlmResponse(response);
+    approval_required(calls: &[PendingCall]) -> ()
+        => Call::ApprovalRequired(calls);
     pre_auto_compact(info: &CompactInfo, summary_prompt: &mut String) -> Flow
         => Call::PreAutoCompact(info, summary_prompt);
     post_auto_compact(info: &CompactInfo, summary: &mut String) -> ()

@@ -77,6 +77,8 @@ pub(super) enum ChainControl {
     Stop(String),
     Skip(String),
     Retry(String),
+    /// The tool waits for the person's approval.
+    Ask(String),
 }
 
 /// How one hook's run ended: the `outcome` label of its metrics.
@@ -85,6 +87,8 @@ pub(super) enum Ran {
     Success,
     Skip,
     Block,
+    /// It asked for the person's approval.
+    Ask,
     Timeout,
     Failure,
 }
@@ -95,6 +99,7 @@ impl Ran {
             Ran::Success => "success",
             Ran::Skip => "skip",
             Ran::Block => "block",
+            Ran::Ask => "ask",
             Ran::Timeout => "timeout",
             Ran::Failure => "failure",
         }
@@ -205,6 +210,7 @@ impl Chain<'_> {
             Ok(out) => match &out.control {
                 Some(Control::Skip(_)) => Ran::Skip,
                 Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
+                Some(Control::Ask(_)) => Ran::Ask,
                 None => Ran::Success,
             },
             Err(Failure::TimedOut(_)) => Ran::Timeout,
@@ -387,6 +393,14 @@ fn apply(
         }
         Some(Control::Block(reason)) if event == PreToolExecution => {
             return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Ask(reason)) if event == PreToolExecution => {
+            let reason = if reason.is_empty() {
+                format!("hook {hook} asks for approval")
+            } else {
+                reason
+            };
+            return Some(ChainControl::Ask(reason));
         }
         Some(Control::Block(reason)) if can_stop(event) => {
             return Some(ChainControl::Stop(named(reason)))

@@ -172,6 +172,8 @@ pub(crate) enum Control {
     Skip(String),
     /// `decision: block` or exit 2: skip on a tool event, stop elsewhere.
     Block(String),
+    /// Ask the person before the tool runs (`action: ask`, `permissionDecision: "ask"`).
+    Ask(String),
 }
 
 /// A hook's result, both vocabularies merged.
@@ -348,8 +350,11 @@ pub(crate) fn parse_output(
     out.control = match action.as_deref() {
         Some("stop") => Some(Control::Stop(reason.clone().unwrap_or_default())),
         Some("skip") => Some(Control::Skip(reason.clone().unwrap_or_default())),
+        Some("ask") => Some(Control::Ask(reason.clone().unwrap_or_default())),
         Some(other) if !other.is_empty() && other != "continue" => {
-            return Err(format!("`action` {other:?} must be \"stop\" or \"skip\""))
+            return Err(format!(
+                "`action` {other:?} must be \"stop\", \"skip\" or \"ask\""
+            ))
         }
         _ => None,
     };

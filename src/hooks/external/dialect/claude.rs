@@ -291,10 +291,10 @@ pub(super) fn read(
             };
             match permission.as_deref() {
                 Some("deny") => block(hook, event, why, state, &mut out),
-                Some("ask") => {
-                    tracing::warn!(hook = %hook.name, "permissionDecision \"ask\": asking for approval is not built yet; the call is denied");
-                    block(hook, event, why, state, &mut out);
+                Some("ask") if event == Event::PreToolExecution => {
+                    out.control = Some(Control::Ask(why))
                 }
+                Some("ask") => block(hook, event, why, state, &mut out),
                 Some("allow") | None => {}
                 Some("defer") => out.unknown.push("permissionDecision: defer".into()),
                 Some(other) => {

@@ -262,8 +262,11 @@ pub(super) fn read(
         None | Some("allow" | "approve") => {}
         Some("deny" | "block") => deny(hook, event, reason, &mut out),
         Some("ask") if event == Event::PreToolExecution => {
-            tracing::warn!(hook = %hook.name, "decision \"ask\": asking for approval is not built yet; the call is denied");
-            deny(hook, event, reason, &mut out);
+            out.control = Some(Control::Ask(if reason.is_empty() {
+                format!("hook {} asks for approval", hook.name)
+            } else {
+                reason
+            }))
         }
         Some(other) => out.unknown.push(format!("decision: {other}")),
     }

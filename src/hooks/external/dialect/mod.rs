@@ -385,8 +385,8 @@ mod tests {
         );
         assert_eq!(
             ask.control,
-            Some(Control::Block("check first".into())),
-            "ask = deny for now"
+            Some(Control::Ask("check first".into())),
+            "ask = the approval flow"
         );
         assert_eq!(ask.system_message.as_deref(), Some("asked"));
         let legacy = read_as(

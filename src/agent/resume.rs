@@ -1,0 +1,177 @@
+//! A chat that stops for the person's approval, and the chat that goes on after it (PROTOCOL
+//! section 11). Between the two the server keeps nothing: the `approval` event carries the
+//! signed state ([`super::approval`]), and the resuming chat rebuilds the loop from it and from
+//! the history the client sends back.
+
+use std::collections::HashMap;
+
+use super::approval::{self, HistoryBinding, LoopState, StateMessage};
+use super::run::{ChatRun, Interrupt, Outcome};
+use crate::types::{ChatError, ChatEvent, DoneReason, ErrorCode, Message, PendingCall, Resume};
+
+impl ChatRun {
+    /// Ends the chat's loop waiting for decisions on `pending` (calls of `round`): the
+    /// `approval_required` hooks, then the `approval` event with the state.
+    pub(super) async fn ask_approval(
+        &mut self,
+        round: usize,
+        pending: Vec<PendingCall>,
+    ) -> Outcome<()> {
+        let binding = match &self.binding {
+            Some(binding) => binding.clone(),
+            None => HistoryBinding::of(&self.client_history),
+        };
+        let system = self
+            .ctx
+            .messages
+            .first()
+            .filter(|m| m.role == crate::types::Role::System)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        let tail = self
+            .ctx
+            .messages
+            .get(self.input_at..)
+            .unwrap_or_default()
+            .iter()
+            // This chat's temporary injections are not carried: their hooks inject them again.
+            .filter(|m| m.injection.is_none() || m.hook.is_some())
+            .map(StateMessage::from)
+            .collect();
+        let state = LoopState {
+            expires: approval::now_secs() + self.inner.config.approval.ttl.as_secs().max(1),
+            history: binding,
+            model: self.ctx.model.clone(),
+            system,
+            tail,
+            round,
+            retries: self.retries,
+            pending: pending.clone(),
+        };
+        let text = approval::encode(&state, &self.inner.approval_key);
+        tracing::info!(
+            chat = %self.ctx.run_id,
+            calls = pending.len(),
+            state_bytes = text.len(),
+            "tool calls wait for approval"
+        );
+        metrics::counter!("hookwire_approvals_total", "outcome" => "asked")
+            .increment(pending.len() as u64);
+        self.hooks.approval_required(&mut self.ctx, &pending).await;
+        self.flush_outbox().await?;
+        self.send(ChatEvent::Approval {
+            calls: pending,
+            state: text,
+        })
+        .await
+    }
+
+    /// Goes on from an approval state: checks it, rebuilds the loop's messages, runs or denies
+    /// the pending calls, and continues the agent loop from the next round.
+    pub(super) async fn resume(
+        &mut self,
+        sent: Vec<Message>,
+        resume: Resume,
+    ) -> Outcome<DoneReason> {
+        let state = approval::decode(
+            &resume.state,
+            &self.inner.approval_key,
+            approval::now_secs(),
+        )
+        .map_err(|error| bad_frame(error.to_string()))?;
+        if state.model != self.ctx.model {
+            return Err(bad_frame(format!(
+                "the approval state belongs to a chat with the model {:?}, this server runs {:?}",
+                state.model, self.ctx.model
+            )));
+        }
+        if !state.history.matches(&sent) {
+            return Err(bad_frame(
+                "the history does not match the conversation the approval state came from \
+                 (it must start with the messages that chat was sent)"
+                    .into(),
+            ));
+        }
+        let decided = decisions(&state.pending, resume.decisions).map_err(bad_frame)?;
+        let prefix = self.verified_history(&sent[..state.history.len]);
+        let tail = state
+            .tail
+            .into_iter()
+            .map(StateMessage::into_message)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad_frame)?;
+        self.ctx.messages = std::iter::once(Message::system(state.system))
+            .chain(prefix.into_iter().map(|sent| sent.message))
+            .collect();
+        self.input_at = self.ctx.messages.len();
+        self.ctx.messages.extend(tail);
+        self.binding = Some(state.history);
+        self.retries = state.retries;
+        // The chat already called the model: a hook's stop now ends it with `done` `stopped`.
+        self.model_called = true;
+        self.ctx.iteration = state.round;
+        for (call, decision) in &decided {
+            let outcome = if decision.is_ok() {
+                "allowed"
+            } else {
+                "denied"
+            };
+            metrics::counter!("hookwire_approvals_total", "outcome" => outcome).increment(1);
+            tracing::info!(chat = %self.ctx.run_id, call = %call.call_id, tool = %call.name, outcome, "approval decision");
+        }
+        let names = self.decide(decided).await?;
+        self.hooks.after_tool_call(&mut self.ctx, &names).await;
+        self.flush_outbox().await?;
+        self.agent_loop(state.round + 1).await
+    }
+}
+
+/// A pending call and the person's decision on it (`Err(reason)` = denied).
+pub(super) type Decided = (PendingCall, Result<(), String>);
+
+/// Each pending call with its decision (`Err(reason)` = denied), in the order they were asked;
+/// every pending call needs exactly one decision, and no other call may have one.
+fn decisions(
+    pending: &[PendingCall],
+    decisions: Vec<crate::types::ApprovalDecision>,
+) -> Result<Vec<Decided>, String> {
+    let mut by_id = HashMap::new();
+    for decision in decisions {
+        if !pending.iter().any(|call| call.call_id == decision.call_id) {
+            return Err(format!(
+                "resume.decisions names the call {:?}, which does not wait for approval",
+                decision.call_id
+            ));
+        }
+        let call_id = decision.call_id.clone();
+        if by_id.insert(call_id.clone(), decision).is_some() {
+            return Err(format!(
+                "resume.decisions has two decisions for the call {call_id:?}"
+            ));
+        }
+    }
+    pending
+        .iter()
+        .map(|call| {
+            let decision = by_id.remove(&call.call_id).ok_or_else(|| {
+                format!(
+                    "resume.decisions has no decision for the call {:?} ({})",
+                    call.call_id, call.name
+                )
+            })?;
+            let result = if decision.allow {
+                Ok(())
+            } else {
+                Err(decision
+                    .reason
+                    .filter(|reason| !reason.trim().is_empty())
+                    .unwrap_or_else(|| "no reason given".into()))
+            };
+            Ok((call.clone(), result))
+        })
+        .collect()
+}
+
+fn bad_frame(message: String) -> Interrupt {
+    Interrupt::Failed(ChatError::new(ErrorCode::BadFrame, message))
+}

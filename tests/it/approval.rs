@@ -1,0 +1,547 @@
+//! Tool approval across a stateless server (PROTOCOL section 11): `tools.require_approval` and
+//! hook `ask` end the chat with an `approval` frame and `done` `approval_required`; a chat with
+//! `resume` goes on, on any server with the same secret; a changed, expired or foreign state is
+//! `bad_frame`.
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::binary::Hookwire;
+use crate::common::*;
+
+const SECRET: &str = "approval-secret";
+
+/// A workspace with `a.txt` and `b.txt`, and a server that asks before `read_file`.
+async fn server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "ALPHA CONTENT").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "BRAVO CONTENT").unwrap();
+    let hooks_file = hooks.map(|(name, text)| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    });
+    TestServer::start_in(
+        dir,
+        Some(upstream),
+        move |c| {
+            c.agent.secret = Some(SECRET.into());
+            c.agent.approval.require_approval = vec!["read_file".into()];
+            c.hooks_file = hooks_file;
+        },
+        |b| b,
+    )
+    .await
+}
+
+const HISTORY: &str = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]"#;
+
+fn history() -> Vec<Value> {
+    serde_json::from_str(HISTORY).unwrap()
+}
+
+/// The first chat: a plan, then one round calling `calls`.
+async fn ask(
+    server: &TestServer,
+    upstream: &FakeUpstream,
+    calls: &[(&str, &str, Value)],
+) -> Vec<Value> {
+    upstream.push(Reply::text(&["[NEED_TOOL] read the files"]));
+    upstream.push(Reply::tool_calls(calls));
+    server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","id":"c1","input":"read the files","messages":history()}))
+        .await
+}
+
+fn frame<'a>(frames: &'a [Value], kind: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} frame in {frames:#?}"))
+}
+
+/// The history the client holds after the first chat (PROTOCOL section 3's rule).
+fn after(frames: &[Value]) -> Vec<Value> {
+    let mut history = history();
+    history.push(json!({"role":"user","content":"read the files"}));
+    history.extend(
+        frames
+            .iter()
+            .filter(|f| f["type"] == "hook")
+            .map(|f| f["message"].clone()),
+    );
+    history.push(frames.last().unwrap()["message"].clone());
+    history
+}
+
+fn resume_frame(frames: &[Value], decisions: Value) -> Value {
+    json!({"type":"chat","id":"c2","messages":after(frames),
+           "resume":{"state":frame(frames, "approval")["state"],"decisions":decisions}})
+}
+
+fn tool_result<'a>(request: &'a Recorded, call_id: &str) -> &'a str {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call_id} in {}", request.body))
+}
+
+#[tokio::test]
+async fn an_allowed_call_runs_on_resume_and_the_loop_goes_on() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    assert_eq!(
+        types_of(&frames),
+        ["start", "plan", "approval", "done"],
+        "the call is not shown as running: {frames:#?}"
+    );
+    let approval = frame(&frames, "approval");
+    assert_eq!(
+        approval["calls"],
+        json!([{"call_id":"r1","name":"read_file","arguments":{"path":"a.txt"},
+                "reason":"tools.require_approval lists read_file"}])
+    );
+    assert!(approval["state"].as_str().unwrap().starts_with("v1."));
+    let done = frames.last().unwrap();
+    assert_eq!(done["reason"], "approval_required");
+    assert_eq!(upstream.requests().len(), 2, "nothing ran past the round");
+
+    upstream.push(Reply::text(&["a.txt says ALPHA"]));
+    let resumed = server
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"allow"}]),
+        ))
+        .await;
+    assert_eq!(
+        types_of(&resumed),
+        ["start", "tool_call", "tool_result", "text", "done"],
+        "{resumed:#?}"
+    );
+    assert_eq!(frame(&resumed, "tool_result")["content"], "ALPHA CONTENT");
+    let done = resumed.last().unwrap();
+    assert_eq!(done["reason"], "completed");
+    assert_eq!(done["message"]["content"], "a.txt says ALPHA");
+    // The round-2 call holds the history, the input, the plan, the call and its result.
+    let requests = upstream.requests();
+    let round2 = &requests[2];
+    assert_eq!(tool_result(round2, "r1"), "ALPHA CONTENT");
+    let texts: Vec<String> = round2.messages().into_iter().map(|(_, c)| c).collect();
+    for text in ["hi", "hello", "read the files"] {
+        assert!(texts.iter().any(|c| c == text), "{text} missing: {texts:?}");
+    }
+    assert!(round2
+        .tool_names()
+        .is_some_and(|t| t.contains(&"read_file".to_string())));
+}
+
+#[tokio::test]
+async fn a_denied_call_reaches_the_model_with_the_reason() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    upstream.push(Reply::text(&["ok, I will not read it"]));
+    let resumed = server
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"deny","reason":"that file is private"}]),
+        ))
+        .await;
+    let result = frame(&resumed, "tool_result");
+    assert_eq!(result["is_error"], true);
+    assert!(!result["content"].as_str().unwrap().contains("ALPHA"));
+    let seen = tool_result(&upstream.requests()[2], "r1").to_string();
+    assert!(
+        seen.contains("denied") && seen.contains("that file is private"),
+        "{seen}"
+    );
+    assert_eq!(resumed.last().unwrap()["reason"], "completed");
+}
+
+#[tokio::test]
+async fn in_a_mixed_round_the_free_calls_run_and_only_the_others_wait() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[
+            ("l1", "list_dir", json!({"path":"."})),
+            ("r1", "read_file", json!({"path":"a.txt"})),
+            ("r2", "read_file", json!({"path":"b.txt"})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        types_of(&frames),
+        [
+            "start",
+            "plan",
+            "tool_call",
+            "tool_result",
+            "approval",
+            "done"
+        ]
+    );
+    assert_eq!(frame(&frames, "tool_call")["call_id"], "l1");
+    let calls: Vec<&str> = frame(&frames, "approval")["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["r1", "r2"]);
+
+    upstream.push(Reply::text(&["done reading"]));
+    let resumed = server
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r2","decision":"allow"},{"call_id":"r1","decision":"deny"}]),
+        ))
+        .await;
+    let ran: Vec<&str> = resumed
+        .iter()
+        .filter(|f| f["type"] == "tool_result")
+        .map(|f| f["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ran,
+        ["r1", "r2"],
+        "in the order they were asked, l1 not again"
+    );
+    let round2 = &upstream.requests()[2];
+    assert!(
+        tool_result(round2, "l1").contains("a.txt"),
+        "the free call's result is kept"
+    );
+    assert!(tool_result(round2, "r1").contains("no reason given"));
+    assert_eq!(tool_result(round2, "r2"), "BRAVO CONTENT");
+}
+
+/// Decodes a state's payload, changes it with `edit`, and signs it again with `secret`.
+fn re_signed(state: &str, secret: &str, edit: impl FnOnce(&mut Value)) -> String {
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let (body, _) = state.rsplit_once('.').unwrap();
+    let mut parts = body.splitn(3, '.');
+    let (version, kind, payload) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let bytes = engine.decode(payload).unwrap();
+    let json = match kind {
+        "j" => bytes,
+        _ => {
+            use std::io::Read;
+            let mut out = Vec::new();
+            flate2::read::DeflateDecoder::new(&bytes[..])
+                .read_to_end(&mut out)
+                .unwrap();
+            out
+        }
+    };
+    let mut value: Value = serde_json::from_slice(&json).unwrap();
+    edit(&mut value);
+    let body = format!("{version}.j.{}", engine.encode(value.to_string()));
+    let sig = mac_hex(secret, &["approval_state", &body]);
+    format!("{body}.{sig}")
+}
+
+#[tokio::test]
+async fn a_changed_expired_foreign_or_mismatched_state_is_bad_frame_saying_which() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    let state = frame(&frames, "approval")["state"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let allow = json!([{"call_id":"r1","decision":"allow"}]);
+    let attempt = |state: String, messages: Vec<Value>, decisions: Value| json!({"type":"chat","id":"c2","messages":messages,"resume":{"state":state,"decisions":decisions}});
+    let cases = [
+        (
+            // The arguments changed to another file, keeping the old signature.
+            {
+                let forged = re_signed(&state, "not the secret", |v| {
+                    v["pending"][0]["arguments"]["path"] = json!("b.txt")
+                });
+                let (body, _) = forged.rsplit_once('.').unwrap();
+                let (_, sig) = state.rsplit_once('.').unwrap();
+                attempt(format!("{body}.{sig}"), after(&frames), allow.clone())
+            },
+            "was changed",
+        ),
+        (
+            attempt(
+                re_signed(&state, SECRET, |v| v["expires"] = json!(1)),
+                after(&frames),
+                allow.clone(),
+            ),
+            "expired",
+        ),
+        (
+            attempt(
+                re_signed(&state, "another replica's secret", |_| {}),
+                after(&frames),
+                allow.clone(),
+            ),
+            "was changed",
+        ),
+        (
+            {
+                let mut other = after(&frames);
+                other[1]["content"] = json!("HELLO, something else");
+                attempt(state.clone(), other, allow.clone())
+            },
+            "history does not match",
+        ),
+        (
+            attempt(state.clone(), after(&frames), json!([])),
+            "no decision for the call \"r1\"",
+        ),
+        (
+            attempt(
+                state.clone(),
+                after(&frames),
+                json!([{"call_id":"r1","decision":"allow"},{"call_id":"zz","decision":"allow"}]),
+            ),
+            "\"zz\", which does not wait",
+        ),
+    ];
+    for (frame, expected) in cases {
+        let frames = server.connect().await.chat(frame).await;
+        let last = frames.last().unwrap();
+        assert_eq!(last["type"], "error", "{frames:#?}");
+        assert_eq!(last["code"], "bad_frame");
+        assert!(
+            last["message"].as_str().unwrap().contains(expected),
+            "{expected}: {last}"
+        );
+    }
+    assert_eq!(upstream.requests().len(), 2, "no resume reached the model");
+    // A resume frame with an input is refused as it is parsed.
+    let frames = server
+        .connect()
+        .await
+        .chat(
+            json!({"type":"chat","id":"c3","input":"x","resume":{"state":state,"decisions":allow}}),
+        )
+        .await;
+    assert_eq!(frames.last().unwrap()["code"], "bad_frame");
+}
+
+#[tokio::test]
+async fn another_server_process_with_the_same_secret_resumes_and_one_without_it_cannot() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    let start = |secret: &'static str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "ALPHA ON THE OTHER REPLICA").unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            "tools:\n  require_approval: read_file\n",
+        )
+        .unwrap();
+        let config = dir.path().join("config.yaml");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOOKWIRE_WORKSPACE", dir.path())
+            .env("HOOKWIRE_CONFIG", &config)
+            .env("HOOKWIRE_LLM_BASE_URL", &upstream.base_url)
+            .env("HOOKWIRE_LLM_API_KEY", "test-key")
+            .env("HOOKWIRE_MODEL", "fake-model")
+            .env("HOOKWIRE_SECRET", secret);
+        let root = dir.path().to_path_buf();
+        Hookwire::launch(command, root, Some(dir))
+    };
+    let other = start("a different secret");
+    let refused = other
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"allow"}]),
+        ))
+        .await;
+    assert_eq!(refused.last().unwrap()["code"], "bad_frame", "{refused:#?}");
+
+    let replica = start(SECRET);
+    upstream.push(Reply::text(&["resumed elsewhere"]));
+    let resumed = replica
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"allow"}]),
+        ))
+        .await;
+    assert_eq!(
+        resumed.last().unwrap()["reason"],
+        "completed",
+        "{resumed:#?}"
+    );
+    assert_eq!(
+        frame(&resumed, "tool_result")["content"],
+        "ALPHA ON THE OTHER REPLICA",
+        "the call ran on the replica"
+    );
+}
+
+#[tokio::test]
+async fn without_a_secret_only_the_same_server_can_resume() {
+    let upstream = FakeUpstream::start().await;
+    let start = || {
+        TestServer::start(Some(&upstream), |c| {
+            c.agent.approval.require_approval = vec!["*".into()];
+        })
+    };
+    let (first, second) = (start().await, start().await);
+    upstream.push(Reply::text(&["[NEED_TOOL] list"]));
+    upstream.push(Reply::tool_calls(&[(
+        "l1",
+        "list_dir",
+        json!({"path":"."}),
+    )]));
+    let frames = first
+        .connect()
+        .await
+        .chat(json!({"type":"chat","id":"c1","input":"read the files","messages":history()}))
+        .await;
+    assert_eq!(frame(&frames, "approval")["calls"][0]["name"], "list_dir");
+    let resume = resume_frame(&frames, json!([{"call_id":"l1","decision":"allow"}]));
+    let refused = second.connect().await.chat(resume.clone()).await;
+    assert_eq!(refused.last().unwrap()["code"], "bad_frame");
+    upstream.push(Reply::text(&["listed"]));
+    let resumed = first.connect().await.chat(resume).await;
+    assert_eq!(resumed.last().unwrap()["reason"], "completed");
+}
+
+#[tokio::test]
+async fn a_cancel_while_waiting_changes_nothing_and_the_conversation_goes_on() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, None).await;
+    upstream.push(Reply::text(&["[NEED_TOOL] read"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "read_file",
+        json!({"path":"a.txt"}),
+    )]));
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"c1","input":"read the files","messages":history()}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "approval_required");
+    // The person gives up: the page sends cancel; nothing runs, so nothing answers.
+    client.send(json!({"type":"cancel","id":"c1"})).await;
+    client.send(json!({"type":"ping","id":"p"})).await;
+    assert_eq!(client.frame().await, json!({"type":"pong","id":"p"}));
+    // The next chat needs no decision: the waiting calls are simply not in the history.
+    upstream.push(Reply::text(&["something else then"]));
+    let next = client
+        .chat(json!({"type":"chat","id":"c2","input":"never mind","messages":after(&frames)}))
+        .await;
+    assert_eq!(next.last().unwrap()["reason"], "completed", "{next:#?}");
+
+    // A resumed chat can be cancelled like any chat.
+    upstream.push(Reply::Delay(
+        std::time::Duration::from_secs(30),
+        Box::new(Reply::text(&["late"])),
+    ));
+    client
+        .send(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"allow"}]),
+        ))
+        .await;
+    let mut seen = Vec::new();
+    loop {
+        let frame = client.frame().await;
+        if frame["type"] == "tool_result" {
+            client.send(json!({"type":"cancel","id":"c2"})).await;
+        }
+        let end = frame["type"] == "done" || frame["type"] == "error";
+        seen.push(frame);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(seen.last().unwrap()["reason"], "cancelled", "{seen:#?}");
+}
+
+#[tokio::test]
+async fn a_hook_that_asks_makes_the_call_wait_and_notification_hooks_hear_of_it() {
+    let yaml = "\
+pre_tool_execution:
+  - command: 'echo \"{\\\"action\\\":\\\"ask\\\",\\\"reason\\\":\\\"b.txt is sensitive\\\"}\"'
+    matcher: list_dir
+Notification:
+  - command: 'cat > notification.json'
+";
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream, Some(("hooks.yaml", yaml))).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("l1", "list_dir", json!({"path":"."}))],
+    )
+    .await;
+    let approval = frame(&frames, "approval");
+    assert_eq!(approval["calls"][0]["reason"], "b.txt is sensitive");
+    let path = server.workspace.path().join("notification.json");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Notification");
+    assert_eq!(input["notification_type"], "permission_prompt");
+
+    // Claude Code's `permissionDecision: "ask"` does the same.
+    let claude = json!({"hooks":{"PreToolUse":[{"matcher":"LS","hooks":[{"type":"command",
+        "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"confirm the listing\"}}'"}]}]}});
+    let upstream = FakeUpstream::start().await;
+    let server = self::server(&upstream, Some(("settings.json", &claude.to_string()))).await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("l1", "list_dir", json!({"path":"."}))],
+    )
+    .await;
+    assert_eq!(
+        frame(&frames, "approval")["calls"][0]["reason"],
+        "confirm the listing"
+    );
+    assert_eq!(frames.last().unwrap()["reason"], "approval_required");
+}
