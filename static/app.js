@@ -88,6 +88,7 @@
         node.appendChild(el('div', 'summary-text', item.text));
         break;
       }
+      case 'approval': node = drawApproval(item); break;
       case 'error': node = el('div', 'chat-error', item.text); break;
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
@@ -95,6 +96,65 @@
     transcriptEl.appendChild(node);
     scroll();
     return node;
+  }
+
+  // The calls of an `approval` frame, each with Approve / Deny (and an optional reason); once
+  // every call has a decision, the resume is sent. Only the approval the conversation still
+  // keeps has live buttons (an older card, or one after a new message, is a record).
+  function drawApproval(item) {
+    const card = el('div', 'approval-card');
+    card.setAttribute('role', 'group');
+    card.setAttribute('aria-label', 'Tool calls waiting for your approval');
+    card.appendChild(el('div', 'approval-title', 'Waiting for your approval'));
+    const pending = conversation.approval;
+    const live = !!pending && pending.state === item.state;
+    item.decisions = item.decisions || {};
+    for (const call of item.calls) {
+      const row = el('div', 'approval-call');
+      row.dataset.callId = call.call_id;
+      const head = el('div');
+      head.appendChild(el('strong', null, call.name));
+      if (call.reason) head.appendChild(el('span', 'muted', ' · ' + call.reason));
+      row.appendChild(head);
+      row.appendChild(el('pre', 'args', JSON.stringify(call.arguments, null, 2)));
+      const decided = item.decisions[call.call_id];
+      if (decided || !live) {
+        row.appendChild(el('div', 'approval-outcome', decided ? (decided.decision === 'allow' ? 'approved' : 'denied') : 'not decided'));
+      } else {
+        const reason = el('input', 'approval-reason');
+        reason.type = 'text';
+        reason.placeholder = 'reason (optional)';
+        reason.setAttribute('aria-label', 'Reason for ' + call.name);
+        const approve = el('button', 'approve', 'Approve');
+        const deny = el('button', 'deny', 'Deny');
+        approve.type = deny.type = 'button';
+        approve.onclick = () => decide(item, call, 'allow', reason.value);
+        deny.onclick = () => decide(item, call, 'deny', reason.value);
+        const buttons = el('div', 'approval-buttons');
+        buttons.append(reason, approve, deny);
+        row.appendChild(buttons);
+      }
+      card.appendChild(row);
+    }
+    card.dataset.state = item.state;
+    return card;
+  }
+
+  function decide(item, call, decision, reason) {
+    if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) {
+      toast('warn', 'not connected: decide again once the page is back online');
+      return;
+    }
+    item.decisions[call.call_id] = reason ? { decision, reason } : { decision };
+    const fresh = drawApproval(item);
+    transcriptEl.replaceChild(fresh, transcriptEl.querySelector('.approval-card[data-state="' + CSS.escape(item.state) + '"]') || fresh);
+    store.save(TRANSCRIPT, view.transcript);
+    if (item.calls.some((c) => !item.decisions[c.call_id])) return;
+    const decisions = item.calls.map((c) => Object.assign({ call_id: c.call_id }, item.decisions[c.call_id]));
+    const frame = conversation.resumeChat(decisions);
+    view.chat = { bubble: null, tools: {} };
+    view.ws.send(JSON.stringify(frame));
+    setState('running');
   }
 
   function push(item) {
@@ -210,9 +270,13 @@
         closeBubble(chat);
         push({ kind: 'compact', count: update.count, text: frame.message.content });
         break;
+      case 'approval':
+        closeBubble(chat);
+        push({ kind: 'approval', state: frame.state, calls: frame.calls, decisions: {} });
+        break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        finish(frame.reason !== 'completed' ? { kind: 'note', text: 'ended: ' + frame.reason } : null);
+        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null);
         break;
       case 'error':
         finish({ kind: 'error', text: frame.code + ': ' + frame.message });

@@ -13,6 +13,11 @@
 //   messages give way to `message` (the signed summary) followed by `pinned` (the persistent hook
 //   messages that were among them, verbatim). `startCompaction` sends the manual `compact` frame;
 //   its `done` adds nothing.
+// - An `approval` frame (docs/protocol.md §11) leaves calls waiting: the chat's `done`
+//   (`approval_required`) is added as usual, and the approval is kept until the person decides;
+//   `resumeChat` sends the decisions (a `chat` with `resume` and no `input`), and that chat's
+//   `done` adds its hook messages and `done.message` (no user message: there was no input). A new
+//   chat instead of deciding drops the approval.
 //
 // A plain script, no build step: it defines one global, `HookwireProtocol`. Storage is passed in
 // (`{load(key, fallback), save(key, value)}`), so node's test runner can drive it without a
@@ -25,6 +30,7 @@
     sessionHooks: 'hookwire.sessionHooks',
     skills: 'hookwire.skills', // null = the server's default skills
     tools: 'hookwire.tools',
+    approval: 'hookwire.approval', // {id, calls, state} of calls waiting for a decision, or null
   };
 
   const NO_STORE = { load: (_key, fallback) => fallback, save: () => {} };
@@ -47,6 +53,12 @@
     let skills = store.load(KEYS.skills, null);
     if (!Array.isArray(skills)) skills = null;
     let tools = store.load(KEYS.tools, true) !== false;
+    let approval = store.load(KEYS.approval, null);
+    if (!approval || typeof approval.state !== 'string' || !Array.isArray(approval.calls)) approval = null;
+    function setApproval(value) {
+      approval = value;
+      store.save(KEYS.approval, approval);
+    }
     let current = null; // the running chat: {id, input, hooks: [hook frames' messages]}
     let counter = 0;
 
@@ -59,6 +71,8 @@
       get skills() { return skills === null ? null : skills.slice(); },
       /** Whether chats run with tools (`enable_tools`). */
       get tools() { return tools; },
+      /** The calls waiting for the person's decision (`{id, calls, state}`), or null. */
+      get approval() { return approval; },
       /** The running chat's id, or null. */
       get running() { return current ? current.id : null; },
 
@@ -81,6 +95,7 @@
         if (typeof input !== 'string' || input === '') throw new Error('the input must be a non-empty string');
         id = id || 'c' + Date.now().toString(36) + (++counter);
         current = { id, input, hooks: [] };
+        if (approval) setApproval(null); // a new message instead of a decision
         const frame = { type: 'chat', id, messages: history.slice(), input, enable_tools: tools };
         if (skills !== null) frame.skills = skills.slice();
         if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
@@ -96,6 +111,24 @@
         id = id || 'k' + Date.now().toString(36) + (++counter);
         current = { id, input: null, hooks: [] };
         return { type: 'compact', id, messages: history.slice() };
+      },
+
+      /**
+       * Sends the person's decisions on the waiting calls: `decisions` is
+       * `[{call_id, decision: 'allow'|'deny', reason?}]`. Returns the `chat` frame with `resume`.
+       */
+      resumeChat(decisions, id) {
+        if (current) throw new Error('a chat is already running: ' + current.id);
+        if (!approval) throw new Error('no tool call waits for a decision');
+        id = id || 'r' + Date.now().toString(36) + (++counter);
+        current = { id, input: null, resume: true, hooks: [] };
+        const frame = {
+          type: 'chat', id, messages: history.slice(), enable_tools: tools,
+          resume: { state: approval.state, decisions: list(decisions).slice() },
+        };
+        if (skills !== null) frame.skills = skills.slice();
+        if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
+        return frame;
       },
 
       /** The `cancel` frame for the running chat, or null when none runs. */
@@ -131,7 +164,19 @@
             store.save(KEYS.history, history);
             return { kind: 'compact', frame, ended: false, count };
           }
+          case 'approval':
+            if (typeof frame.state !== 'string' || !Array.isArray(frame.calls)) return IGNORED;
+            setApproval({ id: frame.id, calls: frame.calls, state: frame.state });
+            return { kind: 'approval', frame, ended: false };
           case 'done': {
+            if (current.resume) {
+              setApproval(null);
+              const added = current.hooks.concat([frame.message]);
+              history = history.concat(added);
+              store.save(KEYS.history, history);
+              current = null;
+              return { kind: 'done', frame, ended: true, added };
+            }
             if (current.input === null) {
               current = null;
               return { kind: 'done', frame, ended: true, added: [] };
@@ -143,6 +188,8 @@
             return { kind: 'done', frame, ended: true, added };
           }
           case 'error':
+            // A refused resume (expired, changed, …) cannot be tried again.
+            if (current.resume) setApproval(null);
             current = null;
             return { kind: 'error', frame, ended: true };
           default:
@@ -163,6 +210,7 @@
         if (current) throw new Error('a chat is running: ' + current.id);
         history = [];
         sessionHooks = [];
+        setApproval(null);
         store.save(KEYS.history, history);
         store.save(KEYS.sessionHooks, sessionHooks);
       },

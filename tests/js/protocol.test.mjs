@@ -330,3 +330,50 @@ test('a manual compaction sends the history and its done adds nothing', () => {
   assert.deepEqual(chat.history, [summary]);
   assert.equal(chat.running, null);
 });
+
+test('an approval is kept across a reload, resumed with decisions, and its done adds no user message', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  let chat = createConversation(store);
+  chat.startChat('read a.txt', 'c1');
+  const calls = [{ call_id: 'r1', name: 'read_file', arguments: { path: 'a.txt' }, reason: 'tools.require_approval lists read_file' }];
+  const update = chat.receive({ type: 'approval', id: 'c1', calls, state: 'v1.j.xyz.sig' });
+  assert.deepEqual([update.kind, update.ended], ['approval', false]);
+  chat.receive({ type: 'done', id: 'c1', reason: 'approval_required', message: { role: 'assistant', content: '' } });
+  const waiting = OLD.concat([{ role: 'user', content: 'read a.txt' }, { role: 'assistant', content: '' }]);
+  assert.deepEqual(chat.history, waiting);
+
+  chat = createConversation(store); // a reload
+  assert.deepEqual(chat.approval, { id: 'c1', calls, state: 'v1.j.xyz.sig' });
+  const frame = chat.resumeChat([{ call_id: 'r1', decision: 'allow' }], 'c2');
+  assert.deepEqual(frame, {
+    type: 'chat', id: 'c2', messages: waiting, enable_tools: true,
+    resume: { state: 'v1.j.xyz.sig', decisions: [{ call_id: 'r1', decision: 'allow' }] },
+  });
+  assert.equal(frame.input, undefined, 'a resume has no input');
+  chat.receive({ type: 'hook', id: 'c2', hook: {}, message: BREVITY });
+  const done = chat.receive({ type: 'done', id: 'c2', reason: 'completed', message: { role: 'assistant', content: 'ALPHA' } });
+  assert.deepEqual(done.added, [BREVITY, { role: 'assistant', content: 'ALPHA' }]);
+  assert.equal(chat.approval, null);
+  assert.equal(store.get(KEYS.approval), null);
+  assert.throws(() => chat.resumeChat([]), /no tool call waits/);
+});
+
+test('a refused resume or a new message drops the approval; a lost connection keeps it', () => {
+  const store = memoryStore();
+  const chat = createConversation(store);
+  const approve = (id) => {
+    chat.startChat('go', id);
+    chat.receive({ type: 'approval', id, calls: [], state: 's-' + id });
+    chat.receive({ type: 'done', id, reason: 'approval_required', message: { role: 'assistant', content: '' } });
+  };
+  approve('a');
+  chat.resumeChat([]);
+  assert.equal(chat.abort(), true);
+  assert.equal(chat.approval.state, 's-a', 'the connection was lost: try again later');
+  chat.resumeChat([], 'r');
+  chat.receive({ type: 'error', id: 'r', code: 'bad_frame', message: 'the approval state expired' });
+  assert.equal(chat.approval, null);
+  approve('b');
+  chat.startChat('something else', 'c');
+  assert.equal(chat.approval, null, 'a new message instead of a decision');
+});

@@ -105,6 +105,17 @@ impl Page for Chromium {
         }
     }
 
+    async fn press_enter(&mut self) {
+        // With `text`, the key also makes the keypress that activates a focused button.
+        for kind in ["keyDown", "keyUp"] {
+            self.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": "Enter", "code": "Enter", "text": "\r", "windowsVirtualKeyCode": 13, "nativeVirtualKeyCode": 13}),
+            )
+            .await;
+        }
+    }
+
     async fn set_viewport(&mut self, width: u32, height: u32) {
         self.call(
             "Emulation.setDeviceMetricsOverride",

@@ -23,6 +23,8 @@ pub trait Page {
     async fn reload(&mut self);
     /// Types `text` into the focused element like a person, then presses Enter.
     async fn type_keys_and_enter(&mut self, text: &str);
+    /// Presses Enter on the focused element as a keyboard does (a focused button activates).
+    async fn press_enter(&mut self);
     async fn screenshot_png(&mut self) -> Vec<u8>;
     /// Makes the page's viewport `width` × `height` CSS pixels, as on a phone.
     async fn set_viewport(&mut self, width: u32, height: u32);

@@ -115,6 +115,12 @@ impl Page for Firefox {
         .await;
     }
 
+    async fn press_enter(&mut self) {
+        // Headless Firefox delivers WebDriver BiDi key actions (keydown, keypress, keyup) but
+        // does not activate a focused button with them; a click stands in for the key there.
+        self.eval("document.activeElement.click()").await;
+    }
+
     async fn set_viewport(&mut self, width: u32, height: u32) {
         self.call(
             "browsingContext.setViewport",

@@ -761,3 +761,138 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     assert!(!sent.iter().any(|c| c.contains("alpha alpha")), "{sent:?}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn approve_and_deny_from_the_page_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    approve_and_deny_from_the_page(&mut browser).await;
+}
+
+#[tokio::test]
+async fn approve_and_deny_from_the_page_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    approve_and_deny_from_the_page(&mut browser).await;
+}
+
+/// A call waiting for approval shows its arguments with Approve / Deny; Approve (from the
+/// keyboard) runs it and the answer follows; after a reload, Deny with a reason reaches the model.
+async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "SECRET NOTES").unwrap();
+    let server = TestServer::start_in(
+        dir,
+        Some(&upstream),
+        |c| c.agent.approval.require_approval = vec!["read_file".into()],
+        |b| b,
+    )
+    .await;
+    browser.open(&server.url("/")).await;
+    let idle_with = |selector: &str| {
+        format!("document.body.dataset.state === 'idle' && !!document.querySelector('{selector}')")
+    };
+
+    upstream.push(Reply::text(&["[NEED_TOOL] read the notes"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "read_file",
+        json!({"path":"notes.txt"}),
+    )]));
+    browser.type_and_enter("read my notes").await;
+    browser
+        .wait_for(&idle_with(".approval-card button.approve"))
+        .await;
+    let card = browser
+        .eval("(() => { const c = document.querySelector('.approval-card'); return {text: c.innerText, role: c.getAttribute('role')}; })()")
+        .await;
+    let text = card["text"].as_str().unwrap();
+    assert!(
+        text.contains("read_file") && text.contains("notes.txt"),
+        "{text}"
+    );
+    assert!(text.contains("tools.require_approval"), "{text}");
+    assert_eq!(card["role"], "group");
+    // Keyboard: focus Approve and press Enter (a real button takes it).
+    upstream.push(Reply::text(&["Your notes say SECRET NOTES."]));
+    browser
+        .eval("document.querySelector('.approval-card button.approve').focus()")
+        .await;
+    browser.press_enter().await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 1")
+        .await;
+    let after = browser
+        .eval(
+            "({answer: document.querySelector('.msg.assistant').innerText,
+                 tool: document.querySelector('.tool-card').innerText,
+                 outcome: document.querySelector('.approval-outcome').innerText,
+                 approval: localStorage.getItem('hookwire.approval')})",
+        )
+        .await;
+    assert!(
+        after["answer"].as_str().unwrap().contains("SECRET NOTES"),
+        "{after}"
+    );
+    assert!(
+        after["tool"].as_str().unwrap().contains("read_file"),
+        "{after}"
+    );
+    assert_eq!(after["outcome"], "approved");
+    assert_eq!(after["approval"], "null");
+
+    // A second call waits; the page is reloaded before the decision; Deny with a reason.
+    upstream.push(Reply::text(&["[NEED_TOOL] read again"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r2",
+        "read_file",
+        json!({"path":"notes.txt"}),
+    )]));
+    browser.type_and_enter("read them again").await;
+    browser
+        .wait_for("document.querySelectorAll('.approval-card button.deny').length === 1 && document.body.dataset.state === 'idle'")
+        .await;
+    browser.reload_and_wait().await;
+    browser
+        .wait_for(&idle_with(".approval-card button.deny"))
+        .await;
+    upstream.push(Reply::text(&["Understood, I left them alone."]));
+    browser
+        .eval("(() => { const i = document.querySelector('.approval-card .approval-reason'); i.value = 'not twice'; document.querySelector('.approval-card button.deny').click(); })()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
+        .await;
+    let last = upstream.requests().pop().unwrap();
+    let denied = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "r2")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        denied.contains("denied") && denied.contains("not twice"),
+        "{denied}"
+    );
+    // The history the page keeps has both answers and no waiting approval.
+    let stored = browser
+        .eval("[JSON.parse(localStorage.getItem('hookwire.history')).map(m => m.content), localStorage.getItem('hookwire.approval')]")
+        .await;
+    let contents = stored[0].as_array().unwrap();
+    assert!(
+        contents.contains(&json!("Your notes say SECRET NOTES.")),
+        "{stored}"
+    );
+    assert!(
+        contents.contains(&json!("Understood, I left them alone.")),
+        "{stored}"
+    );
+    assert_eq!(stored[1], "null");
+    server.shutdown().await;
+}
