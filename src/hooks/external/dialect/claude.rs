@@ -11,8 +11,8 @@
 //! `PreToolUse` skips the tool (the reason is its result), `PostToolUse(Failure)` appends the
 //! reason to the result and the loop goes on, `UserPromptSubmit` ends the chat with
 //! `hook_blocked`, `Stop` sends the model back with the reason (bounded by `max_retries`),
-//! `PreCompact` skips the compaction. `permissionDecision: "ask"` is a deny with a warning
-//! until approvals exist (docs/protocol.md §11).
+//! `PreCompact` skips the compaction. `permissionDecision: "ask"` at `PreToolUse` makes the
+//! call wait for the person's approval (docs/protocol.md §11).
 
 use std::path::Path;
 

@@ -14,8 +14,8 @@
 //! (`BeforeAgent`, `BeforeModel`, `AfterModel`) or send the model back (`AfterAgent`).
 //! `hookSpecificOutput.tool_input` is merged over the arguments; `additionalContext` is
 //! appended to the tool result (`AfterTool`, in `<hook_context>`), to the prompt
-//! (`BeforeAgent`) or to the session's chats (`SessionStart`). `decision: "ask"` is a deny with
-//! a warning until approvals exist.
+//! (`BeforeAgent`) or to the session's chats (`SessionStart`). `decision: "ask"` at `BeforeTool`
+//! makes the call wait for the person's approval (docs/protocol.md §11).
 
 use std::path::Path;
 
