@@ -18,6 +18,13 @@
 //   `resumeChat` sends the decisions (a `chat` with `resume` and no `input`), and that chat's
 //   `done` adds its hook messages and `done.message` (no user message: there was no input). A new
 //   chat instead of deciding drops the approval.
+// - With tracing on (`setTrace`), chats and resumes carry `trace: true`; the `hook_trace` frames
+//   (docs/protocol.md §12) are shown, never added to the history.
+//
+// Beside the conversation: `createLibrary` keeps several conversations in one store (each with
+// its own history, session hooks, waiting approval and transcript, under its own key prefix) and
+// exports them as JSON or Markdown; `hookLevels` arranges `GET /api/hooks` and the stored
+// session hooks for the Hooks tab; `traceRow` / `traceSummary` read `hook_trace` frames.
 //
 // A plain script, no build step: it defines one global, `HookwireProtocol`. Storage is passed in
 // (`{load(key, fallback), save(key, value)}`), so node's test runner can drive it without a
@@ -31,7 +38,15 @@
     skills: 'hookwire.skills', // null = the server's default skills
     tools: 'hookwire.tools',
     approval: 'hookwire.approval', // {id, calls, state} of calls waiting for a decision, or null
+    trace: 'hookwire.trace', // whether chats ask for hook_trace frames
+    transcript: 'hookwire.transcript', // what the page shows, as items (app.js draws them)
+    conversations: 'hookwire.conversations', // [{id, title, named, created, updated}]
+    current: 'hookwire.current', // the id of the conversation on screen
   };
+
+  // The keys each conversation has for itself; the others (skills, tools, trace) are the
+  // person's settings, shared by every conversation.
+  const PER_CONVERSATION = ['history', 'sessionHooks', 'approval', 'transcript'];
 
   const NO_STORE = { load: (_key, fallback) => fallback, save: () => {} };
 
@@ -39,7 +54,7 @@
   const IGNORED = Object.freeze({ kind: 'ignored', ended: false });
 
   // Frames of the running chat that the client shows but that change no state here.
-  const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice'];
+  const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice', 'hook_trace'];
 
   function list(value) {
     return Array.isArray(value) ? value : [];
@@ -53,6 +68,7 @@
     let skills = store.load(KEYS.skills, null);
     if (!Array.isArray(skills)) skills = null;
     let tools = store.load(KEYS.tools, true) !== false;
+    let trace = store.load(KEYS.trace, false) === true;
     let approval = store.load(KEYS.approval, null);
     if (!approval || typeof approval.state !== 'string' || !Array.isArray(approval.calls)) approval = null;
     function setApproval(value) {
@@ -71,6 +87,8 @@
       get skills() { return skills === null ? null : skills.slice(); },
       /** Whether chats run with tools (`enable_tools`). */
       get tools() { return tools; },
+      /** Whether chats ask for `hook_trace` frames (`trace: true`). */
+      get trace() { return trace; },
       /** The calls waiting for the person's decision (`{id, calls, state}`), or null. */
       get approval() { return approval; },
       /** The running chat's id, or null. */
@@ -88,6 +106,10 @@
         tools = on !== false;
         store.save(KEYS.tools, tools);
       },
+      setTrace(on) {
+        trace = on === true;
+        store.save(KEYS.trace, trace);
+      },
 
       /** Starts a chat: returns the `chat` frame to send. One chat runs at a time. */
       startChat(input, id) {
@@ -99,6 +121,7 @@
         const frame = { type: 'chat', id, messages: history.slice(), input, enable_tools: tools };
         if (skills !== null) frame.skills = skills.slice();
         if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
+        if (trace) frame.trace = true;
         return frame;
       },
 
@@ -128,6 +151,7 @@
         };
         if (skills !== null) frame.skills = skills.slice();
         if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
+        if (trace) frame.trace = true;
         return frame;
       },
 
@@ -217,6 +241,444 @@
     };
   }
 
+  // ─── several conversations ───
+
+  const UNTITLED = 'New conversation';
+
+  // A store that keeps conversation `id`'s own keys under `hookwire.conversation.<id>.` and
+  // passes the shared settings through: `createConversation` needs no change to be one of many.
+  function conversationStore(store, id) {
+    const own = (key) => {
+      const name = PER_CONVERSATION.find((n) => KEYS[n] === key);
+      return name ? 'hookwire.conversation.' + id + '.' + name : key;
+    };
+    return {
+      load: (key, fallback) => store.load(own(key), fallback),
+      save: (key, value) => store.save(own(key), value),
+    };
+  }
+
+  // A title from the first message: its first line, at most 48 characters.
+  function titleFrom(input) {
+    const line = String(input || '').split('\n').map((l) => l.trim()).find((l) => l) || '';
+    const flat = line.replace(/\s+/g, ' ');
+    return flat.length > 48 ? flat.slice(0, 47) + '…' : flat || UNTITLED;
+  }
+
+  function validMeta(meta) {
+    return meta && typeof meta === 'object' && typeof meta.id === 'string' && meta.id !== '' &&
+      typeof meta.title === 'string';
+  }
+
+  /**
+   * The person's conversations in `store` (`{load, save, remove?}`): a list of
+   * `{id, title, named, created, updated}` (times in ms) under `KEYS.conversations`, the one on
+   * screen under `KEYS.current`, and each one's history, session hooks, waiting approval and
+   * transcript under its own prefix (`conversationStore`). There is always at least one. The
+   * keys of the single conversation the page kept before (`hookwire.history`, …) become the
+   * first conversation. `options.now` and `options.newId` are for tests.
+   */
+  function createLibrary(store, options) {
+    store = store || NO_STORE;
+    options = options || {};
+    const now = options.now || (() => Date.now());
+    let counter = 0;
+    const newId = options.newId || (() => now().toString(36) + Math.random().toString(36).slice(2, 6) + (++counter));
+    const forget = (key) => (typeof store.remove === 'function' ? store.remove(key) : store.save(key, null));
+
+    let metas = store.load(KEYS.conversations, null);
+    if (!Array.isArray(metas)) metas = null;
+    else metas = metas.filter(validMeta);
+    if (metas === null) metas = migrate();
+    let current = store.load(KEYS.current, null);
+    if (!metas.length) metas.push(fresh());
+    if (!metas.some((m) => m.id === current)) current = mostRecent().id;
+    saveList();
+
+    function fresh(title) {
+      const t = now();
+      return { id: newId(), title: title || UNTITLED, named: !!title, created: t, updated: t };
+    }
+    function saveList() {
+      store.save(KEYS.conversations, metas);
+      store.save(KEYS.current, current);
+    }
+    function mostRecent() {
+      return metas.slice().sort((a, b) => b.updated - a.updated)[0];
+    }
+    function find(id) {
+      const meta = metas.find((m) => m.id === id);
+      if (!meta) throw new Error('no conversation ' + id);
+      return meta;
+    }
+
+    // The page before conversations: one set of keys, moved into the first conversation.
+    function migrate() {
+      const old = {};
+      let any = false;
+      for (const name of PER_CONVERSATION) {
+        const value = store.load(KEYS[name], null);
+        if (value === null) continue;
+        old[name] = value;
+        if (Array.isArray(value) ? value.length : typeof value === 'object') any = true;
+      }
+      if (!any) {
+        for (const name of Object.keys(old)) forget(KEYS[name]);
+        return [];
+      }
+      const history = list(old.history);
+      const first = history.find((m) => m && m.role === 'user' && typeof m.content === 'string' && !m._hook);
+      const meta = fresh(first ? titleFrom(first.content) : 'Earlier conversation');
+      meta.named = false;
+      const target = conversationStore(store, meta.id);
+      for (const name of PER_CONVERSATION) {
+        if (name in old) target.save(KEYS[name], old[name]);
+        forget(KEYS[name]);
+      }
+      return [meta];
+    }
+
+    return {
+      /** The conversations, most recently used first (copies). */
+      list() {
+        return metas.slice().sort((a, b) => b.updated - a.updated).map((m) => Object.assign({}, m));
+      },
+      /** The id of the conversation on screen. */
+      get current() { return current; },
+      /** The meta data of conversation `id` (the current one by default), a copy. */
+      meta(id) { return Object.assign({}, find(id || current)); },
+      /** The store of conversation `id`'s own keys (and the shared settings). */
+      storeFor(id) { return conversationStore(store, find(id || current).id); },
+      /** Conversation `id` (the current one by default), restored from its keys. */
+      open(id) { return createConversation(this.storeFor(id)); },
+      /** A new, empty conversation, which becomes the current one. Returns its meta data. */
+      create(title) {
+        const meta = fresh(typeof title === 'string' && title.trim() ? title.trim() : null);
+        metas.push(meta);
+        current = meta.id;
+        saveList();
+        return Object.assign({}, meta);
+      },
+      /** Makes `id` the current conversation. */
+      switchTo(id) {
+        current = find(id).id;
+        saveList();
+      },
+      /** Renames `id`; an empty title gives the automatic one back. */
+      rename(id, title) {
+        const meta = find(id);
+        const clean = String(title || '').replace(/\s+/g, ' ').trim().slice(0, 120);
+        meta.title = clean || UNTITLED;
+        meta.named = !!clean;
+        saveList();
+      },
+      /**
+       * Conversation `id` was used (a message `input` was sent): it moves to the top, and an
+       * unnamed one takes its title from its first message.
+       */
+      touch(id, input) {
+        const meta = find(id);
+        meta.updated = Math.max(now(), meta.updated + 1);
+        if (!meta.named && meta.title === UNTITLED && input) meta.title = titleFrom(input);
+        saveList();
+      },
+      /**
+       * Deletes `id` and its keys. When it was the current one, the most recent other one takes
+       * its place (a fresh one when none is left). Returns the current id.
+       */
+      remove(id) {
+        find(id);
+        metas = metas.filter((m) => m.id !== id);
+        for (const name of PER_CONVERSATION) forget('hookwire.conversation.' + id + '.' + name);
+        if (!metas.length) metas.push(fresh());
+        if (current === id) current = mostRecent().id;
+        saveList();
+        return current;
+      },
+      /** Conversation `id` as one JSON value (see `exportJson`). */
+      exportJson(id, extra) {
+        const meta = find(id || current);
+        return exportJson(meta, this.storeFor(meta.id), Object.assign({ exported: now() }, extra));
+      },
+      /** Conversation `id` as Markdown (see `exportMarkdown`). */
+      exportMarkdown(id, extra) {
+        const meta = find(id || current);
+        const own = this.storeFor(meta.id);
+        return exportMarkdown(meta, list(own.load(KEYS.transcript, [])), Object.assign({ exported: now() }, extra));
+      },
+    };
+  }
+
+  // ─── export ───
+
+  function iso(ms) {
+    return typeof ms === 'number' && isFinite(ms) ? new Date(ms).toISOString() : null;
+  }
+
+  /**
+   * A conversation as one JSON value: its `messages` (the protocol history, exactly what the next
+   * chat would send), `session_hooks`, the waiting `approval`, and the `transcript` the page
+   * shows, with its title, times and (from `extra`) the model.
+   */
+  function exportJson(meta, store, extra) {
+    extra = extra || {};
+    return {
+      format: 'hookwire.conversation',
+      version: 1,
+      title: meta.title,
+      created_at: iso(meta.created),
+      updated_at: iso(meta.updated),
+      exported_at: iso(extra.exported),
+      model: extra.model || null,
+      messages: list(store.load(KEYS.history, [])),
+      session_hooks: list(store.load(KEYS.sessionHooks, [])),
+      approval: store.load(KEYS.approval, null) || null,
+      transcript: list(store.load(KEYS.transcript, [])),
+    };
+  }
+
+  // A code fence longer than any run of backticks in `text`.
+  function fenced(text, lang) {
+    const runs = String(text).match(/`+/g) || [];
+    const longest = runs.reduce((n, r) => Math.max(n, r.length), 0);
+    const fence = '`'.repeat(Math.max(3, longest + 1));
+    return fence + (lang || '') + '\n' + String(text).replace(/\n$/, '') + '\n' + fence;
+  }
+
+  function quoted(text) {
+    return String(text).split('\n').map((line) => (line ? '> ' + line : '>')).join('\n');
+  }
+
+  /**
+   * A conversation as Markdown, from its transcript (what the page showed: the messages, plans,
+   * tool calls with arguments and results, hooks, summaries, approvals, usage and hook traces).
+   */
+  function exportMarkdown(meta, transcript, extra) {
+    extra = extra || {};
+    const out = ['# ' + (meta.title || UNTITLED).replace(/\n/g, ' ')];
+    const facts = ['Exported from hookwire'];
+    if (extra.model) facts.push('model ' + extra.model);
+    if (iso(extra.exported)) facts.push(iso(extra.exported));
+    out.push('_' + facts.join(' · ') + '_');
+    for (const item of list(transcript)) {
+      if (!item || typeof item !== 'object') continue;
+      switch (item.kind) {
+        case 'user': out.push('## You\n\n' + item.text); break;
+        case 'assistant': out.push('## Assistant\n\n' + item.text); break;
+        case 'plan': out.push(quoted('**Plan:** ' + item.text)); break;
+        case 'tool': {
+          const state = item.done ? (item.is_error ? 'failed' : 'done') : 'no result';
+          let text = '**Tool `' + item.name + '`** (' + state + ')\n\n' + fenced(JSON.stringify(item.arguments, null, 2), 'json');
+          if (item.done) text += '\n\n' + fenced(item.content || '');
+          out.push(text);
+          break;
+        }
+        case 'hook': out.push('_hook ' + item.skill + '/' + item.name + ' (' + item.timing + ')_'); break;
+        case 'session_hook': out.push('_session hook registered on ' + item.event + '_'); break;
+        case 'compact':
+          out.push('---\n\n' + quoted('**' + item.count + ' earlier messages summarised:** ' + item.text) + '\n\n---');
+          break;
+        case 'approval': {
+          const rows = list(item.calls).map((call) => {
+            const d = item.decisions && item.decisions[call.call_id];
+            const outcome = d ? (d.decision === 'allow' ? 'approved' : 'denied') + (d.reason ? ' (' + d.reason + ')' : '') : 'not decided';
+            return '- `' + call.name + '` ' + JSON.stringify(call.arguments) + ': ' + outcome;
+          });
+          out.push('**Waiting for approval:**\n\n' + rows.join('\n'));
+          break;
+        }
+        case 'turn': {
+          const line = turnLine(item);
+          if (line) out.push('_' + line + '_');
+          const runs = list(item.trace);
+          if (runs.length) {
+            out.push('| event | hook | level | outcome | ms | changed |\n|---|---|---|---|---|---|\n' +
+              runs.map((r) => '| ' + [r.event, r.hook, r.level, r.outcome, formatMs(r.ms), r.changed.join(', ')]
+                .map((c) => String(c).replace(/\|/g, '\\|')).join(' | ') + ' |').join('\n'));
+          }
+          break;
+        }
+        case 'error': out.push('**Error:** ' + item.text); break;
+        case 'note': out.push('_' + item.text + '_'); break;
+        default: break;
+      }
+    }
+    return out.join('\n\n') + '\n';
+  }
+
+  // A file name for an export of the conversation titled `title`.
+  function fileName(title, extension) {
+    const slug = String(title || '').toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '').slice(0, 60).replace(/-+$/, '');
+    return (slug || 'conversation') + '.' + extension;
+  }
+
+  // ─── hook traces and usage ───
+
+  const OUTCOMES = ['success', 'skip', 'block', 'ask', 'timeout', 'failure'];
+
+  /** A `hook_trace` frame as a timeline row: `{event, hook, level, ms, outcome, changed}`. */
+  function traceRow(frame) {
+    frame = frame || {};
+    const text = (v, fallback) => (typeof v === 'string' && v ? v : fallback);
+    return {
+      event: text(frame.event, '?'),
+      hook: text(frame.hook, '?'),
+      level: text(frame.level, '?'),
+      ms: typeof frame.ms === 'number' && isFinite(frame.ms) && frame.ms >= 0 ? frame.ms : null,
+      outcome: OUTCOMES.includes(frame.outcome) ? frame.outcome : text(frame.outcome, 'unknown'),
+      changed: list(frame.changed).filter((f) => typeof f === 'string'),
+    };
+  }
+
+  /**
+   * What a turn's hook runs add up to: `{runs, blocked, asked, failed (failures and timeouts),
+   * changed (runs that changed something), ms}`.
+   */
+  function traceSummary(rows) {
+    rows = list(rows);
+    const count = (test) => rows.filter(test).length;
+    return {
+      runs: rows.length,
+      blocked: count((r) => r.outcome === 'block'),
+      asked: count((r) => r.outcome === 'ask'),
+      failed: count((r) => r.outcome === 'failure' || r.outcome === 'timeout'),
+      changed: count((r) => r.changed.length > 0),
+      ms: Math.round(rows.reduce((sum, r) => sum + (r.ms || 0), 0) * 10) / 10,
+    };
+  }
+
+  /** `ms` for people: `—` when unknown, one decimal under 10 ms, whole milliseconds above. */
+  function formatMs(ms) {
+    if (typeof ms !== 'number' || !isFinite(ms)) return '—';
+    if (ms < 10) return (Math.round(ms * 10) / 10) + ' ms';
+    return Math.round(ms).toLocaleString('en-US') + ' ms';
+  }
+
+  /** `done.usage` as `{prompt, completion}` token counts, or null when it has none. */
+  function usageOf(done) {
+    const usage = done && done.usage;
+    if (!usage || typeof usage !== 'object') return null;
+    const n = (v) => (Number.isInteger(v) && v >= 0 ? v : null);
+    const prompt = n(usage.prompt_tokens);
+    const completion = n(usage.completion_tokens);
+    return prompt === null && completion === null ? null : { prompt: prompt || 0, completion: completion || 0 };
+  }
+
+  /**
+   * The one-line summary of a turn item (`{model, usage, trace}`), e.g.
+   * `gpt-4o · 1,200 in · 80 out tokens · 4 hook runs · 1 blocked · 12 ms`.
+   */
+  function turnLine(item) {
+    const parts = [];
+    if (item.model) parts.push(item.model);
+    if (item.usage) {
+      parts.push(item.usage.prompt.toLocaleString('en-US') + ' in · ' + item.usage.completion.toLocaleString('en-US') + ' out tokens');
+    }
+    const runs = list(item.trace);
+    if (runs.length) {
+      const s = traceSummary(runs);
+      parts.push(s.runs + ' hook run' + (s.runs === 1 ? '' : 's'));
+      if (s.blocked) parts.push(s.blocked + ' blocked');
+      if (s.asked) parts.push(s.asked + ' asked');
+      if (s.failed) parts.push(s.failed + ' failed');
+      parts.push(formatMs(s.ms));
+    }
+    return parts.join(' · ');
+  }
+
+  // ─── the Hooks tab ───
+
+  const LEVELS = ['server', 'workspace', 'skill', 'session'];
+
+  // The end of a long path (`…/.hookwire/hooks.yaml`); the whole one goes in a tooltip.
+  function shortPath(file) {
+    const parts = String(file || '').split('/');
+    return parts.length > 4 ? '…/' + parts.slice(-3).join('/') : String(file || '');
+  }
+
+  function metricsOf(m) {
+    if (!m || typeof m !== 'object') return null;
+    const n = (v) => (Number.isInteger(v) && v >= 0 ? v : 0);
+    const ms = (v) => (typeof v === 'number' && isFinite(v) ? v : null);
+    return { runs: n(m.runs), failures: n(m.failures), timeouts: n(m.timeouts), blocked: n(m.blocked), p50_ms: ms(m.p50_ms), p95_ms: ms(m.p95_ms) };
+  }
+
+  /**
+   * The Hooks tab's content: `GET /api/hooks` (`api`) and the conversation's stored session
+   * hooks, as `[{level, hooks: [row], untrusted: [{file, trust_command}]}]` for server,
+   * workspace, skill and session, in that order. A row: `{id, level, where (file:line), file,
+   * event, event_name, dialect, type, matcher, what (command, URL or prompt), trusted, async,
+   * metrics (null where the server keeps none)}`; session rows also have `expires_at`.
+   */
+  function hookLevels(api, sessionHooks) {
+    api = api && typeof api === 'object' ? api : {};
+    const text = (v) => (typeof v === 'string' && v !== '' ? v : null);
+    const byLevel = { server: [], workspace: [], skill: [], session: [] };
+    for (const hook of list(api.hooks)) {
+      if (!hook || typeof hook !== 'object') continue;
+      const level = LEVELS.includes(hook.level) ? hook.level : 'server';
+      const line = Number.isInteger(hook.line) ? hook.line : null;
+      byLevel[level].push({
+        id: text(hook.id) || '?',
+        level,
+        file: text(hook.file),
+        where: text(hook.file) ? shortPath(hook.file) + (line ? ':' + line : '') : null,
+        event: text(hook.event) || '?',
+        event_name: text(hook.event_name) || text(hook.event) || '?',
+        dialect: text(hook.dialect),
+        type: text(hook.type) || '?',
+        matcher: text(hook.matcher),
+        what: text(hook.command) || text(hook.url) || text(hook.prompt),
+        trusted: hook.trusted !== false,
+        async: hook.async === true,
+        metrics: metricsOf(hook.metrics),
+      });
+    }
+    for (const hook of list(api.skill_hooks)) {
+      if (!hook || typeof hook !== 'object') continue;
+      byLevel.skill.push({
+        id: (text(hook.skill) || '?') + '/' + (text(hook.name) || '?'),
+        level: 'skill',
+        file: text(hook.file),
+        where: text(hook.file) ? shortPath(hook.file) : null,
+        event: text(hook.timing) || '?',
+        event_name: text(hook.timing) || '?',
+        dialect: null,
+        type: 'prompt',
+        matcher: null,
+        what: (text(hook.role) || 'system') + ' message' + (hook.persistent ? ', persistent' : ''),
+        trusted: true,
+        async: false,
+        metrics: null,
+      });
+    }
+    list(sessionHooks).forEach((hook, index) => {
+      if (!hook || typeof hook !== 'object') return;
+      byLevel.session.push({
+        id: text(hook.name) || 'session-' + (index + 1),
+        level: 'session',
+        file: null,
+        where: 'this conversation',
+        event: text(hook.event) || '?',
+        event_name: text(hook.event) || '?',
+        dialect: 'hookwire',
+        type: text(hook.type) || 'llm',
+        matcher: text(hook.matcher),
+        what: text(hook.prompt) || text(hook.command),
+        trusted: true,
+        async: false,
+        metrics: null,
+        expires_at: Number.isInteger(hook.expires_at) ? hook.expires_at : null,
+      });
+    });
+    const untrusted = list(api.untrusted)
+      .filter((u) => u && typeof u.file === 'string')
+      .map((u) => ({ file: u.file, trust_command: text(u.trust_command) }));
+    return LEVELS.map((level) => ({ level, hooks: byLevel[level], untrusted: level === 'workspace' ? untrusted : [] }));
+  }
+
   // The access token of a server that has `auth_token` set (README "Security model"): taken from
   // the page's own URL once (`?token=…`), kept in `session` (sessionStorage: gone with the tab),
   // and removed from the address bar. Returns `{token, cleanUrl}`: `cleanUrl` is the address to
@@ -247,5 +709,9 @@
 
   const TOKEN_KEY = 'hookwire.token';
 
-  global.HookwireProtocol = { KEYS, createConversation, takeToken, socketUrl, authHeaders };
+  global.HookwireProtocol = {
+    KEYS, createConversation, takeToken, socketUrl, authHeaders,
+    createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
+    traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath,
+  };
 })(globalThis);

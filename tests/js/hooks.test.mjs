@@ -1,0 +1,156 @@
+// static/protocol.js's hook views without a browser: the trace switch and `hook_trace` frames
+// (docs/protocol.md §12), a turn's summary line (usage, model, hook runs), and the Hooks tab's
+// arrangement of `GET /api/hooks` and the stored session hooks.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import vm from 'node:vm';
+
+vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), {
+  filename: 'static/protocol.js',
+});
+const {
+  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath,
+} = globalThis.HookwireProtocol;
+
+function memoryStore(initial = {}) {
+  const data = new Map(Object.entries(initial).map(([key, value]) => [key, JSON.stringify(value)]));
+  return {
+    load(key, fallback) { return data.has(key) ? JSON.parse(data.get(key)) : fallback; },
+    save(key, value) { data.set(key, JSON.stringify(value)); },
+    get(key) { return data.has(key) ? JSON.parse(data.get(key)) : undefined; },
+  };
+}
+
+const BLOCKED = {
+  type: 'hook_trace', id: 'c1', event: 'pre_tool_execution', hook: 'no-secrets', level: 'workspace',
+  ms: 3.2, outcome: 'block', changed: [],
+};
+
+test('the trace switch is kept and puts trace: true on chats and resumes', () => {
+  const store = memoryStore();
+  const chat = createConversation(store);
+  assert.equal(chat.trace, false, 'off by default');
+  assert.equal('trace' in chat.startChat('hi', 'c0'), false, 'no field when off');
+  chat.abort();
+  chat.setTrace(true);
+  assert.equal(store.get(KEYS.trace), true);
+  const again = createConversation(store);
+  assert.equal(again.trace, true, 'kept across a reload');
+  assert.equal(again.startChat('hi', 'c1').trace, true);
+  again.receive({ type: 'approval', id: 'c1', calls: [], state: 's' });
+  again.receive({ type: 'done', id: 'c1', reason: 'approval_required', message: { role: 'assistant', content: '' } });
+  assert.equal(again.resumeChat([], 'r1').trace, true, 'a resume is traced too');
+  again.abort();
+  again.setTrace('yes');
+  assert.equal(again.trace, false, 'only true turns it on');
+  assert.equal(createConversation(memoryStore({ [KEYS.trace]: 'on' })).trace, false);
+});
+
+test('hook_trace frames are shown and change no history', () => {
+  const store = memoryStore();
+  const chat = createConversation(store);
+  chat.setTrace(true);
+  chat.startChat('read secrets.txt', 'c1');
+  const update = chat.receive(BLOCKED);
+  assert.deepEqual([update.kind, update.ended, update.frame], ['hook_trace', false, BLOCKED]);
+  assert.equal(chat.receive({ ...BLOCKED, id: 'other' }).kind, 'ignored', 'another chat\'s trace');
+  chat.receive({ type: 'done', id: 'c1', reason: 'completed', message: { role: 'assistant', content: 'no' } });
+  assert.deepEqual(chat.history, [{ role: 'user', content: 'read secrets.txt' }, { role: 'assistant', content: 'no' }]);
+});
+
+test('a trace row keeps the fields of the frame, and odd values become visible defaults', () => {
+  assert.deepEqual(traceRow(BLOCKED), {
+    event: 'pre_tool_execution', hook: 'no-secrets', level: 'workspace', ms: 3.2, outcome: 'block', changed: [],
+  });
+  assert.deepEqual(traceRow({ type: 'hook_trace', event: 5, ms: -1, outcome: 'exploded', changed: ['tool_arguments', 7] }), {
+    event: '?', hook: '?', level: '?', ms: null, outcome: 'exploded', changed: ['tool_arguments'],
+  });
+  assert.equal(traceRow(null).outcome, 'unknown');
+});
+
+test('a turn summary counts runs, blocks, asks and failures', () => {
+  const rows = [
+    traceRow(BLOCKED),
+    traceRow({ event: 'pre_send_message', hook: 'stamp', level: 'server', ms: 1.04, outcome: 'success', changed: ['messages'] }),
+    traceRow({ event: 'stop', hook: 'judge', level: 'session', ms: 20, outcome: 'timeout', changed: [] }),
+    traceRow({ event: 'pre_tool_execution', hook: 'ask-first', level: 'rust', ms: 0, outcome: 'ask', changed: [] }),
+    traceRow({ event: 'post_tool_execution', hook: 'x', level: 'skill', outcome: 'failure', changed: [] }),
+  ];
+  assert.deepEqual(traceSummary(rows), { runs: 5, blocked: 1, asked: 1, failed: 2, changed: 1, ms: 24.2 });
+  assert.equal(turnLine({ model: 'gpt-4o', usage: { prompt: 1200, completion: 80 }, trace: rows }),
+    'gpt-4o · 1,200 in · 80 out tokens · 5 hook runs · 1 blocked · 1 asked · 2 failed · 24 ms');
+  assert.equal(turnLine({ usage: { prompt: 3, completion: 4 }, trace: [] }), '3 in · 4 out tokens');
+  assert.equal(turnLine({ trace: [rows[1]] }), '1 hook run · 1 ms');
+  assert.equal(turnLine({}), '');
+});
+
+test('usage comes from done.usage; milliseconds read well', () => {
+  assert.deepEqual(usageOf({ usage: { prompt_tokens: 12, completion_tokens: 3 } }), { prompt: 12, completion: 3 });
+  assert.equal(usageOf({ usage: {} }), null);
+  assert.equal(usageOf({}), null);
+  assert.deepEqual(usageOf({ usage: { prompt_tokens: 'x', completion_tokens: 3 } }), { prompt: 0, completion: 3 });
+  assert.deepEqual([formatMs(null), formatMs(0.04), formatMs(3.25), formatMs(1234.5)], ['—', '0 ms', '3.3 ms', '1,235 ms']);
+});
+
+const API = {
+  hooks: [
+    {
+      id: 'srv-1', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', line: 3, event: 'pre_tool_execution',
+      event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read', command: 'guard.sh', url: null,
+      prompt: null, trusted: true, async: false,
+      metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
+    },
+    {
+      id: 'ws-1', level: 'workspace', file: '/ws/.hookwire/hooks.yaml', line: 2, event: 'post_send_message',
+      event_name: 'post_send_message', dialect: 'hookwire', type: 'http', matcher: null, command: null,
+      url: 'http://127.0.0.1:9/h', prompt: null, trusted: true, async: true,
+      metrics: { runs: 0, failures: 0, timeouts: 0, blocked: 0, p50_ms: null, p95_ms: null },
+    },
+    { id: 'odd', level: 'mars', event: 'stop', type: 'llm', prompt: 'judge', trusted: false, metrics: 'none' },
+  ],
+  skill_hooks: [
+    { skill: 'concise', name: 'brevity', timing: 'after_user_input', role: 'system', persistent: true, file: '/s/concise/hooks/brevity.md' },
+  ],
+  untrusted: [
+    { file: '/ws/.hookwire/hooks/extra.yaml', trust_command: 'hookwire trust --workspace /ws' },
+    { nope: 1 },
+  ],
+};
+
+test('the Hooks tab: every hook under its level, with file:line, what it runs and its metrics', () => {
+  const session = [{ event: 'stop', type: 'llm', prompt: 'JUDGE {{assistant_output}}', name: 'judge', expires_at: 1900000000, sig: 'ab' }];
+  const levels = hookLevels(API, session);
+  assert.deepEqual(levels.map((l) => [l.level, l.hooks.map((h) => h.id)]), [
+    ['server', ['srv-1', 'odd']],
+    ['workspace', ['ws-1']],
+    ['skill', ['concise/brevity']],
+    ['session', ['judge']],
+  ]);
+  const [server, workspace, skill, sessionLevel] = levels;
+  assert.deepEqual(server.hooks[0], {
+    id: 'srv-1', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', where: '…/deep/er/hooks.yaml:3',
+    event: 'pre_tool_execution', event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read',
+    what: 'guard.sh', trusted: true, async: false,
+    metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
+  });
+  assert.deepEqual([server.hooks[1].trusted, server.hooks[1].metrics, server.hooks[1].what, server.hooks[1].where], [false, null, 'judge', null]);
+  assert.deepEqual([workspace.hooks[0].what, workspace.hooks[0].async, workspace.hooks[0].where], ['http://127.0.0.1:9/h', true, '/ws/.hookwire/hooks.yaml:2']);
+  assert.deepEqual(workspace.untrusted, [{ file: '/ws/.hookwire/hooks/extra.yaml', trust_command: 'hookwire trust --workspace /ws' }]);
+  assert.deepEqual(server.untrusted, []);
+  assert.deepEqual([skill.hooks[0].event, skill.hooks[0].what, skill.hooks[0].metrics], ['after_user_input', 'system message, persistent', null]);
+  assert.deepEqual(sessionLevel.hooks[0], {
+    id: 'judge', level: 'session', file: null, where: 'this conversation', event: 'stop', event_name: 'stop',
+    dialect: 'hookwire', type: 'llm', matcher: null, what: 'JUDGE {{assistant_output}}', trusted: true, async: false,
+    metrics: null, expires_at: 1900000000,
+  });
+});
+
+test('the Hooks tab before the API answered, or with odd answers, still has its four levels', () => {
+  const levels = hookLevels(null, [{ event: 'stop', prompt: 'p' }, 'junk']);
+  assert.deepEqual(levels.map((l) => [l.level, l.hooks.length]), [['server', 0], ['workspace', 0], ['skill', 0], ['session', 1]]);
+  assert.deepEqual([levels[3].hooks[0].id, levels[3].hooks[0].type], ['session-1', 'llm']);
+  assert.deepEqual(hookLevels({ hooks: 'x', skill_hooks: {}, untrusted: 3 }, null).map((l) => l.hooks.length), [0, 0, 0, 0]);
+  assert.equal(shortPath('/a/b'), '/a/b');
+  assert.equal(shortPath(''), '');
+});
