@@ -1,13 +1,17 @@
 // The hookwire browser page: the view. `protocol.js` (the global `HookwireProtocol`) keeps the
-// conversation and decides what each frame means (history, session hooks, the frames to send);
-// this file draws the transcript, the skills panel and the controls, and keeps what is on the
-// screen in localStorage so a reload shows it again.
+// conversations and decides what each frame means (history, session hooks, the frames to send,
+// exports, the Hooks tab's levels); this file draws the transcript, the side panel (conversations,
+// skills, hooks) and the controls, and keeps what is on the screen in localStorage so a reload
+// shows it again.
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const TRANSCRIPT = 'hookwire.transcript';
+  const P = window.HookwireProtocol;
+  const KEYS = P.KEYS;
+  const TAB = 'hookwire.tab';
+  const HOOKS_REFRESH_MS = 2000;
 
-  // localStorage, one JSON value per key; the conversation saves its own keys through it too.
+  // localStorage, one JSON value per key; the conversations save their own keys through it too.
   const store = {
     load(key, fallback) {
       try {
@@ -20,9 +24,14 @@
     save(key, value) {
       try { localStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage full or off */ }
     },
+    remove(key) {
+      try { localStorage.removeItem(key); } catch (_) { /* storage off */ }
+    },
   };
 
-  const conversation = window.HookwireProtocol.createConversation(store);
+  const library = P.createLibrary(store);
+  let conversation = library.open();
+  let own = library.storeFor(); // the current conversation's keys
   // sessionStorage, for the access token: it lasts as long as the tab.
   const session = {
     load(key, fallback) {
@@ -32,16 +41,30 @@
       try { sessionStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage off */ }
     },
   };
-  const access = window.HookwireProtocol.takeToken(location.href, session);
+  const access = P.takeToken(location.href, session);
   if (access.cleanUrl) history.replaceState(history.state, '', access.cleanUrl);
-  const loaded = store.load(TRANSCRIPT, []);
   const view = {
-    transcript: Array.isArray(loaded) ? loaded : [], // what is drawn, as items (see draw)
+    transcript: loadTranscript(), // what is drawn, as items (see draw)
     defaultSkills: [],
+    model: null, // from /api/info
     ws: null,
     retry: 0,
-    chat: null, // the running chat on screen: {bubble: the streaming answer or null, tools: {call_id: {item, node}}}
+    chat: null, // the running chat on screen: {bubble, tools: {call_id: {item, node}}, trace: [rows]}
+    tab: store.load(TAB, 'conversations'),
+    hooks: null, // the last answer of /api/hooks
+    hooksError: null,
+    poll: null, // the Hooks tab's refresh timer while it is on screen
+    polling: false, // a refresh is on its way
+    refreshes: 0,
   };
+
+  function loadTranscript() {
+    const loaded = own.load(KEYS.transcript, []);
+    return Array.isArray(loaded) ? loaded : [];
+  }
+  function saveTranscript() {
+    own.save(KEYS.transcript, view.transcript);
+  }
 
   // ─── transcript rendering ───
 
@@ -51,7 +74,7 @@
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
+    if (text !== undefined && text !== null) node.textContent = text;
     return node;
   }
 
@@ -89,12 +112,42 @@
         break;
       }
       case 'approval': node = drawApproval(item); break;
+      case 'turn': node = drawTurn(item); break;
       case 'error': node = el('div', 'chat-error', item.text); break;
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
     }
     transcriptEl.appendChild(node);
     scroll();
+    return node;
+  }
+
+  // The foot of a turn: model and token usage, and with tracing its hook runs (event → hook →
+  // outcome → ms → what changed), collapsed; a blocked run shows in the line and in red.
+  function drawTurn(item) {
+    const rows = Array.isArray(item.trace) ? item.trace : [];
+    const summary = P.traceSummary(rows);
+    const line = P.turnLine(item);
+    if (!rows.length) return el('div', 'turn', line);
+    const node = el('details', 'turn traced' + (summary.blocked ? ' has-block' : ''));
+    const head = el('summary');
+    head.appendChild(el('span', 'turn-line', line));
+    node.appendChild(head);
+    const list = el('ol', 'trace');
+    list.setAttribute('aria-label', 'Hook runs of this turn');
+    for (const row of rows) {
+      const li = el('li', 'run outcome-' + row.outcome);
+      li.dataset.outcome = row.outcome;
+      li.append(
+        el('span', 'event', row.event), ' → ',
+        el('span', 'hook', row.hook), el('span', 'level', row.level), ' → ',
+        el('span', 'outcome', row.outcome), ' → ',
+        el('span', 'ms', P.formatMs(row.ms)), ' → ',
+        el('span', 'changed', row.changed.length ? 'changed ' + row.changed.join(', ') : 'no change'),
+      );
+      list.appendChild(li);
+    }
+    node.appendChild(list);
     return node;
   }
 
@@ -148,25 +201,29 @@
     item.decisions[call.call_id] = reason ? { decision, reason } : { decision };
     const fresh = drawApproval(item);
     transcriptEl.replaceChild(fresh, transcriptEl.querySelector('.approval-card[data-state="' + CSS.escape(item.state) + '"]') || fresh);
-    store.save(TRANSCRIPT, view.transcript);
+    saveTranscript();
     if (item.calls.some((c) => !item.decisions[c.call_id])) return;
     const decisions = item.calls.map((c) => Object.assign({ call_id: c.call_id }, item.decisions[c.call_id]));
     const frame = conversation.resumeChat(decisions);
-    view.chat = { bubble: null, tools: {} };
+    view.chat = newChat();
     view.ws.send(JSON.stringify(frame));
     setState('running');
   }
 
   function push(item) {
     view.transcript.push(item);
-    store.save(TRANSCRIPT, view.transcript);
+    saveTranscript();
     return draw(item);
   }
 
   function redrawAll() {
     transcriptEl.textContent = '';
+    if (!view.transcript.length) {
+      transcriptEl.appendChild(el('p', 'empty muted', 'Nothing here yet: say something below.'));
+    }
     view.transcript.forEach(draw);
-    renderSessionHooks();
+    renderConversations();
+    renderHooks();
   }
 
   function toast(level, message) {
@@ -184,11 +241,23 @@
     $('send').disabled = running || value === 'offline';
     $('stop').disabled = !running;
     $('compact').disabled = running || value === 'offline' || conversation.history.length === 0;
+    $('new-chat').disabled = running;
+    for (const button of document.querySelectorAll('#conversations button, #conversation-actions button')) {
+      button.disabled = running;
+    }
+  }
+
+  function newChat() {
+    return { bubble: null, tools: {}, trace: [] };
   }
 
   function startChat(text) {
     const frame = conversation.startChat(text);
-    view.chat = { bubble: null, tools: {} };
+    const empty = transcriptEl.querySelector('.empty');
+    if (empty) empty.remove();
+    library.touch(library.current, text);
+    renderConversations();
+    view.chat = newChat();
     push({ kind: 'user', text });
     view.ws.send(JSON.stringify(frame));
     setState('running');
@@ -220,17 +289,22 @@
     chat.bubble = null;
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
     renderAssistant(bubble.node, bubble.item.text);
-    store.save(TRANSCRIPT, view.transcript);
+    saveTranscript();
   }
 
   // The one way a chat ends on screen (done, error, connection lost): close the bubble, show how
-  // it ended (`ending`, a transcript item, when there is something to say), free the composer.
-  function finish(ending) {
-    closeBubble(view.chat);
+  // it ended (`ending`, a transcript item, when there is something to say), then the turn's foot
+  // (usage from `done`, the traced hook runs), free the composer.
+  function finish(ending, usage) {
+    const chat = view.chat;
+    closeBubble(chat);
     if (ending) push(ending);
+    const trace = chat ? chat.trace : [];
+    if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace });
     view.chat = null;
     setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
     $('input').focus();
+    if (hooksOnScreen()) refreshHooks();
   }
 
   function onFrame(frame) {
@@ -256,7 +330,7 @@
         const fresh = draw(entry.item);
         entry.node.replaceWith(fresh);
         entry.node = fresh;
-        store.save(TRANSCRIPT, view.transcript);
+        saveTranscript();
         break;
       }
       case 'hook':
@@ -264,7 +338,10 @@
         break;
       case 'session_hook':
         push({ kind: 'session_hook', event: frame.hook.event });
-        renderSessionHooks();
+        renderHooks();
+        break;
+      case 'hook_trace':
+        if (chat) chat.trace.push(P.traceRow(frame));
         break;
       case 'compact':
         closeBubble(chat);
@@ -276,7 +353,7 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null);
+        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, P.usageOf(frame));
         break;
       case 'error':
         finish({ kind: 'error', text: frame.code + ': ' + frame.message });
@@ -294,7 +371,7 @@
 
   function connect() {
     setStatus('connecting', 'connecting…');
-    const ws = new WebSocket(window.HookwireProtocol.socketUrl(location, access.token));
+    const ws = new WebSocket(P.socketUrl(location, access.token));
     view.ws = ws;
     ws.onopen = () => {
       view.retry = 0;
@@ -317,7 +394,151 @@
     };
   }
 
-  // ─── skills panel ───
+  // ─── conversations ───
+
+  function when(ms) {
+    const date = new Date(ms);
+    const today = new Date();
+    return date.toDateString() === today.toDateString()
+      ? date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+      : date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+  }
+
+  function renderConversations() {
+    const list = $('conversations');
+    list.textContent = '';
+    const running = !!conversation.running;
+    for (const meta of library.list()) {
+      const current = meta.id === library.current;
+      const li = el('li', 'conversation' + (current ? ' current' : ''));
+      li.dataset.id = meta.id;
+      const open = el('button', 'open');
+      open.type = 'button';
+      open.disabled = running;
+      if (current) open.setAttribute('aria-current', 'true');
+      open.append(el('span', 'title', meta.title), el('span', 'when', when(meta.updated)));
+      open.onclick = () => switchTo(meta.id);
+      li.appendChild(open);
+      list.appendChild(li);
+    }
+    const meta = library.meta();
+    $('conversation-title').textContent = meta.title;
+    document.title = meta.title + ' · hookwire';
+    const del = $('delete-conversation');
+    del.textContent = 'Delete';
+    del.classList.remove('armed');
+  }
+
+  // Shows conversation `id` (or the current one, after a change to the list).
+  function switchTo(id) {
+    if (conversation.running) return;
+    if (id && id !== library.current) library.switchTo(id);
+    conversation = library.open();
+    own = library.storeFor();
+    view.transcript = loadTranscript();
+    view.chat = null;
+    redrawAll();
+    setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
+    renderSkillChecks();
+    if (isPhone()) showPanel(false);
+    $('input').focus();
+  }
+
+  function newConversation() {
+    if (conversation.running) return;
+    // An empty conversation is already a new one.
+    if (view.transcript.length || conversation.history.length) library.create();
+    switchTo(library.current);
+  }
+
+  // Rename in place: the current row becomes a small form.
+  function startRename() {
+    if (conversation.running) return;
+    const row = document.querySelector('#conversations li.current');
+    if (!row || row.querySelector('form')) return;
+    const form = el('form', 'rename-form');
+    const input = el('input', 'rename-input');
+    input.value = library.meta().title;
+    input.setAttribute('aria-label', 'Conversation title');
+    const save = el('button', null, 'Save');
+    save.type = 'submit';
+    form.append(input, save);
+    form.onsubmit = (event) => {
+      event.preventDefault();
+      library.rename(library.current, input.value);
+      renderConversations();
+    };
+    input.onkeydown = (event) => {
+      if (event.key === 'Escape') renderConversations();
+      if (event.key === 'Enter' && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    };
+    row.textContent = '';
+    row.appendChild(form);
+    input.focus();
+    input.select();
+  }
+
+  // Delete asks once more (the button says so) before it forgets the conversation.
+  function deleteConversation() {
+    if (conversation.running) return;
+    const button = $('delete-conversation');
+    if (!button.classList.contains('armed')) {
+      button.classList.add('armed');
+      button.textContent = 'Delete for good?';
+      setTimeout(() => { if (button.classList.contains('armed')) renderConversations(); }, 5000);
+      return;
+    }
+    library.remove(library.current);
+    switchTo(library.current);
+  }
+
+  // An export is a download of a file made here (a blob URL; nothing leaves the page). The link
+  // keeps the URL of its last export, freed at the next one.
+  function exportAs(link, kind) {
+    const meta = library.meta();
+    const extra = { model: view.model };
+    const text = kind === 'json'
+      ? JSON.stringify(library.exportJson(meta.id, extra), null, 2) + '\n'
+      : library.exportMarkdown(meta.id, extra);
+    const type = kind === 'json' ? 'application/json' : 'text/markdown';
+    if (link.dataset.url) URL.revokeObjectURL(link.dataset.url);
+    const url = URL.createObjectURL(new Blob([text], { type: type + ';charset=utf-8' }));
+    link.dataset.url = url;
+    link.href = url;
+    link.download = P.fileName(meta.title, kind === 'json' ? 'json' : 'md');
+  }
+
+  // ─── side panel: tabs ───
+
+  const TABS = ['conversations', 'skills', 'hooks'];
+
+  function isPhone() { return window.matchMedia('(max-width: 700px)').matches; }
+
+  function showPanel(on) {
+    $('panel').hidden = !on;
+    $('toggle-panel').setAttribute('aria-expanded', String(on));
+    updatePolling();
+  }
+
+  function selectTab(name, focus) {
+    if (!TABS.includes(name)) name = 'conversations';
+    view.tab = name;
+    store.save(TAB, name);
+    for (const tab of TABS) {
+      const button = $('tab-' + tab);
+      const on = tab === name;
+      button.setAttribute('aria-selected', String(on));
+      button.tabIndex = on ? 0 : -1;
+      $('pane-' + tab).hidden = !on;
+    }
+    if (focus) $('tab-' + name).focus();
+    updatePolling();
+  }
+
+  // ─── skills ───
 
   function renderSkills(skills) {
     const box = $('skills');
@@ -326,15 +547,14 @@
     for (const skill of skills) {
       const card = el('div', 'skill');
       const label = el('label');
-      const box2 = el('input');
-      box2.type = 'checkbox';
-      box2.dataset.skill = skill.name;
-      box2.checked = conversation.enabledSkills(view.defaultSkills).includes(skill.name);
-      box2.onchange = () => {
+      const check = el('input');
+      check.type = 'checkbox';
+      check.dataset.skill = skill.name;
+      check.onchange = () => {
         const names = Array.from(document.querySelectorAll('#skills input[data-skill]')).filter((c) => c.checked).map((c) => c.dataset.skill);
         conversation.setSkills(names);
       };
-      label.appendChild(box2);
+      label.appendChild(check);
       label.appendChild(document.createTextNode(' ' + skill.name));
       card.appendChild(label);
       if (skill.description) card.appendChild(el('div', 'desc', skill.description));
@@ -349,19 +569,145 @@
       for (const warning of skill.warnings || []) card.appendChild(el('div', 'warning', warning));
       box.appendChild(card);
     }
+    renderSkillChecks();
   }
 
-  function renderSessionHooks() {
-    const list = $('session-hooks');
-    list.textContent = '';
-    const hooks = conversation.sessionHooks;
-    if (!hooks.length) list.appendChild(el('li', null, 'none'));
-    for (const hook of hooks) list.appendChild(el('li', null, hook.event + ': ' + (hook.prompt || hook.command || '')));
+  function renderSkillChecks() {
+    const on = conversation.enabledSkills(view.defaultSkills);
+    for (const check of document.querySelectorAll('#skills input[data-skill]')) check.checked = on.includes(check.dataset.skill);
   }
+
+  // ─── the Hooks tab ───
+
+  const LEVEL_TITLES = { server: 'Server', workspace: 'Workspace', skill: 'Skill', session: 'Session' };
+  const METRICS = [['runs', 'runs'], ['failures', 'failures'], ['timeouts', 'timeouts'], ['blocked', 'blocked'], ['p50_ms', 'p50'], ['p95_ms', 'p95']];
+
+  function hookCard(hook) {
+    const card = el('div', 'hook-card' + (hook.trusted ? '' : ' untrusted'));
+    card.dataset.hookId = hook.id;
+    card.dataset.level = hook.level;
+    const head = el('div', 'hook-head');
+    const event = el('strong', 'hook-event', hook.event_name);
+    if (hook.event_name !== hook.event) event.title = hook.event;
+    head.appendChild(event);
+    if (hook.matcher) head.appendChild(el('code', 'hook-matcher', hook.matcher));
+    head.appendChild(el('span', 'tag', hook.type));
+    if (hook.dialect) head.appendChild(el('span', 'tag', hook.dialect));
+    if (hook.async) head.appendChild(el('span', 'tag', 'async'));
+    head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
+    card.appendChild(head);
+    card.appendChild(el('div', 'hook-name', hook.id));
+    if (hook.what) card.appendChild(el('code', 'hook-what', hook.what));
+    if (hook.where) {
+      const where = el('div', 'hook-where', hook.where);
+      if (hook.file) where.title = hook.file;
+      card.appendChild(where);
+    }
+    if (hook.expires_at) card.appendChild(el('div', 'hook-where', 'expires ' + new Date(hook.expires_at * 1000).toLocaleString()));
+    if (hook.metrics) {
+      const metrics = el('div', 'metrics');
+      for (const [key, label] of METRICS) {
+        const cell = el('span', 'metric');
+        const value = el('span', 'value');
+        value.dataset.metric = key;
+        cell.append(label + ' ', value);
+        metrics.appendChild(cell);
+      }
+      card.appendChild(metrics);
+      fillMetrics(card, hook.metrics);
+    }
+    return card;
+  }
+
+  function fillMetrics(card, metrics) {
+    for (const value of card.querySelectorAll('[data-metric]')) {
+      const v = metrics[value.dataset.metric];
+      value.textContent = value.dataset.metric.endsWith('_ms') ? P.formatMs(v) : String(v);
+      const alarming = (value.dataset.metric === 'blocked' || value.dataset.metric === 'failures' || value.dataset.metric === 'timeouts') && v > 0;
+      value.parentNode.classList.toggle('alarm', alarming);
+    }
+  }
+
+  // Draws the tab; when only the metrics changed, it updates them in place (so a selection, e.g.
+  // of a trust command, survives the refresh).
+  function renderHooks() {
+    const box = $('hooks');
+    const levels = P.hookLevels(view.hooks, conversation.sessionHooks);
+    const shape = JSON.stringify(levels.map((l) => [l.hooks.map((h) => Object.assign({}, h, { metrics: !!h.metrics })), l.untrusted]));
+    if (box.dataset.shape === shape) {
+      for (const level of levels) {
+        for (const hook of level.hooks) {
+          const card = box.querySelector('.hook-card[data-level="' + level.level + '"][data-hook-id="' + CSS.escape(hook.id) + '"]');
+          if (card && hook.metrics) fillMetrics(card, hook.metrics);
+        }
+      }
+    } else {
+      box.dataset.shape = shape;
+      box.textContent = '';
+      for (const level of levels) {
+        const section = el('section', 'hook-level');
+        section.dataset.level = level.level;
+        const title = el('h3', null, LEVEL_TITLES[level.level] + ' ');
+        title.appendChild(el('span', 'count', String(level.hooks.length)));
+        section.appendChild(title);
+        if (!level.hooks.length && !level.untrusted.length) section.appendChild(el('p', 'muted none', 'none'));
+        for (const hook of level.hooks) section.appendChild(hookCard(hook));
+        for (const file of level.untrusted) {
+          const row = el('div', 'untrusted-file');
+          row.appendChild(el('div', null, 'Not trusted, so not loaded: ' + file.file));
+          if (file.trust_command) {
+            row.appendChild(el('div', 'muted', 'To trust it, run:'));
+            row.appendChild(el('code', 'trust-command', file.trust_command));
+          }
+          section.appendChild(row);
+        }
+        box.appendChild(section);
+      }
+    }
+    const status = $('hooks-status');
+    if (view.hooksError) status.textContent = 'could not load the hooks: ' + view.hooksError;
+    else if (view.hooks) status.textContent = 'Live: refreshed ' + new Date().toLocaleTimeString() + ', every 2 s while this tab is open.';
+    else status.textContent = 'loading…';
+  }
+
+  function hooksOnScreen() {
+    return !$('panel').hidden && view.tab === 'hooks' && document.visibilityState === 'visible';
+  }
+
+  async function refreshHooks() {
+    if (view.polling) return;
+    view.polling = true;
+    try {
+      view.hooks = await api('/api/hooks');
+      view.hooksError = null;
+    } catch (error) {
+      view.hooksError = String(error.message || error);
+    } finally {
+      view.polling = false;
+    }
+    view.refreshes += 1;
+    $('hooks').dataset.refreshes = String(view.refreshes);
+    renderHooks();
+  }
+
+  // The metrics refresh while the tab is on screen, and only then.
+  function updatePolling() {
+    if (hooksOnScreen()) {
+      if (view.poll) return;
+      refreshHooks();
+      view.poll = setInterval(refreshHooks, HOOKS_REFRESH_MS);
+    } else if (view.poll) {
+      clearInterval(view.poll);
+      view.poll = null;
+    }
+    $('hooks').dataset.polling = String(!!view.poll);
+  }
+
+  // ─── server info ───
 
   // GET an API route with the access token; a refusal says what to do about it.
   async function api(path) {
-    const response = await fetch(path, { headers: window.HookwireProtocol.authHeaders(access.token) });
+    const response = await fetch(path, { headers: P.authHeaders(access.token) });
     if (response.status === 401) {
       throw new Error('this server needs an access token: open the page as ' + location.origin + '/?token=YOUR_TOKEN');
     }
@@ -374,6 +720,9 @@
       const info = await api('/api/info');
       $('banner').hidden = !info.demo;
       view.defaultSkills = info.default_skills || [];
+      view.model = typeof info.model === 'string' ? info.model : null;
+      $('model').textContent = view.model || '';
+      $('model').hidden = !view.model;
       const skills = await api('/api/skills');
       renderSkills(skills);
       document.body.dataset.info = 'loaded';
@@ -405,29 +754,32 @@
   $('compact').addEventListener('click', () => {
     if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
     const frame = conversation.startCompaction();
-    view.chat = { bubble: null, tools: {} };
+    view.chat = newChat();
     view.ws.send(JSON.stringify(frame));
     setState('running');
   });
-  $('new-chat').addEventListener('click', () => {
-    if (conversation.running) return;
-    conversation.clear();
-    view.transcript = [];
-    store.save(TRANSCRIPT, view.transcript);
-    redrawAll();
+  $('new-chat').addEventListener('click', newConversation);
+  $('rename-conversation').addEventListener('click', startRename);
+  $('delete-conversation').addEventListener('click', deleteConversation);
+  $('export-json').addEventListener('click', (event) => exportAs(event.currentTarget, 'json'));
+  $('export-md').addEventListener('click', (event) => exportAs(event.currentTarget, 'md'));
+  $('toggle-panel').addEventListener('click', () => showPanel($('panel').hidden));
+  for (const tab of TABS) $('tab-' + tab).addEventListener('click', () => selectTab(tab));
+  // Arrow keys move between tabs (the tab list is one stop for Tab).
+  $('tabs').addEventListener('keydown', (event) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    event.preventDefault();
+    selectTab(TABS[(TABS.indexOf(view.tab) + step + TABS.length) % TABS.length], true);
   });
-  $('toggle-panel').addEventListener('click', () => {
-    const panel = $('panel');
-    panel.hidden = !panel.hidden;
-    $('toggle-panel').setAttribute('aria-expanded', String(!panel.hidden));
-  });
+  document.addEventListener('visibilitychange', updatePolling);
   $('tools-switch').checked = conversation.tools;
   $('tools-switch').addEventListener('change', (event) => conversation.setTools(event.target.checked));
-  if (window.matchMedia('(min-width: 701px)').matches) {
-    $('panel').hidden = false;
-    $('toggle-panel').setAttribute('aria-expanded', 'true');
-  }
+  $('trace-switch').checked = conversation.trace;
+  $('trace-switch').addEventListener('change', (event) => conversation.setTrace(event.target.checked));
 
+  selectTab(view.tab);
+  showPanel(!isPhone());
   redrawAll();
   loadServerInfo();
   connect();

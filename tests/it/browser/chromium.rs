@@ -9,6 +9,7 @@ pub struct Chromium {
     ws: Socket,
     session: String,
     next_id: u64,
+    downloads: tempfile::TempDir,
     _process: Process,
 }
 
@@ -43,8 +44,16 @@ impl Chromium {
             ws,
             session: String::new(),
             next_id: 0,
+            downloads: tempfile::tempdir().unwrap(),
             _process: process,
         };
+        let folder = browser.downloads.path().display().to_string();
+        browser
+            .call(
+                "Browser.setDownloadBehavior",
+                json!({"behavior": "allow", "downloadPath": folder}),
+            )
+            .await;
         let target = browser
             .call("Target.createTarget", json!({"url": "about:blank"}))
             .await;
@@ -72,6 +81,10 @@ impl Chromium {
 }
 
 impl Page for Chromium {
+    fn downloads(&self) -> &std::path::Path {
+        self.downloads.path()
+    }
+
     async fn eval(&mut self, expression: &str) -> Value {
         let result = self
             .call(

@@ -28,6 +28,8 @@ pub trait Page {
     async fn screenshot_png(&mut self) -> Vec<u8>;
     /// Makes the page's viewport `width` × `height` CSS pixels, as on a phone.
     async fn set_viewport(&mut self, width: u32, height: u32);
+    /// The folder where the page's downloads land, without asking.
+    fn downloads(&self) -> &std::path::Path;
 
     /// Waits until `expression` is true, or fails with what the page shows.
     async fn wait_for(&mut self, expression: &str) {

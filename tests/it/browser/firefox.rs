@@ -10,6 +10,7 @@ pub struct Firefox {
     ws: Socket,
     context: String,
     next_id: u64,
+    downloads: tempfile::TempDir,
     _process: Process,
 }
 
@@ -23,17 +24,27 @@ user_pref("app.update.disabledForTesting", true);
 user_pref("network.captive-portal-service.enabled", false);
 user_pref("network.connectivity-service.enabled", false);
 user_pref("services.settings.server", "http://127.0.0.1:9/");
+user_pref("browser.download.folderList", 2);
+user_pref("browser.download.useDownloadDir", true);
+user_pref("browser.download.always_ask_before_handling_new_types", false);
+user_pref("browser.download.start_downloads_in_tmp_dir", false);
+user_pref("browser.download.alwaysOpenPanel", false);
+user_pref("browser.download.panel.shown", true);
 "#;
 
 impl Firefox {
     /// Starts Firefox, or says why the test is skipped (a failure under CI).
     pub async fn launch() -> Option<Firefox> {
         let path = find_browser(&["firefox-esr", "firefox"], "apt-get install firefox-esr")?;
+        let downloads = tempfile::tempdir().unwrap();
+        // Downloads go to their own folder, without a dialog.
+        let folder = json!(downloads.path().display().to_string());
+        let user_js = format!("{USER_JS}user_pref(\"browser.download.dir\", {folder});\n");
         let (process, url) = launch(
             &path,
             &["--headless", "--no-remote", "--remote-debugging-port", "0"],
             |profile| {
-                std::fs::write(profile.join("user.js"), USER_JS).unwrap();
+                std::fs::write(profile.join("user.js"), user_js).unwrap();
                 vec!["--profile".into(), profile.display().to_string()]
             },
             "WebDriver BiDi listening on ",
@@ -45,6 +56,7 @@ impl Firefox {
             ws,
             context: String::new(),
             next_id: 0,
+            downloads,
             _process: process,
         };
         browser
@@ -70,6 +82,10 @@ impl Firefox {
 }
 
 impl Page for Firefox {
+    fn downloads(&self) -> &std::path::Path {
+        self.downloads.path()
+    }
+
     async fn eval(&mut self, expression: &str) -> Value {
         // BiDi returns typed remote values; JSON text is the simplest common ground.
         let wrapped = format!(

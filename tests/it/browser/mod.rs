@@ -5,6 +5,7 @@
 //! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
 
 mod chromium;
+mod conversations;
 mod driver;
 mod firefox;
 
@@ -84,7 +85,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
                 toolOpen: document.querySelector('.tool-card').open,
                 toolResult: document.querySelector('.tool-card .result').textContent,
                 chips: Array.from(document.querySelectorAll('.hook-chip')).map(c => c.innerText),
-                history: JSON.parse(localStorage.getItem('hookwire.history')),
+                history: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')),
                 loaded: Array.from(document.scripts).map(s => s.getAttribute('src')),
                 outside: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin + '/')) }; })()",
         )
@@ -287,9 +288,9 @@ async fn a_lost_connection_ends_the_running_chat_in_chromium() {
         .eval(
             "(() => ({ error: document.querySelector('.chat-error').innerText,
                 answer: document.querySelector('.msg.assistant').innerText,
-                history: localStorage.getItem('hookwire.history'),
-                kinds: JSON.parse(localStorage.getItem('hookwire.transcript')).map(i => i.kind),
-                saved: JSON.parse(localStorage.getItem('hookwire.transcript'))[1].text }))()",
+                history: localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history'),
+                kinds: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript')).map(i => i.kind),
+                saved: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript'))[1].text }))()",
         )
         .await;
     assert_eq!(page["error"], "connection lost; the reply was cut off");
@@ -378,7 +379,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     );
     assert_eq!(shown[1], "a hook says hi");
     let history = browser
-        .eval("JSON.parse(localStorage.getItem('hookwire.history') || '[]').length")
+        .eval("JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history') || '[]').length")
         .await;
     assert_eq!(
         history,
@@ -437,7 +438,7 @@ async fn skill_toggles_and_session_hooks_persist_in_chromium() {
         "{}",
         first[0].1
     );
-    let stored = browser.eval("[localStorage.getItem('hookwire.skills'), JSON.parse(localStorage.getItem('hookwire.sessionHooks')).length, document.querySelectorAll('.hook-chip').length]").await;
+    let stored = browser.eval("[localStorage.getItem('hookwire.skills'), JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.sessionHooks')).length, document.querySelectorAll('.hook-chip').length]").await;
     assert_eq!(stored[1], json!(1), "the session hook is stored: {stored}");
     assert!(!stored[0].as_str().unwrap().contains("concise"));
 
@@ -690,7 +691,7 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     let divider = browser
         .eval("(() => { const d = document.querySelector('.compact-divider'); d.querySelector('summary').click();
                return {label: d.querySelector('summary').innerText, open: d.open, text: d.querySelector('.summary-text').innerText,
-                       history: JSON.parse(localStorage.getItem('hookwire.history'))}; })()")
+                       history: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history'))}; })()")
         .await;
     assert_eq!(
         divider["label"], "2 earlier messages summarised",
@@ -830,7 +831,7 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
             "({answer: document.querySelector('.msg.assistant').innerText,
                  tool: document.querySelector('.tool-card').innerText,
                  outcome: document.querySelector('.approval-outcome').innerText,
-                 approval: localStorage.getItem('hookwire.approval')})",
+                 approval: localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')})",
         )
         .await;
     assert!(
@@ -882,7 +883,7 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
     );
     // The history the page keeps has both answers and no waiting approval.
     let stored = browser
-        .eval("[JSON.parse(localStorage.getItem('hookwire.history')).map(m => m.content), localStorage.getItem('hookwire.approval')]")
+        .eval("[JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')).map(m => m.content), localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')]")
         .await;
     let contents = stored[0].as_array().unwrap();
     assert!(
