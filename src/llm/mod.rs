@@ -7,10 +7,12 @@
 
 pub(crate) mod demo;
 mod openai;
+mod shape;
 mod sse;
 mod tokens;
 
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use shape::MessageStyle;
 pub use tokens::{
     context_window, count_text_tokens, estimate_tokens, warm_up, DEFAULT_WINDOW_TOKENS,
 };

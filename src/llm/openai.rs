@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
+use super::shape::MessageStyle;
 use super::sse::{error_message, parse_chunk, request_body, ChunkAccumulator};
 use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 
@@ -30,6 +31,8 @@ pub struct OpenAiConfig {
     pub idle_timeout: Duration,
     /// Largest streamed body accepted for one call.
     pub max_stream_bytes: usize,
+    /// How the messages are laid out (`upstream.message_style`).
+    pub message_style: MessageStyle,
 }
 
 impl Default for OpenAiConfig {
@@ -40,6 +43,7 @@ impl Default for OpenAiConfig {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_stream_bytes: 32 * 1024 * 1024,
+            message_style: MessageStyle::OpenAi,
         }
     }
 }
@@ -174,7 +178,7 @@ impl ChatModel for OpenAiClient {
             .http
             .post(&self.url)
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(&request_body(&request));
+            .json(&request_body(&request, self.config.message_style));
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
