@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::LogFormat;
+use super::{LogFormat, Provider};
 
 /// The config file. Unknown keys are an error, so typos do not pass silently.
 #[derive(Debug, Default, Deserialize)]
@@ -53,6 +53,35 @@ pub struct FileConfig {
     pub limits: LimitsFile,
     #[serde(default)]
     pub context: ContextFile,
+    #[serde(default)]
+    pub upstream: UpstreamFile,
+}
+
+/// `upstream:`: which API, and how requests are laid out for it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamFile {
+    /// `openai` (default) or `anthropic` (else `--provider` / `HOOKWIRE_PROVIDER`).
+    pub provider: Option<Provider>,
+    /// `openai` (default), `strict` or `auto`.
+    pub message_style: Option<MessageStyleSetting>,
+    /// `false` for a model whose chat template has no system role (strict style only).
+    pub system_role: Option<bool>,
+    /// The reply's length limit sent with every call (Anthropic requires one).
+    pub max_tokens: Option<u32>,
+}
+
+/// `upstream.message_style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStyleSetting {
+    /// Messages as the agent built them (what OpenAI's API takes).
+    #[default]
+    Openai,
+    /// One leading system message, no two messages of the same role in a row (chat templates).
+    Strict,
+    /// `strict` unless the base URL is OpenAI's.
+    Auto,
 }
 
 /// `context:` (PROTOCOL section 10).

@@ -6,6 +6,7 @@
 //! the upstream request (and its connection) at once.
 
 pub(crate) mod demo;
+mod http;
 mod openai;
 mod shape;
 mod sse;

@@ -123,15 +123,6 @@ pub(super) fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
     })
 }
 
-/// The message of an `{"error": …}` event.
-pub(super) fn error_message(error: &Value) -> String {
-    error
-        .get("message")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| error.to_string())
-}
-
 #[derive(Debug, Default)]
 struct PartialCall {
     id: Option<String>,
