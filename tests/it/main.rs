@@ -16,6 +16,7 @@ mod hook_sandbox;
 mod http;
 mod layers;
 mod limits;
+mod models;
 mod protocol;
 mod reliability;
 mod reload;
