@@ -62,8 +62,8 @@ impl MessageStyle {
 ///   the list does not start with one);
 /// - except the system texts after a final assistant message (the first agent round's step
 ///   prompt after the plan): they become a final user message, because a request that ends with
-///   an assistant message asks many servers (Anthropic, llama.cpp, Ollama) to continue that
-///   message rather than to answer;
+///   an assistant message asks Anthropic and llama.cpp's server to continue that message (a
+///   prefill) rather than to answer, and Mistral's own validator refuses it;
 /// - consecutive user messages merged, and an assistant message merged into the next one
 ///   (a plan into the round's tool calls) unless it called tools: a call's results must follow
 ///   it directly. Tool results are never merged: each answers its own call.

@@ -446,11 +446,16 @@ async fn every_template_renders_the_strict_requests_and_keeps_every_injected_tex
 #[tokio::test]
 async fn todays_openai_layout_is_refused_or_garbled_by_chat_templates() {
     let run = scenario("system", |_| {}).await;
+    for (request, call) in run.requests.iter().zip(CALLS) {
+        let error = render("gemma-2", request).unwrap_err();
+        assert!(
+            error.contains("System role not supported"),
+            "{call}: {error}"
+        );
+        let error = render("mistral-nemo", request).unwrap_err();
+        assert!(error.contains("roles must alternate"), "{call}: {error}");
+    }
     let planning = &run.requests[0];
-    let error = render("gemma-2", planning).unwrap_err();
-    assert!(error.contains("System role not supported"), "{error}");
-    let error = render("mistral-nemo", planning).unwrap_err();
-    assert!(error.contains("roles must alternate"), "{error}");
     // DeepSeek-R1's keeps only the last system message: the base prompt and hooks vanish.
     let rendered = render("deepseek-r1-distill", planning).unwrap();
     assert!(rendered.contains("PROMPT:planning"), "{rendered}");
