@@ -79,8 +79,7 @@ pub enum LlmError {
 }
 
 /// A chat model that streams. Implemented by the OpenAI-compatible and Anthropic clients and the
-/// demo model;
-/// tests and library users may bring their own.
+/// demo model; tests and library users may bring their own.
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// Starts a streamed call. Errors before the first event (connect, HTTP status, first-byte
