@@ -84,7 +84,11 @@ fn serve(config: Config) -> ExitCode {
 /// Loads everything `serve` would load and prints every problem.
 fn check(config: &Config) -> ExitCode {
     let (text, passed) = hookwire::check::report(&hookwire::check::problems(config));
-    print!("{}{text}", hookwire::check::context_summary(config));
+    print!(
+        "{}{}{text}",
+        hookwire::check::upstream_summary(config),
+        hookwire::check::context_summary(config)
+    );
     if passed {
         ExitCode::SUCCESS
     } else {

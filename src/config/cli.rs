@@ -73,6 +73,9 @@ pub struct CliSettings {
         hide_env_values = true
     )]
     pub llm_api_key: Option<String>,
+    /// The model API: `openai` (any OpenAI-compatible server) or `anthropic` (the Messages API).
+    #[arg(long, env = "HOOKWIRE_PROVIDER", global = true)]
+    pub provider: Option<Provider>,
     /// Model name sent upstream.
     #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
     pub model: Option<String>,
@@ -90,4 +93,24 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// Which API the model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// `POST {base_url}/chat/completions`: OpenAI, and every server that copies its API.
+    #[default]
+    Openai,
+    /// Anthropic's Messages API, `POST {base_url}/v1/messages`.
+    Anthropic,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible upstream over real HTTP with SSE. One test binary keeps link time down.
 
 mod agent;
+mod anthropic;
 mod approval;
 mod auto_compaction;
 mod binary;
@@ -18,6 +19,7 @@ mod hook_sandbox;
 mod http;
 mod layers;
 mod limits;
+mod models;
 mod protocol;
 mod reliability;
 mod reload;
