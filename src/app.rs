@@ -102,6 +102,16 @@ impl Sources {
 
     /// The workspace hook files left out because they are not trusted, workspace-relative
     /// (enough to find the file, and no more of the server's disk).
+    /// The hook files (`None` for an agent built without them).
+    pub(crate) fn hook_files(&self) -> Option<&Arc<HookFiles>> {
+        self.hook_files.as_ref()
+    }
+
+    /// The hook files' current set (`None` for an agent built without them).
+    pub(crate) fn hook_set(&self) -> Option<Arc<crate::hooks::external::HookSet>> {
+        self.hook_files.as_ref().map(|files| files.current())
+    }
+
     pub fn untrusted_hook_files(&self) -> Vec<String> {
         match &self.hook_files {
             Some(files) => files

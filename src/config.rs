@@ -11,7 +11,7 @@ use crate::llm::MessageStyle;
 mod cli;
 mod file;
 
-pub use cli::{Cli, CliSettings, Command, LogFormat, Provider, TrustArgs};
+pub use cli::{Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, MessageStyleSetting,
     PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,

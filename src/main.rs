@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hookwire::config::{Cli, Command, Config, LogFormat};
+use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn init_logging(format: LogFormat) {
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Check => check(&config),
         Command::Serve => serve(config),
         Command::Trust(args) => trust(&config, args),
+        Command::Hooks(HooksCommand::Test { event, input }) => hooks_test(&config, &event, input),
     }
 }
 
@@ -57,6 +58,42 @@ fn trust(config: &Config, args: hookwire::config::TrustArgs) -> ExitCode {
         interactive,
     };
     ExitCode::from(hookwire::trust_command::run(config, args, &mut terminal))
+}
+
+/// `hookwire hooks test EVENT [--input FILE|-]`.
+fn hooks_test(config: &Config, event: &str, input: Option<std::path::PathBuf>) -> ExitCode {
+    let text = match input.as_deref() {
+        None => Ok("{}".to_string()),
+        Some(path) if path == std::path::Path::new("-") => {
+            std::io::read_to_string(std::io::stdin())
+        }
+        Some(path) => std::fs::read_to_string(path),
+    };
+    let input: serde_json::Value = match text
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}")))
+    {
+        Ok(input) => input,
+        Err(error) => {
+            eprintln!("hookwire hooks test: the input: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookwire: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = std::io::stdout();
+    let code = runtime.block_on(hookwire::hooks_command::test(
+        config, event, &input, &mut out,
+    ));
+    ExitCode::from(code)
 }
 
 fn serve(config: Config) -> ExitCode {

@@ -20,7 +20,7 @@ pub struct Cli {
     pub settings: CliSettings,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Run the server (the default).
     Serve,
@@ -28,6 +28,25 @@ pub enum Command {
     Check,
     /// Show the workspace's hook files and what they run; trust them once confirmed.
     Trust(TrustArgs),
+    /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+/// `hookwire hooks …`.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum HooksCommand {
+    /// Run EVENT's hooks (any dialect's name: `pre_tool_execution`, `PreToolUse`, …) on an input
+    /// with their real handlers; print each hook's outcome and what it changed. Exit 0: the
+    /// event goes on; 2: a hook stopped, skipped, blocked or asked; 1: a hook failed.
+    Test {
+        /// The event, as a hook file names it.
+        event: String,
+        /// The input JSON a hook would get (`tool_name`, `tool_input`, `user_input`, …): a
+        /// file, or `-` for stdin; none = an empty input.
+        #[arg(long)]
+        input: Option<PathBuf>,
+    },
 }
 
 /// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.

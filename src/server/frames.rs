@@ -31,6 +31,8 @@ pub(super) struct ChatFrame {
     pub(crate) compact_only: bool,
     /// A chat that goes on after `approval_required`; `input` is empty.
     pub(crate) resume: Option<Resume>,
+    /// `hook_trace` frames for every hook run.
+    pub(crate) trace: bool,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -200,6 +202,11 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
     };
+    let trace = match object.get("trace") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err("field \"trace\" must be true or false".into()),
+    };
     let session_hooks = match object.get("session_hooks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
@@ -220,6 +227,7 @@ fn parse_chat(
         session_hooks,
         compact_only,
         resume,
+        trace,
     })
 }
 
@@ -384,6 +392,15 @@ pub(super) enum ServerFrame {
         id: String,
         calls: Vec<PendingCall>,
         state: String,
+    },
+    HookTrace {
+        id: String,
+        event: String,
+        hook: String,
+        level: String,
+        ms: f64,
+        outcome: String,
+        changed: Vec<String>,
     },
     Compact {
         id: String,
@@ -559,6 +576,15 @@ impl ServerFrame {
                 },
             },
             ChatEvent::Approval { calls, state } => ServerFrame::Approval { id, calls, state },
+            ChatEvent::HookTrace(trace) => ServerFrame::HookTrace {
+                id,
+                event: trace.event,
+                hook: trace.hook,
+                level: trace.level,
+                ms: trace.ms,
+                outcome: trace.outcome,
+                changed: trace.changed,
+            },
             ChatEvent::Compact {
                 count,
                 message,

@@ -5,6 +5,7 @@
 mod access;
 mod fit;
 mod frames;
+mod hooks;
 mod listen;
 mod metrics;
 mod session;
@@ -99,6 +100,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/info", get(info))
         .route("/api/skills", get(skills))
+        .route("/api/hooks", get(hooks::list))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(

@@ -363,6 +363,7 @@ fn start_chat(
         session_hooks,
         compact_only,
         resume,
+        trace,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -377,6 +378,7 @@ fn start_chat(
         cancel: cancel.clone(),
         compact_only,
         resume,
+        trace,
     };
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();

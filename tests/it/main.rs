@@ -20,6 +20,7 @@ mod http;
 mod layers;
 mod limits;
 mod models;
+mod observability;
 mod protocol;
 mod reliability;
 mod reload;
