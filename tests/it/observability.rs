@@ -186,7 +186,7 @@ async fn a_traced_chat_gets_a_hook_trace_frame_per_run_with_what_changed() {
     assert_eq!(brevity["level"], "skill");
     assert_eq!(brevity["changed"], json!(["messages"]));
     // The trace comes before the call it guarded is shown.
-    let at = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(|f| pred(f)).unwrap();
+    let at = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(pred).unwrap();
     assert!(
         at(&|f| f["type"] == "hook_trace" && f["hook"] == "guard")
             < at(&|f| f["type"] == "tool_call" && f["call_id"] == "r1")
