@@ -79,6 +79,9 @@ pub enum ErrorCode {
     Upstream,
     HookBlocked,
     Internal,
+    /// The server is shutting down: the chat was not started (send it again on a new connection,
+    /// which reaches another replica).
+    Draining,
 }
 
 impl ErrorCode {
@@ -90,6 +93,7 @@ impl ErrorCode {
             ErrorCode::Upstream => "upstream",
             ErrorCode::HookBlocked => "hook_blocked",
             ErrorCode::Internal => "internal",
+            ErrorCode::Draining => "draining",
         }
     }
 }

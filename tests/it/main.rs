@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod compaction;
 mod demo;
+mod deploy;
 mod dialects;
 mod external;
 mod frontend;
