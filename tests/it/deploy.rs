@@ -85,6 +85,8 @@ async fn a_draining_server_finishes_running_chats_and_takes_no_new_ones() {
         (503, "draining".to_string())
     );
     assert_eq!(upgrade_status(addr).await, Some(503));
+    // Alive all the same: a liveness probe must not kill a server that finishes its chats.
+    assert_eq!(http_get(addr, "/livez").await, (200, "ok".to_string()));
 
     // The busy connection is still served: a ping is answered, a new chat is refused clearly.
     busy.send(json!({"type":"ping","id":"p"})).await;
