@@ -246,3 +246,111 @@ async fn hookwire_health_probes_the_configured_address_with_an_allowed_host() {
         "{down:?}"
     );
 }
+
+/// A file of the repository, parsed from YAML.
+fn yaml(path: &str) -> Value {
+    let text = std::fs::read_to_string(repo(path)).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn repo(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// Seconds in a compose duration such as `40s` or `1m30s`.
+fn compose_seconds(text: &str) -> u64 {
+    let (minutes, rest) = text.split_once('m').unwrap_or(("0", text));
+    minutes.parse::<u64>().unwrap() * 60 + rest.trim_end_matches('s').parse::<u64>().unwrap_or(0)
+}
+
+#[test]
+fn the_shipped_deploy_files_agree_with_the_code() {
+    let grace = hookwire::config::Limits::default().shutdown_grace.as_secs();
+
+    // Kubernetes: the pod outlives the preStop wait and the whole drain.
+    let deployment = yaml("deploy/k8s/deployment.yaml");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let pre_stop: u64 = container["lifecycle"]["preStop"]["exec"]["command"][1]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let termination = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+    assert!(
+        termination > pre_stop + grace,
+        "terminationGracePeriodSeconds {termination} ≤ preStop {pre_stop} + drain {grace}"
+    );
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/livez");
+    assert_eq!(
+        container["env"][0]["valueFrom"]["secretKeyRef"]["name"],
+        "hookwire"
+    );
+
+    // The skills ConfigMap holds the repository's skill, each key placed at its path.
+    let skills = yaml("deploy/k8s/skills.yaml");
+    let data = skills["data"].as_object().unwrap();
+    let items = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "skills")
+        .unwrap()["configMap"]["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(items.len(), data.len(), "one item per key: {items:?}");
+    for item in &items {
+        let key = item["key"].as_str().unwrap();
+        let path = item["path"].as_str().unwrap();
+        let shipped = std::fs::read_to_string(repo(&format!("skills/{path}")))
+            .unwrap_or_else(|e| panic!("skills/{path}: {e}"));
+        assert_eq!(
+            data[key].as_str().unwrap().trim_end(),
+            shipped.trim_end(),
+            "{key} differs from skills/{path}"
+        );
+    }
+
+    // Compose: each replica shares the secret and outlives its drain.
+    let compose = yaml("deploy/compose.yaml");
+    for name in ["hookwire-1", "hookwire-2", "hookwire-3"] {
+        let service = &compose["services"][name];
+        let stop = compose_seconds(service["stop_grace_period"].as_str().unwrap());
+        assert!(stop > grace, "{name}: stop_grace_period {stop}s ≤ {grace}s");
+        assert!(
+            service["environment"]["HOOKWIRE_SECRET"]
+                .as_str()
+                .unwrap()
+                .starts_with("${HOOKWIRE_SECRET:?"),
+            "{name}: the secret is required from the environment"
+        );
+    }
+    let nginx_conf = compose["services"]["nginx"]["volumes"][0].as_str().unwrap();
+    assert!(nginx_conf.starts_with("./nginx.conf:"), "{nginx_conf}");
+
+    // Dockerfile: a placeholder for every bench target (cargo refuses a manifest whose targets
+    // are missing), and the health check needs no curl.
+    let dockerfile = std::fs::read_to_string(repo("Dockerfile")).unwrap();
+    let manifest = std::fs::read_to_string(repo("Cargo.toml")).unwrap();
+    let placeholders = dockerfile
+        .lines()
+        .find(|line| line.contains("for bench in"))
+        .unwrap();
+    let mut lines = manifest.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "[[bench]]" {
+            let name = lines.next().unwrap().trim();
+            let name = name.strip_prefix("name = ").unwrap().trim_matches('"');
+            assert!(
+                placeholders
+                    .split_whitespace()
+                    .any(|word| word.trim_end_matches(';') == name),
+                "the Dockerfile has no placeholder for bench {name:?}: {placeholders}"
+            );
+        }
+    }
+    assert!(dockerfile.contains(r#"CMD ["/usr/local/bin/hookwire", "health"]"#));
+    assert!(!dockerfile.contains("curl"));
+}
