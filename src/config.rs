@@ -63,7 +63,7 @@ impl Default for Limits {
             max_history_messages: 1000,
             max_input_chars: 100_000,
             max_connections: 10_000,
-            shutdown_grace: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(90),
             hook_chain_timeout: crate::hooks::external::runner::DEFAULT_CHAIN_BUDGET,

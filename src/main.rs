@@ -1,4 +1,4 @@
-//! The `hookwire` binary: `serve` (the default), `check` and `trust`.
+//! The `hookwire` binary: `serve` (the default), `check`, `trust` and `health`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -42,6 +42,31 @@ fn main() -> ExitCode {
         Command::Serve => serve(config),
         Command::Trust(args) => trust(&config, args),
         Command::Hooks(HooksCommand::Test { event, input }) => hooks_test(&config, &event, input),
+        Command::Health => health(&config),
+    }
+}
+
+/// Probes the server's `/healthz`: its answer on stdout and exit 0, or why not and exit 1.
+fn health(config: &Config) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookwire: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(hookwire::server::health::probe(config)) {
+        Ok(answer) => {
+            println!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("hookwire: unhealthy: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Command {
     Check,
     /// Show the workspace's hook files and what they run; trust them once confirmed.
     Trust(TrustArgs),
+    /// Ask the server these settings describe whether it takes chats (`GET /healthz`): exit 0
+    /// when it does, 1 otherwise (for a container's health check).
+    Health,
     /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real.
     #[command(subcommand)]
     Hooks(HooksCommand),

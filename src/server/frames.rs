@@ -378,6 +378,9 @@ fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>
 pub(super) enum ServerFrame {
     Start {
         id: String,
+        /// The server that runs the chat (README, protocol extensions); set by the session.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instance: Option<String>,
     },
     Hook {
         id: String,
@@ -530,7 +533,7 @@ impl ServerFrame {
     pub(super) fn from_event(id: &str, event: ChatEvent) -> Self {
         let id = id.to_string();
         match event {
-            ChatEvent::Started => ServerFrame::Start { id },
+            ChatEvent::Started => ServerFrame::Start { id, instance: None },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
             ChatEvent::SessionHook(hook) => ServerFrame::SessionHook { id, hook },
@@ -625,6 +628,14 @@ impl ServerFrame {
             },
             ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),
         }
+    }
+
+    /// This frame with `instance` set, when it is a `start` frame (other frames do not carry it).
+    pub(super) fn with_instance(mut self, served_by: &str) -> Self {
+        if let ServerFrame::Start { instance, .. } = &mut self {
+            *instance = Some(served_by.to_string());
+        }
+        self
     }
 
     pub(super) fn to_json(&self) -> String {

@@ -135,6 +135,9 @@ pub enum ErrorCode {
     Internal,
     /// The history does not fit the model's window, even after compaction.
     ContextTooLong,
+    /// The server is shutting down: the chat was not started (send it again on a new connection,
+    /// which reaches another replica).
+    Draining,
 }
 
 impl ErrorCode {
@@ -147,6 +150,7 @@ impl ErrorCode {
             ErrorCode::HookBlocked => "hook_blocked",
             ErrorCode::Internal => "internal",
             ErrorCode::ContextTooLong => "context_too_long",
+            ErrorCode::Draining => "draining",
         }
     }
 }
