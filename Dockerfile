@@ -1,23 +1,37 @@
 # Build: the same command CI builds with.
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
+# The dependencies first, in a layer of their own that only a change of Cargo.toml or Cargo.lock
+# rebuilds (not every change under src/): the crate's own files are placeholders here, one for
+# each target the manifest names.
 COPY Cargo.toml Cargo.lock ./
+RUN mkdir -p src benches \
+ && echo 'fn main() {}' > src/main.rs \
+ && touch src/lib.rs \
+ && for bench in bench replicas; do echo 'fn main() {}' > "benches/$bench.rs"; done \
+ && cargo build --release --locked \
+ && rm -rf src benches
 COPY src ./src
 COPY benches ./benches
-RUN cargo build --release --locked
+# COPY keeps the files' own times, which may be older than the placeholders' build: touch the
+# crate roots so that cargo builds the real crate rather than keep the placeholder binary.
+RUN touch src/main.rs src/lib.rs \
+ && cargo build --release --locked
 
 # Run: slim Debian with CA certificates, as a non-root user.
 FROM debian:bookworm-slim
+# A numeric user, so that an orchestrator can check it is not root (Kubernetes' runAsNonRoot).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl tini \
+ && apt-get install -y --no-install-recommends ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --create-home --home-dir /app hookwire \
+ && groupadd --system --gid 10001 hookwire \
+ && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /app hookwire \
  && mkdir -p /workspace && chown hookwire /workspace
 WORKDIR /app
 COPY --from=build /src/target/release/hookwire /usr/local/bin/hookwire
 COPY static ./static
 COPY skills ./skills
-USER hookwire
+USER 10001:10001
 # The default address is loopback; in a container the port is published, so listen on all of
 # its interfaces (set HOOKWIRE_AUTH_TOKEN when the port is reachable by others). Bound to 0.0.0.0
 # the server would answer any Host name, so a page could reach a port published on loopback
@@ -28,9 +42,13 @@ ENV HOOKWIRE_ADDR=0.0.0.0:8080 \
     HOOKWIRE_STATIC_DIR=/app/static \
     HOOKWIRE_WORKSPACE=/workspace
 EXPOSE 8080
+# `hookwire health` reads the settings the server reads (HOOKWIRE_ADDR, HOOKWIRE_CONFIG,
+# HOOKWIRE_ALLOWED_HOSTS), so the check follows a changed port; unhealthy (503) while draining.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+  CMD ["/usr/local/bin/hookwire", "health"]
 # tini is PID 1: it reaps the orphans of hook processes (a command hook's background children),
-# which hookwire itself would inherit as zombies if it were PID 1.
+# which hookwire itself would inherit as zombies if it were PID 1. It passes SIGTERM on, which
+# starts the drain (limits.shutdown_grace_seconds, default 30 s: give `docker stop` a longer
+# `--time`, compose a longer `stop_grace_period`).
 ENTRYPOINT ["/usr/bin/tini", "--", "hookwire"]
 CMD ["serve"]

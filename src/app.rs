@@ -1,5 +1,5 @@
 //! The wiring of the app: from a [`Config`] to the agent a server runs — the model (the
-//! OpenAI-compatible client, or the demo model), the workspace and its built-in tools, the hook
+//! OpenAI-compatible or the Anthropic client, or the demo model), the workspace and its built-in tools, the hook
 //! files, the skills, the session hooks — and the reloaders that keep the hook files and the
 //! skills current. The server serves what this builds; it does not build it.
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::agent::{AgentClient, AgentClientBuilder};
-use crate::config::Config;
+use crate::config::{Config, Provider};
 use crate::hooks::external::register_hook::RegisterHook;
 use crate::hooks::external::runner::Runner;
 use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
@@ -15,7 +15,7 @@ use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
-use crate::llm::{OpenAiClient, OpenAiConfig};
+use crate::llm::{AnthropicClient, AnthropicConfig, OpenAiClient, OpenAiConfig};
 use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::{builtin_tools, ToolLimits, Workspace};
@@ -102,6 +102,16 @@ impl Sources {
 
     /// The workspace hook files left out because they are not trusted, workspace-relative
     /// (enough to find the file, and no more of the server's disk).
+    /// The hook files (`None` for an agent built without them).
+    pub(crate) fn hook_files(&self) -> Option<&Arc<HookFiles>> {
+        self.hook_files.as_ref()
+    }
+
+    /// The hook files' current set (`None` for an agent built without them).
+    pub(crate) fn hook_set(&self) -> Option<Arc<crate::hooks::external::HookSet>> {
+        self.hook_files.as_ref().map(|files| files.current())
+    }
+
     pub fn untrusted_hook_files(&self) -> Vec<String> {
         match &self.hook_files {
             Some(files) => files
@@ -130,15 +140,28 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     // The tokenizer's tables take a moment to build: now, off the way, not in the first chat.
     std::thread::spawn(crate::llm::warm_up);
     let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
-    let model: Arc<dyn ChatModel> = match config.llm.effective_base_url() {
-        None => Arc::new(DemoModel::new(&config.agent.marker)),
-        Some(base_url) => Arc::new(
+    let llm = &config.llm;
+    let model: Arc<dyn ChatModel> = match (llm.effective_base_url(), llm.provider) {
+        (None, _) => Arc::new(DemoModel::new(&config.agent.marker)),
+        (Some(base_url), Provider::Openai) => Arc::new(
             OpenAiClient::new(OpenAiConfig {
                 base_url,
-                api_key: config.llm.api_key.clone(),
-                connect_timeout: config.llm.connect_timeout,
-                idle_timeout: config.llm.idle_timeout,
+                api_key: llm.api_key.clone(),
+                connect_timeout: llm.connect_timeout,
+                idle_timeout: llm.idle_timeout,
+                message_style: llm.message_style(),
                 ..OpenAiConfig::default()
+            })
+            .map_err(StartError::ModelClient)?,
+        ),
+        (Some(base_url), Provider::Anthropic) => Arc::new(
+            AnthropicClient::new(AnthropicConfig {
+                base_url,
+                api_key: llm.api_key.clone(),
+                connect_timeout: llm.connect_timeout,
+                idle_timeout: llm.idle_timeout,
+                max_tokens: llm.max_tokens,
+                ..AnthropicConfig::default()
             })
             .map_err(StartError::ModelClient)?,
         ),

@@ -5,7 +5,7 @@
 
 use std::net::ToSocketAddrs;
 
-use crate::config::Config;
+use crate::config::{Config, MessageStyleSetting, Provider};
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
 use crate::trust::TrustPolicy;
@@ -88,6 +88,33 @@ fn is_loopback(addr: &str) -> bool {
     }
 }
 
+/// The model API in use and how requests are laid out for it (one line).
+pub fn upstream_summary(config: &Config) -> String {
+    let llm = &config.llm;
+    let Some(url) = llm.effective_base_url() else {
+        return "upstream: the built-in demo model (no base URL, no API key)\n".into();
+    };
+    let layout = match llm.provider {
+        Provider::Anthropic => format!(
+            "Anthropic Messages API, system texts in `system`, max_tokens {}",
+            llm.max_tokens
+        ),
+        Provider::Openai => {
+            let style = llm.message_style();
+            let why = match llm.message_style {
+                MessageStyleSetting::Auto => " (auto)",
+                _ => "",
+            };
+            format!("message style {}{why}", style.describe())
+        }
+    };
+    format!(
+        "upstream: {} at {url}, model {}, {layout}\n",
+        llm.provider.as_str(),
+        config.agent.model
+    )
+}
+
 /// The context window in use and where it comes from, and what compaction keeps (one line).
 pub fn context_summary(config: &Config) -> String {
     let context = &config.agent.context;
@@ -139,6 +166,32 @@ mod tests {
             Ok(config) => config,
             Err(error) => panic!("{error}"),
         }
+    }
+
+    #[test]
+    fn the_upstream_line_says_what_is_sent_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), dir.path());
+        assert_eq!(
+            upstream_summary(&config),
+            "upstream: the built-in demo model (no base URL, no API key)\n"
+        );
+        config.llm.base_url = Some("http://127.0.0.1:11434/v1".into());
+        config.llm.message_style = MessageStyleSetting::Auto;
+        config.llm.system_role = false;
+        assert_eq!(
+            upstream_summary(&config),
+            "upstream: openai at http://127.0.0.1:11434/v1, model gpt-4o-mini, \
+             message style strict, no system role (auto)\n"
+        );
+        config.llm.provider = Provider::Anthropic;
+        config.llm.base_url = None;
+        config.llm.api_key = Some("k".into());
+        assert_eq!(
+            upstream_summary(&config),
+            "upstream: anthropic at https://api.anthropic.com, model gpt-4o-mini, \
+             Anthropic Messages API, system texts in `system`, max_tokens 4096\n"
+        );
     }
 
     #[test]

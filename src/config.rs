@@ -6,15 +6,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
+use crate::llm::MessageStyle;
 
 mod cli;
 mod file;
 
-pub use cli::{Cli, CliSettings, Command, LogFormat, TrustArgs};
+pub use cli::{Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
-    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, PlanningFile, PromptsFile,
-    SessionHooksFile,
+    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, MessageStyleSetting,
+    PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
 };
+
+/// OpenAI's API root: the base URL when only a key is set.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// Anthropic's API root (the client adds `/v1/messages`).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// The model of `provider: anthropic` when none is named.
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+/// `upstream.max_tokens` when unset.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Limits of the chat protocol.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +63,7 @@ impl Default for Limits {
             max_history_messages: 1000,
             max_input_chars: 100_000,
             max_connections: 10_000,
-            shutdown_grace: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(90),
             hook_chain_timeout: crate::hooks::external::runner::DEFAULT_CHAIN_BUDGET,
@@ -68,12 +78,35 @@ impl Default for Limits {
 /// Where the model comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmSettings {
+    /// The API the model speaks.
+    pub provider: Provider,
     /// `None` with no key either = the demo model.
     pub base_url: Option<String>,
     pub api_key: Option<String>,
     pub connect_timeout: Duration,
     /// Silence allowed before the first byte and between events.
     pub idle_timeout: Duration,
+    /// `upstream.message_style` as set; [`LlmSettings::message_style`] resolves `auto`.
+    pub message_style: MessageStyleSetting,
+    /// `upstream.system_role`: whether the model's template has a system role (strict only).
+    pub system_role: bool,
+    /// `upstream.max_tokens`: the reply's limit, sent to Anthropic (which requires one).
+    pub max_tokens: u32,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        Self {
+            provider: Provider::default(),
+            base_url: None,
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            message_style: MessageStyleSetting::default(),
+            system_role: true,
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
 }
 
 impl LlmSettings {
@@ -81,12 +114,30 @@ impl LlmSettings {
         self.base_url.is_none() && self.api_key.is_none()
     }
 
-    /// The API root to call: the configured one, or OpenAI's when only a key is set.
+    /// The API root to call: the configured one, or the provider's own when only a key is set.
     pub fn effective_base_url(&self) -> Option<String> {
         match (&self.base_url, &self.api_key) {
             (Some(url), _) => Some(url.clone()),
-            (None, Some(_)) => Some("https://api.openai.com/v1".into()),
+            (None, Some(_)) => Some(match self.provider {
+                Provider::Openai => OPENAI_BASE_URL.into(),
+                Provider::Anthropic => ANTHROPIC_BASE_URL.into(),
+            }),
             (None, None) => None,
+        }
+    }
+
+    /// How OpenAI-compatible requests are laid out: `auto` decided by the base URL.
+    pub fn message_style(&self) -> MessageStyle {
+        let strict = MessageStyle::Strict {
+            system_role: self.system_role,
+        };
+        match self.message_style {
+            MessageStyleSetting::Openai => MessageStyle::OpenAi,
+            MessageStyleSetting::Strict => strict,
+            MessageStyleSetting::Auto => match self.effective_base_url() {
+                Some(url) => MessageStyle::auto(&url, self.system_role),
+                None => MessageStyle::OpenAi,
+            },
         }
     }
 }
@@ -279,6 +330,65 @@ fn approval_settings(
     Ok(settings)
 }
 
+/// Where the model comes from: the provider, then its base URL and key (the provider's own
+/// variables: `OPENAI_*` or `ANTHROPIC_*`), then how requests are laid out (`upstream:`).
+fn llm_settings(
+    cli: &CliSettings,
+    file: &FileConfig,
+    env: &impl Fn(&str) -> Option<String>,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+) -> Result<LlmSettings, ConfigError> {
+    let upstream = &file.upstream;
+    let provider = cli.provider.or(upstream.provider).unwrap_or_default();
+    let (url_var, key_var) = match provider {
+        Provider::Openai => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        Provider::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+    };
+    let defaults = LlmSettings::default();
+    let settings = LlmSettings {
+        provider,
+        base_url: cli
+            .llm_base_url
+            .clone()
+            .or_else(|| env(url_var))
+            .or_else(|| file.llm_base_url.clone()),
+        api_key: cli
+            .llm_api_key
+            .clone()
+            .or_else(|| env(key_var))
+            .or_else(|| file.llm_api_key.clone()),
+        connect_timeout,
+        idle_timeout,
+        message_style: upstream.message_style.unwrap_or_default(),
+        system_role: upstream.system_role.unwrap_or(defaults.system_role),
+        max_tokens: upstream.max_tokens.unwrap_or(defaults.max_tokens),
+    };
+    at_least(
+        "upstream.max_tokens",
+        usize::try_from(settings.max_tokens).unwrap_or(usize::MAX),
+        1,
+    )?;
+    if !settings.system_role && settings.message_style == MessageStyleSetting::Openai {
+        return Err(ConfigError::Invalid {
+            setting: "upstream.system_role",
+            expected: "true unless upstream.message_style is strict or auto (the openai style \
+                       sends system messages as they are)",
+            value: "false".into(),
+        });
+    }
+    // The demo model stands in only when nothing was asked for: naming Anthropic means Claude.
+    if provider == Provider::Anthropic && settings.is_demo() {
+        return Err(ConfigError::Invalid {
+            setting: "provider",
+            expected: "an API key (ANTHROPIC_API_KEY or --llm-api-key) or a base URL with \
+                       provider anthropic",
+            value: "anthropic".into(),
+        });
+    }
+    Ok(settings)
+}
+
 /// `http_hooks.allowed_urls`: each entry an absolute http(s) URL, so a typo is an error at start
 /// rather than an entry that silently allows nothing.
 fn allowed_urls(entries: Vec<String>) -> Result<Vec<String>, ConfigError> {
@@ -412,6 +522,13 @@ impl Config {
             .llm_connect_timeout
             .map(|v| seconds("llm_connect_timeout", v))
             .transpose()?;
+        let llm = llm_settings(
+            cli,
+            &file,
+            &env,
+            connect_timeout.unwrap_or(Duration::from_secs(10)),
+            llm_timeout.unwrap_or(Duration::from_secs(60)),
+        )?;
         let defaults = Limits::default();
         let limits = Limits {
             max_message_bytes: file
@@ -482,7 +599,10 @@ impl Config {
                 .model
                 .clone()
                 .or(file.model)
-                .unwrap_or(agent_defaults.model),
+                .unwrap_or_else(|| match llm.provider {
+                    Provider::Openai => agent_defaults.model,
+                    Provider::Anthropic => DEFAULT_ANTHROPIC_MODEL.into(),
+                }),
             system_prompt: file.prompts.system.unwrap_or(agent_defaults.system_prompt),
             planning_prompt: file
                 .planning
@@ -556,20 +676,7 @@ impl Config {
                 .clone()
                 .or(file.static_dir)
                 .unwrap_or_else(|| PathBuf::from("./static")),
-            llm: LlmSettings {
-                base_url: cli
-                    .llm_base_url
-                    .clone()
-                    .or_else(|| env("OPENAI_BASE_URL"))
-                    .or(file.llm_base_url),
-                api_key: cli
-                    .llm_api_key
-                    .clone()
-                    .or_else(|| env("OPENAI_API_KEY"))
-                    .or(file.llm_api_key),
-                connect_timeout: connect_timeout.unwrap_or(Duration::from_secs(10)),
-                idle_timeout: llm_timeout.unwrap_or(Duration::from_secs(60)),
-            },
+            llm,
             log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
             default_skills: file.default_skills,
             allowed_origins: list_env("HOOKWIRE_ALLOWED_ORIGINS").or(file.allowed_origins),

@@ -21,7 +21,8 @@
 //! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
 //!   hooks to before serving it.
 //! - [`server`]: serving an agent ([`server::RunningServer`], [`server::serve`]).
-//! - [`check`], [`trust_command`]: the `hookwire check` and `hookwire trust` commands.
+//! - [`check`], [`trust_command`], [`hooks_command`]: the `hookwire check`, `hookwire trust` and
+//!   `hookwire hooks test` commands.
 //!
 //! # Inside
 //!
@@ -52,6 +53,7 @@ pub mod app;
 pub mod check;
 pub mod config;
 pub mod hooks;
+pub mod hooks_command;
 pub mod llm;
 mod reload;
 pub mod server;

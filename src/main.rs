@@ -1,10 +1,10 @@
-//! The `hookwire` binary: `serve` (the default), `check` and `trust`.
+//! The `hookwire` binary: `serve` (the default), `check`, `trust` and `health`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hookwire::config::{Cli, Command, Config, LogFormat};
+use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn init_logging(format: LogFormat) {
@@ -41,6 +41,32 @@ fn main() -> ExitCode {
         Command::Check => check(&config),
         Command::Serve => serve(config),
         Command::Trust(args) => trust(&config, args),
+        Command::Hooks(HooksCommand::Test { event, input }) => hooks_test(&config, &event, input),
+        Command::Health => health(&config),
+    }
+}
+
+/// Probes the server's `/healthz`: its answer on stdout and exit 0, or why not and exit 1.
+fn health(config: &Config) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookwire: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(hookwire::server::health::probe(config)) {
+        Ok(answer) => {
+            println!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("hookwire: unhealthy: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -57,6 +83,42 @@ fn trust(config: &Config, args: hookwire::config::TrustArgs) -> ExitCode {
         interactive,
     };
     ExitCode::from(hookwire::trust_command::run(config, args, &mut terminal))
+}
+
+/// `hookwire hooks test EVENT [--input FILE|-]`.
+fn hooks_test(config: &Config, event: &str, input: Option<std::path::PathBuf>) -> ExitCode {
+    let text = match input.as_deref() {
+        None => Ok("{}".to_string()),
+        Some(path) if path == std::path::Path::new("-") => {
+            std::io::read_to_string(std::io::stdin())
+        }
+        Some(path) => std::fs::read_to_string(path),
+    };
+    let input: serde_json::Value = match text
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}")))
+    {
+        Ok(input) => input,
+        Err(error) => {
+            eprintln!("hookwire hooks test: the input: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookwire: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = std::io::stdout();
+    let code = runtime.block_on(hookwire::hooks_command::test(
+        config, event, &input, &mut out,
+    ));
+    ExitCode::from(code)
 }
 
 fn serve(config: Config) -> ExitCode {
@@ -84,7 +146,11 @@ fn serve(config: Config) -> ExitCode {
 /// Loads everything `serve` would load and prints every problem.
 fn check(config: &Config) -> ExitCode {
     let (text, passed) = hookwire::check::report(&hookwire::check::problems(config));
-    print!("{}{text}", hookwire::check::context_summary(config));
+    print!(
+        "{}{}{text}",
+        hookwire::check::upstream_summary(config),
+        hookwire::check::context_summary(config)
+    );
     if passed {
         ExitCode::SUCCESS
     } else {

@@ -323,6 +323,11 @@ pub(crate) enum Reason {
 }
 
 impl Untrusted {
+    /// The command that trusts it (after review).
+    pub(crate) fn trust_command(&self) -> String {
+        printable(&self.command)
+    }
+
     /// Why it was not loaded and what to do, without the file's name.
     pub(crate) fn why(&self) -> String {
         let command = printable(&self.command);

@@ -62,7 +62,8 @@ mod tool_step;
 use crate::types::panic_message;
 pub use crate::types::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode,
-    HookMessage, HookTag, Message, NoticeLevel, PendingCall, Resume, Role, ToolCall, Usage,
+    HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Resume, Role, ToolCall,
+    Usage,
 };
 pub use approval::ApprovalSettings;
 pub use context::ContextSettings;

@@ -85,6 +85,7 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_tracing(request.trace);
     let mut run = ChatRun {
         inner,
         hooks,

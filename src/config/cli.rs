@@ -20,7 +20,7 @@ pub struct Cli {
     pub settings: CliSettings,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Run the server (the default).
     Serve,
@@ -28,6 +28,28 @@ pub enum Command {
     Check,
     /// Show the workspace's hook files and what they run; trust them once confirmed.
     Trust(TrustArgs),
+    /// Ask the server these settings describe whether it takes chats (`GET /healthz`): exit 0
+    /// when it does, 1 otherwise (for a container's health check).
+    Health,
+    /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+/// `hookwire hooks …`.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum HooksCommand {
+    /// Run EVENT's hooks (any dialect's name: `pre_tool_execution`, `PreToolUse`, …) on an input
+    /// with their real handlers; print each hook's outcome and what it changed. Exit 0: the
+    /// event goes on; 2: a hook stopped, skipped, blocked or asked; 1: a hook failed.
+    Test {
+        /// The event, as a hook file names it.
+        event: String,
+        /// The input JSON a hook would get (`tool_name`, `tool_input`, `user_input`, …): a
+        /// file, or `-` for stdin; none = an empty input.
+        #[arg(long)]
+        input: Option<PathBuf>,
+    },
 }
 
 /// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.
@@ -73,6 +95,9 @@ pub struct CliSettings {
         hide_env_values = true
     )]
     pub llm_api_key: Option<String>,
+    /// The model API: `openai` (any OpenAI-compatible server) or `anthropic` (the Messages API).
+    #[arg(long, env = "HOOKWIRE_PROVIDER", global = true)]
+    pub provider: Option<Provider>,
     /// Model name sent upstream.
     #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
     pub model: Option<String>,
@@ -90,4 +115,24 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// Which API the model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// `POST {base_url}/chat/completions`: OpenAI, and every server that copies its API.
+    #[default]
+    Openai,
+    /// Anthropic's Messages API, `POST {base_url}/v1/messages`.
+    Anthropic,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::LogFormat;
+use super::{LogFormat, Provider};
 
 /// The config file. Unknown keys are an error, so typos do not pass silently.
 #[derive(Debug, Default, Deserialize)]
@@ -57,6 +57,8 @@ pub struct FileConfig {
     pub tools: ToolsFile,
     #[serde(default)]
     pub approval: ApprovalFile,
+    #[serde(default)]
+    pub upstream: UpstreamFile,
 }
 
 /// `tools:` (PROTOCOL section 11).
@@ -90,6 +92,33 @@ impl OneOrMany {
 pub struct ApprovalFile {
     /// How long an `approval` state may be resumed (3600).
     pub ttl_seconds: Option<f64>,
+}
+
+/// `upstream:`: which API, and how requests are laid out for it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamFile {
+    /// `openai` (default) or `anthropic` (else `--provider` / `HOOKWIRE_PROVIDER`).
+    pub provider: Option<Provider>,
+    /// `openai` (default), `strict` or `auto`.
+    pub message_style: Option<MessageStyleSetting>,
+    /// `false` for a model whose chat template has no system role (strict style only).
+    pub system_role: Option<bool>,
+    /// The reply's length limit sent with every call (Anthropic requires one).
+    pub max_tokens: Option<u32>,
+}
+
+/// `upstream.message_style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStyleSetting {
+    /// Messages as the agent built them (what OpenAI's API takes).
+    #[default]
+    Openai,
+    /// One leading system message, no two messages of the same role in a row (chat templates).
+    Strict,
+    /// `strict` unless the base URL is OpenAI's.
+    Auto,
 }
 
 /// `context:` (PROTOCOL section 10).

@@ -166,6 +166,113 @@ fn key_without_url_means_openai() {
 }
 
 #[test]
+fn upstream_defaults_are_todays_openai_layout() {
+    let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
+    assert_eq!(config.llm.provider, Provider::Openai);
+    assert_eq!(config.llm.message_style, MessageStyleSetting::Openai);
+    assert_eq!(config.llm.message_style(), MessageStyle::OpenAi);
+    assert!(config.llm.system_role);
+    assert_eq!(config.llm.max_tokens, DEFAULT_MAX_TOKENS);
+}
+
+#[test]
+fn message_style_auto_follows_the_base_url() {
+    let resolve = |url: Option<&str>, yaml: &str| {
+        let cli = CliSettings {
+            llm_base_url: url.map(String::from),
+            llm_api_key: Some("k".into()),
+            ..Default::default()
+        };
+        Config::resolve(&cli, file(yaml), no_env).unwrap().llm
+    };
+    let auto = "upstream: {message_style: auto}\n";
+    assert_eq!(resolve(None, auto).message_style(), MessageStyle::OpenAi);
+    assert_eq!(
+        resolve(Some("http://127.0.0.1:8000/v1"), auto).message_style(),
+        MessageStyle::Strict { system_role: true }
+    );
+    let gemma = "upstream: {message_style: auto, system_role: false}\n";
+    assert_eq!(
+        resolve(Some("http://127.0.0.1:11434/v1"), gemma).message_style(),
+        MessageStyle::Strict { system_role: false }
+    );
+    assert_eq!(
+        resolve(None, "upstream: {message_style: strict}\n").message_style(),
+        MessageStyle::Strict { system_role: true },
+        "strict is strict even for OpenAI's API"
+    );
+}
+
+#[test]
+fn upstream_settings_are_checked() {
+    let error = |yaml: &str| {
+        Config::resolve(&CliSettings::default(), file(yaml), no_env)
+            .map(|_| ())
+            .unwrap_err()
+    };
+    let wrong = error("upstream: {system_role: false}\n");
+    assert_eq!(wrong.setting(), Some("upstream.system_role"));
+    assert!(wrong.to_string().contains("strict"), "{wrong}");
+    assert_eq!(
+        error("upstream: {message_style: strict, max_tokens: 0}\n").setting(),
+        Some("upstream.max_tokens")
+    );
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let unknown: Result<FileConfig, _> =
+        serde_saphyr::from_str_with_options("upstream: {message_style: loose}\n", options);
+    assert!(unknown.is_err());
+    // Anthropic named with neither key nor URL: an error, not the demo model.
+    assert_eq!(
+        error("upstream: {provider: anthropic}\n").setting(),
+        Some("provider")
+    );
+}
+
+#[test]
+fn anthropic_reads_its_own_variables() {
+    let env = |name: &str| match name {
+        "OPENAI_API_KEY" => Some("sk-openai".to_string()),
+        "OPENAI_BASE_URL" => Some("http://openai.local/v1".to_string()),
+        "ANTHROPIC_API_KEY" => Some("sk-ant".to_string()),
+        _ => None,
+    };
+    let cli = CliSettings {
+        provider: Some(Provider::Anthropic),
+        ..Default::default()
+    };
+    let config = Config::resolve(&cli, FileConfig::default(), env).unwrap();
+    assert_eq!(config.llm.provider, Provider::Anthropic);
+    assert_eq!(config.llm.api_key.as_deref(), Some("sk-ant"));
+    assert_eq!(
+        config.llm.base_url, None,
+        "OPENAI_BASE_URL is not Anthropic's"
+    );
+    assert_eq!(
+        config.llm.effective_base_url().as_deref(),
+        Some(ANTHROPIC_BASE_URL)
+    );
+    assert_eq!(config.agent.model, DEFAULT_ANTHROPIC_MODEL);
+    let with_url = |name: &str| match name {
+        "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:9/".to_string()),
+        _ => None,
+    };
+    let yaml = "model: claude-haiku-4-5\nupstream: {provider: anthropic, max_tokens: 1000}\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), with_url).unwrap();
+    assert_eq!(config.llm.provider, Provider::Anthropic);
+    assert_eq!(config.llm.base_url.as_deref(), Some("http://127.0.0.1:9/"));
+    assert_eq!(config.llm.max_tokens, 1000);
+    assert_eq!(config.agent.model, "claude-haiku-4-5");
+    // The flag wins over the file.
+    let cli = CliSettings {
+        provider: Some(Provider::Openai),
+        llm_api_key: Some("k".into()),
+        ..Default::default()
+    };
+    let config = Config::resolve(&cli, file(yaml), no_env).unwrap();
+    assert_eq!(config.llm.provider, Provider::Openai);
+}
+
+#[test]
 fn the_limit_summary_settings_are_read() {
     let config = Config::resolve(
         &CliSettings::default(),

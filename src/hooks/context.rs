@@ -87,6 +87,8 @@ pub struct HookContext {
     disabled_tools: BTreeSet<String>,
     outbox: Vec<ChatEvent>,
     next_injection: u64,
+    /// The client asked for `hook_trace` events.
+    trace: bool,
 }
 
 impl HookContext {
@@ -108,6 +110,7 @@ impl HookContext {
             disabled_tools: BTreeSet::new(),
             outbox: Vec::new(),
             next_injection: 0,
+            trace: false,
         }
     }
 
@@ -220,6 +223,19 @@ impl HookContext {
     /// A `hook` frame: the client appends `message` to its history.
     pub fn emit_hook(&mut self, message: HookMessage) {
         self.outbox.push(ChatEvent::Hook(message));
+    }
+    /// Whether the client asked for `hook_trace` events.
+    pub fn tracing(&self) -> bool {
+        self.trace
+    }
+    pub(crate) fn set_tracing(&mut self, on: bool) {
+        self.trace = on;
+    }
+    /// A `hook_trace` event, when the client asked for them.
+    pub(crate) fn trace(&mut self, trace: crate::types::HookTrace) {
+        if self.trace {
+            self.outbox.push(ChatEvent::HookTrace(trace));
+        }
     }
     /// The events hooks emitted since the last call; the agent sends them out.
     pub(crate) fn take_outbox(&mut self) -> Vec<ChatEvent> {

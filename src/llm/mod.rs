@@ -1,16 +1,22 @@
-//! The model side: one [`ChatModel`] trait, the OpenAI-compatible streaming client, and the
-//! offline demo model.
+//! The model side: one [`ChatModel`] trait, the OpenAI-compatible and Anthropic streaming
+//! clients (one transport, `http`), how a request's messages are laid out for the upstream
+//! ([`MessageStyle`]), and the offline demo model.
 //!
 //! A model call is a stream of [`ModelEvent`]s that ends with exactly one
 //! [`ModelEvent::Finished`]; a stream that ends without it has failed. Dropping the stream drops
 //! the upstream request (and its connection) at once.
 
+mod anthropic;
 pub(crate) mod demo;
+mod http;
 mod openai;
+mod shape;
 mod sse;
 mod tokens;
 
+pub use anthropic::{AnthropicClient, AnthropicConfig, ANTHROPIC_VERSION};
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use shape::MessageStyle;
 pub use tokens::{
     context_window, count_text_tokens, estimate_tokens, warm_up, DEFAULT_WINDOW_TOKENS,
 };
@@ -72,8 +78,8 @@ pub enum LlmError {
     Setup(String),
 }
 
-/// A chat model that streams. Implemented by the OpenAI-compatible client and the demo model;
-/// tests and library users may bring their own.
+/// A chat model that streams. Implemented by the OpenAI-compatible and Anthropic clients and the
+/// demo model; tests and library users may bring their own.
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// Starts a streamed call. Errors before the first event (connect, HTTP status, first-byte

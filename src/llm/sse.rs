@@ -6,13 +6,18 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::shape::{shape, MessageStyle};
 use super::{LlmError, ModelRequest};
 use crate::types::{Message, Role, ToolCall, Usage};
 
-/// The request body of `POST /chat/completions` (streamed, usage included). `Message::hook` and
-/// `Message::injection` are hookwire's own and never leave the process.
-pub(super) fn request_body(request: &ModelRequest) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+/// The request body of `POST /chat/completions` (streamed, usage included), its messages laid
+/// out in `style`. `Message::hook` and `Message::injection` are hookwire's own and never leave
+/// the process.
+pub(super) fn request_body(request: &ModelRequest, style: MessageStyle) -> Value {
+    let messages: Vec<Value> = shape(&request.messages, style)
+        .iter()
+        .map(|message| message_json(message, style))
+        .collect();
     let mut body = json!({
         "model": request.model,
         "messages": messages,
@@ -34,9 +39,14 @@ pub(super) fn request_body(request: &ModelRequest) -> Value {
     body
 }
 
-fn message_json(message: &Message) -> Value {
+fn message_json(message: &Message, style: MessageStyle) -> Value {
     let mut value = json!({"role": message.role.as_str(), "content": message.content});
     if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+        // What OpenAI itself returns for calls without text; some templates render the calls
+        // only when the content is null (DeepSeek-R1's).
+        if style.is_strict() && message.content.is_empty() {
+            value["content"] = Value::Null;
+        }
         let calls: Vec<Value> = message
             .tool_calls
             .iter()
@@ -111,15 +121,6 @@ pub(super) fn parse_chunk(data: &str) -> Result<Chunk, LlmError> {
         let excerpt: String = data.chars().take(120).collect();
         LlmError::Malformed(format!("{e} in {excerpt:?}"))
     })
-}
-
-/// The message of an `{"error": …}` event.
-pub(super) fn error_message(error: &Value) -> String {
-    error
-        .get("message")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| error.to_string())
 }
 
 #[derive(Debug, Default)]
@@ -328,7 +329,7 @@ mod tests {
             tools: vec![],
         };
         assert_eq!(
-            request_body(&request),
+            request_body(&request, MessageStyle::OpenAi),
             json!({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[
                 {"role":"system","content":"be brief"},
                 {"role":"user","content":"hi"},
@@ -336,6 +337,13 @@ mod tests {
                 {"role":"tool","content":"text","tool_call_id":"c1"}
             ]})
         );
+        // Strict: the system text first (it already is), calls without text have null content.
+        let strict = request_body(&request, MessageStyle::Strict { system_role: true });
+        assert_eq!(
+            strict["messages"][0],
+            json!({"role":"system","content":"be brief"})
+        );
+        assert_eq!(strict["messages"][2]["content"], Value::Null);
         let with_tools = ModelRequest {
             tools: vec![ToolSpec {
                 name: "t".into(),
@@ -345,7 +353,7 @@ mod tests {
             ..request
         };
         assert_eq!(
-            request_body(&with_tools)["tools"],
+            request_body(&with_tools, MessageStyle::OpenAi)["tools"],
             json!([{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}])
         );
     }

@@ -8,8 +8,8 @@
 //!    be one of them; unset, its `host[:port]` must equal the `Host` header (same origin). No
 //!    `Origin` header (a non-browser client) passes. → 403.
 //! 3. **Token**: with `auth_token` set, `/ws`, `/api/*` and `/metrics` need
-//!    `Authorization: Bearer TOKEN` or `?token=TOKEN`, compared in constant time. `/healthz`
-//!    and the page stay open (the page brings the token itself). → 401.
+//!    `Authorization: Bearer TOKEN` or `?token=TOKEN`, compared in constant time. `/healthz`,
+//!    `/livez` and the page stay open (the page brings the token itself). → 401.
 
 use std::sync::Arc;
 

@@ -31,6 +31,8 @@ pub(super) struct ChatFrame {
     pub(crate) compact_only: bool,
     /// A chat that goes on after `approval_required`; `input` is empty.
     pub(crate) resume: Option<Resume>,
+    /// `hook_trace` frames for every hook run.
+    pub(crate) trace: bool,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -200,6 +202,11 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
     };
+    let trace = match object.get("trace") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err("field \"trace\" must be true or false".into()),
+    };
     let session_hooks = match object.get("session_hooks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
@@ -220,6 +227,7 @@ fn parse_chat(
         session_hooks,
         compact_only,
         resume,
+        trace,
     })
 }
 
@@ -370,6 +378,9 @@ fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>
 pub(super) enum ServerFrame {
     Start {
         id: String,
+        /// The server that runs the chat (README, protocol extensions); set by the session.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instance: Option<String>,
     },
     Hook {
         id: String,
@@ -384,6 +395,15 @@ pub(super) enum ServerFrame {
         id: String,
         calls: Vec<PendingCall>,
         state: String,
+    },
+    HookTrace {
+        id: String,
+        event: String,
+        hook: String,
+        level: String,
+        ms: f64,
+        outcome: String,
+        changed: Vec<String>,
     },
     Compact {
         id: String,
@@ -513,7 +533,7 @@ impl ServerFrame {
     pub(super) fn from_event(id: &str, event: ChatEvent) -> Self {
         let id = id.to_string();
         match event {
-            ChatEvent::Started => ServerFrame::Start { id },
+            ChatEvent::Started => ServerFrame::Start { id, instance: None },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
             ChatEvent::SessionHook(hook) => ServerFrame::SessionHook { id, hook },
@@ -559,6 +579,15 @@ impl ServerFrame {
                 },
             },
             ChatEvent::Approval { calls, state } => ServerFrame::Approval { id, calls, state },
+            ChatEvent::HookTrace(trace) => ServerFrame::HookTrace {
+                id,
+                event: trace.event,
+                hook: trace.hook,
+                level: trace.level,
+                ms: trace.ms,
+                outcome: trace.outcome,
+                changed: trace.changed,
+            },
             ChatEvent::Compact {
                 count,
                 message,
@@ -599,6 +628,14 @@ impl ServerFrame {
             },
             ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),
         }
+    }
+
+    /// This frame with `instance` set, when it is a `start` frame (other frames do not carry it).
+    pub(super) fn with_instance(mut self, served_by: &str) -> Self {
+        if let ServerFrame::Start { instance, .. } = &mut self {
+            *instance = Some(served_by.to_string());
+        }
+        self
     }
 
     pub(super) fn to_json(&self) -> String {

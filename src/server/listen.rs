@@ -27,26 +27,27 @@ pub(crate) struct ListenLimits {
     pub(crate) max_pending_connections: usize,
 }
 
-/// Accepts and serves connections until `shutdown` is cancelled. Connections still in an HTTP
-/// exchange at shutdown finish it (graceful); WebSocket sessions are shut down by their own task.
+/// Accepts and serves connections until `stop` is cancelled, which the server does after its
+/// drain (while draining it still answers: `/healthz` says so, upgrades get 503). Connections
+/// still in an HTTP exchange then finish it (graceful); WebSocket sessions end on their own.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ListenLimits,
-    shutdown: CancellationToken,
+    stop: CancellationToken,
 ) {
     let pending = Arc::new(Semaphore::new(limits.max_pending_connections));
     loop {
         // Take the permit first: while every slot is in use, nothing more is accepted.
         let permit = tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = stop.cancelled() => return,
             permit = pending.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => return,
             },
         };
         let socket = tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = stop.cancelled() => return,
             accepted = listener.accept() => match accepted {
                 Ok((socket, _peer)) => socket,
                 Err(error) => {
@@ -58,9 +59,9 @@ pub(crate) async fn serve(
             },
         };
         let app = app.clone();
-        let shutdown = shutdown.clone();
+        let stop = stop.clone();
         tokio::spawn(async move {
-            serve_connection(socket, app, limits, shutdown).await;
+            serve_connection(socket, app, limits, stop).await;
             drop(permit);
         });
     }
@@ -70,7 +71,7 @@ async fn serve_connection(
     socket: TcpStream,
     app: Router,
     limits: ListenLimits,
-    shutdown: CancellationToken,
+    stop: CancellationToken,
 ) {
     if let Err(error) = socket.set_nodelay(true) {
         tracing::debug!(%error, "cannot set TCP_NODELAY");
@@ -86,7 +87,7 @@ async fn serve_connection(
     tokio::pin!(connection);
     tokio::select! {
         result = connection.as_mut() => log_connection_end(result),
-        _ = shutdown.cancelled() => {
+        _ = stop.cancelled() => {
             connection.as_mut().graceful_shutdown();
             log_connection_end(connection.await);
         }

@@ -6,9 +6,15 @@
 //! `chat_duration_seconds` (histograms), `tool_calls_total{tool,outcome}`,
 //! `hook_runs_total{hook,event,outcome}`, `hook_duration_seconds{hook,event}`,
 //! `bad_frames_total`, `history_dropped_total{reason}`, `rejected_connections_total{reason}`.
+//!
+//! Every metric is described (`# HELP`, `# TYPE`) when the recorder is installed, and the series
+//! whose labels are known in advance are registered at zero, so a scraper and its dashboards see
+//! them from the first scrape rather than after the first chat. Series labelled by a tool or a
+//! hook name appear at their first use.
 
 use std::sync::OnceLock;
 
+use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
@@ -29,7 +35,182 @@ pub(super) fn handle() -> Option<PrometheusHandle> {
                 .build_recorder();
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
+            describe();
             Some(handle)
         })
         .clone()
+}
+
+/// `(metric, label, values)`: the series registered at zero for each value of `label` — the
+/// values the code records (`outcome` of a chat is its `done` reason or its error code).
+const KNOWN_SERIES: &[(&str, &str, &[&str])] = &[
+    (
+        "hookwire_chats_total",
+        "outcome",
+        &[
+            "completed",
+            "cancelled",
+            "max_steps",
+            "max_tokens",
+            "stopped",
+            "length",
+            "refused",
+            "upstream",
+            "hook_blocked",
+            "internal",
+            "approval_required",
+            "context_too_long",
+            "bad_frame",
+        ],
+    ),
+    (
+        "hookwire_approvals_total",
+        "outcome",
+        &["asked", "allowed", "denied"],
+    ),
+    (
+        "hookwire_llm_tokens_total",
+        "kind",
+        &["prompt", "completion"],
+    ),
+    (
+        "hookwire_rejected_connections_total",
+        "reason",
+        &[
+            "capacity",
+            "draining",
+            "header_timeout",
+            "host",
+            "origin",
+            "token",
+        ],
+    ),
+    (
+        "hookwire_closed_connections_total",
+        "reason",
+        &["flood", "write_failed", "write_stall"],
+    ),
+    (
+        "hookwire_history_dropped_total",
+        "reason",
+        &[
+            "bad_signature",
+            "bad_summary_signature",
+            "malformed_hook_tag",
+            "unsigned_system_message",
+        ],
+    ),
+];
+
+/// Describes every metric and registers the known series at zero.
+fn describe() {
+    describe_gauge!("hookwire_connections_open", "Open WebSocket sessions.");
+    describe_counter!(
+        "hookwire_connections_total",
+        "WebSocket sessions opened since the start."
+    );
+    describe_counter!(
+        "hookwire_rejected_connections_total",
+        "Requests or connections refused, by reason."
+    );
+    describe_counter!(
+        "hookwire_closed_connections_total",
+        "Sessions the server closed because of the client, by reason."
+    );
+    describe_counter!("hookwire_chats_total", "Chats ended, by outcome.");
+    describe_histogram!(
+        "hookwire_chat_duration_seconds",
+        Unit::Seconds,
+        "Time from a chat's start to its end."
+    );
+    describe_counter!("hookwire_llm_calls_total", "Model calls.");
+    describe_counter!(
+        "hookwire_llm_tokens_total",
+        "Tokens the model reported, by kind (prompt, completion)."
+    );
+    describe_counter!(
+        "hookwire_text_deltas_total",
+        "Text chunks relayed to clients."
+    );
+    describe_histogram!(
+        "hookwire_llm_first_token_seconds",
+        Unit::Seconds,
+        "Time from a model call to its first streamed token."
+    );
+    describe_histogram!(
+        "hookwire_llm_call_seconds",
+        Unit::Seconds,
+        "Time of a whole model call."
+    );
+    describe_counter!(
+        "hookwire_tool_calls_total",
+        "Tool calls, by tool and outcome."
+    );
+    describe_counter!(
+        "hookwire_hook_runs_total",
+        "AgentHook calls, by hook, event and outcome."
+    );
+    describe_histogram!(
+        "hookwire_hook_duration_seconds",
+        Unit::Seconds,
+        "Time of an AgentHook call, by hook and event."
+    );
+    describe_counter!(
+        "hookwire_external_hook_runs_total",
+        "Runs of hooks from hook files, by hook, event and outcome."
+    );
+    describe_histogram!(
+        "hookwire_external_hook_duration_seconds",
+        Unit::Seconds,
+        "Time of a hook file's hook run, by hook and event."
+    );
+    describe_counter!(
+        "hookwire_bad_frames_total",
+        "Client frames refused as bad_frame."
+    );
+    describe_counter!(
+        "hookwire_history_dropped_total",
+        "History messages dropped before the model saw them, by reason."
+    );
+    describe_counter!(
+        "hookwire_session_hooks_dropped_total",
+        "Session hooks a chat ignored, by reason."
+    );
+    describe_counter!(
+        "hookwire_compactions_total",
+        "Context compactions, by kind (auto: the history summarised; micro: old tool results \
+         stubbed) and trigger (auto, manual)."
+    );
+    describe_counter!(
+        "hookwire_approvals_total",
+        "Tool calls that waited for approval, and the decisions, by outcome."
+    );
+
+    // Registered at zero: an increment of 0 creates the series without changing it.
+    metrics::gauge!("hookwire_connections_open").increment(0.0);
+    for name in [
+        "hookwire_connections_total",
+        "hookwire_llm_calls_total",
+        "hookwire_text_deltas_total",
+        "hookwire_bad_frames_total",
+    ] {
+        metrics::counter!(name).increment(0);
+    }
+    for name in [
+        "hookwire_chat_duration_seconds",
+        "hookwire_llm_first_token_seconds",
+        "hookwire_llm_call_seconds",
+    ] {
+        // A histogram handle registers the series; nothing is observed.
+        let _ = metrics::histogram!(name);
+    }
+    for (kind, trigger) in [("auto", "auto"), ("auto", "manual"), ("micro", "auto")] {
+        metrics::counter!("hookwire_compactions_total", "kind" => kind, "trigger" => trigger)
+            .increment(0);
+    }
+    for (name, label, values) in KNOWN_SERIES {
+        for value in *values {
+            metrics::counter!(*name, *label => *value).increment(0);
+        }
+    }
 }

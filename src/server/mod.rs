@@ -1,10 +1,17 @@
 //! The HTTP side: the axum router, the WebSocket upgrade, the small JSON endpoints, static files,
 //! metrics and graceful shutdown. The session logic lives in `session`, the wire types in
 //! `frames`. It serves an agent built elsewhere ([`crate::app`] wires the one `serve` runs).
+//!
+//! Shutdown is a drain: the server keeps listening, but `/healthz` answers 503 `draining` and new
+//! WebSocket upgrades get 503 (a load balancer sends them elsewhere); idle sessions close at once
+//! with 1001, running chats get `limits.shutdown_grace` to finish. Once the last session is gone
+//! (or the grace period is over) the listener stops.
 
 mod access;
 mod fit;
 mod frames;
+pub mod health;
+mod hooks;
 mod listen;
 mod metrics;
 mod session;
@@ -51,6 +58,9 @@ pub struct AppState {
     pub(crate) tracker: TaskTracker,
     /// The skills (for `/api/skills`) and hook files (for `/api/info`) the agent runs.
     pub(crate) sources: Sources,
+    /// A random id made at start: `/api/info` and every `start` frame carry it, so a client
+    /// behind a load balancer can tell which replica served a chat.
+    pub(crate) instance: Arc<str>,
 }
 
 impl AppState {
@@ -78,12 +88,20 @@ impl AppState {
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             sources,
+            instance: new_instance_id().into(),
         }
     }
 }
 
-/// The router: `/ws`, `/healthz`, `/api/info`, `/api/skills`, `/metrics`, and the page, all
-/// behind the access checks (`access`) for a server bound to `bound`.
+/// 16 hex digits (64 random bits): unique across any number of replicas, short in a log line.
+fn new_instance_id() -> String {
+    let mut id = uuid::Uuid::new_v4().simple().to_string();
+    id.truncate(16);
+    id
+}
+
+/// The router: `/ws`, `/healthz`, `/livez`, `/api/info`, `/api/skills`, `/metrics`, and the
+/// page, all behind the access checks (`access`) for a server bound to `bound`.
 fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
     let policy = Arc::new(access::AccessPolicy {
@@ -97,8 +115,10 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
     Router::new()
         .route("/ws", get(upgrade))
         .route("/healthz", get(healthz))
+        .route("/livez", get(livez))
         .route("/api/info", get(info))
         .route("/api/skills", get(skills))
+        .route("/api/hooks", get(hooks::list))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(
@@ -108,11 +128,18 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .with_state(state)
 }
 
+/// Readiness: 503 `draining` once the shutdown began, so that nothing new is sent here.
 async fn healthz(State(state): State<AppState>) -> Response {
     if state.shutdown.is_cancelled() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();
     }
     "ok".into_response()
+}
+
+/// Liveness: the process serves HTTP, draining or not (a liveness probe that failed during the
+/// drain would kill the chats it is finishing).
+async fn livez() -> &'static str {
+    "ok"
 }
 
 async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
@@ -133,6 +160,7 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
         "tools": state.agent.tool_names(),
         "default_skills": default_skills,
         "untrusted_hook_files": untrusted,
+        "instance": &*state.instance,
     }))
 }
 
@@ -190,7 +218,9 @@ async fn metrics_text() -> Response {
 /// everything else in the session.
 async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     if state.shutdown.is_cancelled() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+        ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "draining")
+            .increment(1);
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();
     }
     let Ok(permit) = state.sessions.clone().try_acquire_owned() else {
         ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "capacity")
@@ -219,6 +249,8 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     state: AppState,
     task: tokio::task::JoinHandle<()>,
+    /// Stops the accept loop: after the drain, not at its start, so `/healthz` can say so.
+    stop: CancellationToken,
 }
 
 impl RunningServer {
@@ -236,17 +268,23 @@ impl RunningServer {
             tracing::warn!(%addr, "bound to a non-loopback address with no auth_token: anyone who can reach it can chat, read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)");
         }
         let app = router(state.clone(), addr);
-        let shutdown = state.shutdown.clone();
+        let stop = CancellationToken::new();
         let limits = listen::ListenLimits {
             header_read_timeout: state.config.limits.header_read_timeout,
             max_pending_connections: state.config.limits.max_pending_connections,
         };
-        let task = tokio::spawn(listen::serve(listener, app, limits, shutdown));
-        Ok(Self { addr, state, task })
+        let task = tokio::spawn(listen::serve(listener, app, limits, stop.clone()));
+        Ok(Self {
+            addr,
+            state,
+            task,
+            stop,
+        })
     }
 
-    /// Stops accepting, lets running chats finish within the grace period, closes every
-    /// session with 1001, and waits for them.
+    /// Drains: takes no new sessions or chats (`/healthz` and upgrades answer 503), closes idle
+    /// sessions with 1001 at once, lets running chats finish within the grace period, closes
+    /// their sessions with 1001, waits for them, then stops listening.
     pub async fn shutdown(self) {
         self.state.shutdown.cancel();
         self.state.tracker.close();
@@ -257,6 +295,7 @@ impl RunningServer {
         {
             tracing::warn!("sessions still open after the shutdown deadline");
         }
+        self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
     }
 }
@@ -270,11 +309,18 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     } else {
         tracing::info!(model = %state.agent.config().model, "model API configured");
     }
+    let grace = state.config.limits.shutdown_grace;
     let server = RunningServer::start(state).await?;
     tracing::info!("listening on http://{}", server.addr);
     shutdown_signal().await;
-    tracing::info!("shutting down");
-    server.shutdown().await;
+    tracing::info!(
+        "draining: no new chats; running chats get {:.0}s to finish (a second signal stops at once)",
+        grace.as_secs_f64()
+    );
+    tokio::select! {
+        _ = server.shutdown() => tracing::info!("drained"),
+        _ = shutdown_signal() => tracing::warn!("second signal: stopping without waiting for running chats"),
+    }
     Ok(())
 }
 

@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{ChatFrame, ClientFrame, ServerFrame};
+use super::frames::{ChatFrame, ClientFrame, ErrorFrame, ServerFrame};
 use super::AppState;
 use crate::hooks::SessionInfo;
 use crate::types::{ChatRequest, ErrorCode};
@@ -100,7 +100,10 @@ impl RunningChat {
 enum Ending {
     ClientGone,
     Close(u16, &'static str),
+    /// The server is draining and this connection has no chat running (any more).
     Shutdown,
+    /// The server is draining and the running chat outlived the grace period.
+    GraceOver,
     /// The writer failed or stalled: nothing more can be written.
     WriterFailed,
 }
@@ -145,6 +148,9 @@ where
     let mut last_seen = Instant::now();
     let mut ping =
         tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
+    // Set once the server drains while a chat runs: the chat may finish until then, and the
+    // connection is still read meanwhile (a cancel, a ping, a chat to refuse).
+    let mut grace_until: Option<Instant> = None;
 
     let ending = loop {
         tokio::select! {
@@ -179,7 +185,16 @@ where
             _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
                 break Ending::Close(close_code::GOING_AWAY, "idle timeout");
             }
-            _ = state.shutdown.cancelled() => break Ending::Shutdown,
+            _ = state.shutdown.cancelled(), if grace_until.is_none() => {
+                if !chat.as_ref().is_some_and(RunningChat::is_running) {
+                    break Ending::Shutdown;
+                }
+                grace_until = Some(Instant::now() + limits.shutdown_grace);
+            }
+            _ = chat_ended(&mut chat), if grace_until.is_some() => break Ending::Shutdown,
+            _ = tokio::time::sleep_until(grace_until.unwrap_or_else(Instant::now)), if grace_until.is_some() => {
+                break Ending::GraceOver;
+            }
             _ = outbox.failed.cancelled() => break Ending::WriterFailed,
         }
     };
@@ -205,21 +220,16 @@ where
             let failure = outbox.failure();
             tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
         }
-        Ending::Shutdown => {
-            // Running chats get the grace period to finish, then the socket closes with 1001.
-            if let Some(mut chat) = chat.take() {
-                let grace = limits.shutdown_grace;
-                if tokio::time::timeout(grace, &mut chat.forwarder)
+        Ending::Shutdown | Ending::GraceOver => {
+            // Past the grace period the chat is cancelled (the client still gets its
+            // `done(cancelled)` with the text so far), and aborted if even that does not come.
+            if let Some(mut chat) = chat.take().filter(RunningChat::is_running) {
+                chat.cancel.cancel();
+                if tokio::time::timeout(Duration::from_secs(1), &mut chat.forwarder)
                     .await
                     .is_err()
                 {
-                    chat.cancel.cancel();
-                    if tokio::time::timeout(Duration::from_secs(1), &mut chat.forwarder)
-                        .await
-                        .is_err()
-                    {
-                        chat.forwarder.abort();
-                    }
+                    chat.forwarder.abort();
                 }
             }
             // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
@@ -304,6 +314,13 @@ async fn close(outbox: &Outbox, code: u16, reason: &'static str, limit: Duration
     }
 }
 
+/// Waits until the running chat's frames are all queued; at once when there is none.
+async fn chat_ended(chat: &mut Option<RunningChat>) {
+    if let Some(running) = chat.as_mut().filter(|c| c.is_running()) {
+        let _ = (&mut running.forwarder).await;
+    }
+}
+
 /// Handles one client frame; `false` when the client floods the control channel.
 fn handle_frame(
     frame: ClientFrame,
@@ -328,7 +345,19 @@ fn handle_frame(
             true
         }
         ClientFrame::Chat(frame) => {
-            if let Some(running) = chat.as_ref().filter(|c| c.is_running()) {
+            let running = chat.as_ref().filter(|c| c.is_running());
+            if state.shutdown.is_cancelled() {
+                // The connection closes once the running chat (if any) is over: the client
+                // sends this chat again on a new connection, which reaches a server that is up.
+                return out.control(ServerFrame::Error(ErrorFrame {
+                    id: frame.id,
+                    code: ErrorCode::Draining.as_str(),
+                    message: "the server is shutting down; send the chat again on a new connection"
+                        .into(),
+                    fatal: running.is_none(),
+                }));
+            }
+            if let Some(running) = running {
                 let message = format!(
                     "chat {:?} is still running; cancel it or wait for its end",
                     running.id
@@ -363,6 +392,7 @@ fn start_chat(
         session_hooks,
         compact_only,
         resume,
+        trace,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -377,14 +407,16 @@ fn start_chat(
         cancel: cancel.clone(),
         compact_only,
         resume,
+        trace,
     };
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();
+    let instance = state.instance.clone();
     let forwarder = tokio::spawn(async move {
         let mut ended = false;
         while let Some(event) = events.next().await {
             ended = event.is_terminal();
-            let frame = ServerFrame::from_event(&chat_id, event);
+            let frame = ServerFrame::from_event(&chat_id, event).with_instance(&instance);
             for frame in super::fit::fit(frame, max_frame_bytes) {
                 if out.send(Outbound::Frame(Box::new(frame))).await.is_err() {
                     return; // the writer is gone: nobody is left to tell

@@ -29,6 +29,8 @@ pub struct ChatRequest {
     pub compact_only: bool,
     /// A chat that goes on after `approval_required` (no input): the state and the decisions.
     pub resume: Option<Resume>,
+    /// `hook_trace` events for every hook run (PROTOCOL section 12).
+    pub trace: bool,
 }
 
 /// The `resume` of a chat frame (PROTOCOL section 11).
@@ -46,6 +48,21 @@ pub struct ApprovalDecision {
     pub allow: bool,
     /// Why (a denied call's reason reaches the model).
     pub reason: Option<String>,
+}
+
+/// One hook run, for a chat with `trace` (PROTOCOL section 12).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookTrace {
+    /// The event as the hook was configured under (`PreToolUse`, `pre_tool_execution`, …).
+    pub event: String,
+    pub hook: String,
+    /// `server`, `workspace`, `session` or `skill`.
+    pub level: String,
+    pub ms: f64,
+    /// `success`, `skip`, `block`, `ask`, `timeout` or `failure`.
+    pub outcome: String,
+    /// What it changed (`tool_arguments`, `messages`, …).
+    pub changed: Vec<String>,
 }
 
 /// A tool call that waits for the person's decision.
@@ -71,6 +88,7 @@ impl ChatRequest {
             cancel: CancellationToken::new(),
             compact_only: false,
             resume: None,
+            trace: false,
         }
     }
 }
@@ -117,6 +135,9 @@ pub enum ErrorCode {
     Internal,
     /// The history does not fit the model's window, even after compaction.
     ContextTooLong,
+    /// The server is shutting down: the chat was not started (send it again on a new connection,
+    /// which reaches another replica).
+    Draining,
 }
 
 impl ErrorCode {
@@ -129,6 +150,7 @@ impl ErrorCode {
             ErrorCode::HookBlocked => "hook_blocked",
             ErrorCode::Internal => "internal",
             ErrorCode::ContextTooLong => "context_too_long",
+            ErrorCode::Draining => "draining",
         }
     }
 }
@@ -215,6 +237,8 @@ pub enum ChatEvent {
     },
     /// The model registered a session hook; the client sends it back in `session_hooks`.
     SessionHook(Value),
+    /// A hook ran (only for chats with `trace`).
+    HookTrace(HookTrace),
     /// A message for the person from a hook (or the agent).
     Notice {
         level: NoticeLevel,

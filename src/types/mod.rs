@@ -10,7 +10,7 @@ mod tool;
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
-    NoticeLevel, PendingCall, Resume,
+    HookTrace, NoticeLevel, PendingCall, Resume,
 };
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
 pub(crate) use problem::has_errors;

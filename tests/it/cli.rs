@@ -169,6 +169,72 @@ fn check_shows_the_context_window_in_use() {
 }
 
 #[test]
+fn check_prints_the_upstream_and_its_message_style() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |config: &str, args: &[&str], env: &[(&str, &str)]| {
+        let file = dir.path().join("hookwire.yaml");
+        std::fs::write(&file, config).unwrap();
+        let mut command = Command::new(BIN);
+        command
+            .args(["check", "--config", file.to_str().unwrap()])
+            .args(["--workspace", dir.path().to_str().unwrap()])
+            .args(["--skills-dir", dir.path().to_str().unwrap()])
+            .args(args);
+        for name in [
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "HOOKWIRE_PROVIDER",
+        ] {
+            command.env_remove(name);
+        }
+        let output = command.envs(env.iter().copied()).output().unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+    let (ok, out) = run(
+        "upstream: {message_style: auto, system_role: false}\n",
+        &[
+            "--llm-base-url",
+            "http://127.0.0.1:11434/v1",
+            "--model",
+            "gemma2",
+        ],
+        &[],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(
+            "upstream: openai at http://127.0.0.1:11434/v1, model gemma2, \
+             message style strict, no system role (auto)"
+        ),
+        "{out}"
+    );
+    let (ok, out) = run(
+        "upstream: {max_tokens: 2000}\n",
+        &["--provider", "anthropic"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("upstream: anthropic at https://api.anthropic.com, model claude-sonnet-4-5")
+            && out.contains("max_tokens 2000"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sk-ant-test"),
+        "the key is never printed: {out}"
+    );
+    // A setting that cannot work is refused, naming it.
+    let (ok, out) = run("upstream: {system_role: false}\n", &[], &[]);
+    assert!(!ok && out.contains("upstream.system_role"), "{out}");
+}
+
+#[test]
 fn check_passes_on_a_good_setup() {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(BIN)

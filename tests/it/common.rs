@@ -190,6 +190,8 @@ impl FakeUpstream {
         let state = UpstreamState::default();
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            // Anthropic's Messages API: the same script and records (tests/it/anthropic.rs).
+            .route("/v1/messages", post(completions))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

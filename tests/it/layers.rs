@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["config"],
     &["app"],
-    &["check", "server", "trust_command"],
+    &["check", "hooks_command", "server", "trust_command"],
     &["lib", "main"],
 ];
 

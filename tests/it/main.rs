@@ -2,6 +2,7 @@
 //! OpenAI-compatible upstream over real HTTP with SSE. One test binary keeps link time down.
 
 mod agent;
+mod anthropic;
 mod approval;
 mod auto_compaction;
 mod binary;
@@ -10,6 +11,7 @@ mod cli;
 mod common;
 mod compaction;
 mod demo;
+mod deploy;
 mod dialects;
 mod external;
 mod frontend;
@@ -18,9 +20,13 @@ mod hook_sandbox;
 mod http;
 mod layers;
 mod limits;
+mod models;
+mod nginx;
+mod observability;
 mod protocol;
 mod reliability;
 mod reload;
+mod replicas;
 mod rust_hooks;
 mod seed_gaps;
 mod skills;

@@ -292,6 +292,7 @@ pub(crate) fn show(event: &ChatEvent) -> String {
         ChatEvent::Error(error) => format!("error:{}:{}", error.code.as_str(), error.message),
         ChatEvent::Compact { count, pinned, .. } => format!("compact:{count}:{}", pinned.len()),
         ChatEvent::Approval { calls, .. } => format!("approval:{}", calls.len()),
+        ChatEvent::HookTrace(trace) => format!("trace:{}:{}", trace.hook, trace.outcome),
     }
 }
 

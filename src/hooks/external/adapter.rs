@@ -124,6 +124,24 @@ impl ExternalHooks {
         let mut state = call.state(ctx);
         let envelope = self.envelope(ctx, &chain, &state);
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        for run in std::mem::take(&mut outcome.ran) {
+            let event_name = chain
+                .hooks
+                .iter()
+                .find(|hook| hook.name == run.name)
+                .map_or_else(
+                    || event.as_str().to_string(),
+                    |hook| hook.event_name.clone(),
+                );
+            ctx.trace(crate::types::HookTrace {
+                event: event_name,
+                hook: run.name,
+                level: run.level.into(),
+                ms: (run.ms * 10.0).round() / 10.0,
+                outcome: run.ran.label().into(),
+                changed: run.changed.into_iter().map(str::to_string).collect(),
+            });
+        }
         for message in std::mem::take(&mut outcome.notices) {
             ctx.notify(NoticeLevel::Info, message, self.label);
         }

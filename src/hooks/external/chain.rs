@@ -67,8 +67,20 @@ pub(super) struct ChainOutcome {
     pub(crate) chat_context: Vec<String>,
     /// The hooks' `system_message`s (unless suppressed), for the person.
     pub(crate) notices: Vec<String>,
-    /// Each hook that ran, in order, and how it ended.
-    pub(crate) ran: Vec<(String, Ran)>,
+    /// Each hook that ran, in order: how it ended, and what it changed.
+    pub(crate) ran: Vec<HookRun>,
+}
+
+/// One hook's run in a chain (a `hook_trace` frame's content).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HookRun {
+    pub(crate) name: String,
+    /// `server`, `workspace` or `session`.
+    pub(crate) level: &'static str,
+    pub(crate) ran: Ran,
+    pub(crate) ms: f64,
+    /// The values it changed or added (`tool_arguments`, `inject_messages`, …).
+    pub(crate) changed: Vec<&'static str>,
 }
 
 /// A decision that ends a chain.
@@ -83,7 +95,7 @@ pub(super) enum ChainControl {
 
 /// How one hook's run ended: the `outcome` label of its metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ran {
+pub(crate) enum Ran {
     Success,
     Skip,
     Block,
@@ -94,7 +106,7 @@ pub(super) enum Ran {
 }
 
 impl Ran {
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Ran::Success => "success",
             Ran::Skip => "skip",
@@ -174,7 +186,26 @@ impl Chain<'_> {
             if let (Some(message), false) = (&output.system_message, output.suppress_output) {
                 outcome.notices.push(message.clone());
             }
+            let before = (
+                state.clone(),
+                outcome.inject_messages.len(),
+                outcome.additional_context.len() + outcome.chat_context.len(),
+            );
+            let retry = output.retry_feedback.is_some();
             let control = apply(event, &hook.name, output, state, &mut outcome);
+            let mut changed = state.changed_from(&before.0);
+            if outcome.inject_messages.len() > before.1 {
+                changed.push("inject_messages");
+            }
+            if outcome.additional_context.len() + outcome.chat_context.len() > before.2 {
+                changed.push("additional_context");
+            }
+            if retry {
+                changed.push("retry_feedback");
+            }
+            if let Some(run) = outcome.ran.last_mut() {
+                run.changed = changed;
+            }
             if control.is_some() {
                 outcome.control = control;
                 break;
@@ -216,8 +247,15 @@ impl Chain<'_> {
             Err(Failure::TimedOut(_)) => Ran::Timeout,
             Err(Failure::Failed(_)) => Ran::Failure,
         };
-        record(hook, self.event, ran, started.elapsed());
-        outcome.ran.push((hook.name.clone(), ran));
+        let elapsed = started.elapsed();
+        record(hook, self.event, ran, elapsed);
+        outcome.ran.push(HookRun {
+            name: hook.name.clone(),
+            level: hook.level,
+            ran,
+            ms: elapsed.as_secs_f64() * 1000.0,
+            changed: Vec::new(),
+        });
         output
     }
 }
@@ -275,6 +313,7 @@ fn record(hook: &HookDef, event: Event, ran: Ran, elapsed: Duration) {
         ("event", event.as_str().to_string()),
         ("outcome", outcome.to_string()),
     ];
+    super::stats::record(hook, ran, elapsed);
     metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
     metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
         .record(elapsed.as_secs_f64());

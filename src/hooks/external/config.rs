@@ -193,6 +193,17 @@ pub(crate) struct HookDef {
 }
 
 impl HookDef {
+    /// Stable while its file keeps it where it is: the file, the line, the entry and the event.
+    pub(crate) fn id(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.file.display(),
+            self.line,
+            self.index,
+            self.event.as_str()
+        )
+    }
+
     /// Whether the hook runs for this call of its event: its filter against the tool's names
     /// (hookwire's and its dialect's), the model, and the event's other subject.
     pub(crate) fn applies(

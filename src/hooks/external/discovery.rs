@@ -35,6 +35,28 @@ pub(crate) struct HookSet {
 }
 
 impl HookSet {
+    /// Every loaded hook once (an entry that stands for two events is listed under its first),
+    /// server level first, then in file order.
+    pub(crate) fn all_hooks(&self) -> Vec<Arc<HookDef>> {
+        let mut hooks: Vec<Arc<HookDef>> = self.by_event.values().flatten().cloned().collect();
+        let level_order = |level: &str| match level {
+            "server" => 0,
+            "workspace" => 1,
+            _ => 2,
+        };
+        hooks.sort_by(|a, b| {
+            (level_order(a.level), &a.file, a.line, a.index, a.event).cmp(&(
+                level_order(b.level),
+                &b.file,
+                b.line,
+                b.index,
+                b.event,
+            ))
+        });
+        hooks.dedup_by(|a, b| (&a.file, a.line, a.index) == (&b.file, b.line, b.index));
+        hooks
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.by_event.values().map(Vec::len).sum()
     }

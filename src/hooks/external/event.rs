@@ -231,7 +231,6 @@ impl Event {
 
     /// The canonical events a configured name stands for (seed 004's `after_tool_dispatch`
     /// and Gemini's `AfterTool` cover both tool outcomes).
-    #[cfg(test)]
     pub(crate) fn parse(name: &str) -> Option<&'static [Event]> {
         match Event::spelling(name, None) {
             Spelling::Known(_, events) => Some(events),

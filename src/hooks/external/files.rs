@@ -84,6 +84,11 @@ impl HookFiles {
         Ok(())
     }
 
+    /// What runs the hooks (their handlers, the chain budget, the workspace).
+    pub(crate) fn runner(&self) -> Arc<Runner> {
+        self.runner.clone()
+    }
+
     /// The hooks as they are now.
     pub(crate) fn current(&self) -> Arc<HookSet> {
         self.set.current()

@@ -9,8 +9,10 @@
 //! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;
 //! - `process`: a command hook's processes (clean environment, process group, every leftover
 //!   killed and reaped);
-//! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`);
+//! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`), and
+//!   what each run did (for `hook_trace`); `stats`: per-hook figures for `/api/hooks`;
 //! - `adapter`: [`ExternalHooks`], the chains as an `AgentHook`, one path for every event;
+//! - `dry_run`: `hookwire hooks test`, one event's chain run hook by hook on a given input;
 //! - `discovery`, `files`, `session`, `register_hook`: where hook sets come from (the hook
 //!   files found and loaded, watched and reloaded; the model's session hooks).
 
@@ -19,6 +21,7 @@ mod chain;
 pub(crate) mod config;
 pub(crate) mod dialect;
 mod discovery;
+pub(crate) mod dry_run;
 pub(crate) mod event;
 mod files;
 pub(crate) mod process;
@@ -27,6 +30,7 @@ pub(crate) mod register_hook;
 pub(crate) mod runner;
 pub(crate) mod session;
 pub(crate) mod settings;
+pub(crate) mod stats;
 
 pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};

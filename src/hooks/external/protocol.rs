@@ -36,6 +36,33 @@ pub(crate) struct EventState {
     pub(crate) summary: Option<String>,
 }
 
+impl EventState {
+    /// The fields that differ from `before` (what a hook changed), by their protocol names.
+    pub(crate) fn changed_from(&self, before: &EventState) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        let mut check = |name: &'static str, differs: bool| {
+            if differs {
+                changed.push(name);
+            }
+        };
+        check("user_input", self.user_input != before.user_input);
+        check("messages", self.messages != before.messages);
+        check("system_prompt", self.system_prompt != before.system_prompt);
+        check(
+            "assistant_output",
+            self.assistant_output != before.assistant_output,
+        );
+        check(
+            "tool_arguments",
+            self.tool_arguments != before.tool_arguments,
+        );
+        check("tool_result", self.tool_result != before.tool_result);
+        check("tool_error", self.tool_error != before.tool_error);
+        check("summary", self.summary != before.summary);
+        changed
+    }
+}
+
 /// Who is asking: the ids and the place.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Envelope {

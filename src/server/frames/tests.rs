@@ -192,6 +192,20 @@ fn server_frames_have_the_wire_shape() {
     );
 }
 
+#[test]
+fn the_start_frame_names_the_instance_and_no_other_frame_does() {
+    let start = ServerFrame::from_event("c1", ChatEvent::Started).with_instance("a1b2");
+    assert_eq!(
+        serde_json::to_value(start).unwrap(),
+        json!({"type":"start","id":"c1","instance":"a1b2"})
+    );
+    let text = ServerFrame::from_event("c1", ChatEvent::Text("hi".into())).with_instance("a1b2");
+    assert_eq!(
+        serde_json::to_value(text).unwrap(),
+        json!({"type":"text","id":"c1","delta":"hi"})
+    );
+}
+
 /// Client frame parsing (strict, validated) against a bare `serde_json` parse of the same
 /// text, as a ratio. A benchmark, not a check: frames are private to the crate, so
 /// `benches/` cannot reach the parser.

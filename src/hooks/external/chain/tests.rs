@@ -102,7 +102,7 @@ fn ran(outcome: &ChainOutcome) -> Vec<(&str, Ran)> {
     outcome
         .ran
         .iter()
-        .map(|(name, ran)| (name.as_str(), *ran))
+        .map(|run| (run.name.as_str(), run.ran))
         .collect()
 }
 
@@ -237,7 +237,10 @@ async fn on_error_skip_goes_on_and_abort_ends_the_chain() {
         assert_eq!(runner.names(), after, "{on_error}");
         let control = (on_error == "skip").then(|| ChainControl::Retry("from b".into()));
         assert_eq!(outcome.control, control, "{on_error}");
-        assert_eq!(outcome.ran[0], ("a".to_string(), Ran::Failure));
+        assert_eq!(
+            (outcome.ran[0].name.as_str(), outcome.ran[0].ran),
+            ("a", Ran::Failure)
+        );
     }
 }
 

@@ -1,0 +1,109 @@
+//! Per-hook figures for `GET /api/hooks` (PROTOCOL section 12): runs, failures, timeouts,
+//! blocks and the recent durations, kept in memory by hook id. Prometheus has the same counts by
+//! hook name (`hookwire_external_hook_runs_total`); this is what the page reads without a
+//! scraper, with percentiles over the last runs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::chain::Ran;
+use super::config::HookDef;
+
+/// The runs whose durations the percentiles are taken over.
+const RECENT: usize = 256;
+/// Hooks tracked at most (ids of files edited away stay until then; a reload adds new ids).
+const MAX_HOOKS: usize = 4096;
+
+#[derive(Debug, Default)]
+struct Figures {
+    runs: u64,
+    failures: u64,
+    timeouts: u64,
+    blocked: u64,
+    recent_ms: VecDeque<f64>,
+}
+
+/// What `/api/hooks` shows of one hook.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct HookMetrics {
+    pub(crate) runs: u64,
+    pub(crate) failures: u64,
+    pub(crate) timeouts: u64,
+    pub(crate) blocked: u64,
+    pub(crate) p50_ms: Option<f64>,
+    pub(crate) p95_ms: Option<f64>,
+}
+
+fn table() -> std::sync::MutexGuard<'static, HashMap<String, Figures>> {
+    static TABLE: OnceLock<Mutex<HashMap<String, Figures>>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| Mutex::new(HashMap::new()));
+    match table.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Counts one run of `hook`.
+pub(crate) fn record(hook: &HookDef, ran: Ran, elapsed: Duration) {
+    let mut table = table();
+    if table.len() >= MAX_HOOKS && !table.contains_key(&hook.id()) {
+        return;
+    }
+    let figures = table.entry(hook.id()).or_default();
+    figures.runs += 1;
+    match ran {
+        Ran::Failure => figures.failures += 1,
+        Ran::Timeout => figures.timeouts += 1,
+        Ran::Block | Ran::Skip => figures.blocked += 1,
+        Ran::Success | Ran::Ask => {}
+    }
+    if figures.recent_ms.len() == RECENT {
+        figures.recent_ms.pop_front();
+    }
+    figures.recent_ms.push_back(elapsed.as_secs_f64() * 1000.0);
+}
+
+/// The figures of the hook with `id` (zeros before its first run).
+pub(crate) fn metrics(id: &str) -> HookMetrics {
+    let table = table();
+    let Some(figures) = table.get(id) else {
+        return HookMetrics::default();
+    };
+    let mut sorted: Vec<f64> = figures.recent_ms.iter().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    HookMetrics {
+        runs: figures.runs,
+        failures: figures.failures,
+        timeouts: figures.timeouts,
+        blocked: figures.blocked,
+        p50_ms: percentile(&sorted, 0.50),
+        p95_ms: percentile(&sorted, 0.95),
+    }
+}
+
+/// The nearest-rank percentile of sorted values, rounded to 0.1 ms.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    let value = sorted[rank.clamp(1, sorted.len()) - 1];
+    Some((value * 10.0).round() / 10.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.5), Some(50.0));
+        assert_eq!(percentile(&values, 0.95), Some(95.0));
+        assert_eq!(percentile(&[7.25], 0.95), Some(7.3));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+}

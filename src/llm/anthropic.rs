@@ -1,0 +1,697 @@
+//! Anthropic's Messages API: `POST {base_url}/v1/messages` with `"stream": true`, read as
+//! Server-Sent Events (the transport in `http`).
+//!
+//! The request: every system text in the `system` field, the rest strictly alternating (the
+//! strict shaping of `shape`), tool calls as `tool_use` blocks and their results as
+//! `tool_result` blocks of the next user message, `max_tokens` always set. The reply:
+//! `message_start` (input usage), `content_block_start` / `_delta` / `_stop` for text and
+//! `tool_use` blocks (the input arrives as `input_json_delta` fragments), `message_delta` (stop
+//! reason, output usage), `message_stop`; `ping` and unknown events are skipped, an `error` event
+//! fails the call. `stop_reason: max_tokens` becomes the finish reason `length`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eventsource_stream::Event;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::http::{self, error_message, Decoder};
+use super::shape::{shape, MessageStyle};
+use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::types::{Role, ToolCall, Usage};
+
+/// The API version every request names (`anthropic-version`).
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Where the Messages API is and how patient to be with it. Start from `Default` (Anthropic's
+/// API root, no key, 10 s to connect, 60 s of silence, 32 MiB a call, 4096 tokens a reply).
+#[derive(Debug, Clone)]
+pub struct AnthropicConfig {
+    /// The API root, e.g. `https://api.anthropic.com` (`/v1/messages` is added; a root that
+    /// already ends in `/v1` gets `/messages`).
+    pub base_url: String,
+    /// Sent as `x-api-key`.
+    pub api_key: Option<String>,
+    pub connect_timeout: Duration,
+    /// Silence allowed before the response headers and between events.
+    pub idle_timeout: Duration,
+    /// Largest streamed body accepted for one call.
+    pub max_stream_bytes: usize,
+    /// The reply's limit in tokens (the API requires one).
+    pub max_tokens: u32,
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.anthropic.com".into(),
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_stream_bytes: 32 * 1024 * 1024,
+            max_tokens: 4096,
+        }
+    }
+}
+
+/// A [`ChatModel`] for Anthropic's Messages API with streaming.
+#[derive(Debug, Clone)]
+pub struct AnthropicClient {
+    http: reqwest::Client,
+    url: String,
+    config: AnthropicConfig,
+}
+
+impl AnthropicClient {
+    /// A client for `config`; fails only when the HTTP client cannot be built (no TLS
+    /// provider).
+    pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
+        let http = http::client(config.connect_timeout)?;
+        let root = config.base_url.trim_end_matches('/');
+        let url = if root.ends_with("/v1") {
+            format!("{root}/messages")
+        } else {
+            format!("{root}/v1/messages")
+        };
+        Ok(Self { http, url, config })
+    }
+}
+
+#[async_trait]
+impl ChatModel for AnthropicClient {
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .json(&request_body(&request, self.config.max_tokens));
+        if let Some(key) = &self.config.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        http::stream(
+            builder,
+            &self.url,
+            self.config.idle_timeout,
+            self.config.max_stream_bytes,
+            Reply::default(),
+        )
+        .await
+    }
+}
+
+/// The body of `POST /v1/messages`.
+pub(super) fn request_body(request: &ModelRequest, max_tokens: u32) -> Value {
+    let mut shaped = shape(
+        &request.messages,
+        MessageStyle::Strict { system_role: true },
+    );
+    let system = match shaped.first() {
+        Some(first) if first.role == Role::System => Some(shaped.remove(0).content),
+        _ => None,
+    };
+    // Role and content blocks; a tool result is a block of a user message, so the results of a
+    // round and a user message after them are one message.
+    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in &shaped {
+        let (role, blocks) = match message.role {
+            Role::Assistant => (
+                "assistant",
+                assistant_blocks(&message.content, &message.tool_calls),
+            ),
+            Role::Tool => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
+                });
+                // An empty text block is refused; an empty result is no content at all.
+                if !message.content.is_empty() {
+                    block["content"] = json!(message.content);
+                }
+                ("user", vec![block])
+            }
+            Role::User | Role::System => ("user", text_block(&message.content)),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": max_tokens,
+        "stream": true,
+        "messages": messages,
+    });
+    if let Some(system) = system {
+        body["system"] = json!(system);
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// A text block, or none for an empty text (the API refuses empty text blocks).
+fn text_block(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "text", "text": text})]
+    }
+}
+
+fn assistant_blocks(text: &str, calls: &[ToolCall]) -> Vec<Value> {
+    let mut blocks = text_block(text);
+    for call in calls {
+        // `input` must be an object; arguments that were not one ran as `{}` too.
+        let input = match call.arguments_value() {
+            Value::Object(map) => Value::Object(map),
+            _ => Value::Object(Map::new()),
+        };
+        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+    }
+    blocks
+}
+
+/// One streamed event, accepting what is not needed (new event and block types included).
+#[derive(Debug, Deserialize)]
+struct StreamEvent {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(default)]
+    content_block: Option<Value>,
+    #[serde(default)]
+    delta: Option<Value>,
+    #[serde(default)]
+    usage: Option<EventUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    usage: Option<EventUsage>,
+}
+
+/// Usage as Anthropic counts it: cached input is counted apart from `input_tokens`.
+#[derive(Debug, Default, Deserialize)]
+struct EventUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+impl EventUsage {
+    /// Every input token, cached or not: what `prompt_tokens` means elsewhere.
+    fn prompt_tokens(&self) -> Option<u64> {
+        let parts = [
+            self.input_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+        ];
+        parts
+            .iter()
+            .any(Option::is_some)
+            .then(|| parts.iter().flatten().sum())
+    }
+}
+
+#[derive(Debug)]
+struct ToolUse {
+    id: String,
+    name: String,
+    /// The `input_json_delta` fragments joined.
+    json: String,
+    /// `content_block_start`'s `input`, used when no fragment came.
+    start_input: Option<Value>,
+}
+
+/// A reply as it streams in.
+#[derive(Debug, Default)]
+pub(super) struct Reply {
+    tool_uses: BTreeMap<usize, ToolUse>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    stop_reason: Option<String>,
+}
+
+impl Reply {
+    /// One event's data; `None` to read on.
+    pub(super) fn data(&mut self, data: &str) -> Option<Result<ModelEvent, LlmError>> {
+        let event: StreamEvent = match serde_json::from_str(data) {
+            Ok(event) => event,
+            Err(e) => {
+                let excerpt: String = data.chars().take(120).collect();
+                return Some(Err(LlmError::Malformed(format!("{e} in {excerpt:?}"))));
+            }
+        };
+        match event.kind.as_str() {
+            "message_start" => {
+                if let Some(usage) = event.message.and_then(|m| m.usage) {
+                    self.take_usage(&usage);
+                }
+                None
+            }
+            "content_block_start" => self.block_start(event.index, event.content_block),
+            "content_block_delta" => self.delta(event.index, event.delta),
+            "message_delta" => {
+                let reason = event
+                    .delta
+                    .as_ref()
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str);
+                if let Some(reason) = reason {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = &event.usage {
+                    self.take_usage(usage);
+                }
+                None
+            }
+            "message_stop" => Some(self.finish()),
+            "error" => {
+                let error = event.error.unwrap_or(Value::Null);
+                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
+                Some(Err(LlmError::Stream(format!(
+                    "{} ({kind})",
+                    error_message(&error)
+                ))))
+            }
+            // `ping`, `content_block_stop`, and whatever the API adds later.
+            _ => None,
+        }
+    }
+
+    /// The counts are cumulative: a later event's replace an earlier one's.
+    fn take_usage(&mut self, usage: &EventUsage) {
+        if let Some(prompt) = usage.prompt_tokens() {
+            self.prompt_tokens = Some(prompt);
+        }
+        if let Some(output) = usage.output_tokens {
+            self.completion_tokens = Some(output);
+        }
+    }
+
+    fn block_start(
+        &mut self,
+        index: Option<usize>,
+        block: Option<Value>,
+    ) -> Option<Result<ModelEvent, LlmError>> {
+        let block = block?;
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                (!text.is_empty()).then(|| Ok(ModelEvent::Text(text.to_string())))
+            }
+            Some("tool_use") => {
+                let Some(index) = index else {
+                    return Some(Err(LlmError::Malformed(
+                        "a tool_use block without an index".into(),
+                    )));
+                };
+                let field = |name: &str| {
+                    block
+                        .get(name)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let name = field("name");
+                if name.is_empty() {
+                    return Some(Err(LlmError::Malformed(format!(
+                        "tool_use block {index} has no name"
+                    ))));
+                }
+                self.tool_uses.insert(
+                    index,
+                    ToolUse {
+                        id: field("id"),
+                        name,
+                        json: String::new(),
+                        start_input: block.get("input").cloned(),
+                    },
+                );
+                None
+            }
+            // Thinking and server-side blocks are not part of the answer.
+            _ => None,
+        }
+    }
+
+    fn delta(
+        &mut self,
+        index: Option<usize>,
+        delta: Option<Value>,
+    ) -> Option<Result<ModelEvent, LlmError>> {
+        let delta = delta?;
+        let text_of = |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or("");
+        match delta.get("type").and_then(Value::as_str) {
+            Some("text_delta") => {
+                let text = text_of("text");
+                (!text.is_empty()).then(|| Ok(ModelEvent::Text(text.to_string())))
+            }
+            Some("input_json_delta") => {
+                let tool = index.and_then(|i| self.tool_uses.get_mut(&i));
+                match tool {
+                    Some(tool) => {
+                        tool.json.push_str(text_of("partial_json"));
+                        None
+                    }
+                    None => Some(Err(LlmError::Malformed(format!(
+                        "input_json_delta for block {index:?}, which is not a tool_use block"
+                    )))),
+                }
+            }
+            // `thinking_delta`, `signature_delta`, `citations_delta`, …
+            _ => None,
+        }
+    }
+
+    fn finish(&mut self) -> Result<ModelEvent, LlmError> {
+        let reply = std::mem::take(self);
+        let tool_calls = reply
+            .tool_uses
+            .into_iter()
+            .map(|(index, tool)| {
+                let arguments = if !tool.json.trim().is_empty() {
+                    tool.json
+                } else {
+                    match tool.start_input {
+                        Some(Value::Object(map)) if !map.is_empty() => {
+                            Value::Object(map).to_string()
+                        }
+                        _ => "{}".to_string(),
+                    }
+                };
+                ToolCall {
+                    id: if tool.id.is_empty() {
+                        format!("toolu_{index}")
+                    } else {
+                        tool.id
+                    },
+                    name: tool.name,
+                    arguments,
+                }
+            })
+            .collect();
+        let usage =
+            (reply.prompt_tokens.is_some() || reply.completion_tokens.is_some()).then(|| Usage {
+                prompt_tokens: reply.prompt_tokens.unwrap_or(0),
+                completion_tokens: reply.completion_tokens.unwrap_or(0),
+            });
+        Ok(ModelEvent::Finished {
+            tool_calls,
+            finish_reason: reply.stop_reason.as_deref().map(finish_reason),
+            usage,
+        })
+    }
+}
+
+/// Anthropic's `stop_reason` in OpenAI's words, which the agent reads: a reply cut at a limit is
+/// `length`.
+fn finish_reason(stop_reason: &str) -> String {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => "stop",
+        "max_tokens" | "model_context_window_exceeded" => "length",
+        "tool_use" => "tool_calls",
+        "refusal" => "content_filter",
+        other => other,
+    }
+    .to_string()
+}
+
+impl Decoder for Reply {
+    fn event(&mut self, event: Event) -> Option<Result<ModelEvent, LlmError>> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return None;
+        }
+        self.data(data)
+    }
+
+    fn end(&mut self) -> Result<ModelEvent, LlmError> {
+        // The stop reason comes in the last `message_delta`; only `message_stop` may be missing.
+        if self.stop_reason.is_some() {
+            self.finish()
+        } else {
+            Err(LlmError::Stream(
+                "the stream ended before message_stop".into(),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Message, ToolSpec};
+
+    fn feed(events: &[Value]) -> (String, Vec<Result<ModelEvent, LlmError>>) {
+        let mut reply = Reply::default();
+        let mut text = String::new();
+        let mut ends = Vec::new();
+        for event in events {
+            match reply.data(&event.to_string()) {
+                Some(Ok(ModelEvent::Text(t))) => text.push_str(&t),
+                Some(other) => ends.push(other),
+                None => {}
+            }
+        }
+        (text, ends)
+    }
+
+    fn start(input_tokens: u64) -> Value {
+        json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":input_tokens,"cache_read_input_tokens":5,"output_tokens":1}}})
+    }
+
+    #[test]
+    fn text_usage_and_stop_reason() {
+        let (text, ends) = feed(&[
+            start(20),
+            json!({"type":"ping"}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}),
+            json!({"type":"message_stop"}),
+        ]);
+        assert_eq!(text, "Hello");
+        assert_eq!(
+            ends,
+            vec![Ok(ModelEvent::Finished {
+                tool_calls: vec![],
+                finish_reason: Some("stop".into()),
+                usage: Some(Usage {
+                    prompt_tokens: 25,
+                    completion_tokens: 7
+                }),
+            })]
+        );
+    }
+
+    #[test]
+    fn tool_use_input_is_joined_per_block() {
+        let (text, ends) = feed(&[
+            start(3),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Let me look."}}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_a","name":"read_file","input":{}}}),
+            json!({"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_b","name":"list_dir","input":{}}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a"}}),
+            json!({"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{}"}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":".md\"}"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}),
+            json!({"type":"message_stop"}),
+        ]);
+        assert_eq!(text, "Let me look.");
+        let Some(Ok(ModelEvent::Finished {
+            tool_calls,
+            finish_reason,
+            ..
+        })) = ends.into_iter().next()
+        else {
+            panic!("no end")
+        };
+        assert_eq!(finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(
+            tool_calls,
+            vec![
+                ToolCall {
+                    id: "toolu_a".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path": "a.md"}"#.into()
+                },
+                ToolCall {
+                    id: "toolu_b".into(),
+                    name: "list_dir".into(),
+                    arguments: "{}".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_without_fragments_takes_its_start_input() {
+        let (_, ends) = feed(&[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"list_dir","input":{"path":"src"}}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"}}),
+            json!({"type":"message_stop"}),
+        ]);
+        let Some(Ok(ModelEvent::Finished {
+            tool_calls, usage, ..
+        })) = ends.into_iter().next()
+        else {
+            panic!()
+        };
+        assert_eq!(tool_calls[0].arguments, r#"{"path":"src"}"#);
+        assert_eq!(usage, None, "no usage reported, none made up");
+    }
+
+    #[test]
+    fn max_tokens_is_length() {
+        assert_eq!(finish_reason("max_tokens"), "length");
+        assert_eq!(finish_reason("end_turn"), "stop");
+        assert_eq!(finish_reason("tool_use"), "tool_calls");
+        assert_eq!(finish_reason("pause_turn"), "pause_turn");
+    }
+
+    #[test]
+    fn error_events_and_bad_data_fail_the_call() {
+        let (_, ends) = feed(&[
+            start(1),
+            json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        ]);
+        assert_eq!(
+            ends,
+            vec![Err(LlmError::Stream(
+                "Overloaded (overloaded_error)".into()
+            ))]
+        );
+        let mut reply = Reply::default();
+        assert!(matches!(
+            reply.data("{oops"),
+            Some(Err(LlmError::Malformed(_)))
+        ));
+        assert!(matches!(
+            reply.data(r#"{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{"}}"#),
+            Some(Err(LlmError::Malformed(_)))
+        ));
+        // Cut before the stop reason: an error; after it, finished.
+        let mut cut = Reply::default();
+        assert!(cut.end().is_err());
+        cut.data(r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#);
+        assert!(matches!(cut.end(), Ok(ModelEvent::Finished { .. })));
+    }
+
+    #[test]
+    fn request_body_shape() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        };
+        let request = ModelRequest {
+            model: "claude".into(),
+            messages: vec![
+                Message::system("base"),
+                Message::user("question"),
+                Message::system("skill hook"),
+                Message::assistant("plan"),
+                Message::assistant_with_tools("", vec![call("t1"), call("t2")]),
+                Message::tool_result("t1", "one"),
+                Message::tool_result("t2", ""),
+                Message::user("after tools"),
+                Message::system("step prompt"),
+            ],
+            tools: vec![ToolSpec {
+                name: "read_file".into(),
+                description: "reads".into(),
+                parameters: json!({"type":"object"}),
+            }],
+        };
+        assert_eq!(
+            request_body(&request, 100),
+            json!({
+                "model": "claude", "max_tokens": 100, "stream": true,
+                "system": "base\n\nskill hook\n\nstep prompt",
+                "messages": [
+                    {"role":"user","content":[{"type":"text","text":"question"}]},
+                    {"role":"assistant","content":[
+                        {"type":"text","text":"plan"},
+                        {"type":"tool_use","id":"t1","name":"read_file","input":{"path":"a"}},
+                        {"type":"tool_use","id":"t2","name":"read_file","input":{"path":"a"}},
+                    ]},
+                    {"role":"user","content":[
+                        {"type":"tool_result","tool_use_id":"t1","content":"one"},
+                        {"type":"tool_result","tool_use_id":"t2"},
+                        {"type":"text","text":"after tools"},
+                    ]},
+                ],
+                "tools": [{"name":"read_file","description":"reads","input_schema":{"type":"object"}}],
+            })
+        );
+        // No system text, no tools: neither field.
+        let plain = ModelRequest {
+            model: "claude".into(),
+            messages: vec![Message::user("hi")],
+            tools: vec![],
+        };
+        let body = request_body(&plain, 5);
+        assert!(
+            body.get("system").is_none() && body.get("tools").is_none(),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn urls() {
+        let url = |base: &str| {
+            AnthropicClient::new(AnthropicConfig {
+                base_url: base.into(),
+                ..AnthropicConfig::default()
+            })
+            .unwrap()
+            .url
+        };
+        assert_eq!(
+            url("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(url("http://127.0.0.1:9/"), "http://127.0.0.1:9/v1/messages");
+        assert_eq!(
+            url("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1/messages"
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! `GET /api/hooks` (PROTOCOL section 12): every loaded hook with where it comes from, what it
+//! runs and its figures; the skills' prompt hooks; the workspace files not loaded for want of
+//! trust, with the command that trusts them.
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::AppState;
+use crate::hooks::external::config::{Handler, HookDef};
+use crate::hooks::external::stats;
+
+/// Longer handler texts are cut for the list (the file has them whole).
+const SHOWN_CHARS: usize = 160;
+
+pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
+    let set = state.sources.hook_set();
+    let hooks: Vec<Value> = set
+        .as_ref()
+        .map(|set| set.all_hooks().iter().map(|hook| describe(hook)).collect())
+        .unwrap_or_default();
+    let untrusted: Vec<Value> = set
+        .as_ref()
+        .map(|set| {
+            set.untrusted
+                .iter()
+                .map(|file| {
+                    json!({
+                        "file": file.file.display().to_string(),
+                        "shown": file.shown,
+                        "why": file.why(),
+                        "trust_command": file.trust_command(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let skills = state.sources.skills.current();
+    let skill_hooks: Vec<Value> = skills
+        .skills
+        .values()
+        .flat_map(|skill| {
+            skill.hooks.iter().map(move |hook| {
+                json!({
+                    "skill": skill.name,
+                    "name": hook.name,
+                    "timing": hook.timing.as_str(),
+                    "role": hook.role.as_str(),
+                    "persistent": hook.persistent,
+                    "file": skill.dir.join(&hook.file).display().to_string(),
+                })
+            })
+        })
+        .collect();
+    Json(json!({"hooks": hooks, "skill_hooks": skill_hooks, "untrusted": untrusted}))
+}
+
+fn describe(hook: &HookDef) -> Value {
+    let shorten = |text: &str| -> String {
+        let mut chars = text.chars();
+        let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
+        if chars.next().is_some() {
+            format!("{head}…")
+        } else {
+            head
+        }
+    };
+    let (command, url, prompt) = match &hook.handler {
+        Handler::Command { command, .. } => (Some(shorten(command)), None, None),
+        Handler::Http { url, .. } => (None, Some(url.clone()), None),
+        Handler::Llm { prompt, .. } | Handler::Agent { prompt, .. } => {
+            (None, None, Some(shorten(prompt)))
+        }
+    };
+    let filter = &hook.filter;
+    let matcher = filter
+        .matcher
+        .as_ref()
+        .map(|m| m.as_str().to_string())
+        .or_else(|| filter.tool_name.clone())
+        .or_else(|| filter.tool_matcher.as_ref().map(|m| m.as_str().to_string()));
+    json!({
+        "id": hook.id(),
+        "name": hook.name,
+        "level": hook.level,
+        "file": hook.file.display().to_string(),
+        "line": hook.line,
+        "event": hook.event.as_str(),
+        "event_name": hook.event_name,
+        "dialect": hook.dialect.as_str(),
+        "type": hook.handler.kind(),
+        "matcher": matcher,
+        "command": command,
+        "url": url,
+        "prompt": prompt,
+        // A hook that is loaded is trusted: server files always are, workspace files only once
+        // `hookwire trust` pinned them (the others are under `untrusted`).
+        "trusted": true,
+        "async": false,
+        "timeout_ms": hook.timeout.as_millis() as u64,
+        "metrics": stats::metrics(&hook.id()),
+    })
+}

@@ -1,0 +1,275 @@
+//! Hook observability (PROTOCOL section 12): `GET /api/hooks` with each hook's place and
+//! figures, `hook_trace` frames for a chat that asks for them, and `hookwire hooks test`.
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+const SERVER_HOOKS: &str = "\
+pre_tool_execution:
+  - name: guard
+    command: 'echo \"no reading of secrets\" >&2; exit 2'
+    matcher: read_file
+  - name: widen
+    command: 'echo \"{\\\"tool_arguments\\\":{\\\"path\\\":\\\".\\\"}}\"'
+    matcher: list_dir
+";
+
+const WORKSPACE_HOOKS: &str = "\
+post_send_message:
+  - name: note
+    command: 'true'
+";
+
+/// A server with a server hook file, a trusted workspace hook file and the repository's skills.
+async fn server(upstream: &FakeUpstream) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks_file = dir.path().join("server-hooks.yaml");
+    std::fs::write(&hooks_file, SERVER_HOOKS).unwrap();
+    std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
+    std::fs::write(dir.path().join(".hookwire/hooks.yaml"), WORKSPACE_HOOKS).unwrap();
+    let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
+    TestServer::start_in(
+        dir,
+        Some(upstream),
+        move |c| {
+            c.hooks_file = Some(hooks_file);
+            c.trust_workspace_hooks = true;
+            c.skills_dir = skills;
+        },
+        |b| b,
+    )
+    .await
+}
+
+async fn api_hooks(server: &TestServer) -> Value {
+    let (status, body) = http_get(server.addr, "/api/hooks").await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn hook<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no hook {name} in {list:#}"))
+}
+
+#[tokio::test]
+async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream).await;
+    let list = api_hooks(&server).await;
+    let guard = hook(&list, "guard");
+    assert_eq!(guard["level"], "server");
+    assert_eq!(guard["event"], "pre_tool_execution");
+    assert_eq!(guard["dialect"], "hookwire");
+    assert_eq!(guard["type"], "command");
+    assert_eq!(guard["matcher"], "read_file");
+    assert_eq!(guard["line"], 2);
+    assert!(guard["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("server-hooks.yaml"));
+    assert!(guard["command"]
+        .as_str()
+        .unwrap()
+        .contains("no reading of secrets"));
+    assert_eq!(guard["trusted"], true);
+    assert_eq!(guard["metrics"]["runs"], 0);
+    assert!(guard["metrics"]["p50_ms"].is_null());
+    let note = hook(&list, "note");
+    assert_eq!(note["level"], "workspace");
+    assert!(note["file"]
+        .as_str()
+        .unwrap()
+        .ends_with(".hookwire/hooks.yaml"));
+    let skill_hooks = list["skill_hooks"].as_array().unwrap();
+    let brevity = skill_hooks
+        .iter()
+        .find(|h| h["name"] == "brevity")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(brevity["skill"], "concise");
+    assert!(brevity["file"].as_str().unwrap().ends_with("brevity.md"));
+
+    // A chat that runs the guard (it blocks) and the workspace hook.
+    tool_round(
+        &upstream,
+        &[("r1", "read_file", json!({"path":"secret.txt"}))],
+        "I may not read it.",
+    );
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"read secret.txt"}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    let list = api_hooks(&server).await;
+    let guard = &hook(&list, "guard")["metrics"];
+    assert_eq!(guard["runs"], 1, "{guard}");
+    assert_eq!(guard["blocked"], 1);
+    assert!(guard["p50_ms"].as_f64().unwrap() > 0.0);
+    assert!(guard["p95_ms"].as_f64().unwrap() >= guard["p50_ms"].as_f64().unwrap());
+    assert_eq!(hook(&list, "note")["metrics"]["runs"], 1);
+    assert_eq!(
+        hook(&list, "widen")["metrics"]["runs"],
+        0,
+        "its matcher did not match"
+    );
+}
+
+#[tokio::test]
+async fn api_hooks_shows_an_untrusted_workspace_file_with_the_command_that_trusts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
+    std::fs::write(dir.path().join(".hookwire/hooks.yaml"), WORKSPACE_HOOKS).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    let server =
+        TestServer::start_in(dir, None, move |c| c.state_dir = Some(state_dir), |b| b).await;
+    let list = api_hooks(&server).await;
+    assert!(list["hooks"].as_array().unwrap().is_empty(), "{list:#}");
+    let untrusted = &list["untrusted"][0];
+    assert!(untrusted["file"]
+        .as_str()
+        .unwrap()
+        .ends_with(".hookwire/hooks.yaml"));
+    assert!(
+        untrusted["trust_command"]
+            .as_str()
+            .unwrap()
+            .contains("hookwire trust"),
+        "{untrusted}"
+    );
+}
+
+#[tokio::test]
+async fn a_traced_chat_gets_a_hook_trace_frame_per_run_with_what_changed() {
+    let upstream = FakeUpstream::start().await;
+    let server = server(&upstream).await;
+    upstream.push(Reply::text(&["[NEED_TOOL] look"]));
+    upstream.push(Reply::tool_calls(&[
+        ("l1", "list_dir", json!({"path":"sub"})),
+        ("r1", "read_file", json!({"path":"secret.txt"})),
+    ]));
+    upstream.push(Reply::text(&["done"]));
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","id":"t1","input":"look around","trace":true,"skills":["concise"]}))
+        .await;
+    let traces: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "hook_trace")
+        .collect();
+    let find = |hook: &str| {
+        traces
+            .iter()
+            .find(|t| t["hook"] == hook)
+            .unwrap_or_else(|| panic!("no trace of {hook}: {traces:#?}"))
+    };
+    let guard = find("guard");
+    assert_eq!(guard["id"], "t1");
+    assert_eq!(guard["event"], "pre_tool_execution");
+    assert_eq!(guard["level"], "server");
+    assert_eq!(guard["outcome"], "block");
+    assert!(guard["ms"].as_f64().unwrap() > 0.0);
+    let widen = find("widen");
+    assert_eq!(widen["outcome"], "success");
+    assert_eq!(widen["changed"], json!(["tool_arguments"]));
+    let note = find("note");
+    assert_eq!(note["level"], "workspace");
+    assert_eq!(note["changed"], json!([]));
+    let brevity = find("concise/brevity");
+    assert_eq!(brevity["level"], "skill");
+    assert_eq!(brevity["changed"], json!(["messages"]));
+    // The trace comes before the call it guarded is shown.
+    let at = |pred: &dyn Fn(&Value) -> bool| frames.iter().position(pred).unwrap();
+    assert!(
+        at(&|f| f["type"] == "hook_trace" && f["hook"] == "guard")
+            < at(&|f| f["type"] == "tool_call" && f["call_id"] == "r1")
+    );
+
+    // Without `trace`, none.
+    tool_round(&upstream, &[("r2", "read_file", json!({"path":"x"}))], "no");
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"again"}))
+        .await;
+    assert!(
+        !types_of(&frames).contains(&"hook_trace".to_string()),
+        "{frames:#?}"
+    );
+}
+
+fn hooks_test(hooks: &str, event: &str, input: &str) -> (i32, String) {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let hooks_file = dir.path().join("hooks.yaml");
+    std::fs::write(&hooks_file, hooks).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"))
+        .args(["hooks", "test", event, "--input", "-"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", dir.path())
+        .env("HOOKWIRE_HOOKS", &hooks_file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
+    // A blocking guard: exit 2, its reason printed.
+    let (code, out) = hooks_test(
+        SERVER_HOOKS,
+        "pre_tool_execution",
+        r#"{"tool_name":"read_file","tool_input":{"path":"secret.txt"}}"#,
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("guard") && out.contains("block"), "{out}");
+    assert!(out.contains("no reading of secrets"), "{out}");
+
+    // A rewrite: exit 0, the change shown as a diff.
+    let (code, out) = hooks_test(
+        SERVER_HOOKS,
+        "PreToolUse",
+        r#"{"tool_name":"list_dir","tool_input":{"path":"sub"}}"#,
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("widen") && out.contains("tool_arguments:"),
+        "{out}"
+    );
+    assert!(out.contains("-   \"path\": \"sub\""), "{out}");
+    assert!(out.contains("+   \"path\": \".\""), "{out}");
+    assert!(out.contains("decision: continue"), "{out}");
+
+    // A hook that fails: exit 1. An unknown event: exit 1, with the names it takes.
+    let failing = "stop:\n  - command: 'exit 7'\n";
+    let (code, out) = hooks_test(failing, "stop", r#"{"assistant_output":"hi"}"#);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("failure"), "{out}");
+    let (code, out) = hooks_test(failing, "no_such_event", "{}");
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("unknown event") && out.contains("PreToolUse"),
+        "{out}"
+    );
+}

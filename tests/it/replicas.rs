@@ -1,0 +1,334 @@
+//! Replicas behind a real load balancer: three `hookwire serve` processes sharing one secret,
+//! Debian's nginx on loopback running the shipped `deploy/nginx.conf` (round-robin), and one
+//! conversation that a client carries from replica to replica — as a page does when it
+//! reconnects. Everything a later chat needs travels with the client, signed, so every replica
+//! must accept what another one signed. Then one replica dies between chats, and another is
+//! stopped with SIGTERM during a chat: the conversation goes on, the chat finishes.
+//!
+//! Without nginx the test says it was skipped (outside CI); under `CI=true` it fails.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::binary::Hookwire;
+use crate::common::*;
+use crate::nginx::{self, Nginx};
+
+/// The text of the skill's persistent hook; every copy of it in a request is counted.
+const PERSISTENT: &str = "REPLICA-MARK: answer in one line.";
+/// The session hook's prompt; its llm judge call starts with it.
+const JUDGE: &str = "JUDGE:";
+
+/// A replica: the process and the id it reports in `/api/info` and in `start`.
+struct Replica {
+    server: Hookwire,
+    instance: String,
+}
+
+fn write_skill(skills: &Path) {
+    let hooks = skills.join("terse/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(
+        skills.join("terse/SKILL.md"),
+        "---\nname: terse\ndescription: Short answers.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(hooks.join("one-line.md"), PERSISTENT).unwrap();
+    std::fs::write(
+        hooks.join("hooks.json"),
+        r#"{"hooks":[{"name":"one-line","file":"one-line.md","timing":"after_user_input","role":"system","persistent":true}]}"#,
+    )
+    .unwrap();
+}
+
+/// Starts a replica: its own process, the shared secret, skills and upstream.
+async fn start_replica(upstream: &FakeUpstream, skills: &Path, workspace: &Path) -> Replica {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", workspace)
+        .env("HOOKWIRE_SKILLS_DIR", skills)
+        .env("HOOKWIRE_SECRET", "one secret for every replica")
+        .env("HOOKWIRE_LLM_BASE_URL", &upstream.base_url)
+        .env("HOOKWIRE_LLM_API_KEY", "test-key")
+        .env("HOOKWIRE_MODEL", "fake-model");
+    let server = Hookwire::launch(command, workspace.to_path_buf(), None);
+    let (status, body) = http_get(server.addr, "/api/info").await;
+    assert_eq!(status, 200, "{body}");
+    let info: Value = serde_json::from_str(&body).unwrap();
+    let instance = info["instance"].as_str().unwrap().to_string();
+    Replica { server, instance }
+}
+
+/// What a client keeps between chats (README "building your own front end").
+#[derive(Default)]
+struct Conversation {
+    messages: Vec<Value>,
+    session_hooks: Vec<Value>,
+}
+
+impl Conversation {
+    /// Runs one chat on a new connection to `addr`: the frames, and the instance that served it.
+    async fn chat(&mut self, addr: SocketAddr, id: &str, input: &str, tools: bool) -> Served {
+        let frames = send_chat(addr, self.frame(id, input, tools)).await;
+        self.keep(input, &frames);
+        Served::from(frames)
+    }
+
+    fn frame(&self, id: &str, input: &str, tools: bool) -> Value {
+        json!({"type":"chat","id":id,"input":input,"skills":["terse"],"enable_tools":tools,
+               "messages":self.messages,"session_hooks":self.session_hooks})
+    }
+
+    /// The history rule: the input, each `hook` frame's message, then `done.message`; and every
+    /// `session_hook` frame's hook.
+    fn keep(&mut self, input: &str, frames: &[Value]) {
+        let done = frames.last().unwrap();
+        assert_eq!(done["type"], "done", "{frames:#?}");
+        self.messages.push(json!({"role":"user","content":input}));
+        for frame in frames {
+            match frame["type"].as_str() {
+                Some("hook") => self.messages.push(frame["message"].clone()),
+                Some("session_hook") => self.session_hooks.push(frame["hook"].clone()),
+                _ => {}
+            }
+        }
+        self.messages.push(done["message"].clone());
+    }
+}
+
+async fn send_chat(addr: SocketAddr, frame: Value) -> Vec<Value> {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .unwrap();
+    Client { ws }.chat(frame).await
+}
+
+/// A finished chat.
+struct Served {
+    instance: String,
+    frames: Vec<Value>,
+}
+
+impl From<Vec<Value>> for Served {
+    fn from(frames: Vec<Value>) -> Served {
+        assert_eq!(frames[0]["type"], "start", "{frames:#?}");
+        let instance = frames[0]["instance"].as_str().unwrap().to_string();
+        Served { instance, frames }
+    }
+}
+
+/// The model's side of one chat without tools: the answer, then the session hook's judge.
+fn answer_and_judge(upstream: &FakeUpstream, answer: &str) {
+    upstream.push(Reply::text(&[answer]));
+    upstream.push(Reply::text(&["{}"]));
+}
+
+/// Checks what the replica that served chat number `n` (1-based) accepted from the client:
+/// the `n - 1` persistent hook messages other replicas signed (plus the one this chat added)
+/// reached the model, and the session hook another replica signed ran on `answer`.
+fn assert_signed_state_accepted(requests: &[Recorded], n: usize, answer: &str) {
+    let main = requests
+        .iter()
+        .find(|r| !r.messages()[0].1.starts_with(JUDGE))
+        .expect("the chat's model call");
+    let copies = main
+        .messages()
+        .iter()
+        .filter(|(role, content)| role == "system" && content == PERSISTENT)
+        .count();
+    assert_eq!(
+        copies,
+        n,
+        "chat {n}: the persistent hook from every earlier chat, and this chat's own: {:#?}",
+        main.messages()
+    );
+    let judged = requests
+        .iter()
+        .any(|r| r.messages()[0].1.lines().next() == Some(format!("{JUDGE} {answer}").as_str()));
+    assert!(
+        judged,
+        "chat {n}: the session hook did not run: {requests:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_conversation_moves_across_replicas_behind_nginx_and_survives_their_loss() {
+    let Some(nginx_binary) = nginx::required("the replica test") else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    let skills = tempfile::tempdir().unwrap();
+    write_skill(skills.path());
+    let workspace = tempfile::tempdir().unwrap();
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(start_replica(&upstream, skills.path(), workspace.path()).await);
+    }
+    let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.server.addr).collect();
+    let nginx = Nginx::start(&nginx_binary, &addrs).await;
+    let lb = nginx.addr;
+    let mut conversation = Conversation::default();
+
+    // Chat 1: the model registers a session hook (an llm judge on `stop`); the skill's
+    // persistent hook comes back as a `hook` frame. Both are signed by the replica that served.
+    upstream.push(Reply::text(&["[NEED_TOOL] register a judge"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "register_hook",
+        json!({"event":"stop","prompt":format!("{JUDGE} {{{{assistant_output}}}}")}),
+    )]));
+    upstream.push(Reply::text(&["registered"]));
+    let first = conversation
+        .chat(lb, "c1", "judge your answers", true)
+        .await;
+    assert_eq!(conversation.session_hooks.len(), 1, "{:#?}", first.frames);
+    let mut served_by = vec![first.instance];
+
+    // Chats 2 to 7: each reaches another replica than the one before (round-robin), which must
+    // accept the hook messages and the session hook the others signed.
+    for n in 2..=7 {
+        let answer = format!("answer {n}");
+        answer_and_judge(&upstream, &answer);
+        let before = upstream.requests().len();
+        let served = conversation
+            .chat(lb, &format!("c{n}"), &format!("question {n}"), false)
+            .await;
+        assert_ne!(
+            Some(&served.instance),
+            served_by.last(),
+            "chat {n} stayed on its replica: {served_by:?}"
+        );
+        assert_eq!(
+            served.frames.last().unwrap()["message"]["content"],
+            answer.as_str()
+        );
+        assert_signed_state_accepted(&upstream.requests()[before..], n, &answer);
+        served_by.push(served.instance);
+    }
+    let mut seen = served_by.clone();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "every replica served: {served_by:?}");
+    // Approval resumes go here once they exist: a chat that ends waiting for approval on one
+    // replica, and its resume (the signed `state`) on the next.
+    // Compaction goes here once it exists: a chat whose history is compacted (the `compact`
+    // frame) on one replica, and the next chat sending the signed summary back to another.
+
+    // One replica dies between chats: the one round-robin picks next, so nginx meets the
+    // refused connection and passes the chat on to the next replica.
+    let next = served_by[served_by.len() - 3].clone();
+    let dead = replicas.iter().position(|r| r.instance == next).unwrap();
+    let mut killed = replicas.remove(dead);
+    killed.server.child.kill().unwrap();
+    killed.server.child.wait().unwrap();
+    let mut n = served_by.len();
+    for _ in 0..2 {
+        n += 1;
+        let answer = format!("answer {n}");
+        answer_and_judge(&upstream, &answer);
+        let before = upstream.requests().len();
+        let served = conversation
+            .chat(lb, &format!("c{n}"), &format!("question {n}"), false)
+            .await;
+        assert_ne!(served.instance, killed.instance);
+        assert_signed_state_accepted(&upstream.requests()[before..], n, &answer);
+        served_by.push(served.instance);
+    }
+    assert!(
+        nginx
+            .log()
+            .iter()
+            .any(|line| line.contains("connect() failed")
+                && line.contains(&killed.server.addr.to_string())),
+        "nginx never tried the dead replica: {:#?}",
+        nginx.log()
+    );
+
+    // A replica gets SIGTERM during a chat: the chat finishes there; meanwhile new chats go to
+    // the other replica, and the conversation goes on there.
+    let gate = Gate::new();
+    upstream.push(Reply::Sse(vec![
+        Piece::Raw(chunk(json!({"role":"assistant","content":"finished "}))),
+        Piece::Until(gate.clone()),
+        Piece::Raw(chunk(json!({"content":"while draining"}))),
+        Piece::Raw("data: [DONE]\n\n".into()),
+    ]));
+    n += 1;
+    let input = format!("question {n}");
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{lb}/ws"))
+        .await
+        .unwrap();
+    let mut draining_client = Client { ws };
+    draining_client
+        .send(conversation.frame(&format!("c{n}"), &input, false))
+        .await;
+    let start = draining_client.frame().await;
+    assert_eq!(start["type"], "start", "{start}");
+    let stopping = replicas
+        .iter()
+        .position(|r| start["instance"] == r.instance.as_str())
+        .unwrap();
+    let pid = rustix::process::Pid::from_child(&replicas[stopping].server.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let stopping_addr = replicas[stopping].server.addr;
+    let draining = eventually(Duration::from_secs(5), || async {
+        http_get(stopping_addr, "/healthz").await == (503, "draining".to_string())
+    })
+    .await;
+    assert!(draining, "{:?}", replicas[stopping].server.log());
+
+    // Another client, meanwhile: served by the replica that is not draining (nginx passes an
+    // upgrade refused with 503 on to it).
+    let other = &replicas[1 - stopping];
+    upstream.push(Reply::text(&["served elsewhere"]));
+    for _ in 0..2 {
+        let frames = send_chat(
+            lb,
+            json!({"type":"chat","input":"hello","enable_tools":false}),
+        )
+        .await;
+        let served = Served::from(frames);
+        assert_eq!(served.instance, other.instance, "{:#?}", served.frames);
+        assert_eq!(served.frames.last().unwrap()["type"], "done");
+    }
+
+    // The chat on the draining replica finishes, then its connection closes with 1001.
+    upstream.push(Reply::text(&["{}"])); // its session hook's judge
+    gate.open();
+    let mut frames = vec![start];
+    frames.extend(draining_client.until_end().await);
+    assert_eq!(
+        frames.last().unwrap()["message"]["content"],
+        "finished while draining",
+        "{frames:#?}"
+    );
+    assert_eq!(
+        draining_client.close_code(Duration::from_secs(5)).await,
+        Some(1001)
+    );
+    conversation.keep(&input, &frames);
+    let mut stopped = replicas.remove(stopping);
+    let exited = eventually(Duration::from_secs(10), || {
+        std::future::ready(matches!(stopped.server.child.try_wait(), Ok(Some(_))))
+    })
+    .await;
+    assert!(exited, "{:?}", stopped.server.log());
+
+    // The conversation goes on, on the last replica.
+    n += 1;
+    let answer = format!("answer {n}");
+    answer_and_judge(&upstream, &answer);
+    let before = upstream.requests().len();
+    let served = conversation
+        .chat(lb, &format!("c{n}"), &format!("question {n}"), false)
+        .await;
+    assert_eq!(served.instance, replicas[0].instance);
+    assert_signed_state_accepted(&upstream.requests()[before..], n, &answer);
+}
