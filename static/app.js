@@ -140,7 +140,7 @@
       li.dataset.outcome = row.outcome;
       li.append(
         el('span', 'event', row.event), ' → ',
-        el('span', 'hook', row.hook), el('span', 'level', row.level), ' → ',
+        el('span', 'hook', row.hook), ' ', el('span', 'level', '(' + row.level + ')'), ' → ',
         el('span', 'outcome', row.outcome), ' → ',
         el('span', 'ms', P.formatMs(row.ms)), ' → ',
         el('span', 'changed', row.changed.length ? 'changed ' + row.changed.join(', ') : 'no change'),
@@ -596,7 +596,9 @@
     if (hook.async) head.appendChild(el('span', 'tag', 'async'));
     head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
     card.appendChild(head);
-    card.appendChild(el('div', 'hook-name', hook.id));
+    const name = el('div', 'hook-name', hook.name);
+    if (hook.id !== hook.name) name.title = hook.id;
+    card.appendChild(name);
     if (hook.what) card.appendChild(el('code', 'hook-what', hook.what));
     if (hook.where) {
       const where = el('div', 'hook-where', hook.where);
@@ -654,7 +656,11 @@
         for (const hook of level.hooks) section.appendChild(hookCard(hook));
         for (const file of level.untrusted) {
           const row = el('div', 'untrusted-file');
-          row.appendChild(el('div', null, 'Not trusted, so not loaded: ' + file.file));
+          const head = el('div', null, 'Not loaded: ');
+          const shown = el('code', null, file.shown);
+          shown.title = file.file;
+          head.append(shown, ' (' + file.reason + ')');
+          row.appendChild(head);
           if (file.trust_command) {
             row.appendChild(el('div', 'muted', 'To trust it, run:'));
             row.appendChild(el('code', 'trust-command', file.trust_command));

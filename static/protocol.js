@@ -607,8 +607,9 @@
 
   /**
    * The Hooks tab's content: `GET /api/hooks` (`api`) and the conversation's stored session
-   * hooks, as `[{level, hooks: [row], untrusted: [{file, trust_command}]}]` for server,
-   * workspace, skill and session, in that order. A row: `{id, level, where (file:line), file,
+   * hooks, as `[{level, hooks: [row], untrusted: [{file, shown, reason, trust_command}]}]` for
+   * server, workspace, skill and session, in that order. A row: `{id, name (what traces call it),
+   * level, where (file:line), file,
    * event, event_name, dialect, type, matcher, what (command, URL or prompt), trusted, async,
    * metrics (null where the server keeps none)}`; session rows also have `expires_at`.
    */
@@ -622,6 +623,7 @@
       const line = Number.isInteger(hook.line) ? hook.line : null;
       byLevel[level].push({
         id: text(hook.id) || '?',
+        name: text(hook.name) || text(hook.id) || '?',
         level,
         file: text(hook.file),
         where: text(hook.file) ? shortPath(hook.file) + (line ? ':' + line : '') : null,
@@ -638,8 +640,10 @@
     }
     for (const hook of list(api.skill_hooks)) {
       if (!hook || typeof hook !== 'object') continue;
+      const id = (text(hook.skill) || '?') + '/' + (text(hook.name) || '?');
       byLevel.skill.push({
-        id: (text(hook.skill) || '?') + '/' + (text(hook.name) || '?'),
+        id,
+        name: id,
         level: 'skill',
         file: text(hook.file),
         where: text(hook.file) ? shortPath(hook.file) : null,
@@ -656,8 +660,10 @@
     }
     list(sessionHooks).forEach((hook, index) => {
       if (!hook || typeof hook !== 'object') return;
+      const id = text(hook.name) || 'session-' + (index + 1);
       byLevel.session.push({
-        id: text(hook.name) || 'session-' + (index + 1),
+        id,
+        name: id,
         level: 'session',
         file: null,
         where: 'this conversation',
@@ -675,7 +681,13 @@
     });
     const untrusted = list(api.untrusted)
       .filter((u) => u && typeof u.file === 'string')
-      .map((u) => ({ file: u.file, trust_command: text(u.trust_command) }));
+      .map((u) => ({
+        file: u.file,
+        shown: text(u.shown) || u.file,
+        // `why` ends with what to do (the command, shown on its own); the reason comes first.
+        reason: text(u.why) ? u.why.replace(/;[^;]*$/, '') : 'not trusted',
+        trust_command: text(u.trust_command),
+      }));
     return LEVELS.map((level) => ({ level, hooks: byLevel[level], untrusted: level === 'workspace' ? untrusted : [] }));
   }
 

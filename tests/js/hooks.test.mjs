@@ -96,7 +96,7 @@ test('usage comes from done.usage; milliseconds read well', () => {
 const API = {
   hooks: [
     {
-      id: 'srv-1', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', line: 3, event: 'pre_tool_execution',
+      id: 'srv-1', name: 'guard', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', line: 3, event: 'pre_tool_execution',
       event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read', command: 'guard.sh', url: null,
       prompt: null, trusted: true, async: false,
       metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
@@ -113,7 +113,11 @@ const API = {
     { skill: 'concise', name: 'brevity', timing: 'after_user_input', role: 'system', persistent: true, file: '/s/concise/hooks/brevity.md' },
   ],
   untrusted: [
-    { file: '/ws/.hookwire/hooks/extra.yaml', trust_command: 'hookwire trust --workspace /ws' },
+    {
+      file: '/ws/.hookwire/hooks/extra.yaml', shown: '.hookwire/hooks/extra.yaml', trust_command: 'hookwire trust --workspace /ws',
+      why: 'changed since it was trusted; review and trust it again with: hookwire trust --workspace /ws',
+    },
+    { file: '/ws/.hookwire/other.yaml' },
     { nope: 1 },
   ],
 };
@@ -129,18 +133,23 @@ test('the Hooks tab: every hook under its level, with file:line, what it runs an
   ]);
   const [server, workspace, skill, sessionLevel] = levels;
   assert.deepEqual(server.hooks[0], {
-    id: 'srv-1', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', where: '…/deep/er/hooks.yaml:3',
+    id: 'srv-1', name: 'guard', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', where: '…/deep/er/hooks.yaml:3',
     event: 'pre_tool_execution', event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read',
     what: 'guard.sh', trusted: true, async: false,
     metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
   });
   assert.deepEqual([server.hooks[1].trusted, server.hooks[1].metrics, server.hooks[1].what, server.hooks[1].where], [false, null, 'judge', null]);
   assert.deepEqual([workspace.hooks[0].what, workspace.hooks[0].async, workspace.hooks[0].where], ['http://127.0.0.1:9/h', true, '/ws/.hookwire/hooks.yaml:2']);
-  assert.deepEqual(workspace.untrusted, [{ file: '/ws/.hookwire/hooks/extra.yaml', trust_command: 'hookwire trust --workspace /ws' }]);
+  assert.deepEqual(workspace.untrusted, [
+    { file: '/ws/.hookwire/hooks/extra.yaml', shown: '.hookwire/hooks/extra.yaml', reason: 'changed since it was trusted', trust_command: 'hookwire trust --workspace /ws' },
+    { file: '/ws/.hookwire/other.yaml', shown: '/ws/.hookwire/other.yaml', reason: 'not trusted', trust_command: null },
+  ]);
+  assert.equal(server.hooks[1].name, 'odd', 'no name: the id');
   assert.deepEqual(server.untrusted, []);
+  assert.equal(skill.hooks[0].name, 'concise/brevity', 'as traces call it');
   assert.deepEqual([skill.hooks[0].event, skill.hooks[0].what, skill.hooks[0].metrics], ['after_user_input', 'system message, persistent', null]);
   assert.deepEqual(sessionLevel.hooks[0], {
-    id: 'judge', level: 'session', file: null, where: 'this conversation', event: 'stop', event_name: 'stop',
+    id: 'judge', name: 'judge', level: 'session', file: null, where: 'this conversation', event: 'stop', event_name: 'stop',
     dialect: 'hookwire', type: 'llm', matcher: null, what: 'JUDGE {{assistant_output}}', trusted: true, async: false,
     metrics: null, expires_at: 1900000000,
   });

@@ -8,6 +8,7 @@ mod chromium;
 mod conversations;
 mod driver;
 mod firefox;
+mod hooks_tab;
 
 use std::time::Duration;
 

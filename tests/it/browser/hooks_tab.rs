@@ -1,0 +1,364 @@
+//! The Hooks tab and the trace on the page: every hook by level (a server hook, a trusted
+//! workspace hook, an untrusted file with the command that trusts it, a skill hook, a session
+//! hook the model registered) with counts that move after a chat, refreshed while the tab is
+//! open; the trace switch and each turn's timeline, where a blocked tool call stands out.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::chromium::Chromium;
+use super::driver::Page;
+use super::firefox::Firefox;
+use crate::common::*;
+
+const SERVER_HOOKS: &str = "\
+pre_tool_execution:
+  - name: guard
+    command: 'echo \"no reading of secrets\" >&2; exit 2'
+    matcher: read_file
+";
+
+const WORKSPACE_HOOKS: &str = "\
+post_send_message:
+  - name: note
+    command: 'true'
+";
+
+const UNTRUSTED_HOOKS: &str = "\
+stop:
+  - name: sneaky
+    command: 'touch pwned'
+";
+
+/// A server with a server hook file (outside the workspace), a workspace hook file trusted in
+/// the trust store, another workspace file that is not, and the repository's skills. The
+/// returned folder holds the server's hook file and trust store.
+pub async fn server_with_hooks(upstream: Option<&FakeUpstream>) -> (TestServer, tempfile::TempDir) {
+    let outside = tempfile::tempdir().unwrap();
+    let hooks_file = outside.path().join("server-hooks.yaml");
+    std::fs::write(&hooks_file, SERVER_HOOKS).unwrap();
+    let workspace = match upstream {
+        Some(_) => tempfile::tempdir().unwrap(),
+        None => crate::demo::workspace(),
+    };
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join(".hookwire/hooks")).unwrap();
+    std::fs::write(root.join(".hookwire/hooks.yaml"), WORKSPACE_HOOKS).unwrap();
+    std::fs::write(root.join(".hookwire/hooks/extra.yaml"), UNTRUSTED_HOOKS).unwrap();
+    std::fs::write(root.join("secret.txt"), "the secret").unwrap();
+    trust(
+        outside.path(),
+        root,
+        ".hookwire/hooks.yaml",
+        WORKSPACE_HOOKS,
+    );
+    let state_dir = outside.path().join("state");
+    let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
+    let server = TestServer::start_in(
+        workspace,
+        upstream,
+        move |c| {
+            c.hooks_file = Some(hooks_file);
+            c.state_dir = Some(state_dir);
+            c.skills_dir = skills;
+        },
+        |b| b,
+    )
+    .await;
+    (server, outside)
+}
+
+/// Pins `file` of `workspace` (with `contents`) in the trust store of `<dir>/state`, as
+/// `hookwire trust` would.
+fn trust(dir: &Path, workspace: &Path, file: &str, contents: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let canonical = workspace.canonicalize().unwrap();
+    let store = json!({"version": 1, "workspaces": {canonical.to_str().unwrap(): {file: sha256_hex(contents.as_bytes())}}});
+    let path = state.join("trust.json");
+    std::fs::write(&path, store.to_string()).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The Hooks tab as data: per level, each card's name, event, matcher, tags, place and metrics;
+/// the untrusted files and their commands.
+const HOOKS_TAB: &str = "(() => { const out = {}; for (const level of document.querySelectorAll('#hooks .hook-level')) {
+    out[level.dataset.level] = { count: level.querySelector('h3 .count').textContent,
+      hooks: Array.from(level.querySelectorAll('.hook-card')).map(c => ({ name: c.querySelector('.hook-name').textContent,
+        event: c.querySelector('.hook-event').textContent, matcher: c.querySelector('.hook-matcher')?.textContent || null,
+        tags: Array.from(c.querySelectorAll('.tag')).map(t => t.textContent), what: c.querySelector('.hook-what')?.textContent || null,
+        where: c.querySelector('.hook-where')?.textContent || null,
+        metrics: Object.fromEntries(Array.from(c.querySelectorAll('[data-metric]')).map(m => [m.dataset.metric, m.textContent])) })),
+      untrusted: Array.from(level.querySelectorAll('.untrusted-file')).map(u => u.innerText) }; }
+  return out; })()";
+
+/// The metric `metric` of the hook card named `name`, as shown.
+fn metric(name: &str, metric: &str) -> String {
+    format!("Array.from(document.querySelectorAll('#hooks .hook-card')).find(c => c.querySelector('.hook-name').textContent === '{name}')?.querySelector('[data-metric={metric}]')?.textContent")
+}
+
+fn refreshes() -> &'static str {
+    "Number(document.getElementById('hooks').dataset.refreshes || 0)"
+}
+
+#[tokio::test]
+async fn the_hooks_tab_and_the_trace_timeline_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    the_hooks_tab_and_the_trace_timeline(&mut browser, "chromium").await;
+}
+
+#[tokio::test]
+async fn the_hooks_tab_and_the_trace_timeline_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    the_hooks_tab_and_the_trace_timeline(&mut browser, "firefox").await;
+}
+
+async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &str) {
+    let upstream = FakeUpstream::start().await;
+    let (server, _outside) = server_with_hooks(Some(&upstream)).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("(() => { document.getElementById('trace-switch').click(); document.getElementById('tab-hooks').click(); })()")
+        .await;
+    browser
+        .wait_for(&format!(
+            "{} >= 1 && !!document.querySelector('#hooks .hook-card')",
+            refreshes()
+        ))
+        .await;
+    let tab = browser.eval(HOOKS_TAB).await;
+    let server_hooks = &tab["server"]["hooks"];
+    assert_eq!(server_hooks.as_array().unwrap().len(), 1, "{tab:#}");
+    let guard = &server_hooks[0];
+    assert_eq!(guard["name"], "guard");
+    assert_eq!(guard["event"], "pre_tool_execution");
+    assert_eq!(guard["matcher"], "read_file");
+    assert_eq!(guard["tags"], json!(["command", "hookwire", "trusted"]));
+    assert!(
+        guard["what"]
+            .as_str()
+            .unwrap()
+            .contains("no reading of secrets"),
+        "{guard}"
+    );
+    assert!(
+        guard["where"]
+            .as_str()
+            .unwrap()
+            .ends_with("/server-hooks.yaml:2"),
+        "file:line: {guard}"
+    );
+    assert_eq!(
+        guard["metrics"],
+        json!({"runs": "0", "failures": "0", "timeouts": "0", "blocked": "0", "p50_ms": "—", "p95_ms": "—"})
+    );
+    let note = &tab["workspace"]["hooks"][0];
+    assert_eq!(
+        (&note["name"], &note["event"], &note["tags"]),
+        (
+            &json!("note"),
+            &json!("post_send_message"),
+            &json!(["command", "hookwire", "trusted"])
+        ),
+        "{tab:#}"
+    );
+    let untrusted = tab["workspace"]["untrusted"][0].as_str().unwrap();
+    assert!(
+        untrusted.contains(".hookwire/hooks/extra.yaml") && untrusted.contains("hookwire trust"),
+        "the untrusted file with the command that trusts it: {untrusted}"
+    );
+    assert!(
+        tab["skill"]["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"] == "concise/brevity" && h["event"] == "after_user_input"),
+        "{tab:#}"
+    );
+    assert_eq!(tab["session"]["count"], "0");
+    // Open, it refreshes by itself.
+    let seen = browser.eval(refreshes()).await.as_u64().unwrap();
+    browser
+        .wait_for(&format!("{} >= {}", refreshes(), seen + 2))
+        .await;
+
+    // A traced chat: the guard blocks reading the secret; the model registers a session hook.
+    upstream.push(Reply::text(&["[NEED_TOOL] read it, and judge my answers"]));
+    upstream.push(Reply::tool_calls(&[
+        ("r1", "read_file", json!({"path":"secret.txt"})),
+        (
+            "h1",
+            "register_hook",
+            json!({"event":"stop","name":"judge","prompt":"JUDGE {{assistant_output}}"}),
+        ),
+    ]));
+    upstream.push(Reply::text(&["I may not read it."]));
+    browser.type_and_enter("read secret.txt").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && !!document.querySelector('.turn')")
+        .await;
+    assert_eq!(
+        upstream.requests()[0].body["trace"],
+        Value::Null,
+        "trace stays between the page and hookwire"
+    );
+    // The counts move, and the session hook is listed under session.
+    browser
+        .wait_for(&format!(
+            "{} === '1' && {} === '1' && {} === '1'",
+            metric("guard", "runs"),
+            metric("guard", "blocked"),
+            metric("note", "runs")
+        ))
+        .await;
+    let tab = browser.eval(HOOKS_TAB).await;
+    assert_ne!(
+        tab["server"]["hooks"][0]["metrics"]["p50_ms"], "—",
+        "{tab:#}"
+    );
+    assert_eq!(tab["session"]["count"], "1", "{tab:#}");
+    let judge = &tab["session"]["hooks"][0];
+    assert_eq!(
+        (&judge["name"], &judge["event"], &judge["what"]),
+        (
+            &json!("judge"),
+            &json!("stop"),
+            &json!("JUDGE {{assistant_output}}")
+        )
+    );
+
+    // The turn's timeline: collapsed to one line that says a run was blocked; open, the blocked
+    // run is marked, in the order the hooks ran.
+    let timeline = browser
+        .eval(
+            "(() => { const t = document.querySelector('.turn.traced'); const before = t.open; t.querySelector('summary').click();
+               const rows = Array.from(t.querySelectorAll('.run'));
+               const style = (r) => getComputedStyle(r).backgroundColor;
+               const blocked = rows.find(r => r.dataset.outcome === 'block'); const other = rows.find(r => r.dataset.outcome !== 'block');
+               return { before, open: t.open, line: t.querySelector('summary').innerText, hasBlock: t.classList.contains('has-block'),
+                 rows: rows.map(r => r.innerText), standsOut: style(blocked) !== style(other),
+                 tool: document.querySelector('.tool-card summary').innerText }; })()",
+        )
+        .await;
+    assert_eq!(
+        (&timeline["before"], &timeline["open"]),
+        (&json!(false), &json!(true))
+    );
+    assert_eq!(timeline["hasBlock"], true);
+    assert_eq!(timeline["standsOut"], true, "{timeline:#}");
+    let line = timeline["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("fake-model · ")
+            && line.contains(" tokens · ")
+            && line.contains("1 blocked"),
+        "{line}"
+    );
+    let rows: Vec<&str> = timeline["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    let position = |needle: &str| {
+        rows.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {rows:#?}"))
+    };
+    let guard = rows[position("guard")];
+    assert!(
+        guard.starts_with("pre_tool_execution → guard")
+            && guard.contains("(server)")
+            && guard.contains("→ block →")
+            && guard.contains(" ms → no change"),
+        "{guard}"
+    );
+    assert!(
+        rows[position("concise/brevity")].contains("changed messages"),
+        "{rows:#?}"
+    );
+    assert!(position("concise/brevity") < position("guard"), "{rows:#?}");
+    assert!(rows[position("note")].contains("(workspace)"), "{rows:#?}");
+    assert!(
+        timeline["tool"]
+            .as_str()
+            .unwrap()
+            .contains("read_file — failed"),
+        "{timeline}"
+    );
+    browser.screenshot(&format!("{name}-trace.png")).await;
+
+    // After a reload: the timeline, the tab and its session hook are still there; the next chat
+    // runs the session hook, and its run is in that turn's timeline.
+    browser.reload_and_wait().await;
+    browser
+        .wait_for(&format!(
+            "document.querySelectorAll('.turn.traced .run').length === {} && Array.from(document.querySelectorAll('#hooks .hook-name')).some(n => n.textContent === 'judge')",
+            rows.len(),
+        ))
+        .await;
+    upstream.push(Reply::text(&["Fine."]));
+    upstream.push(Reply::text(&["{}"]));
+    browser.type_and_enter("how are you?").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.turn.traced').length === 2")
+        .await;
+    let second = browser
+        .eval("Array.from(document.querySelectorAll('.turn.traced')[1].querySelectorAll('.run')).map(r => r.textContent)")
+        .await;
+    assert!(
+        second
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("stop → judge")
+                && r.as_str().unwrap().contains("(session)")),
+        "{second:#}"
+    );
+    assert!(
+        upstream.requests().iter().any(|r| r
+            .messages()
+            .iter()
+            .any(|(_, c)| c.starts_with("JUDGE Fine."))),
+        "the session hook ran upstream"
+    );
+
+    // Another tab: the refreshing stops.
+    browser
+        .eval("document.getElementById('tab-conversations').click()")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('hooks').dataset.polling")
+            .await,
+        json!("false")
+    );
+
+    // A phone-sized screen: the tab fits.
+    browser.set_viewport(390, 800).await;
+    browser.reload_and_wait().await;
+    browser
+        .eval("(() => { document.getElementById('toggle-panel').click(); document.getElementById('tab-hooks').click(); })()")
+        .await;
+    browser
+        .wait_for(&format!(
+            "document.getElementById('hooks').dataset.polling === 'true' && {} >= 1 && !!document.querySelector('#hooks .hook-card')",
+            refreshes()
+        ))
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.documentElement.scrollWidth <= 390 && document.getElementById('panel').getBoundingClientRect().right <= 390")
+            .await,
+        json!(true),
+        "nothing overflows sideways"
+    );
+    browser.screenshot(&format!("{name}-phone-hooks.png")).await;
+    server.shutdown().await;
+}
