@@ -362,3 +362,56 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     browser.screenshot(&format!("{name}-phone-hooks.png")).await;
     server.shutdown().await;
 }
+
+/// The demo model with hooks at every level: "list the files", then "read secret.txt", which the
+/// server's guard blocks, traced. Its screenshots are the README's: `target/browser/
+/// chromium-hooks-tab.png` is `docs/hooks-tab.png`, `chromium-demo-trace.png` is `docs/trace.png`.
+#[tokio::test]
+async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let (server, _outside) = server_with_hooks(None).await;
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("(() => { document.getElementById('trace-switch').click(); document.getElementById('tab-hooks').click(); })()")
+        .await;
+    for (count, input) in [(1, "list the files"), (2, "read secret.txt")] {
+        browser.type_and_enter(input).await;
+        browser
+            .wait_for(&format!("document.body.dataset.state === 'idle' && document.querySelectorAll('.turn.traced').length === {count}"))
+            .await;
+    }
+    browser
+        .wait_for(&format!(
+            "{} === '1' && {} === '2'",
+            metric("guard", "blocked"),
+            metric("note", "runs")
+        ))
+        .await;
+    let answer = browser
+        .eval("document.querySelectorAll('.msg.assistant')[1].innerText")
+        .await;
+    assert!(
+        answer.as_str().unwrap().contains("no reading of secrets"),
+        "the demo model answers from the refusal: {answer}"
+    );
+    browser.screenshot("chromium-hooks-tab.png").await;
+    browser
+        .eval("(() => { const t = document.querySelectorAll('.turn.traced')[1]; t.querySelector('summary').click(); t.scrollIntoView(); })()")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelector('.turn.traced.has-block').open")
+            .await,
+        json!(true)
+    );
+    browser.screenshot("chromium-demo-trace.png").await;
+    server.shutdown().await;
+}

@@ -508,8 +508,9 @@ async fn the_page_reconnects_when_the_server_comes_back() {
     again.shutdown().await;
 }
 
-/// A real demo conversation with the repository's skills on: "list the files", then "search for
-/// TODO". Its screenshot, `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
+/// A real demo conversation with the repository's skills on and hooks traced, after an earlier
+/// conversation: "list the files", then "search for TODO". Its screenshot,
+/// `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
 #[tokio::test]
 async fn a_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -530,6 +531,16 @@ async fn a_demo_conversation_in_chromium() {
         )
         .await;
     browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('trace-switch').click()")
+        .await;
+    browser.type_and_enter("hello").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 1")
+        .await;
+    browser
+        .eval("document.getElementById('new-chat').click()")
+        .await;
     for (count, input) in [(1, "list the files"), (2, "search for TODO")] {
         browser.type_and_enter(input).await;
         browser
