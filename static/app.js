@@ -779,6 +779,10 @@
     selectTab(TABS[(TABS.indexOf(view.tab) + step + TABS.length) % TABS.length], true);
   });
   document.addEventListener('visibilitychange', updatePolling);
+  // Another tab of the page changed the list of conversations: show it.
+  window.addEventListener('storage', (event) => {
+    if (event.key === KEYS.conversations && !conversation.running) renderConversations();
+  });
   $('tools-switch').checked = conversation.tools;
   $('tools-switch').addEventListener('change', (event) => conversation.setTools(event.target.checked));
   $('trace-switch').checked = conversation.trace;

@@ -311,6 +311,16 @@
       if (!meta) throw new Error('no conversation ' + id);
       return meta;
     }
+    // Another page of the same origin may have changed the list since: read it again before
+    // each change, so that one page does not write back a list without the other's changes.
+    function reread() {
+      const stored = store.load(KEYS.conversations, null);
+      if (!Array.isArray(stored)) return;
+      const mine = metas.find((m) => m.id === current);
+      metas = stored.filter(validMeta);
+      // The conversation on screen here was deleted by another page: in use, so it stays.
+      if (mine && !metas.some((m) => m.id === current)) metas.push(mine);
+    }
 
     // The page before conversations: one set of keys, moved into the first conversation.
     function migrate() {
@@ -341,6 +351,7 @@
     return {
       /** The conversations, most recently used first (copies). */
       list() {
+        reread();
         return metas.slice().sort((a, b) => b.updated - a.updated).map((m) => Object.assign({}, m));
       },
       /** The id of the conversation on screen. */
@@ -353,6 +364,7 @@
       open(id) { return createConversation(this.storeFor(id)); },
       /** A new, empty conversation, which becomes the current one. Returns its meta data. */
       create(title) {
+        reread();
         const meta = fresh(typeof title === 'string' && title.trim() ? title.trim() : null);
         metas.push(meta);
         current = meta.id;
@@ -361,11 +373,13 @@
       },
       /** Makes `id` the current conversation. */
       switchTo(id) {
+        reread();
         current = find(id).id;
         saveList();
       },
       /** Renames `id`; an empty title gives the automatic one back. */
       rename(id, title) {
+        reread();
         const meta = find(id);
         const clean = String(title || '').replace(/\s+/g, ' ').trim().slice(0, 120);
         meta.title = clean || UNTITLED;
@@ -377,6 +391,7 @@
        * unnamed one takes its title from its first message.
        */
       touch(id, input) {
+        reread();
         const meta = find(id);
         meta.updated = Math.max(now(), meta.updated + 1);
         if (!meta.named && meta.title === UNTITLED && input) meta.title = titleFrom(input);
@@ -387,6 +402,7 @@
        * its place (a fresh one when none is left). Returns the current id.
        */
       remove(id) {
+        reread();
         find(id);
         metas = metas.filter((m) => m.id !== id);
         for (const name of PER_CONVERSATION) forget('hookwire.conversation.' + id + '.' + name);

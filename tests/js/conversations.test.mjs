@@ -240,3 +240,21 @@ test('export file names are slugs of the title', () => {
   assert.equal(fileName('', 'md'), 'conversation.md');
   assert.equal(fileName('x'.repeat(100), 'json'), 'x'.repeat(60) + '.json');
 });
+
+test('two pages on one store: neither loses the other\'s conversations', () => {
+  const store = memoryStore();
+  let n = 0;
+  const ids = () => 'p' + (++n);
+  const one = createLibrary(store, { newId: ids });
+  const two = createLibrary(store, { newId: ids });
+  assert.equal(two.current, one.current, 'the second page opens on the same one');
+  const made = one.create('made in one');
+  two.rename(two.current, 'renamed in two');
+  assert.deepEqual(one.list().map((m) => m.title).sort(), ['made in one', 'renamed in two']);
+  assert.deepEqual(two.list().map((m) => m.title).sort(), ['made in one', 'renamed in two']);
+  // One deletes the conversation two has on screen: two keeps it, and its next message keeps it.
+  one.remove(two.current);
+  assert.deepEqual(two.list().map((m) => m.title).sort(), ['made in one', 'renamed in two']);
+  two.touch(two.current, 'still here');
+  assert.deepEqual(createLibrary(store, { newId: ids }).list().map((m) => m.id).sort(), [made.id, two.current].sort());
+});
