@@ -1,7 +1,8 @@
 //! The browser page in real headless Chromium (over the DevTools protocol) and Firefox (over
 //! WebDriver BiDi): chat, stream, tool cards, hook chips, history across a reload (checked against
 //! what the upstream received), Stop, a connection lost mid-answer, reconnects, and model output
-//! that tries to inject HTML.
+//! that tries to inject HTML. Conversations and exports are in `conversations.rs`, the Hooks tab
+//! and the trace timeline in `hooks_tab.rs`.
 //! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
 
 mod chromium;
