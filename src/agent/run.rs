@@ -77,6 +77,7 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_late_events(&tx);
     let mut run = ChatRun {
         inner,
         hooks,

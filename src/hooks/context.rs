@@ -86,7 +86,36 @@ pub struct HookContext {
     tools: Vec<ToolSpec>,
     disabled_tools: BTreeSet<String>,
     outbox: Vec<ChatEvent>,
+    /// The chat's event channel, for work that outlives a hook call (an `async` hook's
+    /// notice); weak, so it never keeps the chat's stream open.
+    late_events: Option<LateEvents>,
     next_injection: u64,
+}
+
+/// Events for a chat's client from work that runs beside the chat (an `async: true` hook's
+/// `systemMessage`): they reach the client only while the chat runs. The sender is weak, so
+/// once the chat's task ends nothing is sent; and a stream ends at `done` or `error`, so what
+/// arrives after it is never shown.
+#[derive(Debug, Clone)]
+pub(crate) struct LateEvents(tokio::sync::mpsc::WeakSender<ChatEvent>);
+
+impl LateEvents {
+    pub(crate) fn new(events: &tokio::sync::mpsc::Sender<ChatEvent>) -> Self {
+        Self(events.downgrade())
+    }
+    /// Sends a notice if the chat still runs and its channel has room (never waits: a chat
+    /// whose client reads slowly loses the notice rather than slowing the sender).
+    pub(crate) fn notify(&self, level: NoticeLevel, message: String, source: String) -> bool {
+        let Some(events) = self.0.upgrade() else {
+            return false;
+        };
+        let notice = ChatEvent::Notice {
+            level,
+            message,
+            source,
+        };
+        events.try_send(notice).is_ok()
+    }
 }
 
 impl HookContext {
@@ -107,6 +136,7 @@ impl HookContext {
             tools,
             disabled_tools: BTreeSet::new(),
             outbox: Vec::new(),
+            late_events: None,
             next_injection: 0,
         }
     }
@@ -287,6 +317,14 @@ impl HookContext {
     /// The events hooks emitted since the last call; the agent sends them out.
     pub(crate) fn take_outbox(&mut self) -> Vec<ChatEvent> {
         std::mem::take(&mut self.outbox)
+    }
+    /// The agent gives the chat's event channel, for events that come after a hook call ended.
+    pub(crate) fn set_late_events(&mut self, events: &tokio::sync::mpsc::Sender<ChatEvent>) {
+        self.late_events = Some(LateEvents::new(events));
+    }
+    /// Where events from work beside the chat go; `None` outside a chat.
+    pub(crate) fn late_events(&self) -> Option<LateEvents> {
+        self.late_events.clone()
     }
 }
 

@@ -2,6 +2,7 @@
 //! OpenAI-compatible upstream over real HTTP with SSE. One test binary keeps link time down.
 
 mod agent;
+mod async_hooks;
 mod auto_compaction;
 mod binary;
 mod browser;

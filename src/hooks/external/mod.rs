@@ -10,6 +10,7 @@
 //! - `process`: a command hook's processes (clean environment, process group, every leftover
 //!   killed and reaped);
 //! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`);
+//! - `queue`: [`AsyncHooks`], the bounded queue and workers of `async: true` hooks;
 //! - `adapter`: [`ExternalHooks`], the chains as an `AgentHook`, one path for every event;
 //! - `discovery`, `files`, `session`, `register_hook`: where hook sets come from (the hook
 //!   files found and loaded, watched and reloaded; the model's session hooks).
@@ -23,6 +24,7 @@ pub(crate) mod event;
 mod files;
 pub(crate) mod process;
 pub(crate) mod protocol;
+mod queue;
 pub(crate) mod register_hook;
 pub(crate) mod runner;
 pub(crate) mod session;
@@ -31,3 +33,4 @@ pub(crate) mod settings;
 pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
 pub(crate) use files::HookFiles;
+pub(crate) use queue::{AsyncHooks, DEFAULT_QUEUE};
