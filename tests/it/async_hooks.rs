@@ -194,6 +194,26 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
 }
 
 #[tokio::test]
+async fn an_async_run_completed_hook_does_not_delay_done() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["ok"]));
+    let yaml = "run_completed:\n  - command: 'sleep 2; touch audited'\n    async: true\n";
+    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let started = Instant::now();
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
+    assert!(took < Duration::from_secs(1), "done took {took:?}");
+    let audited = server.workspace.path().join("audited");
+    assert!(exists(&audited, Duration::from_secs(10)).await, "it ran");
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
