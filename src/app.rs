@@ -11,7 +11,7 @@ use crate::config::{Config, Provider};
 use crate::hooks::external::register_hook::RegisterHook;
 use crate::hooks::external::runner::Runner;
 use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
-use crate::hooks::external::{hook_files, load_hook_set, HookFiles};
+use crate::hooks::external::{hook_files, load_hook_set, AsyncHooks, HookFiles};
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
@@ -61,6 +61,8 @@ pub struct Sources {
     pub(crate) hook_files: Option<Arc<HookFiles>>,
     /// Reloads `skills`; `None` when the skills dir cannot be watched.
     _skill_reloader: Option<Arc<Reloader>>,
+    /// The queue of the hook files' `async: true` hooks.
+    pub(crate) async_hooks: Option<Arc<AsyncHooks>>,
 }
 
 impl Sources {
@@ -71,6 +73,15 @@ impl Sources {
             skills,
             hook_files: None,
             _skill_reloader: None,
+            async_hooks: None,
+        }
+    }
+
+    /// Takes no more `async` hook runs; those running get `grace`, then are ended (their
+    /// processes killed). The server calls it when it stops.
+    pub async fn stop_async_hooks(&self, grace: std::time::Duration) {
+        if let Some(queue) = &self.async_hooks {
+            queue.shutdown(grace).await;
         }
     }
 
@@ -220,7 +231,11 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         runner = runner.with_agent(name.clone(), Arc::new(client));
     }
     let runner = Arc::new(runner);
-    let hook_files = Arc::new(HookFiles::new(set, runner.clone()));
+    let async_hooks = Arc::new(AsyncHooks::serving(
+        runner.clone(),
+        config.limits.async_hook_queue,
+    ));
+    let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
@@ -261,6 +276,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             _skill_reloader: watch_skills(&skills),
             skills,
             hook_files: Some(hook_files),
+            async_hooks: Some(async_hooks),
         },
     })
 }

@@ -54,6 +54,9 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// Connections accepted but not yet upgraded (or answered); more wait in the kernel backlog.
     pub max_pending_connections: usize,
+    /// Runs of `async: true` hooks waiting for a worker; a run that finds the queue full is
+    /// dropped (counted in `hookwire_async_hook_drops_total`).
+    pub async_hook_queue: usize,
 }
 
 impl Default for Limits {
@@ -71,6 +74,7 @@ impl Default for Limits {
             max_frame_bytes: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),
             max_pending_connections: 1024,
+            async_hook_queue: crate::hooks::external::DEFAULT_QUEUE,
         }
     }
 }
@@ -579,6 +583,10 @@ impl Config {
                 .limits
                 .max_pending_connections
                 .unwrap_or(defaults.max_pending_connections),
+            async_hook_queue: file
+                .limits
+                .async_hook_queue
+                .unwrap_or(defaults.async_hook_queue),
         };
         at_least("limits.max_message_bytes", limits.max_message_bytes, 1024)?;
         at_least("limits.max_frame_bytes", limits.max_frame_bytes, 4096)?;
@@ -588,6 +596,7 @@ impl Config {
             1,
         )?;
         at_least("limits.max_connections", limits.max_connections, 1)?;
+        at_least("limits.async_hook_queue", limits.async_hook_queue, 1)?;
         let workspace = cli
             .workspace
             .clone()

@@ -48,15 +48,8 @@ fn main() -> ExitCode {
 
 /// Probes the server's `/healthz`: its answer on stdout and exit 0, or why not and exit 1.
 fn health(config: &Config) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("hookwire: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime(false) else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(hookwire::server::health::probe(config)) {
         Ok(answer) => {
@@ -104,15 +97,8 @@ fn hooks_test(config: &Config, event: &str, input: Option<std::path::PathBuf>) -
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("hookwire: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime(true) else {
+        return ExitCode::FAILURE;
     };
     let mut out = std::io::stdout();
     let code = runtime.block_on(hookwire::hooks_command::test(
@@ -121,17 +107,27 @@ fn hooks_test(config: &Config, event: &str, input: Option<std::path::PathBuf>) -
     ExitCode::from(code)
 }
 
-fn serve(config: Config) -> ExitCode {
-    init_logging(config.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
+/// The async runtime of a command (`multi_thread` for the server); `None` after saying why
+/// there is none.
+fn runtime(multi_thread: bool) -> Option<tokio::runtime::Runtime> {
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    match builder.enable_all().build() {
+        Ok(runtime) => Some(runtime),
         Err(error) => {
             eprintln!("hookwire: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
+            None
         }
+    }
+}
+
+fn serve(config: Config) -> ExitCode {
+    init_logging(config.log_format);
+    let Some(runtime) = runtime(true) else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(hookwire::server::serve(config)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -264,6 +264,9 @@ fn describe(hook: &HookDef) -> String {
         )),
         None => detail("may change: every result field of its event".into()),
     }
+    if hook.run_async {
+        detail("async: runs beside the chat; only its notices come back".into());
+    }
     detail(format!(
         "on_error: {}",
         match hook.on_error {
@@ -400,7 +403,7 @@ mod tests {
         let setup = setup(&[(
             ".hookwire/hooks.yaml",
             &format!(
-                "pre_llm_request:\n  - type: llm\n    prompt: '{long}'\n\
+                "pre_llm_request:\n  - type: llm\n    prompt: '{long}'\n    async: true\n\
                  \x20 - type: http\n    url: http://127.0.0.1:9/h\n    headers: {{X-Key: abc}}\n\
                  \x20   capabilities: [system_prompt]\n    on_error: block\n    matcher: '^gpt'\n"
             ),
@@ -413,6 +416,7 @@ mod tests {
             "may change: system_prompt",
             "on_error: block",
             "matcher ^gpt",
+            "async: runs beside the chat",
             "scripts their commands run are not",
         ] {
             assert!(shown.contains(part), "{part}: {shown}");

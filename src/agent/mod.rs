@@ -13,6 +13,7 @@
 //! - `approval`: the approval settings and the signed state; `resume`: a chat that stops for
 //!   approval and the chat that goes on after it;
 //! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
+//! - `sessions`: the connection events (`session_start`, `session_end`) in tasks of their own;
 //! - `marker`: the planning reply's marker, decided while it streams; `prompts`: the built-ins.
 //!
 //! ```no_run
@@ -55,6 +56,7 @@ mod phases;
 pub(crate) mod prompts;
 mod resume;
 mod run;
+mod sessions;
 #[cfg(test)]
 mod tests;
 mod tool_step;
@@ -156,6 +158,8 @@ pub(crate) struct AgentInner {
     /// Signs approval states: the secret's key, or (without a secret) a random one of this
     /// process, so only it can resume its own states.
     pub(crate) approval_key: crate::hooks::signing::SigningKey,
+    /// The connection events' runs.
+    pub(crate) sessions: sessions::SessionEvents,
 }
 
 /// Runs chats. Cheap to clone; one per server.
@@ -185,7 +189,11 @@ impl AgentClient {
     pub fn chat_stream(&self, request: ChatRequest) -> ChatStream {
         let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
-        let task = tokio::spawn(run::run_chat(self.inner.clone(), request, tx));
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move {
+            inner.session_started(&request).await;
+            run::run_chat(inner, request, tx).await
+        });
         ChatStream {
             rx,
             task: Some(task),
@@ -194,14 +202,47 @@ impl AgentClient {
         }
     }
 
-    /// Tells every hook that a WebSocket session opened.
+    /// Tells every hook that a WebSocket session opened. Returns at once: the hooks run in a
+    /// task of their own, and a chat of the session waits for them only when its hooks use
+    /// what they leave ([`HookFactory::uses_session_start`]).
     pub async fn session_started(&self, session: &SessionInfo) {
-        self.inner.hooks.session_start(session).await;
+        let hooks = self.inner.hooks.clone();
+        self.inner.sessions.start(hooks, session.clone());
     }
 
-    /// Tells every hook that a WebSocket session closed.
+    /// Tells every hook that a WebSocket session closed. Returns at once: the hooks run in a
+    /// task of their own, after the session's `session_start` hooks.
     pub async fn session_ended(&self, session: &SessionInfo) {
-        self.inner.hooks.session_end(session).await;
+        let hooks = self.inner.hooks.clone();
+        self.inner.sessions.end(hooks, session.clone());
+    }
+
+    /// Lets the connection hooks still running finish within `grace`, then ends them (a
+    /// command hook's processes are killed). The server calls it when it stops.
+    pub async fn finish_session_hooks(&self, grace: std::time::Duration) {
+        self.inner.sessions.shutdown(grace).await;
+    }
+}
+
+impl AgentInner {
+    /// A chat sent while its session's `session_start` hooks still run waits for them when its
+    /// hooks use what they leave, at most the hook budget (or until the chat is cancelled).
+    async fn session_started(&self, request: &ChatRequest) {
+        let session = request.session_id.as_str();
+        if !self.sessions.is_starting(session)
+            || !self.factories.iter().any(|f| f.uses_session_start())
+        {
+            return;
+        }
+        let limit = self.config.hook_timeout + std::time::Duration::from_secs(1);
+        tokio::select! {
+            started = self.sessions.started(session, limit) => {
+                if !started {
+                    tracing::warn!(chat = %request.id, "the session's session_start hooks did not finish in time; the chat starts without what they leave");
+                }
+            }
+            _ = request.cancel.cancelled() => {}
+        }
     }
 }
 
@@ -366,6 +407,7 @@ impl AgentClientBuilder {
                 tools: self.tools,
                 hooks: self.hooks,
                 factories: self.factories,
+                sessions: Default::default(),
             }),
         }
     }

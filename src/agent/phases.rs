@@ -186,14 +186,7 @@ impl ChatRun {
             }
             Err(interrupt) => return Err(interrupt),
         };
-        let action = self
-            .hooks
-            .post_llm_response(&mut self.ctx, &mut response)
-            .await;
-        self.ctx.record_step(Step::Assistant {
-            content: response.content.clone(),
-            tool_calls: Vec::new(),
-        });
+        let action = self.handle_response(&mut response).await;
         self.flush_outbox().await?;
         if let ResponseAction::Stop { reason } = action {
             return Err(Interrupt::Stopped(reason));
@@ -204,13 +197,23 @@ impl ChatRun {
         Ok(reason)
     }
 
-    /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).
-    async fn after_response(&mut self, response: &mut LlmResponse) -> Outcome<bool> {
-        let action = self.hooks.post_llm_response(&mut self.ctx, response).await;
-        self.ctx.record_step(Step::Assistant {
+    /// Seed 002's order: the step is recorded, then `post_llm_response` runs (so `ctx.steps`
+    /// holds it), then the step takes what the hooks left (a rewritten output).
+    async fn handle_response(&mut self, response: &mut LlmResponse) -> ResponseAction {
+        let step = |response: &LlmResponse| Step::Assistant {
             content: response.content.clone(),
             tool_calls: response.tool_calls.clone(),
-        });
+        };
+        let index = self.ctx.steps().len();
+        self.ctx.record_step(step(response));
+        let action = self.hooks.post_llm_response(&mut self.ctx, response).await;
+        self.ctx.update_step(index, step(response));
+        action
+    }
+
+    /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).
+    async fn after_response(&mut self, response: &mut LlmResponse) -> Outcome<bool> {
+        let action = self.handle_response(response).await;
         self.flush_outbox().await?;
         match action {
             ResponseAction::Continue => Ok(false),

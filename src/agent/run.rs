@@ -86,6 +86,7 @@ pub(crate) async fn run_chat(
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
     ctx.set_tracing(request.trace);
+    ctx.set_late_events(&tx);
     let mut run = ChatRun {
         inner,
         hooks,

@@ -202,4 +202,6 @@ pub struct LimitsFile {
     pub max_tool_calls_per_round: Option<usize>,
     pub header_read_timeout_seconds: Option<f64>,
     pub max_pending_connections: Option<usize>,
+    /// Runs of `async: true` hooks that may wait for a worker (default 1024).
+    pub async_hook_queue: Option<usize>,
 }

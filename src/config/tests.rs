@@ -286,6 +286,19 @@ fn the_limit_summary_settings_are_read() {
 }
 
 #[test]
+fn the_async_hook_queue_is_read() {
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.limits.async_hook_queue, 1024);
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("limits:\n  async_hook_queue: 8\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.limits.async_hook_queue, 8);
+}
+
+#[test]
 fn file_sections_are_read_and_unknown_keys_refused() {
     let config = Config::resolve(
         &CliSettings::default(),
@@ -400,6 +413,10 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "limits:\n  max_total_tokens: 0\n",
             "limits.max_total_tokens must be at least 1",
+        ),
+        (
+            "limits:\n  async_hook_queue: 0\n",
+            "limits.async_hook_queue must be at least 1",
         ),
         (
             "context:\n  window_tokens: 0\n",

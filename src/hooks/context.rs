@@ -86,9 +86,38 @@ pub struct HookContext {
     tools: Vec<ToolSpec>,
     disabled_tools: BTreeSet<String>,
     outbox: Vec<ChatEvent>,
+    /// The chat's event channel, for work that outlives a hook call (an `async` hook's
+    /// notice); weak, so it never keeps the chat's stream open.
+    late_events: Option<LateEvents>,
     next_injection: u64,
     /// The client asked for `hook_trace` events.
     trace: bool,
+}
+
+/// Events for a chat's client from work that runs beside the chat (an `async: true` hook's
+/// `systemMessage`): they reach the client only while the chat runs. The sender is weak, so
+/// once the chat's task ends nothing is sent; and a stream ends at `done` or `error`, so what
+/// arrives after it is never shown.
+#[derive(Debug, Clone)]
+pub(crate) struct LateEvents(tokio::sync::mpsc::WeakSender<ChatEvent>);
+
+impl LateEvents {
+    pub(crate) fn new(events: &tokio::sync::mpsc::Sender<ChatEvent>) -> Self {
+        Self(events.downgrade())
+    }
+    /// Sends a notice if the chat still runs and its channel has room (never waits: a chat
+    /// whose client reads slowly loses the notice rather than slowing the sender).
+    pub(crate) fn notify(&self, level: NoticeLevel, message: String, source: String) -> bool {
+        let Some(events) = self.0.upgrade() else {
+            return false;
+        };
+        let notice = ChatEvent::Notice {
+            level,
+            message,
+            source,
+        };
+        events.try_send(notice).is_ok()
+    }
 }
 
 impl HookContext {
@@ -109,6 +138,7 @@ impl HookContext {
             tools,
             disabled_tools: BTreeSet::new(),
             outbox: Vec::new(),
+            late_events: None,
             next_injection: 0,
             trace: false,
         }
@@ -124,6 +154,49 @@ impl HookContext {
     pub fn usage(&self) -> Usage {
         self.usage
     }
+    /// Prompt and completion tokens of every model call so far (seed 002's `total_tokens`).
+    pub fn total_tokens(&self) -> u64 {
+        self.usage.prompt_tokens + self.usage.completion_tokens
+    }
+    /// The newest step (seed 002's `get_last_step()`).
+    pub fn last_step(&self) -> Option<&Step> {
+        self.steps.last()
+    }
+    /// The newest model step: during `post_llm_response`, the response being handled.
+    pub fn last_assistant_step(&self) -> Option<&Step> {
+        self.steps
+            .iter()
+            .rev()
+            .find(|step| matches!(step, Step::Assistant { .. }))
+    }
+    /// The newest tool step.
+    pub fn last_tool_step(&self) -> Option<&Step> {
+        self.steps
+            .iter()
+            .rev()
+            .find(|step| matches!(step, Step::Tool { .. }))
+    }
+    /// The tool steps, oldest first; only those of `tool_name` when given.
+    pub fn tool_steps(&self, tool_name: Option<&str>) -> Vec<&Step> {
+        self.steps
+            .iter()
+            .filter(|step| match step {
+                Step::Tool { name, .. } => tool_name.is_none_or(|wanted| wanted == name),
+                Step::Assistant { .. } => false,
+            })
+            .collect()
+    }
+    /// The results of the tool steps (of `tool_name` when given), oldest first, empty ones left
+    /// out (seed 002's `get_tool_results`).
+    pub fn tool_results(&self, tool_name: Option<&str>) -> Vec<&str> {
+        self.tool_steps(tool_name)
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::Tool { content, .. } if !content.is_empty() => Some(content.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
     /// Tool calls answered after their hooks so far (run, skipped by a hook, or failed); calls
     /// past the round's cap, which never reach their hooks, do not count.
     pub fn tool_calls_count(&self) -> usize {
@@ -132,6 +205,13 @@ impl HookContext {
     /// The agent loop records a finished step.
     pub(crate) fn record_step(&mut self, step: Step) {
         self.steps.push(step);
+    }
+    /// The agent loop replaces the step at `index` (a model step that `post_llm_response`
+    /// rewrote after it was recorded).
+    pub(crate) fn update_step(&mut self, index: usize, step: Step) {
+        if let Some(slot) = self.steps.get_mut(index) {
+            *slot = step;
+        }
     }
     /// The agent loop adds one model call's usage.
     pub(crate) fn record_usage(&mut self, usage: Usage) {
@@ -176,10 +256,11 @@ impl HookContext {
 
     /// The first system message (the system prompt), if any.
     pub fn system_prompt(&self) -> Option<&str> {
-        self.messages
-            .iter()
-            .find(|m| m.role == Role::System)
-            .map(|m| m.content.as_str())
+        self.system_message().map(|m| m.content.as_str())
+    }
+    /// The message that holds the system prompt (seed 002's `get_system_message`).
+    pub fn system_message(&self) -> Option<&Message> {
+        self.messages.iter().find(|m| m.role == Role::System)
     }
     /// Sets or replaces the system prompt (persistent).
     pub fn set_system_prompt(&mut self, content: impl Into<String>) {
@@ -192,8 +273,20 @@ impl HookContext {
     pub fn append_to_system_prompt(&mut self, content: &str) {
         append_system(&mut self.messages, content);
     }
+    /// Puts `content` before the system prompt, separated by a blank line, or makes it the
+    /// system prompt when there is none (persistent).
+    pub fn prepend_to_system_prompt(&mut self, content: &str) {
+        match self.messages.iter_mut().find(|m| m.role == Role::System) {
+            Some(m) => m.content = format!("{content}\n\n{}", m.content),
+            None => self.messages.insert(0, Message::system(content)),
+        }
+    }
     pub fn last_user_message(&self) -> Option<&Message> {
         self.messages.iter().rev().find(|m| m.role == Role::User)
+    }
+    /// The messages with `role`, in order (seed 002's `get_messages_by_role`).
+    pub fn messages_by_role(&self, role: Role) -> Vec<&Message> {
+        self.messages.iter().filter(|m| m.role == role).collect()
     }
     /// A fresh mark for messages a hook injects, so it can remove exactly those later.
     pub fn new_injection_id(&mut self) -> u64 {
@@ -240,6 +333,14 @@ impl HookContext {
     /// The events hooks emitted since the last call; the agent sends them out.
     pub(crate) fn take_outbox(&mut self) -> Vec<ChatEvent> {
         std::mem::take(&mut self.outbox)
+    }
+    /// The agent gives the chat's event channel, for events that come after a hook call ended.
+    pub(crate) fn set_late_events(&mut self, events: &tokio::sync::mpsc::Sender<ChatEvent>) {
+        self.late_events = Some(LateEvents::new(events));
+    }
+    /// Where events from work beside the chat go; `None` outside a chat.
+    pub(crate) fn late_events(&self) -> Option<LateEvents> {
+        self.late_events.clone()
     }
 }
 
@@ -325,6 +426,19 @@ pub struct ToolCallInfo {
     pub arguments: Value,
 }
 
+impl ToolCallInfo {
+    /// Sets one argument (seed 002's `update_argument`); arguments that are not a JSON object
+    /// become one.
+    pub fn update_argument(&mut self, key: &str, value: Value) {
+        if !self.arguments.is_object() {
+            self.arguments = Value::Object(Map::new());
+        }
+        if let Value::Object(arguments) = &mut self.arguments {
+            arguments.insert(key.to_string(), value);
+        }
+    }
+}
+
 /// A tool's outcome; hooks may rewrite it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResultInfo {
@@ -352,3 +466,6 @@ pub enum RunOutcome {
     /// `error`.
     Failed(ChatError),
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ pub(crate) mod prompt;
 pub(crate) mod signing;
 mod stack;
 
+pub(crate) use context::LateEvents;
 pub use context::{
     CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutcome, RunOutput, Step,
     ToolCallInfo, ToolResultInfo,
@@ -107,11 +108,13 @@ pub trait AgentHook: Send + Sync {
         std::any::type_name::<Self>()
     }
 
-    /// A WebSocket session opened (notify only).
+    /// A WebSocket session opened (notify only). It runs in a task of its own: nothing of the
+    /// connection waits for it, and the session's first chat may start before it is over.
     async fn session_start(&self, session: &SessionInfo) -> HookResult {
         Ok(())
     }
-    /// A WebSocket session closed (notify only).
+    /// A WebSocket session closed (notify only). It runs in a task of its own, after the
+    /// session's `session_start`; the connection is closed by then.
     async fn session_end(&self, session: &SessionInfo) -> HookResult {
         Ok(())
     }
@@ -276,4 +279,12 @@ impl AgentHook for () {
 pub trait HookFactory: Send + Sync {
     /// Fails with a client-visible error (e.g. `unknown_skill`) when the request cannot run.
     fn hooks_for(&self, request: &ChatRequest) -> Result<Vec<Arc<dyn AgentHook>>, ChatError>;
+
+    /// Whether the hooks this factory makes use what the session's `session_start` hooks left
+    /// (context for the system prompt, say). `session_start` runs beside the session; when this
+    /// is `true`, a chat sent while it still runs waits for it (at most the hook budget) before
+    /// `hooks_for` is asked. Default: `false` (the chat never waits).
+    fn uses_session_start(&self) -> bool {
+        false
+    }
 }

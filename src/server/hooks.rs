@@ -96,7 +96,7 @@ fn describe(hook: &HookDef) -> Value {
         // A hook that is loaded is trusted: server files always are, workspace files only once
         // `hookwire trust` pinned them (the others are under `untrusted`).
         "trusted": true,
-        "async": false,
+        "async": hook.run_async,
         "timeout_ms": hook.timeout.as_millis() as u64,
         "metrics": stats::metrics(&hook.id()),
     })

@@ -284,17 +284,28 @@ impl RunningServer {
 
     /// Drains: takes no new sessions or chats (`/healthz` and upgrades answer 503), closes idle
     /// sessions with 1001 at once, lets running chats finish within the grace period, closes
-    /// their sessions with 1001, waits for them, then stops listening.
+    /// their sessions with 1001, waits for them, then stops listening; then the hooks still running beside the sessions
+    /// (`session_end`, `async` hooks) get what is left of the deadline (at least a second),
+    /// and are ended.
     pub async fn shutdown(self) {
         self.state.shutdown.cancel();
         self.state.tracker.close();
-        let deadline = self.state.config.limits.shutdown_grace + Duration::from_secs(3);
-        if tokio::time::timeout(deadline, self.state.tracker.wait())
+        let grace = self.state.config.limits.shutdown_grace + Duration::from_secs(3);
+        let deadline = tokio::time::Instant::now() + grace;
+        if tokio::time::timeout_at(deadline, self.state.tracker.wait())
             .await
             .is_err()
         {
             tracing::warn!("sessions still open after the shutdown deadline");
         }
+        let left = || {
+            deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_secs(1))
+        };
+        // session_end first: its hooks may still queue async runs.
+        self.state.agent.finish_session_hooks(left()).await;
+        self.state.sources.stop_async_hooks(left()).await;
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
     }

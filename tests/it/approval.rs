@@ -13,24 +13,14 @@ const SECRET: &str = "approval-secret";
 
 /// A workspace with `a.txt` and `b.txt`, and a server that asks before `read_file`.
 async fn server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "ALPHA CONTENT").unwrap();
-    std::fs::write(dir.path().join("b.txt"), "BRAVO CONTENT").unwrap();
-    let hooks_file = hooks.map(|(name, text)| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    });
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.agent.secret = Some(SECRET.into());
-            c.agent.approval.require_approval = vec!["read_file".into()];
-            c.hooks_file = hooks_file;
-        },
-        |b| b,
-    )
+    let files = |dir: &std::path::Path| {
+        std::fs::write(dir.join("a.txt"), "ALPHA CONTENT").unwrap();
+        std::fs::write(dir.join("b.txt"), "BRAVO CONTENT").unwrap();
+    };
+    start_with_hook_file(upstream, hooks, files, |c| {
+        c.agent.secret = Some(SECRET.into());
+        c.agent.approval.require_approval = vec!["read_file".into()];
+    })
     .await
 }
 
@@ -55,13 +45,6 @@ async fn ask(
         .await
 }
 
-fn frame<'a>(frames: &'a [Value], kind: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} frame in {frames:#?}"))
-}
-
 /// The history the client holds after the first chat (PROTOCOL section 3's rule).
 fn after(frames: &[Value]) -> Vec<Value> {
     let mut history = history();
@@ -78,7 +61,7 @@ fn after(frames: &[Value]) -> Vec<Value> {
 
 fn resume_frame(frames: &[Value], decisions: Value) -> Value {
     json!({"type":"chat","id":"c2","messages":after(frames),
-           "resume":{"state":frame(frames, "approval")["state"],"decisions":decisions}})
+           "resume":{"state":frame_of(frames, "approval")["state"],"decisions":decisions}})
 }
 
 fn tool_result<'a>(request: &'a Recorded, call_id: &str) -> &'a str {
@@ -106,7 +89,7 @@ async fn an_allowed_call_runs_on_resume_and_the_loop_goes_on() {
         ["start", "plan", "approval", "done"],
         "the call is not shown as running: {frames:#?}"
     );
-    let approval = frame(&frames, "approval");
+    let approval = frame_of(&frames, "approval");
     assert_eq!(
         approval["calls"],
         json!([{"call_id":"r1","name":"read_file","arguments":{"path":"a.txt"},
@@ -131,7 +114,10 @@ async fn an_allowed_call_runs_on_resume_and_the_loop_goes_on() {
         ["start", "tool_call", "tool_result", "text", "done"],
         "{resumed:#?}"
     );
-    assert_eq!(frame(&resumed, "tool_result")["content"], "ALPHA CONTENT");
+    assert_eq!(
+        frame_of(&resumed, "tool_result")["content"],
+        "ALPHA CONTENT"
+    );
     let done = resumed.last().unwrap();
     assert_eq!(done["reason"], "completed");
     assert_eq!(done["message"]["content"], "a.txt says ALPHA");
@@ -167,7 +153,7 @@ async fn a_denied_call_reaches_the_model_with_the_reason() {
             json!([{"call_id":"r1","decision":"deny","reason":"that file is private"}]),
         ))
         .await;
-    let result = frame(&resumed, "tool_result");
+    let result = frame_of(&resumed, "tool_result");
     assert_eq!(result["is_error"], true);
     assert!(!result["content"].as_str().unwrap().contains("ALPHA"));
     let seen = tool_result(&upstream.requests()[2], "r1").to_string();
@@ -203,8 +189,8 @@ async fn in_a_mixed_round_the_free_calls_run_and_only_the_others_wait() {
             "done"
         ]
     );
-    assert_eq!(frame(&frames, "tool_call")["call_id"], "l1");
-    let calls: Vec<&str> = frame(&frames, "approval")["calls"]
+    assert_eq!(frame_of(&frames, "tool_call")["call_id"], "l1");
+    let calls: Vec<&str> = frame_of(&frames, "approval")["calls"]
         .as_array()
         .unwrap()
         .iter()
@@ -279,7 +265,7 @@ async fn a_changed_expired_foreign_or_mismatched_state_is_bad_frame_saying_which
         &[("r1", "read_file", json!({"path":"a.txt"}))],
     )
     .await;
-    let state = frame(&frames, "approval")["state"]
+    let state = frame_of(&frames, "approval")["state"]
         .as_str()
         .unwrap()
         .to_string();
@@ -417,7 +403,7 @@ async fn another_server_process_with_the_same_secret_resumes_and_one_without_it_
         "{resumed:#?}"
     );
     assert_eq!(
-        frame(&resumed, "tool_result")["content"],
+        frame_of(&resumed, "tool_result")["content"],
         "ALPHA ON THE OTHER REPLICA",
         "the call ran on the replica"
     );
@@ -443,7 +429,10 @@ async fn without_a_secret_only_the_same_server_can_resume() {
         .await
         .chat(json!({"type":"chat","id":"c1","input":"read the files","messages":history()}))
         .await;
-    assert_eq!(frame(&frames, "approval")["calls"][0]["name"], "list_dir");
+    assert_eq!(
+        frame_of(&frames, "approval")["calls"][0]["name"],
+        "list_dir"
+    );
     let resume = resume_frame(&frames, json!([{"call_id":"l1","decision":"allow"}]));
     let refused = second.connect().await.chat(resume.clone()).await;
     assert_eq!(refused.last().unwrap()["code"], "bad_frame");
@@ -521,7 +510,7 @@ Notification:
         &[("l1", "list_dir", json!({"path":"."}))],
     )
     .await;
-    let approval = frame(&frames, "approval");
+    let approval = frame_of(&frames, "approval");
     assert_eq!(approval["calls"][0]["reason"], "b.txt is sensitive");
     let path = server.workspace.path().join("notification.json");
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -540,7 +529,7 @@ Notification:
     )
     .await;
     assert_eq!(
-        frame(&frames, "approval")["calls"][0]["reason"],
+        frame_of(&frames, "approval")["calls"][0]["reason"],
         "confirm the listing"
     );
     assert_eq!(frames.last().unwrap()["reason"], "approval_required");

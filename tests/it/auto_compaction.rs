@@ -43,32 +43,18 @@ fn history() -> Vec<Value> {
 /// A server with a 1 000-token window compacting at half of it and keeping two groups; its hook
 /// file (if any) is `hooks` written as `file_name` in the workspace.
 async fn server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let hooks_file = hooks.map(|(name, text)| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    });
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
+    start_with_hook_file(
+        upstream,
+        hooks,
+        |_| {},
+        |c| {
             c.agent.secret = Some(SECRET.into());
             c.agent.context.window_tokens = Some(1_000);
             c.agent.context.compact_threshold = 0.5;
             c.agent.context.keep_recent_groups = 2;
-            c.hooks_file = hooks_file;
         },
-        |b| b,
     )
     .await
-}
-
-fn frame<'a>(frames: &'a [Value], kind: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} frame in {frames:#?}"))
 }
 
 fn contents(request: &Recorded) -> Vec<String> {
@@ -90,7 +76,7 @@ async fn crossing_the_threshold_summarises_the_oldest_groups_and_the_client_rule
     assert_eq!(kinds, ["start", "compact", "text", "done"], "{frames:#?}");
 
     // The frame: the first five messages (two groups, with the pinned hook) are replaced.
-    let compact = frame(&frames, "compact");
+    let compact = frame_of(&frames, "compact");
     assert_eq!(compact["id"], "c1");
     assert_eq!(compact["count"], 5);
     assert_eq!(
@@ -383,7 +369,7 @@ after_context_compact:
         .await
         .chat(json!({"type":"chat","input":"and now?","enable_tools":false,"messages":history()}))
         .await;
-    let message = &frame(&frames, "compact")["message"];
+    let message = &frame_of(&frames, "compact")["message"];
     assert_eq!(message["content"], "REWRITTEN SUMMARY");
     assert_eq!(
         message["_compact"]["sig"],
@@ -404,7 +390,7 @@ after_context_compact:
         .await
         .chat(json!({"type":"chat","input":"and now?","enable_tools":false,"messages":history()}))
         .await;
-    assert_eq!(frame(&frames, "compact")["message"]["content"], SUMMARY);
+    assert_eq!(frame_of(&frames, "compact")["message"]["content"], SUMMARY);
 }
 
 #[tokio::test]
@@ -429,7 +415,7 @@ async fn a_compact_frame_compacts_on_request() {
         ["start", "compact", "done"],
         "{frames:#?}"
     );
-    assert_eq!(frame(&frames, "compact")["count"], 2);
+    assert_eq!(frame_of(&frames, "compact")["count"], 2);
     let done = frames.last().unwrap();
     assert_eq!(done["reason"], "completed");
     assert_eq!(done["message"]["content"], "");
@@ -459,7 +445,7 @@ async fn a_compact_frame_compacts_on_request() {
         ["start", "notice", "done"],
         "{frames:#?}"
     );
-    assert!(frame(&frames, "notice")["message"]
+    assert!(frame_of(&frames, "notice")["message"]
         .as_str()
         .unwrap()
         .contains("nothing to compact"));

@@ -455,6 +455,36 @@ impl TestServer {
     }
 }
 
+/// A server against `upstream` in a fresh workspace that `prepare` fills, with `hooks` (a file
+/// name and its text) as its server hook file, and `tweak` on its config.
+pub async fn start_with_hook_file(
+    upstream: &FakeUpstream,
+    hooks: Option<(&str, &str)>,
+    prepare: impl FnOnce(&std::path::Path),
+    tweak: impl FnOnce(&mut Config),
+) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    prepare(dir.path());
+    let hooks_file = hooks.map(|(name, text)| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    });
+    let tweak = move |c: &mut Config| {
+        c.hooks_file = hooks_file;
+        tweak(c);
+    };
+    TestServer::start_in(dir, Some(upstream), tweak, |b| b).await
+}
+
+/// The first frame of type `kind`.
+pub fn frame_of<'a>(frames: &'a [Value], kind: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} frame in {frames:#?}"))
+}
+
 /// A plain HTTP GET: `(status, body)`.
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -4,6 +4,7 @@
 mod agent;
 mod anthropic;
 mod approval;
+mod async_hooks;
 mod auto_compaction;
 mod binary;
 mod browser;

@@ -3,7 +3,9 @@
 //! conversation that a client carries from replica to replica — as a page does when it
 //! reconnects. Everything a later chat needs travels with the client, signed, so every replica
 //! must accept what another one signed. Then one replica dies between chats, and another is
-//! stopped with SIGTERM during a chat: the conversation goes on, the chat finishes.
+//! stopped with SIGTERM during a chat: the conversation goes on, the chat finishes. On the way, a
+//! chat that waits for approval is resumed on another replica, and a history compacted on one
+//! replica comes back to another with its signed summary.
 //!
 //! Without nginx the test says it was skipped (outside CI); under `CI=true` it fails.
 
@@ -45,12 +47,26 @@ fn write_skill(skills: &Path) {
     .unwrap();
 }
 
-/// Starts a replica: its own process, the shared secret, skills and upstream.
+/// Every replica's config: `list_dir` waits for approval; a 4 000-token window, compacted at
+/// half of it, keeping the last group.
+const CONFIG: &str = "\
+tools:
+  require_approval: [list_dir]
+context:
+  window_tokens: 4000
+  compact_threshold: 0.5
+  keep_recent_groups: 1
+";
+
+/// Starts a replica: its own process, the shared secret, config, skills and upstream.
 async fn start_replica(upstream: &FakeUpstream, skills: &Path, workspace: &Path) -> Replica {
+    let config = workspace.join("replica-config.yaml");
+    std::fs::write(&config, CONFIG).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
     command
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env_clear()
+        .env("HOOKWIRE_CONFIG", &config)
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOOKWIRE_WORKSPACE", workspace)
         .env("HOOKWIRE_SKILLS_DIR", skills)
@@ -158,6 +174,103 @@ fn assert_signed_state_accepted(requests: &[Recorded], n: usize, answer: &str) {
     );
 }
 
+/// A chat that waits for approval on one replica is resumed on the next (the signed `state`);
+/// a history compacted on one replica comes back to another with its signed summary.
+async fn approval_and_compaction_cross_replicas(lb: SocketAddr, upstream: &FakeUpstream) {
+    let history = json!([{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]);
+    upstream.push(Reply::text(&["[NEED_TOOL] list the files"]));
+    upstream.push(Reply::tool_calls(&[(
+        "l1",
+        "list_dir",
+        json!({"path":"."}),
+    )]));
+    let asked = Served::from(
+        send_chat(
+            lb,
+            json!({"type":"chat","id":"a1","input":"what is here?","skills":[],"messages":history}),
+        )
+        .await,
+    );
+    let approval = asked
+        .frames
+        .iter()
+        .find(|f| f["type"] == "approval")
+        .unwrap_or_else(|| panic!("{:#?}", asked.frames));
+    assert_eq!(asked.frames.last().unwrap()["reason"], "approval_required");
+    let mut messages = history.as_array().unwrap().clone();
+    messages.push(json!({"role":"user","content":"what is here?"}));
+    messages.push(asked.frames.last().unwrap()["message"].clone());
+    upstream.push(Reply::text(&["It holds the replica config."]));
+    let resumed = Served::from(
+        send_chat(
+            lb,
+            json!({"type":"chat","id":"a2","skills":[],"messages":messages,
+                   "resume":{"state":approval["state"],"decisions":[{"call_id":"l1","decision":"allow"}]}}),
+        )
+        .await,
+    );
+    assert_ne!(
+        resumed.instance, asked.instance,
+        "resumed on another replica"
+    );
+    let result = resumed
+        .frames
+        .iter()
+        .find(|f| f["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("{:#?}", resumed.frames));
+    assert!(result["content"]
+        .as_str()
+        .unwrap()
+        .contains("replica-config.yaml"));
+    assert_eq!(resumed.frames.last().unwrap()["reason"], "completed");
+
+    // Two long groups: over half the window, so the first is summarised.
+    let long = |tag: &str| format!("{tag} {}", "lorem ipsum ".repeat(500));
+    let history = json!([
+        {"role":"user","content":long("q1")},{"role":"assistant","content":long("a1")},
+        {"role":"user","content":"q2"},{"role":"assistant","content":"a2"},
+    ]);
+    upstream.push(Reply::text(&["SUMMARY: q1 was answered at length."]));
+    upstream.push(Reply::text(&["compacted answer"]));
+    let compacted = Served::from(
+        send_chat(
+            lb,
+            json!({"type":"chat","id":"k1","input":"q3","skills":[],"enable_tools":false,"messages":history}),
+        )
+        .await,
+    );
+    let frame = compacted
+        .frames
+        .iter()
+        .find(|f| f["type"] == "compact")
+        .unwrap_or_else(|| panic!("{:#?}", compacted.frames));
+    assert_eq!(frame["count"], 2);
+    let mut messages = vec![frame["message"].clone()];
+    messages.extend(history.as_array().unwrap()[2..].iter().cloned());
+    messages.push(json!({"role":"user","content":"q3"}));
+    messages.push(compacted.frames.last().unwrap()["message"].clone());
+    upstream.push(Reply::text(&["next answer"]));
+    let before = upstream.requests().len();
+    let next = Served::from(
+        send_chat(
+            lb,
+            json!({"type":"chat","id":"k2","input":"q4","skills":[],"enable_tools":false,"messages":messages}),
+        )
+        .await,
+    );
+    assert_ne!(
+        next.instance, compacted.instance,
+        "the summary went to another replica"
+    );
+    let sent = upstream.requests()[before].messages();
+    assert!(
+        sent.iter()
+            .any(|(role, content)| role == "system"
+                && content == "SUMMARY: q1 was answered at length."),
+        "the signed summary was accepted: {sent:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_conversation_moves_across_replicas_behind_nginx_and_survives_their_loss() {
     let Some(nginx_binary) = nginx::required("the replica test") else {
@@ -216,14 +329,12 @@ async fn a_conversation_moves_across_replicas_behind_nginx_and_survives_their_lo
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 3, "every replica served: {served_by:?}");
-    // Approval resumes go here once they exist: a chat that ends waiting for approval on one
-    // replica, and its resume (the signed `state`) on the next.
-    // Compaction goes here once it exists: a chat whose history is compacted (the `compact`
-    // frame) on one replica, and the next chat sending the signed summary back to another.
+    approval_and_compaction_cross_replicas(lb, &upstream).await;
 
     // One replica dies between chats: the one round-robin picks next, so nginx meets the
-    // refused connection and passes the chat on to the next replica.
-    let next = served_by[served_by.len() - 3].clone();
+    // refused connection and passes the chat on to the next replica. (After chat 7, the four
+    // chats above moved the rotation on by a full turn and one step.)
+    let next = served_by[served_by.len() - 2].clone();
     let dead = replicas.iter().position(|r| r.instance == next).unwrap();
     let mut killed = replicas.remove(dead);
     killed.server.child.kill().unwrap();

@@ -2,6 +2,7 @@
 //! events a chat sends, the requests the model gets, and where every hook fires.
 
 mod scripted;
+mod steps;
 
 use std::sync::{Arc, Mutex};
 

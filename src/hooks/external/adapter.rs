@@ -19,15 +19,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::chain::{Chain, ChainControl, ChainOutcome};
+use super::chain::{Background, Chain, ChainControl, ChainOutcome};
 use super::dialect::transcript::Transcript;
 use super::event::{Dialect, Event};
 use super::protocol::{workspace_id, Envelope, EventState};
+use super::queue::AsyncHooks;
 use super::runner::Runner;
 use super::HookSet;
 use crate::hooks::{
-    AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
-    RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
+    AgentHook, CompactInfo, Flow, HookContext, HookResult, LateEvents, LlmRequest, LlmResponse,
+    ResponseAction, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
 use crate::types::{ChatError, Message, NoticeLevel, PendingCall, Role};
 
@@ -40,6 +41,8 @@ pub(crate) struct ExternalHooks {
     label: &'static str,
     /// What the session's `session_start` hooks left for its chats.
     carry: Option<Arc<SessionCarry>>,
+    /// Where `async: true` hooks run; `None`: in line, like the others.
+    queue: Option<Arc<AsyncHooks>>,
     /// The state of each running chat, by run id.
     chats: Mutex<HashMap<String, ChatState>>,
 }
@@ -82,6 +85,7 @@ impl ExternalHooks {
             runner,
             label: "external",
             carry: None,
+            queue: None,
             chats: Mutex::new(HashMap::new()),
         }
     }
@@ -97,6 +101,12 @@ impl ExternalHooks {
         self
     }
 
+    /// Its `async: true` hooks run from `queue`.
+    pub(crate) fn with_queue(mut self, queue: Option<Arc<AsyncHooks>>) -> Self {
+        self.queue = queue;
+        self
+    }
+
     fn chats(&self) -> MutexGuard<'_, HashMap<String, ChatState>> {
         match self.chats.lock() {
             Ok(guard) => guard,
@@ -104,13 +114,19 @@ impl ExternalHooks {
         }
     }
 
-    /// `event`'s chain; `None` when the event has no hooks.
-    fn chain(&self, event: Event) -> Option<Chain<'_>> {
+    /// `event`'s chain; `None` when the event has no hooks. Its async hooks' notices go to
+    /// `notices` (the chat's).
+    fn chain(&self, event: Event, notices: Option<LateEvents>) -> Option<Chain<'_>> {
         let hooks = self.set.hooks(event);
         (!hooks.is_empty()).then_some(Chain {
             event,
             hooks,
             budget: self.runner.chain_budget,
+            background: self.queue.as_deref().map(|queue| Background {
+                queue,
+                notices,
+                source: self.label,
+            }),
         })
     }
 
@@ -118,7 +134,7 @@ impl ExternalHooks {
     /// the chain's to log.
     async fn fire<A: Decision>(&self, ctx: &mut HookContext, call: Call<'_>) -> HookResult<A> {
         let event = call.event();
-        let Some(chain) = self.chain(event) else {
+        let Some(chain) = self.chain(event, ctx.late_events()) else {
             return Ok(A::default());
         };
         let mut state = call.state(ctx);
@@ -231,7 +247,7 @@ impl ExternalHooks {
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
     /// What `session_start` hooks leave for the session's chats is returned.
     pub(super) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
-        let Some(chain) = self.chain(event) else {
+        let Some(chain) = self.chain(event, None) else {
             return SessionCarry::default();
         };
         let envelope = Envelope {

@@ -20,6 +20,9 @@
 //! - Time: the chain has a budget in all (30 s unless `limits.hook_chain_timeout_seconds` says
 //!   otherwise); each hook's own timeout is cut to what is left, and once nothing is left the
 //!   rest of the chain is skipped.
+//! - `async: true` hooks are handed to the async queue ([`super::queue`]) with the values as the
+//!   hooks before them left them, and the chain goes on at once: they take none of the budget,
+//!   and nothing of their answer but a `systemMessage` notice comes back.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,7 +34,9 @@ use super::config::{HookDef, OnError};
 use super::dialect;
 use super::event::Event;
 use super::protocol::{Control, Envelope, EventState, HookOutput};
+use super::queue::{AsyncHooks, Job};
 use super::runner::{RunResult, Runner};
+use crate::hooks::LateEvents;
 use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
@@ -52,6 +57,17 @@ pub(super) struct Chain<'a> {
     pub(crate) event: Event,
     pub(crate) hooks: &'a [Arc<HookDef>],
     pub(crate) budget: Duration,
+    /// Where its `async: true` hooks go; `None`: they run in line like the others.
+    pub(crate) background: Option<Background<'a>>,
+}
+
+/// The queue a chain hands its `async` hooks to, and where their notices go.
+pub(super) struct Background<'a> {
+    pub(crate) queue: &'a AsyncHooks,
+    /// The chat the event belongs to (none for the connection events).
+    pub(crate) notices: Option<LateEvents>,
+    /// The notices' `source`.
+    pub(crate) source: &'static str,
 }
 
 /// What a chain leaves besides the changed state.
@@ -119,7 +135,7 @@ impl Ran {
 }
 
 /// Why a hook gave no output.
-enum Failure {
+pub(super) enum Failure {
     TimedOut(Duration),
     Failed(String),
 }
@@ -151,6 +167,20 @@ impl Chain<'_> {
                 &envelope.model,
                 state.compaction.as_ref().map(|c| c.trigger.as_str()),
             ) {
+                continue;
+            }
+            // Off the chat's path: it sees the values as the hooks before it left them, and
+            // nothing of its answer but a notice comes back. It takes none of the budget.
+            if let (true, Some(background)) = (hook.run_async, &self.background) {
+                background.queue.submit(Job {
+                    hook: hook.clone(),
+                    event,
+                    input: dialect::input(hook, event, envelope, state),
+                    state: state.clone(),
+                    envelope: envelope.clone(),
+                    notices: background.notices.clone(),
+                    source: background.source,
+                });
                 continue;
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -226,29 +256,8 @@ impl Chain<'_> {
     ) -> Result<HookOutput, Failure> {
         let input = dialect::input(hook, self.event, envelope, state);
         let timeout = hook.timeout.min(remaining);
-        let started = Instant::now();
-        let output = match runner.run(hook, &input, timeout).await {
-            RunResult::Error(error) => Err(Failure::Failed(error)),
-            RunResult::Timeout => Err(Failure::TimedOut(timeout)),
-            answer => dialect::read(hook, self.event, answer, state, envelope)
-                .map(|output| match hook.level {
-                    "session" => limit_session(output),
-                    _ => output,
-                })
-                .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
-        };
-        let ran = match &output {
-            Ok(out) => match &out.control {
-                Some(Control::Skip(_)) => Ran::Skip,
-                Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
-                Some(Control::Ask(_)) => Ran::Ask,
-                None => Ran::Success,
-            },
-            Err(Failure::TimedOut(_)) => Ran::Timeout,
-            Err(Failure::Failed(_)) => Ran::Failure,
-        };
-        let elapsed = started.elapsed();
-        record(hook, self.event, ran, elapsed);
+        let (output, ran, elapsed) =
+            run_hook(runner, hook, self.event, &input, timeout, state, envelope).await;
         outcome.ran.push(HookRun {
             name: hook.name.clone(),
             level: hook.level,
@@ -258,6 +267,43 @@ impl Chain<'_> {
         });
         output
     }
+}
+
+/// Runs one hook with `input` within `timeout`, reads its answer in its dialect and records how
+/// it ended (in a chain, and from the async queue).
+pub(super) async fn run_hook(
+    runner: &dyn RunHook,
+    hook: &HookDef,
+    event: Event,
+    input: &Value,
+    timeout: Duration,
+    state: &EventState,
+    envelope: &Envelope,
+) -> (Result<HookOutput, Failure>, Ran, Duration) {
+    let started = Instant::now();
+    let output = match runner.run(hook, input, timeout).await {
+        RunResult::Error(error) => Err(Failure::Failed(error)),
+        RunResult::Timeout => Err(Failure::TimedOut(timeout)),
+        answer => dialect::read(hook, event, answer, state, envelope)
+            .map(|output| match hook.level {
+                "session" => limit_session(output),
+                _ => output,
+            })
+            .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
+    };
+    let ran = match &output {
+        Ok(out) => match &out.control {
+            Some(Control::Skip(_)) => Ran::Skip,
+            Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
+            Some(Control::Ask(_)) => Ran::Ask,
+            None => Ran::Success,
+        },
+        Err(Failure::TimedOut(_)) => Ran::Timeout,
+        Err(Failure::Failed(_)) => Ran::Failure,
+    };
+    let elapsed = started.elapsed();
+    record(hook, event, ran, elapsed);
+    (output, ran, elapsed)
 }
 
 /// A session hook's output without the messages it may not inject: any but `user` ones (a

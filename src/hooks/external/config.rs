@@ -186,6 +186,9 @@ pub(crate) struct HookDef {
     pub(crate) filter: Filter,
     /// `None` = not declared: seed 001 result fields apply, `hookSpecificOutput` patches do not.
     pub(crate) capabilities: Option<BTreeSet<String>>,
+    /// `async: true`: the hook runs off the chat's path, from the async queue
+    /// ([`super::queue`]); its answer counts only for its `systemMessage`.
+    pub(crate) run_async: bool,
     /// `server`, `workspace` or `session`.
     pub(crate) level: &'static str,
     pub(crate) file: PathBuf,
@@ -262,6 +265,9 @@ struct RawHook {
     capabilities: Option<Vec<String>>,
     /// `type: agent`: the configured hook agent to ask.
     agent: Option<String>,
+    /// Run off the chat's path (PROTOCOL section 11).
+    #[serde(rename = "async")]
+    run_async: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -387,6 +393,7 @@ pub(super) struct Built {
     pub(crate) on_error: OnError,
     pub(crate) filter: Filter,
     pub(crate) capabilities: Option<BTreeSet<String>>,
+    pub(crate) run_async: bool,
 }
 
 /// Where an entry was configured.
@@ -418,6 +425,7 @@ impl Built {
                 on_error: self.on_error,
                 filter: self.filter.clone(),
                 capabilities: self.capabilities.clone(),
+                run_async: self.run_async,
                 level: place.level,
                 file: place.file.to_path_buf(),
                 line: place.line,
@@ -590,6 +598,12 @@ fn build(
         }
         set
     });
+    let run_async = raw.run_async.unwrap_or(false);
+    if run_async && raw.on_error.is_some() {
+        // Nothing waits for an async hook's answer, so its failure has nothing to refuse.
+        warnings
+            .push("on_error does not apply to an async hook (its failure is only logged)".into());
+    }
     if errors.is_empty() {
         let built = Built {
             name: raw.name,
@@ -598,6 +612,7 @@ fn build(
             on_error,
             filter,
             capabilities,
+            run_async,
         };
         Ok((built, warnings))
     } else {

@@ -75,6 +75,8 @@ impl HookFiles {
                 event,
                 hooks: std::slice::from_ref(hook),
                 budget: runner.chain_budget,
+                // An `async` hook runs in line here: the dry run shows what it does.
+                background: None,
             };
             let outcome = chain.run(runner.as_ref(), &envelope, &mut state).await;
             let Some(ran) = outcome.ran.first() else {

@@ -4,7 +4,9 @@
 //! and a workspace file edited after it was trusted stops running at the next reload.
 //!
 //! It also keeps, per WebSocket session, what that session's `session_start` hooks left for its
-//! chats ([`SessionCarry`]): from the session's start to its end.
+//! chats ([`SessionCarry`]): from the session's start to its end. Those hooks run beside the
+//! session; a chat sent while they still run waits for them (`uses_session_start`), unless they
+//! are all `async` (which leave nothing).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use notify::RecursiveMode;
 use super::discovery::{hook_files, load_hook_set, HookSet, WORKSPACE_FILES};
 use super::event::Event;
 use super::runner::Runner;
-use super::{ExternalHooks, SessionCarry};
+use super::{AsyncHooks, ExternalHooks, SessionCarry};
 use crate::hooks::{AgentHook, HookFactory, HookResult, SessionInfo};
 use crate::reload::{Layout, Outcome, Reloader, Swappable, WatchError};
 use crate::trust::TrustPolicy;
@@ -33,6 +35,8 @@ pub(crate) struct HookFiles {
     reloader: Mutex<Option<Reloader>>,
     /// What each open session's `session_start` hooks left for its chats.
     sessions: Mutex<HashMap<String, Arc<SessionCarry>>>,
+    /// Where `async: true` hooks run.
+    queue: Option<Arc<AsyncHooks>>,
 }
 
 impl HookFiles {
@@ -43,7 +47,14 @@ impl HookFiles {
             problems: Mutex::new(Vec::new()),
             reloader: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
+            queue: None,
         }
+    }
+
+    /// Their `async: true` hooks run from `queue`.
+    pub(crate) fn with_queue(mut self, queue: Arc<AsyncHooks>) -> Self {
+        self.queue = Some(queue);
+        self
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<SessionCarry>>> {
@@ -136,7 +147,7 @@ impl HookFiles {
     }
 
     fn snapshot(&self) -> ExternalHooks {
-        ExternalHooks::of(self.current(), self.runner.clone())
+        ExternalHooks::of(self.current(), self.runner.clone()).with_queue(self.queue.clone())
     }
 }
 
@@ -148,6 +159,15 @@ impl HookFactory for HookFiles {
             return Ok(Vec::new());
         }
         Ok(vec![Arc::new(hooks)])
+    }
+
+    /// What `session_start` hooks that are not `async` leave (context, messages) goes into the
+    /// session's chats, so a chat waits for them.
+    fn uses_session_start(&self) -> bool {
+        self.current()
+            .hooks(Event::SessionStart)
+            .iter()
+            .any(|hook| !hook.run_async)
     }
 }
 

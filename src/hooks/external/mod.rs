@@ -11,6 +11,7 @@
 //!   killed and reaped);
 //! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`), and
 //!   what each run did (for `hook_trace`); `stats`: per-hook figures for `/api/hooks`;
+//! - `queue`: [`AsyncHooks`], the bounded queue and workers of `async: true` hooks;
 //! - `adapter`: [`ExternalHooks`], the chains as an `AgentHook`, one path for every event;
 //! - `dry_run`: `hookwire hooks test`, one event's chain run hook by hook on a given input;
 //! - `discovery`, `files`, `session`, `register_hook`: where hook sets come from (the hook
@@ -26,6 +27,7 @@ pub(crate) mod event;
 mod files;
 pub(crate) mod process;
 pub(crate) mod protocol;
+mod queue;
 pub(crate) mod register_hook;
 pub(crate) mod runner;
 pub(crate) mod session;
@@ -35,3 +37,4 @@ pub(crate) mod stats;
 pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
 pub(crate) use files::HookFiles;
+pub(crate) use queue::{AsyncHooks, DEFAULT_QUEUE};

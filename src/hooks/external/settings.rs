@@ -9,8 +9,9 @@
 //! other tool's business: settings hookwire does not act on are warnings, never errors, so the
 //! file a person already has loads as it is. What hookwire cannot do — an event it does not
 //! have, an `mcp_tool` hook — is a warning and the hook does not run; what it does differently
-//! — `async`, `if` — is a warning and the hook runs in line, for every call its matcher
-//! matches. Claude Code's `disableAllHooks` and Gemini CLI's `hooksConfig.enabled: false` /
+//! — `if`, `asyncRewake` — is a warning (the hook runs for every call its matcher matches; an
+//! `asyncRewake` hook runs like an `async` one). `async: true` runs the hook off the chat's path,
+//! as hookwire's own `async: true` does. Claude Code's `disableAllHooks` and Gemini CLI's `hooksConfig.enabled: false` /
 //! `hooksConfig.disabled` are honoured.
 //!
 //! JSON carries no line numbers; a hook's line is where its `command` (`url`, `prompt`) key
@@ -415,8 +416,14 @@ fn build(
             return Err((errors, warnings));
         }
     };
-    if entry.get("async").and_then(Value::as_bool) == Some(true) {
-        warnings.push("async: hookwire runs this hook in line, before the chat goes on".into());
+    let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
+    // Claude Code's `async`: the hook runs off the chat's path (hookwire's `async: true`).
+    let run_async = dialect == Dialect::Claude && (flag("async") || flag("asyncRewake"));
+    if dialect == Dialect::Claude && flag("asyncRewake") {
+        warnings.push(
+            "asyncRewake: hookwire runs this hook like `async`; its exit code 2 does not wake the model"
+                .into(),
+        );
     }
     if entry.contains_key("if") {
         warnings
@@ -449,6 +456,7 @@ fn build(
             ..Filter::default()
         },
         capabilities: None,
+        run_async,
     };
     Ok((Some(built), warnings))
 }
@@ -508,12 +516,18 @@ mod tests {
             problems.iter().all(|p| p.starts_with("warning")),
             "{problems:?}"
         );
-        for expected in ["SubagentStop is a Claude Code event", "mcp_tool", "async"] {
+        for expected in ["SubagentStop is a Claude Code event", "mcp_tool"] {
             assert!(
                 problems.iter().any(|p| p.contains(expected)),
                 "{expected}: {problems:?}"
             );
         }
+        // `async` is honoured: the hook runs off the chat's path, so there is nothing to warn.
+        assert!(
+            !problems.iter().any(|p| p.contains("async")),
+            "{problems:?}"
+        );
+        assert!(hooks[0].run_async && !hooks[1].run_async && !hooks[2].run_async);
     }
 
     #[test]

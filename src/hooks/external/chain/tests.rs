@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::super::config::parse_hooks;
+use super::super::queue::AsyncHooks;
 use super::*;
 
 /// A hook's answer by its name and its input.
@@ -69,6 +70,7 @@ async fn run_within(
         event,
         hooks: &hooks,
         budget,
+        background: None,
     };
     chain.run(runner, &Envelope::default(), state).await
 }
@@ -432,6 +434,7 @@ async fn a_session_hook_injects_only_user_messages() {
         event: Event::PreLlmRequest,
         hooks: &hooks,
         budget: BUDGET,
+        background: None,
     };
     let mut state = EventState::default();
     let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
@@ -446,4 +449,62 @@ async fn a_session_hook_injects_only_user_messages() {
         "a session hook's context is a user message, never the system prompt"
     );
     assert_eq!(state.system_prompt, None, "a rewrite is refused");
+}
+
+#[tokio::test]
+async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_chain_goes_on() {
+    let yaml = "pre_send_message:\n  - {name: a, command: x}\n  - {name: slow, command: x, async: true}\n  - {name: b, command: x}\n";
+    let (hooks, problems) = parse_hooks(Path::new("test.yaml"), yaml, "server");
+    assert!(problems.is_empty(), "{problems:?}");
+    let hooks: Vec<Arc<HookDef>> = hooks.into_iter().map(Arc::new).collect();
+    let runner = Arc::new(Scripted::new(|name, input| {
+        let seen = input["user_input"].as_str().unwrap_or_default();
+        RunResult::Output(json!({
+            "user_input": format!("{seen}+{name}"),
+            "systemMessage": format!("note from {name}"),
+        }))
+    }));
+    let queue = AsyncHooks::new(runner.clone(), 8);
+    let (events, mut received) = tokio::sync::mpsc::channel(8);
+    let chain = Chain {
+        event: Event::PreSendMessage,
+        hooks: &hooks,
+        budget: BUDGET,
+        background: Some(Background {
+            queue: &queue,
+            notices: Some(LateEvents::new(&events)),
+            source: "external",
+        }),
+    };
+    let mut state = EventState {
+        user_input: Some("hi".into()),
+        ..Default::default()
+    };
+    let outcome = chain
+        .run(runner.as_ref(), &Envelope::default(), &mut state)
+        .await;
+    // Its answer changes nothing, and it is not among the hooks that ran in the chain.
+    assert_eq!(state.user_input.as_deref(), Some("hi+a+b"));
+    assert_eq!(outcome.notices, ["note from a", "note from b"]);
+    assert_eq!(ran(&outcome), [("a", Ran::Success), ("b", Ran::Success)]);
+    // It ran from the queue, with the input as `a` left it, and its notice reached the chat.
+    let notice = tokio::time::timeout(Duration::from_secs(5), received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        notice,
+        crate::types::ChatEvent::Notice {
+            level: crate::types::NoticeLevel::Info,
+            message: "note from slow".into(),
+            source: "external".into(),
+        }
+    );
+    let slow: Vec<String> = runner
+        .seen()
+        .into_iter()
+        .filter(|(name, ..)| name == "slow")
+        .map(|(_, input, _)| input["user_input"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(slow, ["hi+a"]);
 }

@@ -217,3 +217,30 @@ fn claude_and_gemini_matchers() {
         "lifecycle: exact"
     );
 }
+
+#[test]
+fn async_is_read_and_on_error_on_an_async_hook_is_a_warning() {
+    let (hooks, _) = parse(
+        "post_send_message:\n  - command: log.sh\n    async: true\n  - command: x\n    async: false\n  - command: y\n",
+    );
+    let flags: Vec<bool> = hooks.iter().map(|h| h.run_async).collect();
+    assert_eq!(flags, [true, false, false]);
+    let (hooks, problems) = parse_hooks(
+        Path::new("hooks.yaml"),
+        "stop:\n  - command: x\n    async: true\n    on_error: block\n",
+        "server",
+    );
+    assert_eq!(hooks.len(), 1);
+    assert!(
+        problems.len() == 1
+            && !problems[0].is_error()
+            && problems[0].to_string().contains("on_error does not apply"),
+        "{problems:?}"
+    );
+    let (_, problems) = parse_hooks(
+        Path::new("hooks.yaml"),
+        "stop:\n  - command: x\n    async: 'yes'\n",
+        "server",
+    );
+    assert!(problems.iter().any(Problem::is_error), "{problems:?}");
+}
