@@ -153,6 +153,7 @@ impl ChatRun {
             estimate_tokens(&all)
         };
         let estimated = with_input(&self.ctx.messages);
+        let mut needed = estimated;
         if trigger == Trigger::Manual || estimated >= settings.threshold_for(&model) {
             match plan(&history, sent_len, settings.keep_recent_groups) {
                 Some(plan) => self.compact(plan, trigger, estimated, &with_input).await?,
@@ -168,8 +169,9 @@ impl ChatRun {
                 }
                 None => {}
             }
+            // Counted again only when the list may have changed.
+            needed = with_input(&self.ctx.messages);
         }
-        let needed = with_input(&self.ctx.messages);
         if trigger == Trigger::Auto && needed >= window {
             return Err(Interrupt::Failed(ChatError::new(
                 ErrorCode::ContextTooLong,
