@@ -143,6 +143,9 @@ fn parse_chat(
     compact_only: bool,
 ) -> Result<ChatFrame, String> {
     let resume = parse_resume(object.get("resume"))?;
+    if compact_only && resume.is_some() {
+        return Err("a \"compact\" frame has no \"resume\"".into());
+    }
     let input = match object.get("input") {
         _ if compact_only => String::new(),
         None | Some(Value::Null) if resume.is_some() => String::new(),

@@ -246,3 +246,61 @@ fn parse_cost() {
         ours.as_secs_f64() / baseline.as_secs_f64()
     );
 }
+
+#[test]
+fn compact_and_resume_frames_parse_and_their_mistakes_are_named() {
+    let ClientFrame::Chat(compact) =
+        parse(r#"{"type":"compact","id":"k","messages":[{"role":"user","content":"hi"}]}"#)
+    else {
+        panic!()
+    };
+    assert!(compact.compact_only && compact.input.is_empty() && compact.resume.is_none());
+    let ClientFrame::Chat(resume) = parse(
+        r#"{"type":"chat","resume":{"state":"v1.j.x.y","decisions":[{"call_id":"a","decision":"allow"},{"call_id":"b","decision":"deny","reason":"no"}]},"trace":true}"#,
+    ) else {
+        panic!()
+    };
+    let decisions = resume.resume.unwrap().decisions;
+    assert_eq!(
+        (
+            decisions[0].allow,
+            decisions[1].allow,
+            decisions[1].reason.as_deref()
+        ),
+        (true, false, Some("no"))
+    );
+    assert!(resume.trace && resume.input.is_empty());
+    for (frame, says) in [
+        (
+            r#"{"type":"chat","input":"x","resume":{"state":"s","decisions":[]}}"#,
+            "has no \"input\"",
+        ),
+        (
+            r#"{"type":"chat","resume":{"decisions":[]}}"#,
+            "resume.state",
+        ),
+        (
+            r#"{"type":"chat","resume":{"state":"s"}}"#,
+            "resume.decisions",
+        ),
+        (
+            r#"{"type":"chat","resume":{"state":"s","decisions":[{"call_id":"a","decision":"maybe"}]}}"#,
+            "\"allow\" or \"deny\"",
+        ),
+        (
+            r#"{"type":"compact","resume":{"state":"s","decisions":[]}}"#,
+            "has no \"resume\"",
+        ),
+        (
+            r#"{"type":"chat","input":"x","trace":"yes"}"#,
+            "\"trace\" must be true or false",
+        ),
+        (
+            r#"{"type":"chat","input":"x","messages":[{"role":"system","content":"s","_compact":{"count":"two"}}]}"#,
+            "_compact.count",
+        ),
+    ] {
+        let message = invalid_message(frame);
+        assert!(message.contains(says), "{frame}: {message}");
+    }
+}
