@@ -35,6 +35,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A server that ran this long before it failed starts again with [`FIRST_BACKOFF`].
 const STABLE_AFTER: Duration = Duration::from_secs(60);
 
+/// Looks up a variable of the server's own environment.
+pub(crate) type Lookup = Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>;
+
 /// What every server of one hookwire shares.
 #[derive(Clone)]
 pub(crate) struct McpContext {
@@ -44,7 +47,7 @@ pub(crate) struct McpContext {
     /// otherwise; the output cap).
     pub(crate) limits: ToolLimits,
     /// The server's own environment (the passed variables, `${NAME}`s).
-    pub(crate) lookup: Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>,
+    pub(crate) lookup: Lookup,
 }
 
 /// Where a server is in its life.

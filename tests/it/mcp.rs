@@ -73,8 +73,8 @@ async fn running(server: &TestServer, tools: usize) -> Value {
     let up = eventually(Duration::from_secs(30), || async {
         let now = info(server).await;
         let entry = &now["mcp_servers"][0];
-        let up = entry["state"] == "running"
-            && entry["tools"].as_array().map_or(0, Vec::len) >= tools;
+        let up =
+            entry["state"] == "running" && entry["tools"].as_array().map_or(0, Vec::len) >= tools;
         *last.borrow_mut() = now;
         up
     })
@@ -100,7 +100,10 @@ fn frame<'a>(frames: &'a [Value], kind: &str) -> &'a Value {
 }
 
 fn results(frames: &[Value]) -> Vec<&Value> {
-    frames.iter().filter(|f| f["type"] == "tool_result").collect()
+    frames
+        .iter()
+        .filter(|f| f["type"] == "tool_result")
+        .collect()
 }
 
 #[tokio::test]
@@ -183,7 +186,10 @@ async fn a_streamable_http_server_works_the_same() {
         std::io::BufReader::new(child.0.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        line.trim().strip_prefix("listening on ").unwrap().to_string()
+        line.trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string()
     };
     let upstream = FakeUpstream::start().await;
     let settings = configured(McpServerSpec {
@@ -201,7 +207,10 @@ async fn a_streamable_http_server_works_the_same() {
     );
     let frames = chat(&server, chat_frame("c1")).await;
     let result = frame(&frames, "tool_result");
-    assert_eq!(result["content"], "BRAVO NOTE: the second letter", "{frames:#?}");
+    assert_eq!(
+        result["content"], "BRAVO NOTE: the second letter",
+        "{frames:#?}"
+    );
     assert_eq!(result["is_error"], false);
 }
 
@@ -244,11 +253,7 @@ async fn a_claude_code_pre_tool_use_hook_blocks_mcp_tools_by_its_matcher() {
     })
     .await;
     running(&server, 6).await;
-    tool_round(
-        &upstream,
-        &[("c1", "mcp__test__add_tool", json!({}))],
-        "ok",
-    );
+    tool_round(&upstream, &[("c1", "mcp__test__add_tool", json!({}))], "ok");
     let frames = chat(&server, chat_frame("c1")).await;
     let result = frame(&frames, "tool_result");
     assert_eq!(result["is_error"], true, "{frames:#?}");
@@ -259,7 +264,10 @@ async fn a_claude_code_pre_tool_use_hook_blocks_mcp_tools_by_its_matcher() {
     );
     // It never reached the server: the tool it would have added is not there.
     let listed = info(&server).await["mcp_servers"][0]["tools"].clone();
-    assert!(!listed.as_array().unwrap().contains(&json!("mcp__test__extra")));
+    assert!(!listed
+        .as_array()
+        .unwrap()
+        .contains(&json!("mcp__test__extra")));
 }
 
 #[tokio::test]
@@ -276,7 +284,14 @@ async fn mcp_tools_wait_for_approval_unless_auto_approve_lists_them() {
     // The auto-approved call ran; the other waits.
     assert_eq!(
         types_of(&frames),
-        ["start", "plan", "tool_call", "tool_result", "approval", "done"],
+        [
+            "start",
+            "plan",
+            "tool_call",
+            "tool_result",
+            "approval",
+            "done"
+        ],
         "{frames:#?}"
     );
     assert_eq!(frame(&frames, "tool_result")["call_id"], "a1");
@@ -459,7 +474,11 @@ async fn a_stdio_server_gets_only_the_environment_its_env_names() {
     });
     let server = start(&upstream, settings).await;
     running(&server, 6).await;
-    tool_round(&upstream, &[("e1", "mcp__test__environment", json!({}))], "ok");
+    tool_round(
+        &upstream,
+        &[("e1", "mcp__test__environment", json!({}))],
+        "ok",
+    );
     let frames = chat(&server, chat_frame("c1")).await;
     let content = frame(&frames, "tool_result")["content"]
         .as_str()
@@ -483,7 +502,10 @@ async fn a_stdio_server_gets_only_the_environment_its_env_names() {
         "HOOKWIRE_HOOK_RUN",
     ];
     for name in names.split(',') {
-        assert!(allowed.contains(&name), "{name} leaked into the server: {names}");
+        assert!(
+            allowed.contains(&name),
+            "{name} leaked into the server: {names}"
+        );
     }
 }
 
@@ -522,7 +544,14 @@ async fn the_server_does_not_wait_for_an_mcp_server_and_stops_it_on_shutdown() {
         .unwrap();
     let alive = |pid: i32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
             .unwrap_or(false)
     };
     assert!(alive(pid));
@@ -620,7 +649,11 @@ async fn a_workspace_mcp_json_is_used_only_once_trusted() {
     // Untrusted: not read, said so, no tools.
     let server = serve(workspace.clone(), state.clone()).await;
     let first = info(&server).await;
-    assert_eq!(first["untrusted_mcp_files"], json!([".mcp.json"]), "{first:#}");
+    assert_eq!(
+        first["untrusted_mcp_files"],
+        json!([".mcp.json"]),
+        "{first:#}"
+    );
     assert_eq!(first["mcp_servers"], json!([]));
     assert!(!workspace.join("starts.log").exists());
     server.shutdown().await;
@@ -641,7 +674,12 @@ async fn a_workspace_mcp_json_is_used_only_once_trusted() {
         &[("HOOKWIRE_STATE_DIR", &state)],
     );
     let shown = text(&trusted.stdout);
-    assert_eq!(trusted.status.code(), Some(0), "{shown}{}", text(&trusted.stderr));
+    assert_eq!(
+        trusted.status.code(),
+        Some(0),
+        "{shown}{}",
+        text(&trusted.stderr)
+    );
     assert!(shown.contains(".mcp.json  (not trusted yet"), "{shown}");
     assert!(
         shown.contains(&format!(
@@ -665,7 +703,11 @@ async fn a_workspace_mcp_json_is_used_only_once_trusted() {
         json!({"name":"alpha"}),
     )]));
     let frames = chat(&server, chat_frame("c1")).await;
-    assert_eq!(frames.last().unwrap()["reason"], "approval_required", "{frames:#?}");
+    assert_eq!(
+        frames.last().unwrap()["reason"],
+        "approval_required",
+        "{frames:#?}"
+    );
     server.shutdown().await;
 
     // Changed since: not read again.
@@ -675,7 +717,10 @@ async fn a_workspace_mcp_json_is_used_only_once_trusted() {
     )
     .unwrap();
     let server = serve(workspace.clone(), state.clone()).await;
-    assert_eq!(info(&server).await["untrusted_mcp_files"], json!([".mcp.json"]));
+    assert_eq!(
+        info(&server).await["untrusted_mcp_files"],
+        json!([".mcp.json"])
+    );
 }
 
 #[test]
@@ -694,11 +739,20 @@ fn check_probe_starts_each_server_and_lists_its_tools() {
     .unwrap();
     let workspace = dir.path().to_str().unwrap();
     let plain = hookwire(
-        &["check", "--config", config.to_str().unwrap(), "--workspace", workspace],
+        &[
+            "check",
+            "--config",
+            config.to_str().unwrap(),
+            "--workspace",
+            workspace,
+        ],
         &[],
     );
     assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stdout));
-    assert!(!text(&plain.stdout).contains("mcp: "), "no server starts without --probe");
+    assert!(
+        !text(&plain.stdout).contains("mcp: "),
+        "no server starts without --probe"
+    );
 
     let probed = hookwire(
         &[

@@ -110,7 +110,10 @@ impl ServerHandler for TestServer {
                 }
             }
             "slow" => {
-                let seconds = arguments.get("seconds").and_then(Value::as_f64).unwrap_or(30.0);
+                let seconds = arguments
+                    .get("seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(30.0);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => text(format!("slept {seconds}s")),
                     _ = context.ct.cancelled() => {
