@@ -456,7 +456,11 @@ pub(crate) async fn probe(
             let name = tool_name(&settings.name, &tool.name)
                 .unwrap_or_else(|| format!("({} cannot be offered: name too long)", tool.name));
             let description = tool.description.as_deref().unwrap_or_default();
-            let first_line = description.lines().next().unwrap_or_default().to_string();
+            let first_line: String = description.lines().next().unwrap_or_default().to_string();
+            let first_line = match first_line.char_indices().nth(100) {
+                Some((cut, _)) => format!("{}…", &first_line[..cut]),
+                None => first_line,
+            };
             (name, tool.name.to_string(), first_line)
         })
         .collect())
