@@ -67,8 +67,11 @@ impl ClientHandler for Handler {
     }
 }
 
-/// The end of a connection, as a future (the SDK's service task).
-type Ended = Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>;
+/// The end of a connection, as a future (the SDK's service task); fused: `closed` may be
+/// dropped and called again after it ended.
+type Ended = futures::future::Fuse<
+    Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>,
+>;
 
 /// A server connected and initialized.
 pub(crate) struct Connection {
@@ -77,6 +80,8 @@ pub(crate) struct Connection {
     /// Ends the SDK's service (which closes the transport: a stdio server's stdin).
     cancel: Option<rmcp::service::RunningServiceCancellationToken>,
     ended: Ended,
+    /// How the SDK's service ended, once it did.
+    quit: Option<String>,
     /// A stdio server's process; `None` for HTTP.
     child: Option<ServerChild>,
     stderr: Arc<StderrTail>,
@@ -134,7 +139,7 @@ pub(crate) async fn connect(
             let service = match handler.serve((stdout, stdin)).await {
                 Ok(service) => service,
                 Err(error) => {
-                    let mut reason = format!("the handshake failed: {error}");
+                    let mut reason = format!("the handshake failed: {}", plain(error));
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(500), child.wait()).await
                     {
@@ -165,7 +170,7 @@ pub(crate) async fn connect(
             let service = handler
                 .serve(transport)
                 .await
-                .map_err(|error| format!("cannot connect to {url}: {error}"))?;
+                .map_err(|error| format!("cannot connect to {url}: {}", plain(error)))?;
             Ok(Connection::new(service, None, Arc::default()))
         }
     }
@@ -194,37 +199,50 @@ impl Connection {
         Self {
             peer,
             cancel,
-            ended: Box::pin(service.waiting()),
+            ended: futures::FutureExt::fuse(Box::pin(service.waiting()) as Pin<Box<_>>),
+            quit: None,
             child,
             stderr,
         }
     }
 
     /// Waits until the connection ends by itself (the process exited, the transport closed),
-    /// and says why.
+    /// and says why. May be dropped and called again.
     pub(crate) async fn closed(&mut self) -> String {
+        use futures::future::FusedFuture;
         let reason = match self.child.as_mut() {
             Some(child) => {
-                let pid = child.id();
-                tokio::select! {
-                    status = child.wait() => match status {
-                        Ok(status) => format!("the process {}", exit_text(status)),
-                        Err(error) => format!("the process {pid} could not be waited for: {error}"),
-                    },
-                    _ = &mut self.ended => {
-                        // Its stdout closed: it usually exited too; say how, if it did.
-                        match tokio::time::timeout(Duration::from_millis(500), child.wait()).await {
-                            Ok(Ok(status)) => format!("the process {}", exit_text(status)),
-                            _ => "it closed its stdout".to_string(),
-                        }
+                let mut exited = None;
+                if !self.ended.is_terminated() {
+                    tokio::select! {
+                        status = child.wait() => exited = Some(status),
+                        _ = &mut self.ended => {}
                     }
                 }
+                let status = match exited {
+                    Some(status) => Some(status),
+                    // Its stdout closed: it usually exited too; say how, if it did.
+                    None => tokio::time::timeout(Duration::from_millis(500), child.wait())
+                        .await
+                        .ok(),
+                };
+                match status {
+                    Some(Ok(status)) => format!("the process {}", exit_text(status)),
+                    Some(Err(error)) => format!("the process could not be waited for: {error}"),
+                    None => "it closed its stdout".to_string(),
+                }
             }
-            None => match (&mut self.ended).await {
-                Ok(QuitReason::Closed) => "the connection closed".to_string(),
-                Ok(other) => format!("the connection ended ({other:?})"),
-                Err(error) => format!("the connection failed: {error}"),
-            },
+            None => {
+                if !self.ended.is_terminated() {
+                    let quit = (&mut self.ended).await;
+                    self.quit = Some(match quit {
+                        Ok(QuitReason::Closed) => "the connection closed".to_string(),
+                        Ok(other) => format!("the connection ended ({other:?})"),
+                        Err(error) => format!("the connection failed: {error}"),
+                    });
+                }
+                self.quit.clone().unwrap_or_default()
+            }
         };
         match self.stderr.last() {
             last if last.is_empty() => reason,
@@ -244,6 +262,18 @@ impl Connection {
             // Dropped: whatever is left of its group is killed.
         }
     }
+}
+
+/// An SDK error for people: without the Rust type names it carries (`Transport [rmcp::…]`).
+pub(crate) fn plain(error: impl std::fmt::Display) -> String {
+    let mut text = error.to_string();
+    while let Some(start) = text.find("[rmcp::") {
+        let Some(length) = text[start..].find("] ") else {
+            break;
+        };
+        text.replace_range(start..start + length + 2, "");
+    }
+    text
 }
 
 /// `exited with status 1`, `was killed by signal 9`.

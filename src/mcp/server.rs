@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{connect, Connection};
+use super::connection::{connect, plain, Connection};
 use super::content::{output, tool_name};
 use super::settings::McpServerSettings;
 use crate::tools::{Tool, ToolLimits, ToolOutput, ToolSpec};
@@ -80,6 +80,8 @@ struct State {
     phase: Phase,
     /// The live session, while `Running`.
     peer: Option<Peer<RoleClient>>,
+    /// Counts the sessions: which one a call went over.
+    session: u64,
     /// The last tools listed (kept while the server is down).
     tools: Vec<Arc<McpTool>>,
     /// Tools the server lists that cannot be offered, and why.
@@ -93,6 +95,11 @@ pub(crate) struct McpServer {
     context: McpContext,
     state: RwLock<State>,
     tools_changed: Arc<Notify>,
+    /// A call found the session broken (an HTTP server that went away says so no other way):
+    /// why, for the supervisor to reconnect.
+    lost: Notify,
+    /// The session the failed call went over (a later session ignores it), and why.
+    lost_reason: std::sync::Mutex<(u64, String)>,
     stop: CancellationToken,
 }
 
@@ -126,13 +133,26 @@ impl McpServer {
             state: RwLock::new(State {
                 phase,
                 peer: None,
+                session: 0,
                 tools: Vec::new(),
                 skipped: Vec::new(),
                 restarts: 0,
             }),
             tools_changed: Arc::new(Notify::new()),
+            lost: Notify::new(),
+            lost_reason: std::sync::Mutex::new((0, String::new())),
             stop: CancellationToken::new(),
         })
+    }
+
+    /// A call over session `session` failed in the transport: that session is gone; the
+    /// supervisor reconnects (unless it already has).
+    fn lost(&self, session: u64, why: String) {
+        *self
+            .lost_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = (session, why);
+        self.lost.notify_one();
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -172,12 +192,12 @@ impl McpServer {
         }
     }
 
-    /// The live session, or why there is none.
-    fn peer(&self) -> Result<Peer<RoleClient>, String> {
+    /// The live session and its number, or why there is none.
+    fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
         let state = self.read();
         let name = &self.settings.name;
         match (&state.phase, &state.peer) {
-            (Phase::Running, Some(peer)) => Ok(peer.clone()),
+            (Phase::Running, Some(peer)) => Ok((peer.clone(), state.session)),
             (Phase::Down(reason), _) => Err(format!("the MCP server {name} is down: {reason}")),
             (Phase::Disabled, _) => Err(format!("the MCP server {name} is disabled")),
             (Phase::Stopped, _) => Err(format!("the MCP server {name} was stopped")),
@@ -259,11 +279,13 @@ impl McpServer {
             Ok(Ok(started)) => started,
         };
         self.replace_tools(listed);
-        {
+        let session = {
             let mut state = self.write();
             state.peer = Some(connection.peer.clone());
             state.phase = Phase::Running;
-        }
+            state.session += 1;
+            state.session
+        };
         tracing::info!(
             server = %self.settings.name,
             tools = self.read().tools.len(),
@@ -290,6 +312,15 @@ impl McpServer {
                 reason = connection.closed() => {
                     self.set_phase(Phase::Starting);
                     return Some(reason);
+                }
+                _ = self.lost.notified() => {
+                    let (lost, why) = self.lost_reason.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                    if lost != session {
+                        continue; // an earlier session's: this one is new
+                    }
+                    self.set_phase(Phase::Starting);
+                    connection.close().await;
+                    return Some(why);
                 }
             }
         }
@@ -363,7 +394,7 @@ impl McpServer {
 async fn list(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
     peer.list_all_tools()
         .await
-        .map_err(|error| format!("cannot list its tools: {error}"))
+        .map_err(|error| format!("cannot list its tools: {}", plain(error)))
 }
 
 /// A tool of an MCP server, as the agent sees it.
@@ -403,8 +434,8 @@ impl Tool for McpTool {
             Value::Null => None,
             _ => return ToolOutput::error("arguments must be a JSON object"),
         };
-        let peer = match server.peer() {
-            Ok(peer) => peer,
+        let (peer, session) = match server.peer() {
+            Ok(found) => found,
             Err(why) => return ToolOutput::error(format!("{} did not run: {why}", self.name)),
         };
         let mut params = CallToolRequestParams::new(self.remote.clone());
@@ -418,11 +449,21 @@ impl Tool for McpTool {
                 self.timeout.as_secs_f64(),
                 server.name()
             )),
-            Ok(Err(error)) => ToolOutput::error(format!(
-                "the MCP server {} failed the call of {}: {error}",
-                server.name(),
-                self.remote
-            )),
+            Ok(Err(error)) => {
+                let text = format!(
+                    "the MCP server {} failed the call of {}: {}",
+                    server.name(),
+                    self.remote,
+                    plain(&error)
+                );
+                if matches!(
+                    error,
+                    ServiceError::TransportSend(_) | ServiceError::TransportClosed
+                ) {
+                    server.lost(session, format!("a call failed: {}", plain(&error)));
+                }
+                ToolOutput::error(text)
+            }
             Ok(Ok(result)) => output(result, self.max_output_bytes),
         }
     }

@@ -171,12 +171,11 @@ async fn the_tools_of_a_stdio_server_are_offered_and_called_with_their_arguments
     );
 }
 
-#[tokio::test]
-async fn a_streamable_http_server_works_the_same() {
-    let workspace = tempfile::tempdir().unwrap();
+/// The test server over streamable HTTP on `addr` (port 0: any), and its URL.
+fn http_server(workspace: &Path, addr: &str) -> (KillOnDrop, String) {
     let mut child = Command::new(server_binary())
-        .args(["--http", "127.0.0.1:0"])
-        .current_dir(workspace.path())
+        .args(["--http", addr])
+        .current_dir(workspace)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop_sync();
@@ -191,6 +190,13 @@ async fn a_streamable_http_server_works_the_same() {
             .unwrap()
             .to_string()
     };
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_works_the_same() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (_child, url) = http_server(workspace.path(), "127.0.0.1:0");
     let upstream = FakeUpstream::start().await;
     let settings = configured(McpServerSpec {
         url: Some(url),
@@ -809,4 +815,51 @@ fn a_bad_mcp_server_entry_is_refused_with_its_name() {
         "{}",
         text(&output.stderr)
     );
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_is_noticed_at_the_next_call_and_reconnected() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (child, url) = http_server(workspace.path(), "127.0.0.1:0");
+    let upstream = FakeUpstream::start().await;
+    let settings = configured(McpServerSpec {
+        url: Some(url.clone()),
+        auto_approve: vec!["*".into()],
+        ..McpServerSpec::default()
+    });
+    let server = start(&upstream, settings).await;
+    running(&server, 6).await;
+    drop(child);
+    tool_round(
+        &upstream,
+        &[("h1", "mcp__test__read_note", json!({"name":"alpha"}))],
+        "it is gone",
+    );
+    let frames = chat(&server, chat_frame("c1")).await;
+    let result = frame(&frames, "tool_result");
+    assert_eq!(result["is_error"], true, "{frames:#?}");
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    let last = std::cell::RefCell::new(Value::Null);
+    let down = eventually(Duration::from_secs(20), || async {
+        let now = info(&server).await["mcp_servers"][0].clone();
+        let down = now["state"] == "down";
+        *last.borrow_mut() = now;
+        down
+    })
+    .await;
+    assert!(down, "{:#}", last.borrow());
+    let reason = last.borrow()["reason"].as_str().unwrap().to_string();
+    assert!(reason.contains("error sending request"), "{reason}");
+    assert!(
+        !reason.contains("rmcp::"),
+        "no type names for people: {reason}"
+    );
+
+    // Back on the same address: reconnected by itself.
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap();
+    let (_child, _) = http_server(workspace.path(), addr);
+    running(&server, 6).await;
 }

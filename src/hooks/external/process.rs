@@ -167,11 +167,6 @@ impl ServerChild {
         })
     }
 
-    /// The process's id (its process group's too).
-    pub(crate) fn id(&self) -> i32 {
-        self.process.run.group
-    }
-
     /// Waits until the process exits; then what it left is killed and reaped.
     pub(crate) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         let status = self.process.wait().await;
