@@ -8,7 +8,9 @@ use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The MCP SDK logs each session's details at info: its warnings are what an operator needs.
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     // Colour codes only for a person at a terminal; in a pipe or a log file they are noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -593,6 +593,67 @@ mod tests {
     }
 
     #[test]
+    fn the_mcp_file_is_shown_server_by_server_and_pinned_with_the_hook_files() {
+        let setup = setup(&[
+            (".hookwire/hooks.yaml", "stop:\n  - command: good\n"),
+            (
+                ".mcp.json",
+                r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "pkg\r\u001b[2Kok"],
+                    "env": {"MODE": "ro"}}, "web": {"type": "http", "url": "https://mcp.example/mcp",
+                    "headers": {"X-Key": "k"}}}}"#,
+            ),
+        ]);
+        let yes = TrustArgs {
+            yes: true,
+            ..REVIEW
+        };
+        let (code, shown, _) = run_with(&setup, yes, None);
+        assert_eq!(code, 0, "{shown}");
+        assert!(shown.contains(".mcp.json  (not trusted yet"), "{shown}");
+        assert!(
+            shown.contains(r"mcp server fs               stdio: npx -y pkg\r\u{1b}[2Kok"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{1b}'));
+        assert!(shown.contains("env MODE=ro"), "{shown}");
+        assert!(
+            shown.contains("mcp server web              http: https://mcp.example/mcp"),
+            "{shown}"
+        );
+        assert!(shown.contains("header X-Key: k"), "{shown}");
+        assert!(shown.contains("trusted 2 file(s)"), "{shown}");
+        let pins = pins_of(&store(&setup));
+        let key = setup.workspace.to_str().unwrap();
+        assert_eq!(
+            pins[key].keys().collect::<Vec<_>>(),
+            [".hookwire/hooks.yaml", ".mcp.json"]
+        );
+    }
+
+    #[test]
+    fn a_broken_mcp_file_is_shown_with_its_problems_and_not_trusted() {
+        let setup = setup(&[(
+            ".mcp.json",
+            r#"{"mcpServers": {"both": {"command": "x", "url": "http://127.0.0.1:9/mcp"}}}"#,
+        )]);
+        let yes = TrustArgs {
+            yes: true,
+            ..REVIEW
+        };
+        let (code, shown, _) = run_with(&setup, yes, None);
+        assert_eq!(code, 1, "{shown}");
+        assert!(
+            shown.contains(".mcp.json  (has problems: not trusted)"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("give `command` or `url`, not both"),
+            "{shown}"
+        );
+        assert!(pins_of(&store(&setup)).is_empty());
+    }
+
+    #[test]
     fn a_command_cannot_hide_from_the_review() {
         let setup = setup(&[(
             ".hookwire/hooks.yaml",
