@@ -11,7 +11,10 @@
 //! 4. Token estimation of a 100-message history (what deciding on compaction costs per model
 //!    call) vs serialising the same history with `serde_json`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server.
+//! 5. A chat whose one tool round calls an MCP server's tool (the test server of
+//!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -39,12 +42,137 @@ fn main() {
         }
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
-    if !only_tokens {
+    let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
         runtime.block_on(bench_idle_memory());
     }
-    bench_token_estimate();
+    if !only_mcp {
+        bench_token_estimate();
+    }
+    if !only_tokens {
+        runtime.block_on(bench_mcp_round());
+    }
+}
+
+const MCP_CHATS: usize = 50;
+
+/// The test MCP server, built in this profile if it is not there yet.
+fn mcp_test_server() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let binary = exe.parent()?.parent()?.join("examples/mcp_test_server");
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--example",
+                "mcp_test_server",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .ok()?;
+        if !built.success() {
+            return None;
+        }
+    }
+    Some(binary)
+}
+
+/// One chat: a plan, one round calling `tool` with `arguments`, then the answer.
+async fn tool_chat(
+    ws: &mut common::Client,
+    upstream: &FakeUpstream,
+    id: usize,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Duration {
+    common::tool_round(upstream, &[("t1", tool, arguments)], "done");
+    let started = Instant::now();
+    let frames = ws
+        .chat(json!({"type":"chat","id":format!("m{id}"),"input":"go"}))
+        .await;
+    let elapsed = started.elapsed();
+    let result = frames.iter().find(|f| f["type"] == "tool_result");
+    assert_eq!(
+        result.map(|f| f["is_error"].clone()),
+        Some(json!(false)),
+        "{frames:?}"
+    );
+    elapsed
+}
+
+async fn bench_mcp_round() {
+    let Some(binary) = mcp_test_server() else {
+        eprintln!("mcp round: cannot build the MCP test server; skipped");
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    let settings = match hookwire::mcp::McpServerSettings::new(
+        "test",
+        hookwire::mcp::McpServerSpec {
+            command: Some(binary.display().to_string()),
+            auto_approve: vec!["*".into()],
+            ..Default::default()
+        },
+        hookwire::mcp::McpOrigin::Config,
+    ) {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("mcp round: {error}");
+            return;
+        }
+    };
+    let server = TestServer::start(Some(&upstream), move |c| c.mcp_servers = vec![settings]).await;
+    std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
+    // The server starts in the background: wait for its tools.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let (_, body) = common::http_get(server.addr, "/api/info").await;
+        if body.contains("\"state\":\"running\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut ws = server.connect().await;
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    // Interleaved, so that noise from the rest of the machine falls on both alike.
+    for i in 0..MCP_CHATS {
+        baseline.push(
+            tool_chat(
+                &mut ws,
+                &upstream,
+                2 * i,
+                "read_file",
+                json!({"path":"note.txt"}),
+            )
+            .await,
+        );
+        ours.push(
+            tool_chat(
+                &mut ws,
+                &upstream,
+                2 * i + 1,
+                "mcp__test__read_note",
+                json!({"name":"alpha"}),
+            )
+            .await,
+        );
+    }
+    server.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "chat with one tool round (median of {MCP_CHATS}): an MCP tool over stdio {ours:?}, the built-in read_file {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
 }
 
 const HISTORY: usize = 100;

@@ -16,6 +16,7 @@ use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
 use crate::llm::{AnthropicClient, AnthropicConfig, OpenAiClient, OpenAiConfig};
+use crate::mcp::{McpServerStatus, McpServers};
 use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::{builtin_tools, ToolLimits, Workspace};
@@ -63,6 +64,8 @@ pub struct Sources {
     _skill_reloader: Option<Arc<Reloader>>,
     /// The queue of the hook files' `async: true` hooks.
     pub(crate) async_hooks: Option<Arc<AsyncHooks>>,
+    /// The MCP servers whose tools the agent offers (`None` for an agent built without them).
+    pub(crate) mcp: Option<Arc<McpServers>>,
 }
 
 impl Sources {
@@ -74,7 +77,36 @@ impl Sources {
             hook_files: None,
             _skill_reloader: None,
             async_hooks: None,
+            mcp: None,
         }
+    }
+
+    /// Starts the MCP servers in the background (once): the server calls it when it starts
+    /// serving, and does not wait for them.
+    pub fn start_mcp_servers(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.start();
+        }
+    }
+
+    /// Stops the MCP servers (a stdio server's process group is killed once it had a moment to
+    /// exit). The server calls it when it stops.
+    pub async fn stop_mcp_servers(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+
+    /// Each MCP server: its state and its tools.
+    pub fn mcp_servers(&self) -> Vec<McpServerStatus> {
+        self.mcp.as_ref().map_or_else(Vec::new, |mcp| mcp.status())
+    }
+
+    /// The workspace's `.mcp.json`, when it was left out because it is not trusted.
+    pub fn untrusted_mcp_files(&self) -> Vec<String> {
+        self.mcp
+            .as_ref()
+            .map_or_else(Vec::new, |mcp| mcp.untrusted_files())
     }
 
     /// Takes no more `async` hook runs; those running get `grace`, then are ended (their
@@ -190,6 +222,18 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         config.state_dir.as_deref(),
     )
     .with_config_file(config.config_file.as_deref());
+    // Started with the server (`Sources::start_mcp_servers`), not here: `hookwire hooks test`
+    // wires the agent too, and runs no tool.
+    let mcp = Arc::new(McpServers::new(
+        crate::mcp::configured(
+            &config.mcp_servers,
+            config.config_file.as_deref(),
+            workspace.root(),
+            &trust,
+            &crate::hooks::external::process::server_variable,
+        ),
+        workspace.root(),
+    ));
     let files = hook_files(config.hooks_file.as_deref(), workspace.root());
     let (set, problems) = load_hook_set(&files, &trust);
     if !problems.is_empty() {
@@ -254,6 +298,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     let builder = AgentClient::builder()
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
+        .tool_source(mcp.clone())
         .config(agent_config)
         // The connection events; chats get the hook files as they were when they started.
         .hook(hook_files.clone())
@@ -277,6 +322,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             skills,
             hook_files: Some(hook_files),
             async_hooks: Some(async_hooks),
+            mcp: Some(mcp),
         },
     })
 }

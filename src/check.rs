@@ -37,6 +37,7 @@ pub fn problems(config: &Config) -> Vec<Problem> {
         );
     }
     problems.extend(hook_file_problems(config));
+    problems.extend(mcp_problems(config));
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());
     if let Some(defaults) = &config.default_skills {
@@ -63,17 +64,108 @@ fn hook_file_problems(config: &Config) -> Vec<Problem> {
     let (parsed, mut problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
     // What the files have that hookwire ignores (dialect settings, matchers where none apply).
     problems.extend(parsed.warnings);
-    let trust = TrustPolicy::new(
-        &workspace,
-        config.trust_workspace_hooks,
-        config.state_dir.as_deref(),
-    )
-    .with_config_file(config.config_file.as_deref());
-    let (set, _) = load_hook_set(&files, &trust);
+    let (set, _) = load_hook_set(&files, &trust_policy(config, &workspace));
     for untrusted in set.untrusted {
         problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
     }
     problems
+}
+
+/// The problems of the MCP servers: the config file's and the workspace's `.mcp.json` (parsed
+/// whether trusted or not, as hook files are), then `.mcp.json` if `serve` would not load it.
+fn mcp_problems(config: &Config) -> Vec<Problem> {
+    let workspace = config
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| config.workspace.clone());
+    let lookup = crate::hooks::external::process::server_variable;
+    let mut problems = crate::mcp::configured(
+        &config.mcp_servers,
+        config.config_file.as_deref(),
+        &workspace,
+        &TrustPolicy::all(&workspace),
+        &lookup,
+    )
+    .problems;
+    let trusted = crate::mcp::configured(
+        &config.mcp_servers,
+        config.config_file.as_deref(),
+        &workspace,
+        &trust_policy(config, &workspace),
+        &lookup,
+    );
+    if let Some(untrusted) = trusted.untrusted {
+        problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
+    }
+    problems
+}
+
+fn trust_policy(config: &Config, workspace: &std::path::Path) -> TrustPolicy {
+    TrustPolicy::new(
+        workspace,
+        config.trust_workspace_hooks,
+        config.state_dir.as_deref(),
+    )
+    .with_config_file(config.config_file.as_deref())
+}
+
+/// `hookwire check --probe`: starts each MCP server `serve` would start (the config file's,
+/// and the workspace's `.mcp.json` when trusted), lists its tools and stops it. The report, and
+/// whether every enabled server answered.
+pub async fn probe(config: &Config) -> (String, bool) {
+    let workspace = config
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| config.workspace.clone());
+    let configured = crate::mcp::configured(
+        &config.mcp_servers,
+        config.config_file.as_deref(),
+        &workspace,
+        &trust_policy(config, &workspace),
+        &crate::hooks::external::process::server_variable,
+    );
+    if configured.servers.is_empty() {
+        return ("mcp: no MCP server to probe\n".into(), true);
+    }
+    let mut text = String::new();
+    let mut passed = true;
+    for server in &configured.servers {
+        let head = format!(
+            "mcp: {} ({}, {})",
+            server.name,
+            crate::trust::printable(&server.describe()),
+            server.origin.as_str()
+        );
+        if !server.enabled {
+            text.push_str(&format!("{head}: disabled, not started\n"));
+            continue;
+        }
+        match crate::mcp::probe(server, &workspace).await {
+            Ok(tools) => {
+                text.push_str(&format!("{head}: {} tool(s)\n", tools.len()));
+                for (name, remote, description) in tools {
+                    let approval = if server.auto_approves(&remote, &name) {
+                        "runs without approval"
+                    } else {
+                        "needs approval"
+                    };
+                    text.push_str(&format!(
+                        "  {}  ({approval}) {}\n",
+                        crate::trust::printable(&name),
+                        crate::trust::printable(&description)
+                    ));
+                }
+            }
+            Err(error) => {
+                passed = false;
+                text.push_str(&format!(
+                    "{head}: failed: {}\n",
+                    crate::trust::printable(&error)
+                ));
+            }
+        }
+    }
+    (text, passed)
 }
 
 /// Whether every address `addr` names is a loopback one (as `serve` would bind it).

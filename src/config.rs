@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
 use crate::llm::MessageStyle;
+use crate::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
 
 mod cli;
 mod file;
 
-pub use cli::{Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
+pub use cli::{CheckArgs, Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
-    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, MessageStyleSetting,
-    PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
+    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
+    MessageStyleSetting, PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
 };
 
 /// OpenAI's API root: the base URL when only a key is set.
@@ -180,6 +181,9 @@ pub struct Config {
     pub allow_session_command_hooks: bool,
     /// The agents `agent` hooks may name.
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
+    /// The config file's MCP servers, in name order (a trusted workspace's `.mcp.json` adds
+    /// its own when the server starts).
+    pub mcp_servers: Vec<McpServerSettings>,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -236,6 +240,9 @@ pub enum ConfigError {
     /// Settings that are each fine but unsafe together.
     #[error("{0}")]
     Unsafe(&'static str),
+    /// An entry of `mcp_servers` that cannot be used.
+    #[error("mcp_servers.{name}: {reason}")]
+    McpServer { name: String, reason: String },
 }
 
 impl ConfigError {
@@ -248,6 +255,7 @@ impl ConfigError {
             | ConfigError::Empty { setting }
             | ConfigError::Invalid { setting, .. } => Some(setting),
             ConfigError::Unsafe(_) => None,
+            ConfigError::McpServer { .. } => Some("mcp_servers"),
         }
     }
 }
@@ -332,6 +340,40 @@ fn approval_settings(
         None => defaults.ttl,
     };
     Ok(settings)
+}
+
+/// `mcp_servers:`: each entry checked as a server (one transport and its keys, a name that fits
+/// in tool names, a positive timeout).
+fn mcp_servers(
+    entries: std::collections::BTreeMap<String, McpServerFile>,
+) -> Result<Vec<McpServerSettings>, ConfigError> {
+    let mut servers = Vec::new();
+    for (name, entry) in entries {
+        let fail = |reason: String| ConfigError::McpServer {
+            name: name.clone(),
+            reason,
+        };
+        let timeout = match entry.timeout_seconds {
+            Some(value) => Some(
+                seconds("mcp_servers.timeout_seconds", value).map_err(|e| fail(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let spec = McpServerSpec {
+            kind: entry.kind,
+            command: entry.command,
+            args: entry.args,
+            env: entry.env,
+            cwd: entry.cwd,
+            url: entry.url,
+            headers: entry.headers,
+            enabled: entry.enabled,
+            timeout,
+            auto_approve: entry.auto_approve,
+        };
+        servers.push(McpServerSettings::new(&name, spec, McpOrigin::Config).map_err(fail)?);
+    }
+    Ok(servers)
 }
 
 /// Where the model comes from: the provider, then its base URL and key (the provider's own
@@ -706,6 +748,7 @@ impl Config {
                 }),
             allow_session_command_hooks,
             hook_agents: file.hook_agents,
+            mcp_servers: mcp_servers(file.mcp_servers)?,
             config_file: cli.config.clone(),
         })
     }

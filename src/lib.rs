@@ -17,6 +17,8 @@
 //! - [`llm`]: the [`ChatModel`] trait, its [`ModelRequest`] and the events a model streams, and
 //!   [`llm::OpenAiClient`], the model for any OpenAI-compatible API.
 //! - [`tools`]: the [`Tool`] trait, and the built-in workspace tools ([`tools::builtin_tools`]).
+//! - [`mcp`]: tools from MCP servers ([`mcp::McpServers`], a [`ToolSource`]): their settings, the
+//!   workspace's `.mcp.json`, each server's supervisor.
 //! - [`config`]: every setting, from flags, environment and a YAML file, in one merge.
 //! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
 //!   hooks to before serving it.
@@ -38,7 +40,7 @@
 //! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
 //!
 //! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →
-//! `llm`, `tools` → `hooks` → `skills` → `agent` → `config` → `app` → `check`, `server`,
+//! `llm`, `tools` → `hooks` → `skills`, `mcp` → `agent` → `config` → `app` → `check`, `server`,
 //! `trust_command`.
 //!
 //! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
@@ -55,6 +57,7 @@ pub mod config;
 pub mod hooks;
 pub mod hooks_command;
 pub mod llm;
+pub mod mcp;
 mod reload;
 pub mod server;
 mod skills;
@@ -69,4 +72,4 @@ pub use agent::{
 pub use config::Config;
 pub use hooks::AgentHook;
 pub use llm::{ChatModel, ModelRequest};
-pub use tools::Tool;
+pub use tools::{Tool, ToolSource};

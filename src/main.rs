@@ -8,7 +8,9 @@ use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The MCP SDK logs each session's details at info: its warnings are what an operator needs.
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     // Colour codes only for a person at a terminal; in a pipe or a log file they are noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -38,7 +40,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Check => check(&config),
+        Command::Check(args) => check(&config, args),
         Command::Serve => serve(config),
         Command::Trust(args) => trust(&config, args),
         Command::Hooks(HooksCommand::Test { event, input }) => hooks_test(&config, &event, input),
@@ -139,14 +141,30 @@ fn serve(config: Config) -> ExitCode {
     }
 }
 
-/// Loads everything `serve` would load and prints every problem.
-fn check(config: &Config) -> ExitCode {
-    let (text, passed) = hookwire::check::report(&hookwire::check::problems(config));
+/// Loads everything `serve` would load and prints every problem; with `--probe`, starts each
+/// MCP server too and lists its tools.
+fn check(config: &Config, args: hookwire::config::CheckArgs) -> ExitCode {
+    let (text, mut passed) = hookwire::check::report(&hookwire::check::problems(config));
     print!(
         "{}{}{text}",
         hookwire::check::upstream_summary(config),
         hookwire::check::context_summary(config)
     );
+    if args.probe {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("hookwire: cannot start the async runtime: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let (probed, answered) = runtime.block_on(hookwire::check::probe(config));
+        print!("{probed}");
+        passed &= answered;
+    }
     if passed {
         ExitCode::SUCCESS
     } else {

@@ -1,6 +1,7 @@
 //! `hookwire trust`: shows each workspace hook file and every hook in it (event, type, command
-//! or URL) and, once the person at the terminal (or `--yes`) agrees, pins the SHA-256 of exactly
-//! the bytes shown in `trust.json` (docs/protocol.md §8). `--list` shows what is trusted,
+//! or URL), and the workspace's `.mcp.json` and every MCP server in it (command or URL), and,
+//! once the person at the terminal (or `--yes`) agrees, pins the SHA-256 of exactly the bytes
+//! shown in `trust.json` (docs/protocol.md §8). `--list` shows what is trusted,
 //! `--revoke` forgets a workspace. A file with problems is shown with them and not trusted.
 //!
 //! Everything a file says is printed with control characters escaped: a command cannot hide
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{Config, TrustArgs};
 use crate::hooks::external::config::{Handler, HookDef, OnError};
 use crate::hooks::external::{hook_files, load_hook_set};
+use crate::mcp::{parse_project_file, McpServerSettings, McpTransport, PROJECT_FILE};
 use crate::trust::{
     printable, printable_with, relative_key, sha256_hex, Pins, TrustFile, TrustPolicy, TrustStore,
 };
@@ -100,10 +102,16 @@ fn review(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8,
     let shown_workspace = printable(&workspace.display().to_string());
     // Workspace files only: the server file is the operator's and needs no trust.
     let files = hook_files(None, &workspace);
-    if files.is_empty() {
+    let mcp_file = workspace.join(PROJECT_FILE);
+    let mcp_bytes = match crate::reload::read_small_file(&mcp_file) {
+        Ok(bytes) => Some(Ok(bytes)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => Some(Err(error.to_string())),
+    };
+    if files.is_empty() && mcp_bytes.is_none() {
         writeln!(
             out,
-            "no workspace hook files in {shown_workspace}: nothing to trust"
+            "no workspace hook files or {PROJECT_FILE} in {shown_workspace}: nothing to trust"
         )?;
         return Ok(0);
     }
@@ -154,6 +162,17 @@ fn review(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8,
         }
         pins.insert(key.clone(), sha256.clone());
     }
+    if let Some(bytes) = mcp_bytes {
+        match review_mcp_file(out, &workspace, &mcp_file, bytes, old.as_ref())? {
+            Some((key, sha256, status)) => {
+                if status != Status::Trusted {
+                    to_confirm += 1;
+                }
+                pins.insert(key, sha256);
+            }
+            None => broken += 1,
+        }
+    }
     let failed = u8::from(broken > 0);
     if to_confirm == 0 {
         if old.as_ref() != Some(&pins) && !pins.is_empty() {
@@ -166,10 +185,10 @@ fn review(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8,
     }
     writeln!(
         out,
-        "Hooks run with your rights, in the workspace, whenever a client connects or chats. \
-         Trust them only if you would run them yourself. Only these files are pinned: scripts \
-         their commands run are not, so review those too (a later change to them is not \
-         noticed)."
+        "Hooks run with your rights, in the workspace, whenever a client connects or chats \
+         (and the MCP servers of {PROJECT_FILE} whenever the server starts). Trust them only if \
+         you would run them yourself. Only these files are pinned: scripts their commands run \
+         are not, so review those too (a later change to them is not noticed)."
     )?;
     if !yes {
         if !terminal.interactive {
@@ -205,6 +224,86 @@ fn review(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8,
         )?;
     }
     Ok(failed)
+}
+
+/// Shows the workspace's `.mcp.json` read as `bytes` and each server in it (what it runs or
+/// calls, its environment or headers); `Some((key, sha256, status))` when it can be trusted,
+/// `None` when it has errors (shown).
+fn review_mcp_file(
+    out: &mut dyn Write,
+    workspace: &Path,
+    path: &Path,
+    bytes: Result<Vec<u8>, String>,
+    old: Option<&Pins>,
+) -> Result<Option<(String, String, Status)>, Failed> {
+    let key = relative_key(workspace, path);
+    let shown = printable(&key.clone().unwrap_or_else(|| path.display().to_string()));
+    let bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            writeln!(out, "{shown}  (has problems: not trusted)")?;
+            writeln!(out, "  error: cannot read: {}\n", printable(&error))?;
+            return Ok(None);
+        }
+    };
+    let (servers, problems) = parse_project_file(&bytes, path);
+    let errors: Vec<&Problem> = problems.iter().filter(|p| p.is_error()).collect();
+    let Some(key) = key.filter(|_| errors.is_empty()) else {
+        writeln!(out, "{shown}  (has problems: not trusted)")?;
+        for problem in &problems {
+            writeln!(out, "  {}", printable(&problem.labelled().to_string()))?;
+        }
+        writeln!(out)?;
+        return Ok(None);
+    };
+    let sha256 = sha256_hex(&bytes);
+    let status = Status::of(old, &key, &sha256);
+    writeln!(
+        out,
+        "{shown}  ({}, sha256 {})",
+        status.as_str(),
+        &sha256[..12]
+    )?;
+    if servers.is_empty() {
+        writeln!(out, "  (no MCP servers)")?;
+    }
+    for server in &servers {
+        writeln!(out, "{}", describe_mcp_server(server))?;
+    }
+    for problem in problems {
+        writeln!(out, "  {}", printable(&problem.labelled().to_string()))?;
+    }
+    writeln!(out)?;
+    Ok(Some((key, sha256, status)))
+}
+
+/// One MCP server of `.mcp.json`: its name, transport and what it runs or calls, then
+/// (indented) its environment, working folder or headers. Nothing is shortened.
+fn describe_mcp_server(server: &McpServerSettings) -> String {
+    let head = format!("  mcp server {:<16} ", printable(&server.name));
+    let indent = format!("\n{}", " ".repeat(head.chars().count()));
+    let mut shown = printable(&server.describe());
+    let mut detail = |line: String| {
+        shown.push_str(&indent);
+        shown.push_str(&line);
+    };
+    match &server.transport {
+        McpTransport::Stdio { env, cwd, .. } => {
+            for (name, value) in env {
+                detail(format!("env {}={}", printable(name), printable(value)));
+            }
+            if let Some(cwd) = cwd {
+                detail(format!("cwd {}", printable(&cwd.display().to_string())));
+            }
+        }
+        McpTransport::Http { headers, .. } => {
+            for (name, value) in headers {
+                detail(format!("header {}: {}", printable(name), printable(value)));
+            }
+        }
+    }
+    detail("its tools wait for approval before each call".into());
+    format!("{head}{shown}")
 }
 
 /// One hook: line, event, type, and what it runs or calls, then (indented) everything else that
@@ -491,6 +590,67 @@ mod tests {
             pins[key].keys().collect::<Vec<_>>(),
             [".hookwire/hooks.yaml"]
         );
+    }
+
+    #[test]
+    fn the_mcp_file_is_shown_server_by_server_and_pinned_with_the_hook_files() {
+        let setup = setup(&[
+            (".hookwire/hooks.yaml", "stop:\n  - command: good\n"),
+            (
+                ".mcp.json",
+                r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "pkg\r\u001b[2Kok"],
+                    "env": {"MODE": "ro"}}, "web": {"type": "http", "url": "https://mcp.example/mcp",
+                    "headers": {"X-Key": "k"}}}}"#,
+            ),
+        ]);
+        let yes = TrustArgs {
+            yes: true,
+            ..REVIEW
+        };
+        let (code, shown, _) = run_with(&setup, yes, None);
+        assert_eq!(code, 0, "{shown}");
+        assert!(shown.contains(".mcp.json  (not trusted yet"), "{shown}");
+        assert!(
+            shown.contains(r"mcp server fs               stdio: npx -y pkg\r\u{1b}[2Kok"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{1b}'));
+        assert!(shown.contains("env MODE=ro"), "{shown}");
+        assert!(
+            shown.contains("mcp server web              http: https://mcp.example/mcp"),
+            "{shown}"
+        );
+        assert!(shown.contains("header X-Key: k"), "{shown}");
+        assert!(shown.contains("trusted 2 file(s)"), "{shown}");
+        let pins = pins_of(&store(&setup));
+        let key = setup.workspace.to_str().unwrap();
+        assert_eq!(
+            pins[key].keys().collect::<Vec<_>>(),
+            [".hookwire/hooks.yaml", ".mcp.json"]
+        );
+    }
+
+    #[test]
+    fn a_broken_mcp_file_is_shown_with_its_problems_and_not_trusted() {
+        let setup = setup(&[(
+            ".mcp.json",
+            r#"{"mcpServers": {"both": {"command": "x", "url": "http://127.0.0.1:9/mcp"}}}"#,
+        )]);
+        let yes = TrustArgs {
+            yes: true,
+            ..REVIEW
+        };
+        let (code, shown, _) = run_with(&setup, yes, None);
+        assert_eq!(code, 1, "{shown}");
+        assert!(
+            shown.contains(".mcp.json  (has problems: not trusted)"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("give `command` or `url`, not both"),
+            "{shown}"
+        );
+        assert!(pins_of(&store(&setup)).is_empty());
     }
 
     #[test]

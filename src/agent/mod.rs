@@ -83,7 +83,7 @@ use tokio::task::JoinHandle;
 use crate::hooks::{AgentHook, HookFactory, HookStack, SessionInfo};
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
-use crate::tools::{Tool, ToolRegistry};
+use crate::tools::{Tool, ToolRegistry, ToolSource};
 
 /// How the agent behaves. Every prompt has a default written for real models.
 #[derive(Debug, Clone, PartialEq)]
@@ -370,6 +370,13 @@ impl AgentClientBuilder {
         for tool in tools {
             self.tools.register(tool);
         }
+        self
+    }
+
+    /// Tools that come and go (an MCP server's): asked for the tools each time a chat starts,
+    /// and for a tool each time one is called.
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.tools.add_source(source);
         self
     }
 

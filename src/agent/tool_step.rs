@@ -133,14 +133,23 @@ impl ChatRun {
             ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
             ToolAction::Skip { reason } => Some(reason),
             ToolAction::Ask { reason } if runnable => return Ok(Some(pending(info, reason))),
-            ToolAction::Run if runnable && self.inner.config.approval.requires(&info.name) => {
-                let reason = format!("tools.require_approval lists {}", info.name);
-                return Ok(Some(pending(info, reason)));
-            }
+            ToolAction::Run if runnable => match self.approval_needed(&info.name) {
+                Some(reason) => return Ok(Some(pending(info, reason))),
+                None => None,
+            },
             ToolAction::Ask { .. } | ToolAction::Run => None,
         };
         self.finish_tool(info, skip_reason, unparsable).await?;
         Ok(None)
+    }
+
+    /// Why a call of `tool` waits for the person's approval: `tools.require_approval` lists it,
+    /// or the tool itself asks (an MCP server's tool not in its `auto_approve`).
+    fn approval_needed(&self, tool: &str) -> Option<String> {
+        if self.inner.config.approval.requires(tool) {
+            return Some(format!("tools.require_approval lists {tool}"));
+        }
+        self.inner.tools.get(tool)?.needs_approval()
     }
 
     /// Shows the call, runs it (unless it is skipped or its arguments are not JSON), then its

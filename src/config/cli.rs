@@ -25,7 +25,7 @@ pub enum Command {
     /// Run the server (the default).
     Serve,
     /// Load skills and hook files as `serve` would, print every problem, exit 1 if any error.
-    Check,
+    Check(CheckArgs),
     /// Show the workspace's hook files and what they run; trust them once confirmed.
     Trust(TrustArgs),
     /// Ask the server these settings describe whether it takes chats (`GET /healthz`): exit 0
@@ -50,6 +50,14 @@ pub enum HooksCommand {
         #[arg(long)]
         input: Option<PathBuf>,
     },
+}
+
+/// `hookwire check [--probe]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
+pub struct CheckArgs {
+    /// Also start each MCP server, list its tools and stop it (exit 1 if one fails).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.

@@ -59,6 +59,40 @@ pub struct FileConfig {
     pub approval: ApprovalFile,
     #[serde(default)]
     pub upstream: UpstreamFile,
+    /// MCP servers whose tools the agent may call, by name (their tools are
+    /// `mcp__<name>__<tool>`).
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServerFile>,
+}
+
+/// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable
+/// HTTP one (`url`, `headers`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerFile {
+    /// `stdio` or `http`; unset = decided by `command` or `url`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The server's environment besides PATH, HOME, LANG, LC_ALL, TZ, TMPDIR; values may name
+    /// server variables as `${NAME}`.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Where a stdio server runs, against the workspace (default: the workspace).
+    pub cwd: Option<PathBuf>,
+    pub url: Option<String>,
+    /// Sent with every request; values may name server variables as `${NAME}`.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// `false`: not started, no tools (default true).
+    pub enabled: Option<bool>,
+    /// How long one tool call may take (default: the tool bound, 10).
+    pub timeout_seconds: Option<f64>,
+    /// Tools that run without the person's approval (the server's names, or `"*"`).
+    #[serde(default)]
+    pub auto_approve: Vec<String>,
 }
 
 /// `tools:` (PROTOCOL section 11).

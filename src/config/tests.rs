@@ -460,3 +460,70 @@ fn file_errors_name_the_file() {
         .starts_with(&format!("config file {}: ", typo.display())));
     assert_eq!(error.setting(), None);
 }
+
+#[test]
+fn mcp_servers_are_read_and_checked_by_name() {
+    let yaml = "mcp_servers:\n\
+                \x20 fs:\n    command: npx\n    args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv']\n\
+                \x20   env: {TOKEN: '${FS_TOKEN}'}\n    timeout_seconds: 30\n    auto_approve: [read_text_file]\n\
+                \x20 remote:\n    type: http\n    url: https://mcp.example/mcp\n    headers: {Authorization: 'Bearer x'}\n    enabled: false\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
+    let [fs, remote] = config.mcp_servers.as_slice() else {
+        panic!("{:?}", config.mcp_servers)
+    };
+    assert_eq!(fs.name, "fs");
+    assert_eq!(fs.timeout, Some(Duration::from_secs(30)));
+    assert!(fs.enabled);
+    assert!(fs.auto_approves("read_text_file", "mcp__fs__read_text_file"));
+    assert!(!fs.auto_approves("write_file", "mcp__fs__write_file"));
+    assert!(matches!(
+        &fs.transport,
+        crate::mcp::McpTransport::Stdio { command, args, env, .. }
+            if command == "npx" && args.len() == 3 && env["TOKEN"] == "${FS_TOKEN}"
+    ));
+    assert_eq!(remote.origin, crate::mcp::McpOrigin::Config);
+    assert!(!remote.enabled);
+    assert!(
+        matches!(&remote.transport, crate::mcp::McpTransport::Http { url, .. } if url == "https://mcp.example/mcp")
+    );
+
+    for (yaml, message) in [
+        (
+            "mcp_servers: {a: {command: x, url: 'http://h/mcp'}}",
+            "mcp_servers.a: give `command` or `url`, not both",
+        ),
+        (
+            "mcp_servers: {a: {}}",
+            "mcp_servers.a: give `command` (a stdio server) or `url` (streamable HTTP)",
+        ),
+        (
+            "mcp_servers: {a: {url: 'ftp://h/x'}}",
+            "mcp_servers.a: url \"ftp://h/x\" is not an absolute http:// or https:// URL",
+        ),
+        ("mcp_servers: {a__b: {command: x}}", "may not contain `__`"),
+        (
+            "mcp_servers: {a.b: {command: x}}",
+            "must be letters, digits, `_` and `-`",
+        ),
+        (
+            "mcp_servers: {a: {command: x, timeout_seconds: 0}}",
+            "mcp_servers.a: mcp_servers.timeout_seconds must be a positive number of seconds",
+        ),
+        (
+            "mcp_servers: {a: {type: sse, url: 'http://h/sse'}}",
+            "the legacy SSE transport is not supported",
+        ),
+        (
+            "mcp_servers: {a: {command: x, headers: {X: y}}}",
+            "`headers` are for an HTTP server",
+        ),
+        (
+            "mcp_servers: {a: {url: 'http://h/mcp', headers: {Accept: y}}}",
+            "the header Accept is set by the MCP transport itself",
+        ),
+    ] {
+        let error = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap_err();
+        assert!(error.to_string().contains(message), "{yaml}: {error}");
+        assert_eq!(error.setting(), Some("mcp_servers"));
+    }
+}

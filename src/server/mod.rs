@@ -153,6 +153,33 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
         None => skills.names(),
     };
     let untrusted = state.sources.untrusted_hook_files();
+    let mcp_servers: Vec<serde_json::Value> = state
+        .sources
+        .mcp_servers()
+        .into_iter()
+        .map(|server| {
+            json!({
+                "name": server.name,
+                "origin": server.origin,
+                "state": server.state,
+                "reason": server.reason,
+                "tools": server.tools,
+                "restarts": server.restarts,
+            })
+        })
+        .collect();
+    // Each MCP tool with its server, for the page to group them.
+    let mcp_tools: Vec<serde_json::Value> = state
+        .sources
+        .mcp_servers()
+        .into_iter()
+        .flat_map(|server| {
+            server
+                .tools
+                .into_iter()
+                .map(move |tool| json!({"name": tool, "server": server.name.clone()}))
+        })
+        .collect();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": if state.demo { "demo" } else { state.agent.config().model.as_str() },
@@ -160,6 +187,9 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
         "tools": state.agent.tool_names(),
         "default_skills": default_skills,
         "untrusted_hook_files": untrusted,
+        "mcp_servers": mcp_servers,
+        "mcp_tools": mcp_tools,
+        "untrusted_mcp_files": state.sources.untrusted_mcp_files(),
         "instance": &*state.instance,
     }))
 }
@@ -274,6 +304,8 @@ impl RunningServer {
             max_pending_connections: state.config.limits.max_pending_connections,
         };
         let task = tokio::spawn(listen::serve(listener, app, limits, stop.clone()));
+        // In the background: a slow MCP server does not hold the listener.
+        state.sources.start_mcp_servers();
         Ok(Self {
             addr,
             state,
@@ -306,6 +338,7 @@ impl RunningServer {
         // session_end first: its hooks may still queue async runs.
         self.state.agent.finish_session_hooks(left()).await;
         self.state.sources.stop_async_hooks(left()).await;
+        self.state.sources.stop_mcp_servers().await;
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
     }

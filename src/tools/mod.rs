@@ -27,12 +27,33 @@ pub trait Tool: Send + Sync {
     /// Runs the tool. `arguments` is the JSON object the model sent, after [`Tool::prepare`] and
     /// the hooks.
     async fn run(&self, arguments: Value) -> ToolOutput;
+    /// Why every call of this tool waits for the person's approval (the reason the `approval`
+    /// frame shows), or `None` when only `tools.require_approval` decides. The tools of an MCP
+    /// server say so unless its `auto_approve` lists them.
+    fn needs_approval(&self) -> Option<String> {
+        None
+    }
 }
 
-/// The tools of one `AgentClient`, by name, in a stable order.
+/// Tools that come and go while the server runs (an MCP server's, as it lists them), asked
+/// each time the agent needs the tools.
+pub trait ToolSource: Send + Sync {
+    /// The tools there are now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// The tool named `name` now, if there is one.
+    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools()
+            .into_iter()
+            .find(|tool| tool.spec().name == name)
+    }
+}
+
+/// The tools of one `AgentClient`, by name, in a stable order: the registered ones, then those
+/// the sources have now (a name taken by a registered tool stays the registered tool's).
 #[derive(Clone, Default)]
 pub(crate) struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl ToolRegistry {
@@ -40,16 +61,32 @@ impl ToolRegistry {
         self.tools.insert(tool.spec().name, tool);
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    pub(crate) fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if let Some(tool) = self.tools.get(name) {
+            return Some(tool.clone());
+        }
+        self.sources.iter().find_map(|source| source.tool(name))
+    }
+
+    /// Every tool now, by name.
+    fn all(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for tool in self.sources.iter().flat_map(|source| source.tools()) {
+            all.entry(tool.spec().name).or_insert(tool);
+        }
+        all
     }
 
     pub(crate) fn names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
+        self.all().into_keys().collect()
     }
 
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec()).collect()
+        self.all().values().map(|t| t.spec()).collect()
     }
 }
 

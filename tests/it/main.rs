@@ -21,6 +21,7 @@ mod hook_sandbox;
 mod http;
 mod layers;
 mod limits;
+mod mcp;
 mod models;
 mod nginx;
 mod observability;

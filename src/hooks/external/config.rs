@@ -624,7 +624,7 @@ mod env;
 mod matcher;
 
 pub(crate) use env::check_env;
-pub(crate) use env::expand;
+pub(crate) use env::{expand, variables_in};
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
 
 #[cfg(test)]

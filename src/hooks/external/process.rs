@@ -84,6 +84,99 @@ pub(crate) fn environment(
     env
 }
 
+/// The environment of a process the server runs that is not a hook (an MCP server over stdio):
+/// [`PASSED_VARIABLES`] from `lookup`, then the process's own `env:` map with its `${NAME}`s
+/// filled from `lookup`. No hook variable, and nothing else of the server's.
+pub(crate) fn plain_environment(
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+    own: &BTreeMap<String, String>,
+) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = PASSED_VARIABLES
+        .iter()
+        .filter_map(|name| lookup(name).map(|value| (name.to_string(), value)))
+        .collect();
+    let text = |name: &str| lookup(name).map(|value| value.to_string_lossy().into_owned());
+    for (name, value) in own {
+        env.push((name.clone(), expand(value, &text).into()));
+    }
+    env
+}
+
+/// A long-running process of the server's that is not a hook run (an MCP server over stdio),
+/// started the way a hook's shell is: exactly its environment plus the run marker, in its own
+/// process group, stdin, stdout and stderr piped. Dropping it kills the group and whatever else
+/// the process left (see the module doc); once it exits by itself ([`ServerChild::wait`]), what
+/// it left is killed too.
+pub(crate) struct ServerChild {
+    process: HookProcess,
+    pub(crate) stdin: Option<tokio::process::ChildStdin>,
+    pub(crate) stdout: Option<tokio::process::ChildStdout>,
+    pub(crate) stderr: Option<tokio::process::ChildStderr>,
+}
+
+impl ServerChild {
+    /// Starts `program args…` in `cwd` with exactly `env`.
+    pub(crate) fn spawn(
+        program: &str,
+        args: &[String],
+        env: &[(String, OsString)],
+        cwd: &Path,
+    ) -> Result<ServerChild, String> {
+        let marker = uuid::Uuid::new_v4().simple().to_string();
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(env.iter().map(|(name, value)| (name, value)))
+            .env(RUN_MARKER, &marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = {
+            // Under the lock, like a hook's shell: a process that exits at once is never taken
+            // for an orphan and reaped behind tokio's back.
+            let mut shells = shells();
+            let child = command
+                .spawn()
+                .map_err(|error| format!("cannot start {program}: {error}"))?;
+            if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+                shells.insert(pid);
+            }
+            child
+        };
+        let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+            return Err(format!("{program} has no process id"));
+        };
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        Ok(ServerChild {
+            process: HookProcess {
+                child: Some(child),
+                run: Run {
+                    group: pid,
+                    started: started(pid),
+                    marker,
+                },
+            },
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// Waits until the process exits; then what it left is killed and reaped.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        let status = self.process.wait().await;
+        if status.is_ok() {
+            self.process.finished();
+        }
+        status
+    }
+}
+
 /// Runs `sh -c command` with exactly `env`, in its own process group in `cwd`: JSON on stdin
 /// (written while stdout is read, so a large input cannot deadlock), stdout and stderr capped.
 /// When the shell ends, what it left is killed and reaped (see the module doc); a leftover that
@@ -191,10 +284,10 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) ->
     }
 }
 
-/// The hook shells that tokio owns, by pid, from their start until tokio has reaped them: the
-/// orphan reaping must leave them alone. They are the only children the server starts; a child
-/// of another kind would have to be registered here too, or a subreaper's cleanup could reap it
-/// before its owner does.
+/// The hook shells (and [`ServerChild`]ren) that tokio owns, by pid, from their start until
+/// tokio has reaped them: the orphan reaping must leave them alone. They are the only children
+/// the server starts; a child of another kind would have to be registered here too, or a
+/// subreaper's cleanup could reap it before its owner does.
 static SHELLS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 fn shells() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {

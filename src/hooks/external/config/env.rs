@@ -89,7 +89,7 @@ fn pieces(value: &str) -> Result<Vec<Piece<'_>>, String> {
 }
 
 /// The server variables an `env` value names.
-fn variables_in(value: &str) -> Result<Vec<&str>, String> {
+pub(crate) fn variables_in(value: &str) -> Result<Vec<&str>, String> {
     Ok(pieces(value)?
         .into_iter()
         .filter_map(|piece| match piece {

@@ -1,0 +1,317 @@
+//! One live connection to an MCP server, made with the official SDK (`rmcp`): a stdio server is
+//! a child process hookwire starts itself (an empty environment but what `env:` names, its own
+//! process group, everything it leaves killed: as a command hook's), whose pipes `rmcp` speaks
+//! over; an HTTP server is reached over streamable HTTP with hookwire's own HTTP client (no
+//! redirects followed). Knows nothing of restarts or tools: the supervisor's job.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, Peer, QuitReason, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::io::AsyncReadExt;
+use tokio::sync::Notify;
+
+use super::settings::{McpServerSettings, McpTransport};
+use crate::hooks::external::config::expand;
+use crate::hooks::external::process::{plain_environment, ServerChild};
+
+/// Lines of a stdio server's stderr kept to say why it ended.
+const STDERR_LINES: usize = 5;
+/// A stderr line longer than this is cut (a server cannot make hookwire buffer without bound).
+const STDERR_LINE_BYTES: usize = 500;
+/// How long a stdio server gets to exit by itself once its stdin is closed, before its process
+/// group is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Connecting to an HTTP server may take this long.
+const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the client side of the protocol does with what a server sends unasked: a changed tool
+/// list wakes the supervisor; log messages go to the log.
+struct Handler {
+    server: String,
+    tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        // The handshake's newest version: a server that lists tools sends `tools/list_changed`
+        // on the session it opened (2026-07-28 would need a subscription for it).
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("hookwire", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "the MCP server's tool list changed");
+        self.tools_changed.notify_one();
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "MCP server log");
+    }
+}
+
+/// The end of a connection, as a future (the SDK's service task); fused: `closed` may be
+/// dropped and called again after it ended.
+type Ended = futures::future::Fuse<
+    Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>,
+>;
+
+/// A server connected and initialized.
+pub(crate) struct Connection {
+    /// Calls go through this (cheap to clone).
+    pub(crate) peer: Peer<RoleClient>,
+    /// Ends the SDK's service (which closes the transport: a stdio server's stdin).
+    cancel: Option<rmcp::service::RunningServiceCancellationToken>,
+    ended: Ended,
+    /// How the SDK's service ended, once it did.
+    quit: Option<String>,
+    /// A stdio server's process; `None` for HTTP.
+    child: Option<ServerChild>,
+    stderr: Arc<StderrTail>,
+}
+
+/// The last lines a stdio server wrote on stderr.
+#[derive(Default)]
+pub(crate) struct StderrTail(Mutex<VecDeque<String>>);
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.len() == STDERR_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line.to_string());
+    }
+
+    /// The last lines, `; `-joined; empty when there are none.
+    fn last(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.iter().cloned().collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// Starts (stdio) or reaches (HTTP) the server and initializes the session. `lookup` is the
+/// server's environment (`${NAME}`s, the passed variables); `workspace` the folder a stdio
+/// server runs in unless its `cwd` says otherwise.
+pub(crate) async fn connect(
+    settings: &McpServerSettings,
+    workspace: &Path,
+    lookup: &(dyn Fn(&str) -> Option<OsString> + Send + Sync),
+    tools_changed: Arc<Notify>,
+) -> Result<Connection, String> {
+    let handler = Handler {
+        server: settings.name.clone(),
+        tools_changed,
+    };
+    let text = |name: &str| lookup(name).map(|value| value.to_string_lossy().into_owned());
+    match &settings.transport {
+        McpTransport::Stdio {
+            command, args, env, ..
+        } => {
+            let env = plain_environment(lookup, env);
+            let cwd = settings.working_dir(workspace);
+            let mut child = ServerChild::spawn(command, args, &env, &cwd)?;
+            let stderr = Arc::new(StderrTail::default());
+            if let Some(pipe) = child.stderr.take() {
+                tokio::spawn(read_stderr(pipe, settings.name.clone(), stderr.clone()));
+            }
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(format!("{command} has no stdin or stdout"));
+            };
+            // The child is dropped (its group killed) if the handshake fails.
+            let service = match handler.serve((stdout, stdin)).await {
+                Ok(service) => service,
+                Err(error) => {
+                    let mut reason = format!("the handshake failed: {}", plain(error));
+                    if let Ok(Ok(status)) =
+                        tokio::time::timeout(Duration::from_millis(500), child.wait()).await
+                    {
+                        reason.push_str(&format!(" ({command} {})", exit_text(status)));
+                    }
+                    let last = stderr.last();
+                    if !last.is_empty() {
+                        reason.push_str(&format!("; its stderr: {last}"));
+                    }
+                    return Err(reason);
+                }
+            };
+            Ok(Connection::new(service, Some(child), stderr))
+        }
+        McpTransport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("{name:?} is not a valid header name"))?;
+                let value = reqwest::header::HeaderValue::from_str(&expand(value, &text))
+                    .map_err(|_| format!("the header {name} has a value a header cannot hold"))?;
+                custom.insert(name, value);
+            }
+            let client = http_client()?;
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|error| format!("cannot connect to {url}: {}", plain(error)))?;
+            Ok(Connection::new(service, None, Arc::default()))
+        }
+    }
+}
+
+/// The HTTP client of HTTP servers: redirects are not followed (as for http hooks: a server
+/// cannot send the headers, which may hold a token, somewhere else).
+fn http_client() -> Result<reqwest::Client, String> {
+    // reqwest without a default TLS provider panics on its first client without this.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(HTTP_CONNECT_TIMEOUT)
+        .build()
+        .map_err(|error| format!("cannot make the HTTP client: {error}"))
+}
+
+impl Connection {
+    fn new(
+        service: RunningService<RoleClient, Handler>,
+        child: Option<ServerChild>,
+        stderr: Arc<StderrTail>,
+    ) -> Self {
+        let peer = service.peer().clone();
+        let cancel = Some(service.cancellation_token());
+        Self {
+            peer,
+            cancel,
+            ended: futures::FutureExt::fuse(Box::pin(service.waiting()) as Pin<Box<_>>),
+            quit: None,
+            child,
+            stderr,
+        }
+    }
+
+    /// Waits until the connection ends by itself (the process exited, the transport closed),
+    /// and says why. May be dropped and called again.
+    pub(crate) async fn closed(&mut self) -> String {
+        use futures::future::FusedFuture;
+        let reason = match self.child.as_mut() {
+            Some(child) => {
+                let mut exited = None;
+                if !self.ended.is_terminated() {
+                    tokio::select! {
+                        status = child.wait() => exited = Some(status),
+                        _ = &mut self.ended => {}
+                    }
+                }
+                let status = match exited {
+                    Some(status) => Some(status),
+                    // Its stdout closed: it usually exited too; say how, if it did.
+                    None => tokio::time::timeout(Duration::from_millis(500), child.wait())
+                        .await
+                        .ok(),
+                };
+                match status {
+                    Some(Ok(status)) => format!("the process {}", exit_text(status)),
+                    Some(Err(error)) => format!("the process could not be waited for: {error}"),
+                    None => "it closed its stdout".to_string(),
+                }
+            }
+            None => {
+                if !self.ended.is_terminated() {
+                    let quit = (&mut self.ended).await;
+                    self.quit = Some(match quit {
+                        Ok(QuitReason::Closed) => "the connection closed".to_string(),
+                        Ok(other) => format!("the connection ended ({other:?})"),
+                        Err(error) => format!("the connection failed: {error}"),
+                    });
+                }
+                self.quit.clone().unwrap_or_default()
+            }
+        };
+        match self.stderr.last() {
+            last if last.is_empty() => reason,
+            last => format!("{reason}; its stderr: {last}"),
+        }
+    }
+
+    /// Closes the session: a stdio server's stdin is closed and it gets [`EXIT_GRACE`] to exit,
+    /// then its process group is killed.
+    pub(crate) async fn close(mut self) {
+        if let Some(cancel) = self.cancel.take() {
+            cancel.cancel();
+        }
+        let _ = tokio::time::timeout(EXIT_GRACE, &mut self.ended).await;
+        if let Some(mut child) = self.child.take() {
+            let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
+            // Dropped: whatever is left of its group is killed.
+        }
+    }
+}
+
+/// An SDK error for people: without the Rust type names it carries (`Transport [rmcp::…]`).
+pub(crate) fn plain(error: impl std::fmt::Display) -> String {
+    let mut text = error.to_string();
+    while let Some(start) = text.find("[rmcp::") {
+        let Some(length) = text[start..].find("] ") else {
+            break;
+        };
+        text.replace_range(start..start + length + 2, "");
+    }
+    text
+}
+
+/// `exited with status 1`, `was killed by signal 9`.
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended ({status})"),
+    }
+}
+
+/// Logs a stdio server's stderr line by line (at `debug`: servers write banners there) and
+/// keeps the last lines to say why it ended. Lines are cut at [`STDERR_LINE_BYTES`].
+async fn read_stderr(mut pipe: tokio::process::ChildStderr, server: String, tail: Arc<StderrTail>) {
+    let mut buffer = [0u8; 4096];
+    let mut line: Vec<u8> = Vec::new();
+    let emit = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if !text.is_empty() {
+            tracing::debug!(server = %server, "MCP server stderr: {text}");
+            tail.push(&crate::trust::printable(text));
+        }
+        line.clear();
+    };
+    loop {
+        let read = match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        for byte in &buffer[..read] {
+            if *byte == b'\n' {
+                emit(&mut line);
+            } else if line.len() < STDERR_LINE_BYTES {
+                line.push(*byte);
+            }
+        }
+    }
+    emit(&mut line);
+}
