@@ -721,6 +721,24 @@
     return response.json();
   }
 
+  // The tools the model may be offered, the MCP servers' grouped by server with their state.
+  function renderTools(info) {
+    const box = $('tools-list');
+    box.textContent = '';
+    for (const group of window.HookwireProtocol.toolGroups(info)) {
+      if (!group.tools.length && group.state === null) continue;
+      const card = el('div', 'tool-group');
+      const head = el('div', 'tool-group-title', group.title);
+      if (group.state) head.appendChild(el('span', 'tag' + (group.state === 'running' ? '' : ' warn'), group.state));
+      card.appendChild(head);
+      if (group.reason) card.appendChild(el('div', 'warning', group.reason));
+      const names = el('ul');
+      for (const name of group.tools) names.appendChild(el('li', null, name));
+      card.appendChild(names);
+      box.appendChild(card);
+    }
+  }
+
   async function loadServerInfo() {
     try {
       const info = await api('/api/info');
@@ -729,6 +747,7 @@
       view.model = typeof info.model === 'string' ? info.model : null;
       $('model').textContent = view.model || '';
       $('model').hidden = !view.model;
+      renderTools(info);
       const skills = await api('/api/skills');
       renderSkills(skills);
       document.body.dataset.info = 'loaded';

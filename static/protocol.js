@@ -737,9 +737,29 @@
 
   const TOKEN_KEY = 'hookwire.token';
 
+  // The tools of `/api/info`, grouped for the page: the built-in ones first, then each MCP
+  // server with its state (`running`, `starting`, `down` …, and why) and its tools.
+  function toolGroups(info) {
+    info = info || {};
+    const servers = list(info.mcp_servers);
+    const fromServers = new Set(list(info.mcp_tools).map((tool) => tool && tool.name));
+    const groups = [{ title: 'built-in', state: null, reason: null,
+      tools: list(info.tools).filter((name) => !fromServers.has(name)) }];
+    for (const server of servers) {
+      if (!server || typeof server.name !== 'string') continue;
+      groups.push({
+        title: 'MCP: ' + server.name,
+        state: typeof server.state === 'string' ? server.state : null,
+        reason: typeof server.reason === 'string' && server.reason ? server.reason : null,
+        tools: list(info.mcp_tools).filter((tool) => tool && tool.server === server.name).map((tool) => tool.name),
+      });
+    }
+    return groups;
+  }
+
   global.HookwireProtocol = {
     KEYS, createConversation, takeToken, socketUrl, authHeaders,
     createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
-    traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath,
+    traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath, toolGroups,
   };
 })(globalThis);

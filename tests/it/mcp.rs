@@ -49,7 +49,7 @@ fn spec() -> McpServerSpec {
 }
 
 /// The test server over stdio as `test`, with `auto_approve`.
-fn stdio(auto_approve: &[&str]) -> McpServerSettings {
+pub(crate) fn stdio(auto_approve: &[&str]) -> McpServerSettings {
     configured(McpServerSpec {
         auto_approve: auto_approve.iter().map(|s| s.to_string()).collect(),
         ..spec()
@@ -68,7 +68,7 @@ async fn info(server: &TestServer) -> Value {
 
 /// Waits until `/api/info` shows the server `test` running (with `tools` tools at least), and
 /// returns its entry.
-async fn running(server: &TestServer, tools: usize) -> Value {
+pub(crate) async fn running(server: &TestServer, tools: usize) -> Value {
     let last = std::cell::RefCell::new(Value::Null);
     let up = eventually(Duration::from_secs(30), || async {
         let now = info(server).await;
@@ -84,7 +84,7 @@ async fn running(server: &TestServer, tools: usize) -> Value {
     last["mcp_servers"][0].clone()
 }
 
-async fn start(upstream: &FakeUpstream, server: McpServerSettings) -> TestServer {
+pub(crate) async fn start(upstream: &FakeUpstream, server: McpServerSettings) -> TestServer {
     TestServer::start(Some(upstream), move |c| c.mcp_servers = vec![server]).await
 }
 

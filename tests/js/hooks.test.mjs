@@ -163,3 +163,21 @@ test('the Hooks tab before the API answered, or with odd answers, still has its 
   assert.equal(shortPath('/a/b'), '/a/b');
   assert.equal(shortPath(''), '');
 });
+
+test('tools are grouped: the built-in ones, then each MCP server with its state and its tools', () => {
+  const { toolGroups } = globalThis.HookwireProtocol;
+  const groups = toolGroups({
+    tools: ['read_file', 'list_dir', 'mcp__notes__read', 'mcp__notes__write'],
+    mcp_servers: [
+      { name: 'notes', state: 'running', reason: null, tools: ['mcp__notes__read', 'mcp__notes__write'] },
+      { name: 'web', state: 'down', reason: 'it exited with code 1', tools: [] },
+    ],
+    mcp_tools: [{ name: 'mcp__notes__read', server: 'notes' }, { name: 'mcp__notes__write', server: 'notes' }],
+  });
+  assert.deepEqual(groups, [
+    { title: 'built-in', state: null, reason: null, tools: ['read_file', 'list_dir'] },
+    { title: 'MCP: notes', state: 'running', reason: null, tools: ['mcp__notes__read', 'mcp__notes__write'] },
+    { title: 'MCP: web', state: 'down', reason: 'it exited with code 1', tools: [] },
+  ]);
+  assert.deepEqual(toolGroups({}), [{ title: 'built-in', state: null, reason: null, tools: [] }]);
+});

@@ -910,3 +910,43 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
     assert_eq!(stored[1], "null");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_page_lists_mcp_tools_by_server_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    let server = crate::mcp::start(&upstream, crate::mcp::stdio(&[])).await;
+    crate::mcp::running(&server, 1).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .wait_for("!!document.querySelector('#tools-list .tool-group-title')")
+        .await;
+    let groups = browser
+        .eval("Array.from(document.querySelectorAll('#tools-list .tool-group')).map(g => g.innerText)")
+        .await;
+    let groups: Vec<&str> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(
+        groups[0].starts_with("built-in") && groups[0].contains("read_file"),
+        "{groups:?}"
+    );
+    let mcp = groups
+        .iter()
+        .find(|g| g.starts_with("MCP: test"))
+        .unwrap_or_else(|| panic!("{groups:?}"));
+    assert!(
+        mcp.contains("running") && mcp.contains("mcp__test__read_note"),
+        "{mcp}"
+    );
+    assert!(
+        !groups[0].contains("mcp__"),
+        "MCP tools only under their server: {groups:?}"
+    );
+    server.shutdown().await;
+}
