@@ -122,44 +122,15 @@ impl ServerChild {
         env: &[(String, OsString)],
         cwd: &Path,
     ) -> Result<ServerChild, String> {
-        let marker = uuid::Uuid::new_v4().simple().to_string();
         let mut command = tokio::process::Command::new(program);
-        command
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .envs(env.iter().map(|(name, value)| (name, value)))
-            .env(RUN_MARKER, &marker)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = {
-            // Under the lock, like a hook's shell: a process that exits at once is never taken
-            // for an orphan and reaped behind tokio's back.
-            let mut shells = shells();
-            let child = command
-                .spawn()
-                .map_err(|error| format!("cannot start {program}: {error}"))?;
-            if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-                shells.insert(pid);
-            }
-            child
-        };
-        let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-            return Err(format!("{program} has no process id"));
-        };
+        command.args(args);
+        let (mut child, run) = spawn_grouped(command, env, cwd, program)?;
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         Ok(ServerChild {
             process: HookProcess {
                 child: Some(child),
-                run: Run {
-                    group: pid,
-                    started: started(pid),
-                    marker,
-                },
+                run,
             },
             stdin,
             stdout,
@@ -177,6 +148,47 @@ impl ServerChild {
     }
 }
 
+/// Starts `command` with exactly `env` (and the run marker), in `cwd`, in a process group of its
+/// own, its stdio piped; `what` names it in errors. The spawn holds the lock of the shells, so a
+/// process that exits at once is never taken for an orphan and reaped behind tokio's back.
+fn spawn_grouped(
+    mut command: tokio::process::Command,
+    env: &[(String, OsString)],
+    cwd: &Path,
+    what: &str,
+) -> Result<(tokio::process::Child, Run), String> {
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    command
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .env(RUN_MARKER, &marker)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = {
+        let mut shells = shells();
+        let child = command
+            .spawn()
+            .map_err(|error| format!("cannot start {what}: {error}"))?;
+        if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            shells.insert(pid);
+        }
+        child
+    };
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+        return Err(format!("{what} has no process id"));
+    };
+    let run = Run {
+        group: pid,
+        started: started(pid),
+        marker,
+    };
+    Ok((child, run))
+}
+
 /// Runs `sh -c command` with exactly `env`, in its own process group in `cwd`: JSON on stdin
 /// (written while stdout is read, so a large input cannot deadlock), stdout and stderr capped.
 /// When the shell ends, what it left is killed and reaped (see the module doc); a leftover that
@@ -189,45 +201,16 @@ pub(crate) async fn execute(
     input: &Value,
     timeout: Duration,
 ) -> Result<CommandRun, String> {
-    let marker = uuid::Uuid::new_v4().simple().to_string();
     let mut shell = tokio::process::Command::new("sh");
-    shell
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(name, value)| (name, value)))
-        .env(RUN_MARKER, &marker)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = {
-        // Under the lock: a shell that exits at once is never taken for an orphan to reap.
-        let mut shells = shells();
-        let child = shell
-            .spawn()
-            .map_err(|error| format!("cannot start `sh -c {command}`: {error}"))?;
-        if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-            shells.insert(pid);
-        }
-        child
-    };
-    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-        return Err(format!("`sh -c {command}` has no process id"));
-    };
+    shell.arg("-c").arg(command);
+    let (mut child, run) = spawn_grouped(shell, env, cwd, &format!("`sh -c {command}`"))?;
     let (mut stdin, mut stdout, mut stderr) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // If the run ends before the shell does (timeout, or this future dropped because the chat was
     // cancelled), dropping `process` kills and reaps everything.
     let mut process = HookProcess {
         child: Some(child),
-        run: Run {
-            group: pid,
-            started: started(pid),
-            marker,
-        },
+        run,
     };
     let payload = input.to_string().into_bytes();
     let work = async {
