@@ -1,4 +1,4 @@
-//! The `hookwire` binary: `serve` (the default), `check`, `trust` and `health`.
+//! The `hookwire` binary: `serve` (the default), `check`, `trust`, `hooks test` and `health`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
