@@ -129,9 +129,10 @@ pub(crate) async fn connect(
             let cwd = settings.working_dir(workspace);
             let mut child = ServerChild::spawn(command, args, &env, &cwd)?;
             let stderr = Arc::new(StderrTail::default());
-            if let Some(pipe) = child.stderr.take() {
-                tokio::spawn(read_stderr(pipe, settings.name.clone(), stderr.clone()));
-            }
+            let mut stderr_reader = child
+                .stderr
+                .take()
+                .map(|pipe| tokio::spawn(read_stderr(pipe, settings.name.clone(), stderr.clone())));
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(format!("{command} has no stdin or stdout"));
             };
@@ -144,6 +145,11 @@ pub(crate) async fn connect(
                         tokio::time::timeout(Duration::from_millis(500), child.wait()).await
                     {
                         reason.push_str(&format!(" ({command} {})", exit_text(status)));
+                        // It exited: its stderr ends too; what it said is read to the end
+                        // before it is quoted (not raced).
+                        if let Some(reader) = stderr_reader.as_mut() {
+                            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+                        }
                     }
                     let last = stderr.last();
                     if !last.is_empty() {
