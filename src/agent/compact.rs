@@ -133,11 +133,12 @@ pub(super) fn summary_message(content: String, count: usize, key: Option<&Signin
 impl ChatRun {
     /// Compacts the history when the chat's input reaches the threshold (`Trigger::Auto`) or on
     /// request (`Trigger::Manual`), then refuses an input that still does not fit the window
-    /// with `context_too_long`. `ctx.messages` is the system prompt and the history; `input` is
-    /// the user message to come.
+    /// with `context_too_long`. `ctx.messages` is the system prompt and the history (`kept`: the
+    /// place of each of its messages in the list the client sent); `input` is the user message
+    /// to come.
     pub(super) async fn compact_history(
         &mut self,
-        history: Vec<Sent>,
+        kept: Vec<usize>,
         sent_len: usize,
         input: &str,
         trigger: Trigger,
@@ -145,16 +146,23 @@ impl ChatRun {
         let settings = self.inner.config.context.clone();
         let model = self.ctx.model.clone();
         let window = settings.window_for(&model);
-        let with_input = |messages: &[Message]| {
-            let mut all = messages.to_vec();
-            if !input.is_empty() {
-                all.push(Message::user(input));
-            }
-            estimate_tokens(&all)
-        };
+        // The list as the first call would send it: without copying it to add the input.
+        let input_message = (!input.is_empty()).then(|| Message::user(input));
+        let with_input =
+            |messages: &[Message]| estimate_tokens(messages.iter().chain(&input_message));
         let estimated = with_input(&self.ctx.messages);
         let mut needed = estimated;
         if trigger == Trigger::Manual || estimated >= settings.threshold_for(&model) {
+            // The history is `ctx.messages` after the system prompt (no hook has run yet), each
+            // at its place in the list as sent.
+            let history: Vec<Sent> = kept
+                .iter()
+                .zip(self.ctx.messages.iter().skip(1))
+                .map(|(&index, message)| Sent {
+                    index,
+                    message: message.clone(),
+                })
+                .collect();
             match plan(&history, sent_len, settings.keep_recent_groups) {
                 Some(plan) => self.compact(plan, trigger, estimated, &with_input).await?,
                 None if trigger == Trigger::Manual => {

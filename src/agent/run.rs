@@ -123,16 +123,17 @@ impl ChatRun {
         let sent_len = sent.len();
         let history = self.verified_history(&sent);
         self.client_history = sent;
+        let kept: Vec<usize> = history.iter().map(|sent| sent.index).collect();
         self.ctx.messages =
             std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
-                .chain(history.iter().map(|sent| sent.message.clone()))
+                .chain(history.into_iter().map(|sent| sent.message))
                 .collect();
         if request.compact_only {
-            self.compact_history(history, sent_len, "", Trigger::Manual)
+            self.compact_history(kept, sent_len, "", Trigger::Manual)
                 .await?;
             return Ok(DoneReason::Completed);
         }
-        self.compact_history(history, sent_len, &request.input, Trigger::Auto)
+        self.compact_history(kept, sent_len, &request.input, Trigger::Auto)
             .await?;
         let mut input = request.input;
         if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await

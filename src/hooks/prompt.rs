@@ -165,14 +165,16 @@ impl PromptHookManager {
                 injected_any = true;
             }
             ctx.messages.push(message);
-            ctx.trace(crate::types::HookTrace {
-                event: timing.as_str().into(),
-                hook: format!("{}/{}", hook.skill, spec.name),
-                level: "skill".into(),
-                ms: 0.0,
-                outcome: "success".into(),
-                changed: vec!["messages".into()],
-            });
+            if ctx.tracing() {
+                ctx.trace(crate::types::HookTrace {
+                    event: timing.as_str().into(),
+                    hook: format!("{}/{}", hook.skill, spec.name),
+                    level: "skill".into(),
+                    ms: 0.0,
+                    outcome: "success".into(),
+                    changed: vec!["messages".into()],
+                });
+            }
         }
         if injected_any {
             self.lock().entry(timing).or_default().push(mark);

@@ -95,7 +95,7 @@ pub fn count_text_tokens(text: &str) -> usize {
 
 /// The estimated input tokens of a message list as a model request: every message's content,
 /// its tool calls (name and arguments) and its per-message overhead, plus the reply's priming.
-pub fn estimate_tokens(messages: &[Message]) -> u64 {
+pub fn estimate_tokens<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
     let mut total = PER_REPLY;
     for message in messages {
         total += PER_MESSAGE + count_text_tokens(&message.content);

@@ -119,37 +119,47 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
         }
         // A summary cannot be cut (the client would store a broken history): too big, it is not
         // sent, and the client keeps its full history, which the next chat compacts again.
-        compact @ ServerFrame::Compact { .. } => {
-            let size = compact.to_json().len();
-            if size <= max_bytes {
-                return vec![compact];
-            }
-            let ServerFrame::Compact { id, count, .. } = compact else {
-                return Vec::new();
-            };
-            tracing::warn!(chat = %id, size, "compact frame over the frame limit was not sent");
-            vec![not_sent(
+        ServerFrame::Compact { ref id, count, .. } => {
+            let (id, what) = (
+                id.clone(),
+                format!("the summary of {count} earlier messages"),
+            );
+            whole_or_notice(
+                frame,
                 id,
-                format!("the summary of {count} earlier messages ({size} bytes) is over the frame limit of {max_bytes} bytes; your history was not compacted"),
-            )]
+                max_bytes,
+                &what,
+                "your history was not compacted",
+            )
         }
         // Nor can an approval state: the person could not resume, so the chat says so.
-        approval @ ServerFrame::Approval { .. } => {
-            let size = approval.to_json().len();
-            if size <= max_bytes {
-                return vec![approval];
-            }
-            let ServerFrame::Approval { id, .. } = approval else {
-                return Vec::new();
-            };
-            tracing::warn!(chat = %id, size, "approval frame over the frame limit was not sent");
-            vec![not_sent(
-                id,
-                format!("the approval request ({size} bytes) is over the frame limit of {max_bytes} bytes and was not sent; the waiting tool calls cannot be resumed"),
-            )]
+        ServerFrame::Approval { ref id, .. } => {
+            let id = id.clone();
+            let outcome = "the waiting tool calls cannot be resumed";
+            whole_or_notice(frame, id, max_bytes, "the approval request", outcome)
         }
         other => vec![other],
     }
+}
+
+/// A frame that cannot be cut: sent whole, or replaced by a `warn` notice saying what was not
+/// sent and what that means.
+fn whole_or_notice(
+    frame: ServerFrame,
+    id: String,
+    max_bytes: usize,
+    what: &str,
+    outcome: &str,
+) -> Vec<ServerFrame> {
+    let size = frame.to_json().len();
+    if size <= max_bytes {
+        return vec![frame];
+    }
+    tracing::warn!(chat = %id, size, "{what} is over the frame limit and was not sent");
+    vec![not_sent(
+        id,
+        format!("{what} ({size} bytes) is over the frame limit of {max_bytes} bytes and was not sent; {outcome}"),
+    )]
 }
 
 fn not_sent(id: String, message: String) -> ServerFrame {
@@ -281,5 +291,39 @@ mod tests {
             delta: "hello".into(),
         };
         assert_eq!(fit(frame.clone(), 8192), vec![frame]);
+    }
+
+    #[test]
+    fn a_summary_or_an_approval_is_sent_whole_or_not_at_all() {
+        let summary = |content: String| ServerFrame::Compact {
+            id: "c1".into(),
+            count: 4,
+            message: super::super::frames::WireMessage {
+                role: "system",
+                content,
+                hook: None,
+                compact: None,
+            },
+            pinned: Vec::new(),
+        };
+        let small = summary("notes".into());
+        assert_eq!(fit(small.clone(), 4096), vec![small]);
+        let big = fit(summary("x".repeat(10_000)), 4096);
+        let [ServerFrame::Notice { message, level, .. }] = &big[..] else {
+            panic!("{big:?}")
+        };
+        assert_eq!(*level, "warn");
+        assert!(
+            message.contains("summary of 4 earlier messages") && message.contains("not compacted")
+        );
+        let approval = ServerFrame::Approval {
+            id: "c1".into(),
+            calls: Vec::new(),
+            state: "s".repeat(10_000),
+        };
+        let [ServerFrame::Notice { message, .. }] = &fit(approval, 4096)[..] else {
+            panic!()
+        };
+        assert!(message.contains("approval request") && message.contains("cannot be resumed"));
     }
 }

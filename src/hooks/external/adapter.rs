@@ -140,7 +140,9 @@ impl ExternalHooks {
         let mut state = call.state(ctx);
         let envelope = self.envelope(ctx, &chain, &state);
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
-        for run in std::mem::take(&mut outcome.ran) {
+        let runs = std::mem::take(&mut outcome.ran);
+        let traced = if ctx.tracing() { runs } else { Vec::new() };
+        for run in traced {
             let event_name = chain
                 .hooks
                 .iter()

@@ -216,18 +216,19 @@ impl Chain<'_> {
             if let (Some(message), false) = (&output.system_message, output.suppress_output) {
                 outcome.notices.push(message.clone());
             }
+            // What the hook changed, for `hook_trace`: the values `apply` replaced, and what it
+            // added to the outcome (counted, not copied: the state is never cloned here).
             let before = (
-                state.clone(),
                 outcome.inject_messages.len(),
                 outcome.additional_context.len() + outcome.chat_context.len(),
             );
             let retry = output.retry_feedback.is_some();
-            let control = apply(event, &hook.name, output, state, &mut outcome);
-            let mut changed = state.changed_from(&before.0);
-            if outcome.inject_messages.len() > before.1 {
+            let mut changed = Vec::new();
+            let control = apply(event, &hook.name, output, state, &mut outcome, &mut changed);
+            if outcome.inject_messages.len() > before.0 {
                 changed.push("inject_messages");
             }
-            if outcome.additional_context.len() + outcome.chat_context.len() > before.2 {
+            if outcome.additional_context.len() + outcome.chat_context.len() > before.1 {
                 changed.push("additional_context");
             }
             if retry {
@@ -374,6 +375,7 @@ fn apply(
     output: HookOutput,
     state: &mut EventState,
     outcome: &mut ChainOutcome,
+    changed: &mut Vec<&'static str>,
 ) -> Option<ChainControl> {
     let invalid = |field: &str| {
         tracing::warn!(
@@ -390,6 +392,7 @@ fn apply(
         &mut state.user_input,
         "user_input",
         &invalid,
+        changed,
     );
     assign(
         output.summary,
@@ -397,6 +400,7 @@ fn apply(
         &mut state.summary,
         "summary",
         &invalid,
+        changed,
     );
     assign(
         output.messages,
@@ -404,6 +408,7 @@ fn apply(
         &mut state.messages,
         "messages",
         &invalid,
+        changed,
     );
     assign(
         output.system_prompt,
@@ -411,6 +416,7 @@ fn apply(
         &mut state.system_prompt,
         "system_prompt",
         &invalid,
+        changed,
     );
     assign(
         output.tool_arguments,
@@ -418,6 +424,7 @@ fn apply(
         &mut state.tool_arguments,
         "tool_arguments",
         &invalid,
+        changed,
     );
     assign(
         output.tool_result,
@@ -425,6 +432,7 @@ fn apply(
         &mut state.tool_result,
         "tool_result",
         &invalid,
+        changed,
     );
     assign(
         output.tool_error,
@@ -432,6 +440,7 @@ fn apply(
         &mut state.tool_error,
         "tool_error",
         &invalid,
+        changed,
     );
     let output_events = matches!(event, PostLlmResponse | RunCompleted);
     assign(
@@ -440,6 +449,7 @@ fn apply(
         &mut state.assistant_output,
         "assistant_output",
         &invalid,
+        changed,
     );
     if !output.inject_messages.is_empty() {
         if matches!(event, PreLlmRequest | SessionStart) {
@@ -507,16 +517,21 @@ fn apply(
     None
 }
 
-/// Puts a changed value in its slot when the field applies to the event; otherwise logs it.
-fn assign<T>(
+/// Puts a changed value in its slot when the field applies to the event (noting `field` in
+/// `changed` when the value differs); otherwise logs it.
+fn assign<T: PartialEq>(
     value: Option<T>,
     applies: bool,
     slot: &mut Option<T>,
-    field: &str,
+    field: &'static str,
     ignored: &dyn Fn(&str),
+    changed: &mut Vec<&'static str>,
 ) {
     if let Some(value) = value {
         if applies {
+            if slot.as_ref() != Some(&value) {
+                changed.push(field);
+            }
             *slot = Some(value);
         } else {
             ignored(field);

@@ -48,11 +48,12 @@ fn table() -> std::sync::MutexGuard<'static, HashMap<String, Figures>> {
 
 /// Counts one run of `hook`.
 pub(crate) fn record(hook: &HookDef, ran: Ran, elapsed: Duration) {
+    let id = hook.id();
     let mut table = table();
-    if table.len() >= MAX_HOOKS && !table.contains_key(&hook.id()) {
+    if table.len() >= MAX_HOOKS && !table.contains_key(&id) {
         return;
     }
-    let figures = table.entry(hook.id()).or_default();
+    let figures = table.entry(id).or_default();
     figures.runs += 1;
     match ran {
         Ran::Failure => figures.failures += 1,
