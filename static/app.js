@@ -79,7 +79,7 @@
   }
 
   function renderAssistant(node, markdown) {
-    node.innerHTML = window.HookwireMarkdown.render(markdown);
+    window.HookwireMarkdown.renderInto(node, markdown);
   }
 
   // Draws one transcript item; returns the element (assistant items are updated while streaming).

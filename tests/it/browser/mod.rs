@@ -149,7 +149,14 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     assert_eq!(history[1]["_hook"]["name"], "brevity");
     assert_eq!(
         page["loaded"],
-        json!(["markdown.js", "protocol.js", "app.js"]),
+        json!([
+            "vendor/markdown-it.min.js",
+            "vendor/purify.min.js",
+            "vendor/highlight.min.js",
+            "markdown.js",
+            "protocol.js",
+            "app.js"
+        ]),
         "the view loads after what it uses"
     );
     assert_eq!(page["outside"], json!([]), "nothing loaded from outside");

@@ -80,3 +80,82 @@ async fn transcript_and_composer_share_one_column(browser: &mut impl Page) {
     }
     server.shutdown().await;
 }
+
+/// Markdown as real models write it, streamed in small pieces.
+const RICH: &str = "| file | lines |\n|---|---:|\n| a.rs | 12 |\n\n- one\n  - one.a\n- two\n\n1. first\n\n   ```sh\n   ls -la\n   ```\n\n2. second\n\n~~old~~ new\n\n````markdown\n```rust\nfn main() {}\n```\n````\n";
+
+#[tokio::test]
+async fn markdown_from_real_models_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    markdown_from_real_models(&mut browser).await;
+}
+
+#[tokio::test]
+async fn markdown_from_real_models_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    markdown_from_real_models(&mut browser).await;
+}
+
+/// A table, a nested list, an ordered list across a code block, strikethrough and a fence of
+/// four backticks render as HTML elements (also after a reload); code blocks have a Copy button.
+async fn markdown_from_real_models(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let pieces: Vec<String> = RICH
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(7)
+        .map(|c| c.iter().collect())
+        .collect();
+    upstream.push(Reply::text(
+        &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    browser.type_and_enter("show me markdown").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    let shape = "(() => { const a = document.querySelector('.msg.assistant'); return {
+        cells: Array.from(a.querySelectorAll('table td')).map(e => e.textContent),
+        nested: Array.from(a.querySelectorAll('ul ul li')).map(e => e.textContent),
+        ordered: Array.from(a.querySelectorAll('ol')).map(o => [o.start, o.children.length]),
+        codeInList: a.querySelector('ol li pre code')?.textContent,
+        strike: a.querySelector('s')?.textContent,
+        fence: Array.from(a.querySelectorAll('pre code')).map(c => c.textContent),
+        copies: a.querySelectorAll('.code-block > button.copy-code').length,
+        raw: a.innerText.includes('|---') || a.innerText.includes('~~') }; })()";
+    let expected = json!({
+        "cells": ["a.rs", "12"],
+        "nested": ["one.a"],
+        "ordered": [[1, 2]],
+        "codeInList": "ls -la\n",
+        "strike": "old",
+        "fence": ["ls -la\n", "```rust\nfn main() {}\n```\n"],
+        "copies": 2,
+        "raw": false,
+    });
+    assert_eq!(browser.eval(shape).await, expected);
+    // Copy puts the block's text on the clipboard and says so.
+    browser
+        .eval("document.querySelectorAll('.copy-code')[1].click()")
+        .await;
+    browser
+        .wait_for("document.querySelectorAll('.copy-code')[1].dataset.copied === 'true' && document.querySelectorAll('.copy-code')[1].textContent === 'Copied'")
+        .await;
+    browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval(shape).await,
+        expected,
+        "the same after a reload"
+    );
+    server.shutdown().await;
+}
