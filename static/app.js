@@ -245,6 +245,7 @@
     for (const button of document.querySelectorAll('#conversations button, #conversation-actions button')) {
       button.disabled = running;
     }
+    updateWorking();
   }
 
   function newChat() {
@@ -263,6 +264,26 @@
     setState('running');
   }
 
+  // From Send until the answer streams (and between a tool call and the next text), a working
+  // indicator stands at the end of the transcript; while text streams, its bubble has a cursor.
+  function updateWorking() {
+    const chat = view.chat;
+    let node = transcriptEl.querySelector('.working');
+    if (!chat || chat.bubble) {
+      if (node) node.remove();
+      return;
+    }
+    if (!node) {
+      node = el('div', 'working');
+      node.setAttribute('role', 'status');
+      node.append(el('span', 'working-dots'), el('span', 'working-text', 'Working…'));
+    }
+    if (transcriptEl.lastChild !== node) {
+      transcriptEl.appendChild(node);
+      scroll();
+    }
+  }
+
   // Streamed text goes into the open answer bubble (opened by the first delta); its Markdown is
   // re-rendered at most once per animation frame.
   function appendText(chat, delta) {
@@ -270,6 +291,8 @@
       const item = { kind: 'assistant', text: '' };
       view.transcript.push(item);
       chat.bubble = { item, node: draw(item), frame: 0 };
+      chat.bubble.node.classList.add('streaming');
+      updateWorking();
     }
     const bubble = chat.bubble;
     bubble.item.text += delta;
@@ -288,6 +311,7 @@
     if (!bubble) return;
     chat.bubble = null;
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
+    bubble.node.classList.remove('streaming');
     renderAssistant(bubble.node, bubble.item.text);
     saveTranscript();
   }
@@ -308,6 +332,11 @@
   }
 
   function onFrame(frame) {
+    showFrame(frame);
+    updateWorking();
+  }
+
+  function showFrame(frame) {
     const update = conversation.receive(frame);
     const chat = view.chat;
     switch (update.kind) {

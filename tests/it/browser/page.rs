@@ -159,3 +159,78 @@ async fn markdown_from_real_models(browser: &mut impl Page) {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn working_indicator_then_streaming_cursor_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    working_indicator_then_streaming_cursor(&mut browser).await;
+}
+
+#[tokio::test]
+async fn working_indicator_then_streaming_cursor_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    working_indicator_then_streaming_cursor(&mut browser).await;
+}
+
+/// While the upstream has not answered, a working indicator shows under the question; once text
+/// streams, the indicator is gone and the answer has a cursor; at the end neither is left.
+async fn working_indicator_then_streaming_cursor(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let gate = Gate::new();
+    upstream.push(Reply::After(
+        gate.clone(),
+        Box::new(Reply::text(&["Late answer."])),
+    ));
+    upstream.push(Reply::endless());
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    browser.type_and_enter("take your time").await;
+    let waiting = browser
+        .eval("(() => { const w = document.querySelector('#transcript .working'); return w && {text: w.innerText, role: w.getAttribute('role'), last: w === document.getElementById('transcript').lastElementChild, shown: w.getBoundingClientRect().height > 0, answers: document.querySelectorAll('.msg.assistant').length}; })()")
+        .await;
+    assert_eq!(
+        waiting,
+        json!({"text": "Working…", "role": "status", "last": true, "shown": true, "answers": 0}),
+        "the indicator shows before the upstream answered"
+    );
+    assert!(upstream.requests().len() <= 1);
+    gate.open();
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("[document.querySelectorAll('.working').length, document.querySelectorAll('.streaming').length, document.querySelector('.msg.assistant').innerText]")
+            .await,
+        json!([0, 0, "Late answer."])
+    );
+    browser.type_and_enter("go on forever").await;
+    browser
+        .wait_for(
+            "(document.querySelectorAll('.msg.assistant')[1]?.innerText || '').includes('tick')",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("[document.querySelectorAll('.working').length, document.querySelectorAll('.msg.assistant')[1].classList.contains('streaming'), getComputedStyle(document.querySelector('.msg.assistant.streaming > :last-child'), '::after').content]")
+            .await,
+        json!([0, true, "\"\""]),
+        "a cursor while it streams"
+    );
+    browser
+        .eval("document.getElementById('stop').click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.streaming, .working').length === 0")
+        .await;
+    server.shutdown().await;
+}
