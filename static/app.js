@@ -157,11 +157,12 @@
   function drawApproval(item) {
     const card = el('div', 'approval-card');
     card.setAttribute('role', 'group');
-    card.setAttribute('aria-label', 'Tool calls waiting for your approval');
-    card.appendChild(el('div', 'approval-title', 'Waiting for your approval'));
     const pending = conversation.approval;
     const live = !!pending && pending.state === item.state;
     item.decisions = item.decisions || {};
+    const title = approvalTitle(item, live);
+    card.setAttribute('aria-label', title);
+    card.appendChild(el('div', 'approval-title', title));
     for (const call of item.calls) {
       const row = el('div', 'approval-call');
       row.dataset.callId = call.call_id;
@@ -172,7 +173,7 @@
       row.appendChild(el('pre', 'args', JSON.stringify(call.arguments, null, 2)));
       const decided = item.decisions[call.call_id];
       if (decided || !live) {
-        row.appendChild(el('div', 'approval-outcome', decided ? (decided.decision === 'allow' ? 'approved' : 'denied') : 'not decided'));
+        row.appendChild(el('div', 'approval-outcome' + (decided ? ' ' + decided.decision : ''), decisionText(decided)));
       } else {
         const reason = el('input', 'approval-reason');
         reason.type = 'text';
@@ -191,6 +192,24 @@
     }
     card.dataset.state = item.state;
     return card;
+  }
+
+  // The card's title says where it stands: waiting, or what the person decided.
+  function approvalTitle(item, live) {
+    const decided = item.calls.map((c) => item.decisions[c.call_id]).filter(Boolean);
+    if (decided.length < item.calls.length) {
+      return live ? 'Waiting for your approval' : 'Not decided: the conversation went on without it';
+    }
+    const allowed = decided.filter((d) => d.decision === 'allow').length;
+    if (allowed === decided.length) return decided.length === 1 ? 'You approved this call' : 'You approved these calls';
+    if (allowed === 0) return decided.length === 1 ? 'You denied this call' : 'You denied these calls';
+    return 'You approved ' + allowed + ' and denied ' + (decided.length - allowed) + ' calls';
+  }
+
+  function decisionText(decided) {
+    if (!decided) return 'Not decided';
+    const word = decided.decision === 'allow' ? 'Approved' : 'Denied';
+    return decided.reason ? word + ', because: ' + decided.reason : word;
   }
 
   function decide(item, call, decision, reason) {

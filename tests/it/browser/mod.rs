@@ -836,7 +836,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         text.contains("read_file") && text.contains("notes.txt"),
         "{text}"
     );
-    assert!(text.contains("tools.require_approval"), "{text}");
+    assert!(
+        text.contains("Waiting for your approval")
+            && text.contains("this server asks you before it runs read_file"),
+        "the reason in words for the person: {text}"
+    );
     assert_eq!(card["role"], "group");
     // Keyboard: focus Approve and press Enter (a real button takes it).
     upstream.push(Reply::text(&["Your notes say SECRET NOTES."]));
@@ -852,6 +856,7 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
             "({answer: document.querySelector('.msg.assistant').innerText,
                  tool: document.querySelector('.tool-card').innerText,
                  outcome: document.querySelector('.approval-outcome').innerText,
+                 title: document.querySelector('.approval-title').innerText,
                  approval: localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')})",
         )
         .await;
@@ -863,7 +868,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         after["tool"].as_str().unwrap().contains("read_file"),
         "{after}"
     );
-    assert_eq!(after["outcome"], "approved");
+    assert_eq!(after["outcome"], "Approved");
+    assert_eq!(
+        after["title"], "You approved this call",
+        "the title says what was decided"
+    );
     assert_eq!(after["approval"], "null");
 
     // A second call waits; the page is reloaded before the decision; Deny with a reason.
@@ -902,6 +911,17 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         denied.contains("denied") && denied.contains("not twice"),
         "{denied}"
     );
+    // The second card says it was denied, and why, also after a reload.
+    for _ in 0..2 {
+        let card = browser
+            .eval("(() => { const c = document.querySelectorAll('.approval-card')[1]; return [c.querySelector('.approval-title').innerText, c.querySelector('.approval-outcome').innerText, c.querySelectorAll('button').length]; })()")
+            .await;
+        assert_eq!(
+            card,
+            json!(["You denied this call", "Denied, because: not twice", 0])
+        );
+        browser.reload_and_wait().await;
+    }
     // The history the page keeps has both answers and no waiting approval.
     let stored = browser
         .eval("[JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')).map(m => m.content), localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')]")
