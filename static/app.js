@@ -10,6 +10,7 @@
   const KEYS = P.KEYS;
   const TAB = 'hookwire.tab';
   const HOOKS_REFRESH_MS = 2000;
+  const BANNER = 'hookwire.demoBannerDismissed';
 
   // localStorage, one JSON value per key; the conversations save their own keys through it too.
   const store = {
@@ -70,6 +71,13 @@
 
   const transcriptEl = $('transcript');
   function scroll() { transcriptEl.scrollTop = transcriptEl.scrollHeight; }
+  // Kept at the bottom when its box changes (the banner, the panel, the composer's height), as
+  // long as the person had not scrolled up.
+  let atBottom = true;
+  transcriptEl.addEventListener('scroll', () => {
+    atBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 40;
+  });
+  if (window.ResizeObserver) new ResizeObserver(() => { if (atBottom) scroll(); }).observe(transcriptEl);
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -142,7 +150,7 @@
         el('span', 'event', row.event), ' → ',
         el('span', 'hook', row.hook), ' ', el('span', 'level', '(' + row.level + ')'), ' → ',
         el('span', 'outcome', row.outcome), ' → ',
-        el('span', 'ms', P.formatMs(row.ms)), ' → ',
+        el('span', 'ms', row.level === 'skill' ? 'no wait' : P.formatMs(row.ms)), ' → ',
         el('span', 'changed', row.changed.length ? 'changed ' + row.changed.join(', ') : 'no change'),
       );
       list.appendChild(li);
@@ -237,12 +245,30 @@
 
   function redrawAll() {
     transcriptEl.textContent = '';
-    if (!view.transcript.length) {
-      transcriptEl.appendChild(el('p', 'empty muted', 'Nothing here yet: say something below.'));
-    }
+    if (!view.transcript.length) transcriptEl.appendChild(drawEmpty());
     view.transcript.forEach(draw);
+    requestAnimationFrame(scroll);
     renderConversations();
     renderHooks();
+  }
+
+  // The empty state: a line, and prompts to start with (a click sends one).
+  const STARTERS = ['list the files', 'read README.md', 'search for TODO'];
+  function drawEmpty() {
+    const box = el('div', 'empty');
+    box.appendChild(el('p', 'muted', 'Nothing here yet: say something below, or start with one of these.'));
+    const list = el('div', 'starters');
+    for (const text of STARTERS) {
+      const button = el('button', 'starter', text);
+      button.type = 'button';
+      button.onclick = () => {
+        $('input').value = text;
+        $('composer').requestSubmit();
+      };
+      list.appendChild(button);
+    }
+    box.appendChild(list);
+    return box;
   }
 
   function toast(level, message) {
@@ -264,6 +290,8 @@
     for (const button of document.querySelectorAll('#conversations button, #conversation-actions button')) {
       button.disabled = running;
     }
+    explainWhileRunning(running);
+    updateExports();
     updateWorking();
   }
 
@@ -281,6 +309,29 @@
     push({ kind: 'user', text });
     view.ws.send(JSON.stringify(frame));
     setState('running');
+  }
+
+  // While a reply streams, the conversation cannot change under it: the controls that would say
+  // so, in their tooltip (and the Chats tab, in a line).
+  const BUSY = 'Wait for the reply to finish, or Stop it, to switch, rename or delete conversations';
+  function explainWhileRunning(running) {
+    for (const button of document.querySelectorAll('#new-chat, #conversations button, #conversation-actions button')) {
+      if (running) {
+        if (!button.dataset.title) button.dataset.title = button.title || '';
+        button.title = BUSY;
+      } else if (button.dataset.title !== undefined) {
+        button.title = button.dataset.title;
+        delete button.dataset.title;
+      }
+    }
+    const note = $('busy-note');
+    if (note) note.hidden = !running;
+  }
+
+  // Export is offered once the conversation has something to export.
+  function updateExports() {
+    const empty = !view.transcript.length && !conversation.history.length;
+    for (const id of ['export-json', 'export-md']) $(id).hidden = empty;
   }
 
   // From Send until the answer streams (and between a tool call and the next text), a working
@@ -350,6 +401,12 @@
     if (hooksOnScreen()) refreshHooks();
   }
 
+  // `done.usage`, unless it counts nothing (a chat cancelled before the model answered).
+  function countedUsage(frame) {
+    const usage = P.usageOf(frame);
+    return usage && (usage.prompt || usage.completion) ? usage : null;
+  }
+
   function onFrame(frame) {
     showFrame(frame);
     updateWorking();
@@ -401,7 +458,7 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, P.usageOf(frame));
+        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
         break;
       case 'error':
         finish({ kind: 'error', text: frame.code + ': ' + frame.message });
@@ -536,7 +593,16 @@
     if (!button.classList.contains('armed')) {
       button.classList.add('armed');
       button.textContent = 'Delete for good?';
-      setTimeout(() => { if (button.classList.contains('armed')) renderConversations(); }, 5000);
+      setTimeout(() => { if (button.classList.contains('armed')) renderConversations(); }, 4000);
+      // Focus going anywhere else disarms it too (a click elsewhere, Tab, Escape's blur).
+      const away = (event) => {
+        if (event.target === button) return;
+        document.removeEventListener('focusin', away);
+        button.removeEventListener('blur', away);
+        if (button.classList.contains('armed')) renderConversations();
+      };
+      document.addEventListener('focusin', away);
+      button.addEventListener('blur', away);
       return;
     }
     library.remove(library.current);
@@ -642,7 +708,8 @@
     head.appendChild(el('span', 'tag', hook.type));
     if (hook.dialect) head.appendChild(el('span', 'tag', hook.dialect));
     if (hook.async) head.appendChild(el('span', 'tag', 'async'));
-    head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
+    // Trust is a question only for workspace files: the tag shows there (and on anything not trusted).
+    if (hook.level === 'workspace' || !hook.trusted) head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
     card.appendChild(head);
     const name = el('div', 'hook-name', hook.name);
     if (hook.id !== hook.name) name.title = hook.id;
@@ -790,7 +857,7 @@
   async function loadServerInfo() {
     try {
       const info = await api('/api/info');
-      $('banner').hidden = !info.demo;
+      $('banner').hidden = !info.demo || store.load(BANNER, false) === true;
       view.defaultSkills = info.default_skills || [];
       view.model = typeof info.model === 'string' ? info.model : null;
       $('model').textContent = view.model || '';
@@ -831,6 +898,11 @@
     view.ws.send(JSON.stringify(frame));
     setState('running');
   });
+  $('dismiss-banner').addEventListener('click', () => {
+    store.save(BANNER, true);
+    $('banner').hidden = true;
+    $('input').focus();
+  });
   $('new-chat').addEventListener('click', newConversation);
   $('rename-conversation').addEventListener('click', startRename);
   $('delete-conversation').addEventListener('click', deleteConversation);
@@ -849,6 +921,15 @@
   // Another tab of the page changed the list of conversations: show it.
   window.addEventListener('storage', (event) => {
     if (event.key === KEYS.conversations && !conversation.running) renderConversations();
+  });
+  // The theme switch: kept per browser (theme.js applies it before the page is drawn).
+  const THEME = 'hookwire.theme';
+  $('theme').value = ['light', 'dark'].includes(store.load(THEME, 'system')) ? store.load(THEME, 'system') : 'system';
+  $('theme').addEventListener('change', (event) => {
+    const theme = event.target.value;
+    store.save(THEME, theme);
+    if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
   });
   $('tools-switch').checked = conversation.tools;
   $('tools-switch').addEventListener('change', (event) => conversation.setTools(event.target.checked));

@@ -132,24 +132,17 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .as_str()
         .unwrap()
         .contains("hello from the readme"));
-    assert!(
-        page["chips"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c.as_str().unwrap().contains("concise/brevity")),
-        "{page}"
+    assert_eq!(
+        page["chips"],
+        json!([]),
+        "the example skills' hooks are per call: no chip"
     );
     let history = page["history"].as_array().unwrap();
-    assert_eq!(
-        history.len(),
-        3,
-        "user, hook message, done message: {history:?}"
-    );
-    assert_eq!(history[1]["_hook"]["name"], "brevity");
+    assert_eq!(history.len(), 2, "user, done message: {history:?}");
     assert_eq!(
         page["loaded"],
         json!([
+            "theme.js",
             "vendor/markdown-it.min.js",
             "vendor/purify.min.js",
             "vendor/highlight.min.js",
@@ -165,7 +158,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     // Reload: everything is still there, and the next chat sends the history back.
     browser.reload_and_wait().await;
     let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
-    assert_eq!(after, json!([1, 1, 1]));
+    assert_eq!(after, json!([0, 1, 1]));
     upstream.push(Reply::text(&["Second answer."]));
     browser.type_and_enter("and again").await;
     browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
@@ -182,7 +175,10 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .iter()
         .filter(|(_, c)| c == brevity.trim_end())
         .count();
-    assert_eq!(copies, 2, "the hook from history plus the new injection");
+    assert_eq!(
+        copies, 1,
+        "the default skill's hook is not persistent: one copy, never more"
+    );
     browser
         .screenshot(&format!("{name}-after-reload.png"))
         .await;
@@ -591,8 +587,8 @@ async fn a_demo_conversation_in_chromium() {
     );
     assert_eq!(
         texts("chips").len(),
-        2,
-        "one persistent hook per chat: {page}"
+        0,
+        "no persistent hook, no chip: {page}"
     );
     browser.screenshot("chromium-demo.png").await;
     server.shutdown().await;

@@ -234,3 +234,216 @@ async fn working_indicator_then_streaming_cursor(browser: &mut impl Page) {
         .await;
     server.shutdown().await;
 }
+
+/// The empty state offers prompts the demo answers; one click sends one.
+#[tokio::test]
+async fn starter_prompts_on_the_empty_state_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let server = TestServer::start_in(
+        crate::demo::workspace(),
+        None,
+        |c| c.skills_dir = crate::demo::skills_dir(),
+        |b| b,
+    )
+    .await;
+    browser.open(&server.url("/")).await;
+    assert_eq!(
+        browser
+            .eval("Array.from(document.querySelectorAll('.empty button.starter')).map(b => b.innerText)")
+            .await,
+        json!(["list the files", "read README.md", "search for TODO"])
+    );
+    browser
+        .eval("document.querySelector('.empty button.starter').click()")
+        .await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    let shown = browser
+        .eval("[document.querySelector('.msg.user').innerText, document.querySelector('.tool-card summary').innerText, document.querySelector('.msg.assistant').innerText, document.querySelectorAll('.empty').length]")
+        .await;
+    assert_eq!(shown[0], "list the files");
+    assert!(shown[1].as_str().unwrap().contains("list_dir"), "{shown}");
+    assert!(
+        shown[2]
+            .as_str()
+            .unwrap()
+            .starts_with("The workspace has 4 entries"),
+        "{shown}"
+    );
+    assert_eq!(shown[3], 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn favicon_theme_banner_and_small_things_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    favicon_theme_banner_and_small_things(&mut browser).await;
+}
+
+#[tokio::test]
+async fn favicon_theme_banner_and_small_things_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    favicon_theme_banner_and_small_things(&mut browser).await;
+}
+
+/// The page's small things, as a person meets them: the favicon, the theme switch (kept across a
+/// reload), the demo banner (dismissed for good), no export for an empty conversation, Delete
+/// that disarms when the focus leaves it, the conversation controls explained while a reply
+/// streams, no "0 in · 0 out" under a cancelled reply, and a reopened conversation at its bottom.
+async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    let icon = browser
+        .eval("(async () => { const r = await fetch('/favicon.ico'); const bitmap = await createImageBitmap(await r.blob());
+            const svg = await fetch(document.querySelector('link[rel=icon]').href);
+            return [r.status, r.headers.get('content-type'), bitmap.width, svg.status, svg.headers.get('content-type')]; })()")
+        .await;
+    assert_eq!(icon, json!([200, "image/x-icon", 32, 200, "image/svg+xml"]));
+
+    // Theme: dark, kept across a reload; then light; then the system's again.
+    let colours =
+        "[getComputedStyle(document.body).backgroundColor, document.getElementById('theme').value]";
+    browser
+        .eval("(() => { const s = document.getElementById('theme'); s.value = 'dark'; s.dispatchEvent(new Event('change')); })()")
+        .await;
+    assert_eq!(
+        browser.eval(colours).await,
+        json!(["rgb(13, 17, 23)", "dark"])
+    );
+    browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval(colours).await,
+        json!(["rgb(13, 17, 23)", "dark"]),
+        "the theme survives a reload"
+    );
+    browser
+        .eval("(() => { const s = document.getElementById('theme'); s.value = 'light'; s.dispatchEvent(new Event('change')); })()")
+        .await;
+    browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval(colours).await,
+        json!(["rgb(255, 255, 255)", "light"])
+    );
+
+    // An empty conversation offers no export.
+    let exports = "[document.getElementById('export-json').hidden, document.getElementById('export-md').hidden]";
+    assert_eq!(browser.eval(exports).await, json!([true, true]));
+
+    // While a reply streams, the controls say why they wait; Stop before any text: no usage line.
+    upstream.push(Reply::endless());
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    browser.type_and_enter("go on").await;
+    browser
+        .wait_for("(document.querySelector('.msg.assistant')?.innerText || '').includes('tick')")
+        .await;
+    assert_eq!(
+        browser
+            .eval("[document.getElementById('new-chat').title.startsWith('Wait for the reply'), document.getElementById('busy-note').hidden]")
+            .await,
+        json!([true, false])
+    );
+    browser
+        .eval("document.getElementById('stop').click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle'")
+        .await;
+    assert_eq!(
+        browser
+            .eval("[document.getElementById('new-chat').title, document.getElementById('busy-note').hidden, document.body.innerText.includes('0 in')]")
+            .await,
+        json!(["Start a new conversation (this one stays in the list)", true, false])
+    );
+    assert_eq!(browser.eval(exports).await, json!([false, false]));
+
+    // Delete asks again, and disarms when the focus goes elsewhere.
+    browser
+        .eval("(() => { const d = document.getElementById('delete-conversation'); d.focus(); d.click(); })()")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('delete-conversation').textContent")
+            .await,
+        json!("Delete for good?")
+    );
+    // Headless Firefox never gives the document focus, so no focus event fires there: the blur
+    // is checked where the page has focus, the few seconds everywhere.
+    let focused = browser
+        .eval("(() => { document.getElementById('input').focus(); return document.hasFocus(); })()")
+        .await;
+    if focused == json!(true) {
+        assert_eq!(
+            browser
+                .eval("document.getElementById('delete-conversation').textContent")
+                .await,
+            json!("Delete"),
+            "disarmed when the focus left it"
+        );
+        browser
+            .eval("document.getElementById('delete-conversation').click()")
+            .await;
+    }
+    assert_eq!(
+        browser
+            .eval("document.getElementById('delete-conversation').textContent")
+            .await,
+        json!("Delete for good?")
+    );
+    browser
+        .wait_for("document.getElementById('delete-conversation').textContent === 'Delete'")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.msg.user').length")
+            .await,
+        json!(1),
+        "nothing was deleted"
+    );
+
+    // A long conversation opens at its bottom.
+    let long: String = (1..=80).map(|i| format!("line {i}\n\n")).collect();
+    upstream.push(Reply::text(&[&long]));
+    browser.type_and_enter("a long answer please").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
+        .await;
+    browser.reload_and_wait().await;
+    browser
+        .wait_for("(() => { const t = document.getElementById('transcript'); return t.scrollHeight > t.clientHeight + 200 && t.scrollTop + t.clientHeight >= t.scrollHeight - 2; })()")
+        .await;
+    server.shutdown().await;
+
+    // The demo banner: dismissed, it stays away.
+    let demo = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    browser.open(&demo.url("/")).await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('banner').hidden")
+            .await,
+        json!(false)
+    );
+    browser
+        .eval("document.getElementById('dismiss-banner').click()")
+        .await;
+    browser.reload_and_wait().await;
+    assert_eq!(
+        browser
+            .eval("document.getElementById('banner').hidden")
+            .await,
+        json!(true),
+        "dismissed for good"
+    );
+    demo.shutdown().await;
+}
