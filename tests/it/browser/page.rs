@@ -646,3 +646,122 @@ async fn every_control_is_reached_by_keyboard_with_a_visible_focus_in_chromium()
     assert!(unseen.is_empty(), "focus not visible on {unseen:?}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn retry_regenerate_and_edit_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    retry_regenerate_and_edit(&mut browser).await;
+}
+
+#[tokio::test]
+async fn retry_regenerate_and_edit_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    retry_regenerate_and_edit(&mut browser).await;
+}
+
+/// What is on screen and in the stored history: the user messages' texts, the answers' texts,
+/// the history's (role, content) pairs, and the Retry / Regenerate button.
+const SHOWN: &str = "(() => { const all = (s) => Array.from(document.querySelectorAll(s)).map(e => e.innerText);
+    const key = 'hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history';
+    return {users: all('.msg.user'), answers: all('.msg.assistant'), errors: all('.chat-error'),
+      history: JSON.parse(localStorage.getItem(key) || '[]').map(m => m.role + ': ' + m.content),
+      actions: all('.fork-actions button')}; })()";
+
+/// Retry after an upstream 500 sends the message again and the history holds it once;
+/// Regenerate replaces the last answer; Edit of an earlier message forks the conversation there
+/// (what came after it is gone, from the screen, the history and the next request).
+async fn retry_regenerate_and_edit(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::Status(500, "model overloaded".into()));
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    let idle = |answers: usize| {
+        format!("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === {answers} && !!document.querySelector('.fork-actions')")
+    };
+    browser.type_and_enter("hello").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.chat-error')",
+        )
+        .await;
+    let failed = browser.eval(SHOWN).await;
+    assert_eq!(failed["actions"], json!(["Retry"]), "{failed}");
+    assert_eq!(failed["history"], json!([]));
+
+    upstream.push(Reply::text(&["Hi there."]));
+    browser
+        .eval("document.querySelector('.fork-actions .retry').click()")
+        .await;
+    browser.wait_for(&idle(1)).await;
+    assert_eq!(
+        browser.eval(SHOWN).await,
+        json!({"users": ["hello"], "answers": ["Hi there."], "errors": [],
+               "history": ["user: hello", "assistant: Hi there."], "actions": ["Regenerate"]}),
+        "after Retry the history holds one user message"
+    );
+
+    upstream.push(Reply::text(&["Hello again, differently."]));
+    browser
+        .eval("document.querySelector('.fork-actions .regenerate').click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && (document.querySelector('.msg.assistant')?.innerText || '').includes('differently')")
+        .await;
+    assert_eq!(
+        browser.eval(SHOWN).await["history"],
+        json!(["user: hello", "assistant: Hello again, differently."]),
+        "Regenerate replaced the last answer"
+    );
+    let sent = upstream.requests().pop().unwrap().messages();
+    assert_eq!(
+        sent.iter().filter(|(r, _)| r == "user").count(),
+        1,
+        "the regenerated request has the question once: {sent:?}"
+    );
+
+    upstream.push(Reply::text(&["Two."]));
+    browser.type_and_enter("and a second question").await;
+    browser.wait_for(&idle(2)).await;
+    // Edit the first message (from the keyboard: the form's Enter sends it).
+    upstream.push(Reply::text(&["Forked."]));
+    browser
+        .eval("document.querySelector('.msg.user .edit-message').click()")
+        .await;
+    browser
+        .eval("(() => { const a = document.querySelector('.edit-form textarea'); a.value = ''; a.focus(); })()")
+        .await;
+    browser.type_keys_and_enter("hello, edited").await;
+    browser.wait_for(&idle(1)).await;
+    assert_eq!(
+        browser.eval(SHOWN).await,
+        json!({"users": ["hello, edited"], "answers": ["Forked."], "errors": [],
+               "history": ["user: hello, edited", "assistant: Forked."], "actions": ["Regenerate"]}),
+        "the conversation forked at the edited message"
+    );
+    let sent: Vec<String> = upstream
+        .requests()
+        .pop()
+        .unwrap()
+        .messages()
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    assert!(
+        sent.contains(&"hello, edited".to_string())
+            && !sent
+                .iter()
+                .any(|c| c.contains("second question") || c == "hello"),
+        "{sent:?}"
+    );
+    // After a reload the fork is what is kept.
+    browser.reload_and_wait().await;
+    assert_eq!(browser.eval(SHOWN).await["users"], json!(["hello, edited"]));
+    server.shutdown().await;
+}
