@@ -504,14 +504,15 @@
   // a small form whose Send forks the conversation from there.
   function drawUser(item) {
     const node = el('div', 'msg user');
-    node.appendChild(el('div', 'user-text', item.text));
+    const text = el('div', 'user-text', item.text);
+    node.appendChild(text);
     if (Number.isInteger(item.historyAt)) {
       // Its word comes from CSS, so the message's text (innerText, a copy) is only the message.
       const edit = el('button', 'edit-message');
       edit.type = 'button';
       edit.setAttribute('aria-label', 'Edit this message and send it again');
       edit.onclick = () => startEdit(node, item);
-      node.appendChild(edit);
+      node.insertBefore(edit, text); // floats at the first line's end
     }
     return node;
   }

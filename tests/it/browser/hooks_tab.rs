@@ -370,8 +370,8 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
 }
 
 /// The demo model with hooks at every level: "list the files", then "read secret.txt", which the
-/// server's guard blocks, traced. Its screenshots are the README's: `target/browser/
-/// chromium-hooks-tab.png` is `docs/hooks-tab.png`, `chromium-demo-trace.png` is `docs/trace.png`.
+/// server's guard blocks, traced (the README's screenshots of these views come from
+/// `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {

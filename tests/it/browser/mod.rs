@@ -514,8 +514,8 @@ async fn the_page_reconnects_when_the_server_comes_back() {
 }
 
 /// A real demo conversation with the repository's skills on and hooks traced, after an earlier
-/// conversation: "list the files", then "search for TODO". Its screenshot,
-/// `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
+/// conversation: "list the files", then "search for TODO" (the README's screenshot of it comes
+/// from `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn a_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
