@@ -836,7 +836,7 @@ async fn readme_screenshots_in_chromium() {
     .await;
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser/docs");
     std::fs::create_dir_all(&out).unwrap();
-    let mut shoot = async |browser: &mut Chromium, name: &str| {
+    let shoot = async |browser: &mut Chromium, name: &str| {
         let bytes = browser.screenshot_png().await;
         std::fs::write(out.join(format!("{name}.png")), bytes).unwrap();
     };
