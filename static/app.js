@@ -564,7 +564,8 @@
     const old = transcriptEl.querySelector('.fork-actions');
     if (old) old.remove();
     const index = lastUserIndex();
-    if (!idle || index < 0 || !forkable(index)) return;
+    // A waiting approval is decided on its card first (Regenerate would drop it).
+    if (!idle || index < 0 || !forkable(index) || conversation.approval) return;
     const item = view.transcript[index];
     const failed = conversation.history.length <= item.historyAt;
     const bar = el('div', 'fork-actions');

@@ -926,3 +926,37 @@ async fn readme_screenshots_in_chromium() {
     server.shutdown().await;
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// While an answer streams in many small pieces, its Markdown is rendered at most once per
+/// animation frame (plus the final rendering), not once per piece.
+#[tokio::test]
+async fn streaming_renders_at_most_once_per_frame_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    let pieces: Vec<String> = (0..400).map(|i| format!("word{i} ")).collect();
+    upstream.push(Reply::text(
+        &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("(() => { document.getElementById('tools-switch').click();
+            window.__renders = 0; window.__frames = 0;
+            const render = HookwireMarkdown.renderInto;
+            HookwireMarkdown.renderInto = (node, text) => { window.__renders++; return render(node, text); };
+            const tick = () => { window.__frames++; requestAnimationFrame(tick); }; requestAnimationFrame(tick); })()")
+        .await;
+    browser.type_and_enter("many words").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && (document.querySelector('.msg.assistant')?.innerText || '').includes('word399')")
+        .await;
+    let counts = browser.eval("[window.__renders, window.__frames]").await;
+    let (renders, frames) = (counts[0].as_u64().unwrap(), counts[1].as_u64().unwrap());
+    assert!(
+        renders >= 1 && renders <= frames + 1 && renders < 400,
+        "{renders} renderings in {frames} frames for 400 pieces"
+    );
+    server.shutdown().await;
+}
