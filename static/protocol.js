@@ -229,6 +229,20 @@
         return was;
       },
 
+      /**
+       * Keeps only the first `length` messages of the history (for Retry, Regenerate and Edit:
+       * the conversation goes on from an earlier point). A waiting approval is dropped with the
+       * messages it belonged to. Nothing else changes (session hooks stay).
+       */
+      truncate(length) {
+        if (current) throw new Error('a chat is running: ' + current.id);
+        if (!Number.isInteger(length) || length < 0) throw new Error('the length must be a whole number');
+        if (length >= history.length) return;
+        history = history.slice(0, length);
+        store.save(KEYS.history, history);
+        if (approval) setApproval(null);
+      },
+
       /** A new conversation: no history, no session hooks (skills and tools stay). */
       clear() {
         if (current) throw new Error('a chat is running: ' + current.id);

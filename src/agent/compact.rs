@@ -105,7 +105,8 @@ pub(super) fn plan(history: &[Sent], sent_len: usize, keep: usize) -> Option<Pla
 }
 
 /// The summary call's input: the summarised messages as one readable transcript (one user
-/// message, so any chat template takes it).
+/// message, so any chat template takes it). The demo model knows a summary call by its first
+/// sentence (`llm/demo/side.rs`).
 pub(super) fn transcript(messages: &[Message]) -> String {
     let mut text =
         String::from("Summarise this earlier part of the conversation.\n\n<conversation>\n");

@@ -143,11 +143,11 @@ impl ChatRun {
         Ok(None)
     }
 
-    /// Why a call of `tool` waits for the person's approval: `tools.require_approval` lists it,
-    /// or the tool itself asks (an MCP server's tool not in its `auto_approve`).
+    /// Why a call of `tool` waits for the person's approval, in words for them (the card shows
+    /// it): `tools.require_approval` lists it, or the tool itself asks (an MCP server's tool not in its `auto_approve`).
     fn approval_needed(&self, tool: &str) -> Option<String> {
         if self.inner.config.approval.requires(tool) {
-            return Some(format!("tools.require_approval lists {tool}"));
+            return Some(format!("this server asks you before it runs {tool}"));
         }
         self.inner.tools.get(tool)?.needs_approval()
     }

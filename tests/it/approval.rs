@@ -93,7 +93,7 @@ async fn an_allowed_call_runs_on_resume_and_the_loop_goes_on() {
     assert_eq!(
         approval["calls"],
         json!([{"call_id":"r1","name":"read_file","arguments":{"path":"a.txt"},
-                "reason":"tools.require_approval lists read_file"}])
+                "reason":"this server asks you before it runs read_file"}])
     );
     assert!(approval["state"].as_str().unwrap().starts_with("v1."));
     let done = frames.last().unwrap();

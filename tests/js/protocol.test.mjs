@@ -335,7 +335,7 @@ test('an approval is kept across a reload, resumed with decisions, and its done 
   const store = memoryStore({ [KEYS.history]: OLD });
   let chat = createConversation(store);
   chat.startChat('read a.txt', 'c1');
-  const calls = [{ call_id: 'r1', name: 'read_file', arguments: { path: 'a.txt' }, reason: 'tools.require_approval lists read_file' }];
+  const calls = [{ call_id: 'r1', name: 'read_file', arguments: { path: 'a.txt' }, reason: 'this server asks you before it runs read_file' }];
   const update = chat.receive({ type: 'approval', id: 'c1', calls, state: 'v1.j.xyz.sig' });
   assert.deepEqual([update.kind, update.ended], ['approval', false]);
   chat.receive({ type: 'done', id: 'c1', reason: 'approval_required', message: { role: 'assistant', content: '' } });

@@ -27,7 +27,7 @@ fn state(tail_text: &str) -> LoopState {
             call_id: "c1".into(),
             name: "read_file".into(),
             arguments: json!({"path": "a.rs"}),
-            reason: "tools.require_approval lists read_file".into(),
+            reason: "this server asks you before it runs read_file".into(),
         }],
     }
 }

@@ -10,6 +10,7 @@ mod conversations;
 mod driver;
 mod firefox;
 mod hooks_tab;
+mod page;
 
 use std::time::Duration;
 
@@ -131,24 +132,24 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .as_str()
         .unwrap()
         .contains("hello from the readme"));
-    assert!(
-        page["chips"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c.as_str().unwrap().contains("concise/brevity")),
-        "{page}"
+    assert_eq!(
+        page["chips"],
+        json!([]),
+        "the example skills' hooks are per call: no chip"
     );
     let history = page["history"].as_array().unwrap();
-    assert_eq!(
-        history.len(),
-        3,
-        "user, hook message, done message: {history:?}"
-    );
-    assert_eq!(history[1]["_hook"]["name"], "brevity");
+    assert_eq!(history.len(), 2, "user, done message: {history:?}");
     assert_eq!(
         page["loaded"],
-        json!(["markdown.js", "protocol.js", "app.js"]),
+        json!([
+            "theme.js",
+            "vendor/markdown-it.min.js",
+            "vendor/purify.min.js",
+            "vendor/highlight.min.js",
+            "markdown.js",
+            "protocol.js",
+            "app.js"
+        ]),
         "the view loads after what it uses"
     );
     assert_eq!(page["outside"], json!([]), "nothing loaded from outside");
@@ -157,7 +158,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     // Reload: everything is still there, and the next chat sends the history back.
     browser.reload_and_wait().await;
     let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
-    assert_eq!(after, json!([1, 1, 1]));
+    assert_eq!(after, json!([0, 1, 1]));
     upstream.push(Reply::text(&["Second answer."]));
     browser.type_and_enter("and again").await;
     browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
@@ -174,7 +175,10 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .iter()
         .filter(|(_, c)| c == brevity.trim_end())
         .count();
-    assert_eq!(copies, 2, "the hook from history plus the new injection");
+    assert_eq!(
+        copies, 1,
+        "the default skill's hook is not persistent: one copy, never more"
+    );
     browser
         .screenshot(&format!("{name}-after-reload.png"))
         .await;
@@ -510,8 +514,8 @@ async fn the_page_reconnects_when_the_server_comes_back() {
 }
 
 /// A real demo conversation with the repository's skills on and hooks traced, after an earlier
-/// conversation: "list the files", then "search for TODO". Its screenshot,
-/// `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
+/// conversation: "list the files", then "search for TODO" (the README's screenshot of it comes
+/// from `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn a_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -583,8 +587,8 @@ async fn a_demo_conversation_in_chromium() {
     );
     assert_eq!(
         texts("chips").len(),
-        2,
-        "one persistent hook per chat: {page}"
+        0,
+        "no persistent hook, no chip: {page}"
     );
     browser.screenshot("chromium-demo.png").await;
     server.shutdown().await;
@@ -828,7 +832,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         text.contains("read_file") && text.contains("notes.txt"),
         "{text}"
     );
-    assert!(text.contains("tools.require_approval"), "{text}");
+    assert!(
+        text.contains("Waiting for your approval")
+            && text.contains("this server asks you before it runs read_file"),
+        "the reason in words for the person: {text}"
+    );
     assert_eq!(card["role"], "group");
     // Keyboard: focus Approve and press Enter (a real button takes it).
     upstream.push(Reply::text(&["Your notes say SECRET NOTES."]));
@@ -844,6 +852,7 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
             "({answer: document.querySelector('.msg.assistant').innerText,
                  tool: document.querySelector('.tool-card').innerText,
                  outcome: document.querySelector('.approval-outcome').innerText,
+                 title: document.querySelector('.approval-title').innerText,
                  approval: localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')})",
         )
         .await;
@@ -855,7 +864,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         after["tool"].as_str().unwrap().contains("read_file"),
         "{after}"
     );
-    assert_eq!(after["outcome"], "approved");
+    assert_eq!(after["outcome"], "Approved");
+    assert_eq!(
+        after["title"], "You approved this call",
+        "the title says what was decided"
+    );
     assert_eq!(after["approval"], "null");
 
     // A second call waits; the page is reloaded before the decision; Deny with a reason.
@@ -894,6 +907,17 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         denied.contains("denied") && denied.contains("not twice"),
         "{denied}"
     );
+    // The second card says it was denied, and why, also after a reload.
+    for _ in 0..2 {
+        let card = browser
+            .eval("(() => { const c = document.querySelectorAll('.approval-card')[1]; return [c.querySelector('.approval-title').innerText, c.querySelector('.approval-outcome').innerText, c.querySelectorAll('button').length]; })()")
+            .await;
+        assert_eq!(
+            card,
+            json!(["You denied this call", "Denied, because: not twice", 0])
+        );
+        browser.reload_and_wait().await;
+    }
     // The history the page keeps has both answers and no waiting approval.
     let stored = browser
         .eval("[JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')).map(m => m.content), localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')]")
