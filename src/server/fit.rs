@@ -301,6 +301,9 @@ mod tests {
             message: super::super::frames::WireMessage {
                 role: "system",
                 content,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
                 hook: None,
                 compact: None,
             },

@@ -174,10 +174,27 @@ fn server_frames_have_the_wire_shape() {
             usage: Usage {
                 prompt_tokens: 3,
                 completion_tokens: 4
-            }
+            },
+            turn: vec![
+                Message::user("q"),
+                Message::assistant_with_tools(
+                    "",
+                    vec![crate::types::ToolCall {
+                        id: "k1".into(),
+                        name: "list_dir".into(),
+                        arguments: "{\"path\":\".\"}".into()
+                    }]
+                ),
+                Message::named_tool_result("k1", "list_dir", "a.txt"),
+                Message::assistant("a"),
+            ],
         }),
         json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
-               "usage":{"prompt_tokens":3,"completion_tokens":4}})
+               "usage":{"prompt_tokens":3,"completion_tokens":4},
+               "turn":[{"role":"user","content":"q"},
+                       {"role":"assistant","content":"","tool_calls":[{"id":"k1","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"}}]},
+                       {"role":"tool","content":"a.txt","tool_call_id":"k1","name":"list_dir"},
+                       {"role":"assistant","content":"a"}]})
     );
     assert_eq!(
         frame(ChatEvent::Error(ChatError::new(
