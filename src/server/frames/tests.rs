@@ -66,9 +66,18 @@ fn every_bad_frame_names_its_problem() {
     assert!(invalid_message(r#"{"type":"chat","id":7,"input":"x"}"#)
         .contains("\"id\" must be a string"));
     assert!(invalid_message(
-        r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#
+        r#"{"type":"chat","input":"x","messages":[{"role":"function","content":"x"}]}"#
     )
     .contains("messages[0].role"));
+    // A tool message names the call it answers (PROTOCOL section 13).
+    assert!(invalid_message(
+        r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#
+    )
+    .contains("messages[0].tool_call_id"));
+    assert!(invalid_message(
+        r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"x","tool_calls":[]}]}"#
+    )
+    .contains("only an assistant message"));
     assert!(
         invalid_message(r#"{"type":"chat","input":"x","messages":[{"role":"user"}]}"#)
             .contains("messages[0].content")
