@@ -116,21 +116,25 @@
     const text = (v, fallback) => (typeof v === 'string' && v ? v : (fallback || ''));
     const items = [];
     const cards = {};
-    for (const m of list(messages)) {
-      if (!m || typeof m !== 'object') continue;
+    const all = list(messages);
+    all.forEach((m, index) => {
+      if (!m || typeof m !== 'object') return;
       const content = typeof m.content === 'string' ? m.content : '';
       if (m._hook && typeof m._hook === 'object') {
         items.push({ kind: 'hook', name: text(m._hook.name, '?'), skill: text(m._hook.skill), timing: text(m._hook.timing), content });
-        continue;
+        return;
       }
       if (m._compact && typeof m._compact === 'object') {
         items.push({ kind: 'compact', count: Number.isInteger(m._compact.count) ? m._compact.count : 0, text: content });
-        continue;
+        return;
       }
       switch (m.role) {
         case 'user': items.push({ kind: 'user', text: content }); break;
-        case 'assistant':
-          if (content) items.push({ kind: 'assistant', text: content });
+        case 'assistant': {
+          // Text without calls right before a message with calls is the planning round's plan.
+          const next = all[index + 1];
+          const plan = !list(m.tool_calls).length && next && next.role === 'assistant' && list(next.tool_calls).length > 0;
+          if (content) items.push(plan ? { kind: 'plan', text: content } : { kind: 'assistant', text: content });
           for (const call of list(m.tool_calls)) {
             if (!call || typeof call.id !== 'string') continue;
             const item = { kind: 'tool', call_id: call.id, name: text(call.function && call.function.name, '?'), arguments: argumentsOf(call), done: false };
@@ -138,6 +142,7 @@
             items.push(item);
           }
           break;
+        }
         case 'tool': {
           const item = cards[m.tool_call_id];
           if (item) Object.assign(item, { done: true, content, is_error: false });
@@ -145,7 +150,7 @@
         }
         default: break;
       }
-    }
+    });
     return items;
   }
 

@@ -90,11 +90,17 @@ impl HistoryBinding {
             }
             // Tool calls and results are history too (PROTOCOL section 13).
             hash.update((message.tool_calls.len() as u64).to_le_bytes());
-            let calls = message
-                .tool_calls
-                .iter()
-                .flat_map(|c| [Some(c.id.as_str()), Some(c.name.as_str()), Some(c.arguments.as_str())]);
-            let answer = [message.tool_call_id.as_deref(), message.tool_name.as_deref()];
+            let calls = message.tool_calls.iter().flat_map(|c| {
+                [
+                    Some(c.id.as_str()),
+                    Some(c.name.as_str()),
+                    Some(c.arguments.as_str()),
+                ]
+            });
+            let answer = [
+                message.tool_call_id.as_deref(),
+                message.tool_name.as_deref(),
+            ];
             for field in calls.chain(answer) {
                 match field {
                     Some(text) => {

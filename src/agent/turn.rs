@@ -132,11 +132,7 @@ impl TurnRecord {
                 continue;
             }
             let mut end = index;
-            while self
-                .messages
-                .get(end)
-                .is_some_and(|m| m.role == Role::Tool)
-            {
+            while self.messages.get(end).is_some_and(|m| m.role == Role::Tool) {
                 end += 1;
             }
             for call in calls {

@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::Limits;
-use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
 use crate::types::ToolCall;
+use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
 use crate::types::{ChatEvent, ErrorCode, HookMessage};
 
 /// JSON nesting deeper than this is refused before parsing.
@@ -301,7 +301,9 @@ fn check_tool_answers(messages: &[Message], open_tail: bool) -> Result<(), Strin
         match message.role {
             Role::Assistant => {
                 for call in &message.tool_calls {
-                    if open.iter().any(|(id, _)| *id == call.id) || answered.contains(call.id.as_str()) {
+                    if open.iter().any(|(id, _)| *id == call.id)
+                        || answered.contains(call.id.as_str())
+                    {
                         return Err(format!(
                             "messages[{index}] repeats the tool call id {:?}",
                             call.id
@@ -330,9 +332,10 @@ fn check_tool_answers(messages: &[Message], open_tail: bool) -> Result<(), Strin
                 }
             }
             Role::User => {
-                if let Some(error) =
-                    unanswered(&open, &format!("before the next user message (messages[{index}])"))
-                {
+                if let Some(error) = unanswered(
+                    &open,
+                    &format!("before the next user message (messages[{index}])"),
+                ) {
                     return Err(error);
                 }
             }
@@ -806,8 +809,13 @@ impl ServerFrame {
                 turn: turn.into_iter().map(WireMessage::from_message).collect(),
             },
             ChatEvent::Error(error) => {
-                let turn = (!error.turn.is_empty())
-                    .then(|| error.turn.into_iter().map(WireMessage::from_message).collect());
+                let turn = (!error.turn.is_empty()).then(|| {
+                    error
+                        .turn
+                        .into_iter()
+                        .map(WireMessage::from_message)
+                        .collect()
+                });
                 let mut frame = ServerFrame::error(Some(id), error.code, error.message);
                 if let ServerFrame::Error(frame) = &mut frame {
                     frame.turn = turn;

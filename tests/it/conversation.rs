@@ -85,8 +85,10 @@ async fn the_next_chat_sends_the_first_chats_tool_calls_and_results_upstream() {
     // The second chat: the history is the first chat's turn, as the client keeps it.
     upstream.push(Reply::text(&["It says bee."]));
     let frames = client
-        .chat(json!({"type":"chat","id":"two","input":"open the second one",
-                     "messages": turn.clone()}))
+        .chat(
+            json!({"type":"chat","id":"two","input":"open the second one",
+                     "messages": turn.clone()}),
+        )
         .await;
     assert_eq!(done(&frames)["message"]["content"], "It says bee.");
     let request = upstream.requests().pop().unwrap();
@@ -155,19 +157,14 @@ async fn orphan_results_and_unanswered_calls_are_bad_frames_naming_the_id() {
         json!({"role":"assistant","content":null,
                "tool_calls":[{"id":id,"type":"function","function":{"name":"list_dir","arguments":"{}"}}]})
     };
-    let result = |id: &str| json!({"role":"tool","tool_call_id":id,"name":"list_dir","content":"a.txt"});
+    let result =
+        |id: &str| json!({"role":"tool","tool_call_id":id,"name":"list_dir","content":"a.txt"});
     let user = json!({"role":"user","content":"list"});
     let cases = [
         // A result for a call nobody made.
-        (
-            vec![user.clone(), result("ghost_1")],
-            "ghost_1",
-        ),
+        (vec![user.clone(), result("ghost_1")], "ghost_1"),
         // A call left without an answer before the next user message.
-        (
-            vec![user.clone(), call("lost_2"), user.clone()],
-            "lost_2",
-        ),
+        (vec![user.clone(), call("lost_2"), user.clone()], "lost_2"),
         // … or at the end of the history.
         (vec![user.clone(), call("open_3")], "open_3"),
         // A result that comes before its call.
@@ -206,13 +203,20 @@ async fn orphan_results_and_unanswered_calls_are_bad_frames_naming_the_id() {
 async fn a_failure_in_round_three_keeps_rounds_one_and_two_in_error_turn() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["[NEED_TOOL] look around"]));
-    upstream.push(Reply::tool_calls(&[("r1", "list_dir", json!({"path": "."}))]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "list_dir",
+        json!({"path": "."}),
+    )]));
     upstream.push(Reply::tool_calls(&[(
         "r2",
         "read_file",
         json!({"path": "b.txt"}),
     )]));
-    upstream.push(Reply::Status(400, "{\"error\":{\"message\":\"bad request\"}}".into()));
+    upstream.push(Reply::Status(
+        400,
+        "{\"error\":{\"message\":\"bad request\"}}".into(),
+    ));
     let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
     let frames = chat(&server, json!({"type":"chat","input":"look"})).await;
     let error = frames.last().unwrap();
@@ -262,10 +266,7 @@ async fn a_plan_cut_at_the_output_limit_is_kept() {
     let frames = chat(&server, json!({"type":"chat","input":"plan it"})).await;
     let done = done(&frames);
     assert_eq!(done["reason"], "length");
-    assert_eq!(
-        done["message"]["content"],
-        "1. list the files 2. open the"
-    );
+    assert_eq!(done["message"]["content"], "1. list the files 2. open the");
     assert_eq!(shape(&done["turn"]), ["user", "assistant"]);
     assert_eq!(done["turn"][1]["content"], "1. list the files 2. open the");
     assert_eq!(upstream.requests().len(), 1, "the loop does not run");
@@ -281,14 +282,21 @@ async fn a_hook_registered_in_round_one_runs_in_round_two() {
         "register_hook",
         json!({"event":"pre_tool_execution","prompt":"JUDGE {{tool_name}}"}),
     )]));
-    upstream.push(Reply::tool_calls(&[("ls", "list_dir", json!({"path": "."}))]));
+    upstream.push(Reply::tool_calls(&[(
+        "ls",
+        "list_dir",
+        json!({"path": "."}),
+    )]));
     // The registered llm hook's question about round 2's call.
     upstream.push(Reply::text(&["{}"]));
     upstream.push(Reply::text(&["listed"]));
     let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
     let frames = chat(&server, json!({"type":"chat","input":"judge my tools"})).await;
     assert_eq!(done(&frames)["message"]["content"], "listed", "{frames:?}");
-    assert_eq!(frame_of(&frames, "session_hook")["hook"]["event"], "pre_tool_execution");
+    assert_eq!(
+        frame_of(&frames, "session_hook")["hook"]["event"],
+        "pre_tool_execution"
+    );
     let requests = upstream.requests();
     assert_eq!(requests.len(), 5, "{requests:?}");
     let judge = requests[3].messages();
@@ -378,8 +386,10 @@ async fn a_resume_injects_the_original_request_scoped_hooks_again() {
     }
     let state = frame_of(&frames, "approval")["state"].clone();
     let frames = client
-        .chat(json!({"type":"chat","id":"c2","skills":["s"],"messages":first["turn"].clone(),
-                     "resume":{"state":state,"decisions":[{"call_id":"rd","decision":"allow"}]}}))
+        .chat(
+            json!({"type":"chat","id":"c2","skills":["s"],"messages":first["turn"].clone(),
+                     "resume":{"state":state,"decisions":[{"call_id":"rd","decision":"allow"}]}}),
+        )
         .await;
     let resumed = done(&frames);
     assert_eq!(resumed["message"]["content"], "it says bee");

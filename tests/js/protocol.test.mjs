@@ -441,4 +441,7 @@ test('the view is rebuilt from the history: messages, hook chips, tool cards wit
     done: true, content: 'a.txt\nb.txt', is_error: false,
   });
   assert.equal(items[1].name, 'brevity');
+  // A plan before the round's calls is drawn as a plan.
+  const planned = itemsOf([TURN[0], { role: 'assistant', content: 'list them' }, ...TURN.slice(2)]);
+  assert.deepEqual(planned.map((i) => i.kind), ['user', 'plan', 'tool', 'assistant']);
 });

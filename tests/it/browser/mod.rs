@@ -140,7 +140,10 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         "{page}"
     );
     let history = page["history"].as_array().unwrap();
-    let roles: Vec<&str> = history.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
     assert_eq!(
         roles,
         ["user", "system", "assistant", "assistant", "tool", "assistant"],
@@ -983,11 +986,13 @@ async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
     browser.open(&server.url("/")).await;
     browser.type_and_enter("list the files").await;
     browser
-        .wait_for("document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')")
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
         .await;
     // Forget what was drawn: the view comes back from the history alone.
     browser
-        .eval("localStorage.removeItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript'); true")
+        .eval("(localStorage.removeItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript'), true)")
         .await;
     browser.reload_and_wait().await;
     let card = browser
@@ -995,7 +1000,11 @@ async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
         .await;
     assert!(card[0].as_str().unwrap().contains("list_dir"), "{card}");
     assert!(card[1].as_str().unwrap().contains("b.txt"), "{card}");
-    assert_eq!((card[2].as_u64(), card[3].as_u64()), (Some(1), Some(1)), "{card}");
+    assert_eq!(
+        (card[2].as_u64(), card[3].as_u64()),
+        (Some(1), Some(1)),
+        "{card}"
+    );
 
     upstream.push(Reply::text(&["It says bee."]));
     browser.type_and_enter("what is in the second file?").await;
@@ -1010,6 +1019,9 @@ async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
         .unwrap_or_else(|| panic!("no earlier call in {messages:?}"));
     assert_eq!(messages[call + 1]["role"], "tool");
     assert_eq!(messages[call + 1]["tool_call_id"], "call_ls");
-    assert!(messages[call + 1]["content"].as_str().unwrap().contains("b.txt"));
+    assert!(messages[call + 1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("b.txt"));
     server.shutdown().await;
 }
