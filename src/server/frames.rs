@@ -418,6 +418,15 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
             None
         }
     };
+    // Tool traffic is the model's and the tools' text, never a hook's message (PROTOCOL
+    // section 13): a mark on it is dropped.
+    if message.hook.is_some() && (role == Role::Tool || !message.tool_calls.is_empty()) {
+        tracing::warn!(
+            role = role.as_str(),
+            "ignored the _hook mark of a tool call or result in the history"
+        );
+        message.hook = None;
+    }
     message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
         (Role::System, tag) => tag?,
         (_, Ok(None)) => None,
