@@ -689,6 +689,10 @@ impl Config {
                 .limits
                 .max_tool_calls_per_round
                 .unwrap_or(agent_defaults.max_tool_calls_per_round),
+            history_tool_result_chars: file
+                .limits
+                .history_tool_result_chars
+                .unwrap_or(agent_defaults.history_tool_result_chars),
             hook_timeout: limits.hook_chain_timeout,
             workspace: workspace.clone(),
             secret,
@@ -701,6 +705,11 @@ impl Config {
             1,
         )?;
         at_least("limits.max_steps", agent.max_steps, 1)?;
+        at_least(
+            "limits.history_tool_result_chars",
+            agent.history_tool_result_chars,
+            1,
+        )?;
         if let Some(max) = agent.max_total_tokens {
             let max = usize::try_from(max).unwrap_or(usize::MAX);
             at_least("limits.max_total_tokens", max, 1)?;

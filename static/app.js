@@ -59,9 +59,12 @@
     refreshes: 0,
   };
 
+  // What was on the screen; without it (an imported or older conversation), what the history
+  // holds: the messages, hook chips and tool cards with their results.
   function loadTranscript() {
     const loaded = own.load(KEYS.transcript, []);
-    return Array.isArray(loaded) ? loaded : [];
+    if (Array.isArray(loaded) && loaded.length) return loaded;
+    return P.itemsOf(conversation.history);
   }
   function saveTranscript() {
     own.save(KEYS.transcript, view.transcript);
@@ -359,6 +362,7 @@
   // Streamed text goes into the open answer bubble (opened by the first delta); its Markdown is
   // re-rendered at most once per animation frame.
   function appendText(chat, delta) {
+    chat.texted = true;
     if (!chat.bubble) {
       const item = { kind: 'assistant', text: '' };
       view.transcript.push(item);
@@ -460,6 +464,8 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
+        // An answer that never streamed (a plan cut at the output limit) is shown from the end.
+        if (chat && !chat.texted && frame.message && frame.message.content) push({ kind: 'assistant', text: frame.message.content });
         finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
         break;
       case 'error':

@@ -88,6 +88,28 @@ impl HistoryBinding {
                     None => hash.update(0u64.to_le_bytes()),
                 }
             }
+            // Tool calls and results are history too (PROTOCOL section 13).
+            hash.update((message.tool_calls.len() as u64).to_le_bytes());
+            let calls = message.tool_calls.iter().flat_map(|c| {
+                [
+                    Some(c.id.as_str()),
+                    Some(c.name.as_str()),
+                    Some(c.arguments.as_str()),
+                ]
+            });
+            let answer = [
+                message.tool_call_id.as_deref(),
+                message.tool_name.as_deref(),
+            ];
+            for field in calls.chain(answer) {
+                match field {
+                    Some(text) => {
+                        hash.update((text.len() as u64 + 1).to_le_bytes());
+                        hash.update(text.as_bytes());
+                    }
+                    None => hash.update(0u64.to_le_bytes()),
+                }
+            }
         }
         Self {
             len: history.len(),
@@ -130,6 +152,8 @@ pub(super) struct StateMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     hook: Option<(String, String, String, String)>,
 }
 
@@ -144,6 +168,7 @@ impl From<&Message> for StateMessage {
                 .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
                 .collect(),
             tool_call_id: message.tool_call_id.clone(),
+            tool_name: message.tool_name.clone(),
             hook: message.hook.as_ref().map(|h| {
                 (
                     h.name.clone(),
@@ -176,6 +201,7 @@ impl StateMessage {
             })
             .collect();
         message.tool_call_id = self.tool_call_id;
+        message.tool_name = self.tool_name;
         message.hook = self.hook.map(|(name, skill, timing, sig)| HookTag {
             name,
             skill,

@@ -60,6 +60,7 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 mod tool_step;
+mod turn;
 
 use crate::types::panic_message;
 pub use crate::types::{
@@ -111,6 +112,9 @@ pub struct AgentConfig {
     pub max_retries: usize,
     /// Tool calls run in one round; further calls get an `is_error` result instead.
     pub max_tool_calls_per_round: usize,
+    /// A tool result longer than this (in characters) is cut in the chat's `turn`, with a
+    /// marker saying how much was left out (the `ToolResult` event has it whole).
+    pub history_tool_result_chars: usize,
     /// How long one hook call may take (a hook that never answers cannot hang a chat).
     pub hook_timeout: std::time::Duration,
     /// The workspace root (the `cwd` hooks see).
@@ -139,6 +143,7 @@ impl Default for AgentConfig {
             summary_on_limit: true,
             max_retries: 2,
             max_tool_calls_per_round: 16,
+            history_tool_result_chars: 16_000,
             hook_timeout: crate::hooks::DEFAULT_HOOK_BUDGET,
             workspace: PathBuf::from("."),
             secret: None,

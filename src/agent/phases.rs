@@ -72,8 +72,15 @@ impl ChatRun {
             if retry {
                 continue;
             }
-            // A plan cut short never streamed as text: nothing of it is kept.
             let plan = needs_tools || has_marker(&response.content);
+            // A plan cut short never streamed as text, and the loop does not run: the plan is
+            // kept as the chat's answer, so the person still has it.
+            if plan && response.finish_reason.as_deref() == Some("length") {
+                let cut = strip_marker(&response.content, &marker).trim().to_string();
+                if !cut.is_empty() {
+                    self.kept.push(cut);
+                }
+            }
             if self.cut_off(&response, !plan).await? {
                 return Ok(DoneReason::Length);
             }
@@ -81,7 +88,8 @@ impl ChatRun {
                 let plan = strip_marker(&response.content, &marker).to_string();
                 self.send(ChatEvent::Plan(plan.clone())).await?;
                 if !plan.is_empty() {
-                    self.ctx.messages.push(Message::assistant(plan));
+                    self.ctx.messages.push(Message::assistant(plan.clone()));
+                    self.turn.plan(&plan);
                 }
                 return self.agent_loop(1).await;
             }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
+use super::turn::TurnRecord;
 use super::AgentInner;
 use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
@@ -49,6 +50,11 @@ pub(super) struct ChatRun {
     pub(super) binding: Option<HistoryBinding>,
     /// Where this chat's own messages start in `ctx.messages` (its user input).
     pub(super) input_at: usize,
+    /// What this chat adds to the conversation (`done.turn`).
+    pub(super) turn: TurnRecord,
+    /// The chat's request without its history or input, with the session hooks it runs so far:
+    /// what hook factories are asked when the model registers a hook.
+    pub(super) about: ChatRequest,
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
@@ -87,6 +93,7 @@ pub(crate) async fn run_chat(
     ctx.max_steps = inner.config.max_steps;
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
+    let inner_limit = inner.config.history_tool_result_chars;
     let mut run = ChatRun {
         inner,
         hooks,
@@ -101,6 +108,16 @@ pub(crate) async fn run_chat(
         client_history: Vec::new(),
         binding: None,
         input_at: 0,
+        turn: TurnRecord::new(inner_limit),
+        about: ChatRequest {
+            session_id: request.session_id.clone(),
+            skills: request.skills.clone(),
+            enable_tools: request.enable_tools,
+            session_hooks: request.session_hooks.clone(),
+            cancel: request.cancel.clone(),
+            trace: request.trace,
+            ..ChatRequest::new(request.id.clone(), String::new())
+        },
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
@@ -141,6 +158,7 @@ impl ChatRun {
             return Err(Interrupt::Stopped(reason));
         }
         self.ctx.messages.push(Message::user(input.clone()));
+        self.turn.user(&input);
         self.hooks.post_send_message(&mut self.ctx).await;
         self.flush_outbox().await?;
         // Hooks may have moved things around the input: it is found again, not assumed last.
@@ -191,9 +209,13 @@ impl ChatRun {
         .await
     }
 
-    /// Sends what hooks emitted since the last flush.
+    /// Sends what hooks emitted since the last flush; a persistent hook message joins the turn
+    /// where it was injected.
     pub(super) async fn flush_outbox(&mut self) -> Outcome<()> {
         for event in self.ctx.take_outbox() {
+            if let ChatEvent::Hook(hook) = &event {
+                self.turn.hook(hook);
+            }
             self.send(event).await?;
         }
         Ok(())
@@ -217,11 +239,13 @@ impl ChatRun {
                     usage: self.ctx.usage(),
                 };
                 self.end(RunOutcome::Done(output.clone())).await;
+                let turn = std::mem::take(&mut self.turn).cancelled(&self.visible_text);
                 let _ = self
                     .send(ChatEvent::Done {
                         reason: output.reason,
                         content: output.content,
                         usage: output.usage,
+                        turn,
                     })
                     .await;
                 return;
@@ -254,16 +278,21 @@ impl ChatRun {
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
         self.end(RunOutcome::Done(output.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
+        let pending = reason == DoneReason::ApprovalRequired;
+        let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
         let _ = self
             .send(ChatEvent::Done {
                 reason: output.reason,
                 content: output.content,
                 usage: output.usage,
+                turn,
             })
             .await;
     }
 
-    async fn fail(&mut self, error: ChatError) {
+    async fn fail(&mut self, mut error: ChatError) {
+        let streamed = !self.visible_text.is_empty();
+        error.turn = std::mem::take(&mut self.turn).failed(&self.kept, streamed);
         self.hooks.run_failed(&mut self.ctx, &error).await;
         self.end(RunOutcome::Failed(error.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);

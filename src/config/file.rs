@@ -238,4 +238,6 @@ pub struct LimitsFile {
     pub max_pending_connections: Option<usize>,
     /// Runs of `async: true` hooks that may wait for a worker (default 1024).
     pub async_hook_queue: Option<usize>,
+    /// Tool results longer than this (characters) are cut in `done.turn` (default 16 000).
+    pub history_tool_result_chars: Option<usize>,
 }

@@ -1,6 +1,7 @@
 //! Models as they really are. The requests hookwire sends (a planning call, a retry with a
 //! hook's feedback, two agent rounds with a tool call and its result, a direct call with a
-//! persistent hook in the history), laid out as `upstream.message_style` says, and rendered
+//! persistent hook in the history, a direct call whose history holds an earlier chat's tool call
+//! and result), laid out as `upstream.message_style` says, and rendered
 //! through the real chat templates of Llama 3.1, Mistral Nemo, Gemma 2 and 4, Qwen 2.5 and
 //! DeepSeek (tests/data/chat_templates/) with minijinja, the engine Rust model servers use.
 
@@ -23,7 +24,7 @@ use crate::common::*;
 const CALL_ID: &str = "abc123XYZ";
 
 /// Every text hookwire injects into the scenario's calls, and the person's inputs.
-const INJECTED: [&str; 14] = [
+const INJECTED: [&str; 15] = [
     "PROMPT:system",
     "PROMPT:planning",
     "PROMPT:first",
@@ -38,6 +39,7 @@ const INJECTED: [&str; 14] = [
     "FEEDBACK:retry",
     "INPUT:one",
     "INPUT:two",
+    "INPUT:three",
 ];
 
 /// A skill `s` with a hook at every checkpoint, `TEXT:<name>` each; `keep` is persistent, and
@@ -107,13 +109,15 @@ impl AgentHook for RetryOnce {
 
 /// What one run of the scenario sent upstream, and the roles its hooks saw.
 struct Run {
-    /// Planning, planning after the retry, agent round 1, agent round 2, the direct call.
+    /// Planning, planning after the retry, agent round 1, agent round 2, the direct call, the
+    /// direct call after a history with a tool call and its result.
     requests: Vec<Recorded>,
     hook_roles: Vec<Vec<String>>,
 }
 
-/// Two chats: one that plans, is sent back once, reads a file and answers; then one without
-/// tools whose history holds the first chat and its persistent hook.
+/// Three chats: one that plans, is sent back once, reads a file and answers; then one without
+/// tools whose history holds the first chat and its persistent hook; then one without tools
+/// whose history is the first chat's `turn` (its tool call and result included).
 async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first try"]));
@@ -125,6 +129,7 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
     )]));
     upstream.push(Reply::text(&["ANSWER:one"]));
     upstream.push(Reply::text(&["ANSWER:two"]));
+    upstream.push(Reply::text(&["ANSWER:three"]));
     let dir = workspace();
     let skills = dir.path().join("skills");
     write_skill(&skills, after_tool_role);
@@ -149,6 +154,7 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
         .chat(json!({"type": "chat", "id": "one", "input": "INPUT:one", "skills": ["s"]}))
         .await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let turn = frames.last().unwrap()["turn"].clone();
     let hook = frames.iter().find(|f| f["type"] == "hook").unwrap();
     let history = json!([
         {"role": "user", "content": "INPUT:one"},
@@ -162,9 +168,16 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
         )
         .await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let frames = client
+        .chat(
+            json!({"type": "chat", "id": "three", "input": "INPUT:three", "skills": ["s"],
+                     "enable_tools": false, "messages": turn}),
+        )
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     server.shutdown().await;
     let requests = upstream.requests();
-    assert_eq!(requests.len(), 5);
+    assert_eq!(requests.len(), 6);
     let hook_roles = seen.lock().unwrap().clone();
     Run {
         requests,
@@ -359,6 +372,15 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
         roles(&run.requests[4]),
         ["system", "user", "assistant", "user"]
     );
+    // The direct call after the first chat's turn: the plan and the call are one assistant
+    // message, its result right after it, then the answer and the new input.
+    assert_eq!(
+        roles(&run.requests[5]),
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    let body = &run.requests[5].body["messages"];
+    assert_eq!(body[2]["tool_calls"][0]["id"], CALL_ID);
+    assert_eq!(body[3]["tool_call_id"], CALL_ID);
     // What is injected per call is the same in both styles: only its place differs.
     for (strict, built) in run.requests.iter().zip(&openai.requests) {
         assert_eq!(injected_in(strict), injected_in(built));
@@ -398,16 +420,23 @@ const TEMPLATES: [&str; 7] = [
 /// Nemo's renders the system message only with a last user message, so its texts go into the
 /// first user message instead.
 const MATRIX: [(&str, bool, &[usize]); 7] = [
-    ("llama-3.1", true, &[0, 1, 2, 3, 4]),
-    ("mistral-nemo", false, &[0, 1, 2, 3, 4]),
+    ("llama-3.1", true, &[0, 1, 2, 3, 4, 5]),
+    ("mistral-nemo", false, &[0, 1, 2, 3, 4, 5]),
     ("gemma-2", false, &[0, 1, 2, 4]),
-    ("gemma-4", true, &[0, 1, 2, 3, 4]),
-    ("qwen-2.5", true, &[0, 1, 2, 3, 4]),
-    ("deepseek-v3.1", true, &[0, 1, 2, 3, 4]),
-    ("deepseek-r1-distill", true, &[0, 1, 2, 3, 4]),
+    ("gemma-4", true, &[0, 1, 2, 3, 4, 5]),
+    ("qwen-2.5", true, &[0, 1, 2, 3, 4, 5]),
+    ("deepseek-v3.1", true, &[0, 1, 2, 3, 4, 5]),
+    ("deepseek-r1-distill", true, &[0, 1, 2, 3, 4, 5]),
 ];
 
-const CALLS: [&str; 5] = ["planning", "retry", "round 1", "round 2", "direct"];
+const CALLS: [&str; 6] = [
+    "planning",
+    "retry",
+    "round 1",
+    "round 2",
+    "direct",
+    "tools in history",
+];
 
 #[tokio::test]
 async fn every_template_renders_the_strict_requests_and_keeps_every_injected_text() {
@@ -425,6 +454,13 @@ async fn every_template_renders_the_strict_requests_and_keeps_every_injected_tex
                 .unwrap_or_else(|e| panic!("{template}, {}: {e}", CALLS[call]));
             let expected = injected_in(&reference.requests[call]);
             assert!(expected.len() >= 6, "{expected:?}");
+            if call == 5 {
+                // The earlier chat's tool result is in what the model reads.
+                assert!(
+                    rendered.contains("hello from the readme"),
+                    "{template}: the tool result lost in\n{rendered}"
+                );
+            }
             for text in expected {
                 assert!(
                     rendered.contains(text),
@@ -446,7 +482,9 @@ async fn every_template_renders_the_strict_requests_and_keeps_every_injected_tex
 #[tokio::test]
 async fn todays_openai_layout_is_refused_or_garbled_by_chat_templates() {
     let run = scenario("system", |_| {}).await;
-    for (request, call) in run.requests.iter().zip(CALLS) {
+    // The calls this test was written for (the history with tool calls came later).
+    let requests = &run.requests[..5];
+    for (request, call) in requests.iter().zip(CALLS) {
         let error = render("gemma-2", request).unwrap_err();
         assert!(
             error.contains("System role not supported"),
@@ -467,7 +505,7 @@ async fn todays_openai_layout_is_refused_or_garbled_by_chat_templates() {
         .into_iter()
         .filter(|t| ["llama-3.1", "qwen-2.5", "deepseek-v3.1", "gemma-4"].contains(t))
     {
-        for request in &run.requests {
+        for request in requests {
             assert!(render(template, request).is_ok(), "{template}");
         }
     }

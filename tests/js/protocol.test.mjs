@@ -377,3 +377,71 @@ test('a refused resume or a new message drops the approval; a lost connection ke
   chat.startChat('something else', 'c');
   assert.equal(chat.approval, null, 'a new message instead of a decision');
 });
+
+// ─── the conversation carries the agent's work (docs/protocol.md §13) ───
+
+const { answerOpenCalls, itemsOf } = globalThis.HookwireProtocol;
+const CALL = { id: 'call_ls', type: 'function', function: { name: 'list_dir', arguments: '{"path":"."}' } };
+const TURN = [
+  { role: 'user', content: 'list the files' },
+  BREVITY,
+  { role: 'assistant', content: '', tool_calls: [CALL] },
+  { role: 'tool', tool_call_id: 'call_ls', name: 'list_dir', content: 'a.txt\nb.txt' },
+  { role: 'assistant', content: 'Two files.' },
+];
+
+test('done.turn is what the history gains, in place of the input, hooks and done.message', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const c = createConversation(store);
+  c.startChat('list the files', 'c1');
+  c.receive(hookFrame('c1', BREVITY));
+  const update = c.receive({ ...done('c1', 'Two files.'), turn: TURN });
+  assert.deepEqual(update.added, TURN);
+  assert.deepEqual(c.history, OLD.concat(TURN));
+  assert.deepEqual(store.get(KEYS.history), OLD.concat(TURN));
+  // The next chat sends the tool call and its result back.
+  const frame = c.startChat('open the second one', 'c2');
+  assert.deepEqual(frame.messages, OLD.concat(TURN));
+});
+
+test('an error with a turn keeps what happened before the failure', () => {
+  const c = createConversation(memoryStore());
+  c.startChat('look', 'c1');
+  const turn = TURN.slice(0, 4);
+  const update = c.receive({ type: 'error', id: 'c1', code: 'upstream', message: 'down', turn });
+  assert.equal(update.kind, 'error');
+  assert.deepEqual(c.history, turn);
+  c.startChat('again', 'c2');
+  c.receive({ type: 'error', id: 'c2', code: 'upstream', message: 'down' });
+  assert.deepEqual(c.history, turn);
+});
+
+test('calls left waiting when the person sends a new message are answered by a note', () => {
+  const waiting = [TURN[0], { role: 'assistant', content: '', tool_calls: [CALL, { ...CALL, id: 'call_2' }] },
+    { role: 'tool', tool_call_id: 'call_ls', name: 'list_dir', content: 'a.txt' }];
+  const c = createConversation(memoryStore({ [KEYS.history]: waiting }));
+  const frame = c.startChat('never mind', 'c1');
+  assert.equal(frame.messages.length, 4);
+  assert.equal(frame.messages[3].role, 'tool');
+  assert.equal(frame.messages[3].tool_call_id, 'call_2');
+  assert.equal(frame.messages[3].name, 'list_dir');
+  assert.match(frame.messages[3].content, /did not run/);
+  // A history whose calls are all answered is left as it is.
+  assert.deepEqual(answerOpenCalls(TURN), TURN);
+  // An answer missing before a later user message goes right after the call's other answers.
+  const middle = answerOpenCalls([waiting[1], { role: 'user', content: 'x' }]);
+  assert.deepEqual(middle.map((m) => m.role), ['assistant', 'tool', 'tool', 'user']);
+});
+
+test('the view is rebuilt from the history: messages, hook chips, tool cards with results', () => {
+  const items = itemsOf(TURN);
+  assert.deepEqual(items.map((i) => i.kind), ['user', 'hook', 'tool', 'assistant']);
+  assert.deepEqual(items[2], {
+    kind: 'tool', call_id: 'call_ls', name: 'list_dir', arguments: { path: '.' },
+    done: true, content: 'a.txt\nb.txt', is_error: false,
+  });
+  assert.equal(items[1].name, 'brevity');
+  // A plan before the round's calls is drawn as a plan.
+  const planned = itemsOf([TURN[0], { role: 'assistant', content: 'list them' }, ...TURN.slice(2)]);
+  assert.deepEqual(planned.map((i) => i.kind), ['user', 'plan', 'tool', 'assistant']);
+});

@@ -635,6 +635,10 @@ macro_rules! chat_events {
                 ctx: &mut HookContext,
                 $($arg: $ty),*
             ) -> HookResult<$answer> {
+                // An approval resume rebuilding the chat does not run the hook files again.
+                if ctx.replaying() {
+                    return Ok(Default::default());
+                }
                 $(self.$first(ctx).await?;)?
                 let answer = self.fire(ctx, $call).await;
                 $(self.$then(ctx);)?

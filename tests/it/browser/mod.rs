@@ -138,7 +138,16 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         "the example skills' hooks are per call: no chip"
     );
     let history = page["history"].as_array().unwrap();
-    assert_eq!(history.len(), 2, "user, done message: {history:?}");
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "assistant", "tool", "assistant"],
+        "done.turn: the input, the plan, the call, its result, the answer: {history:?}"
+    );
+    assert_eq!(history[2]["tool_calls"][0]["id"], "c1");
     assert_eq!(
         page["loaded"],
         json!([
@@ -972,5 +981,75 @@ async fn the_page_lists_mcp_tools_by_server_in_chromium() {
         !groups[0].contains("mcp__"),
         "MCP tools only under their server: {groups:?}"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_follow_up_uses_an_earlier_tool_result_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    a_follow_up_uses_an_earlier_tool_result(&mut browser).await;
+}
+
+#[tokio::test]
+async fn a_follow_up_uses_an_earlier_tool_result_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    a_follow_up_uses_an_earlier_tool_result(&mut browser).await;
+}
+
+/// List the files, reload (the tool card is rebuilt from the history even when the drawn
+/// transcript is gone), ask about the second file: the upstream request carries the earlier
+/// tool call and its result (docs/protocol.md §13).
+async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    tool_round(
+        &upstream,
+        &[("call_ls", "list_dir", json!({"path": "."}))],
+        "There are two files.",
+    );
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser.type_and_enter("list the files").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    // Forget what was drawn: the view comes back from the history alone.
+    browser
+        .eval("(localStorage.removeItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript'), true)")
+        .await;
+    browser.reload_and_wait().await;
+    let card = browser
+        .eval("(() => { const c = document.querySelector('.tool-card'); return c && [c.querySelector('summary').innerText, c.querySelector('.result') && c.querySelector('.result').textContent, document.querySelectorAll('.msg.user').length, document.querySelectorAll('.msg.assistant').length]; })()")
+        .await;
+    assert!(card[0].as_str().unwrap().contains("list_dir"), "{card}");
+    assert!(card[1].as_str().unwrap().contains("b.txt"), "{card}");
+    assert_eq!(
+        (card[2].as_u64(), card[3].as_u64()),
+        (Some(1), Some(1)),
+        "{card}"
+    );
+
+    upstream.push(Reply::text(&["It says bee."]));
+    browser.type_and_enter("what is in the second file?").await;
+    browser
+        .wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'")
+        .await;
+    let last = upstream.requests().pop().unwrap();
+    let messages = last.body["messages"].as_array().unwrap().clone();
+    let call = messages
+        .iter()
+        .position(|m| m["tool_calls"][0]["id"] == "call_ls")
+        .unwrap_or_else(|| panic!("no earlier call in {messages:?}"));
+    assert_eq!(messages[call + 1]["role"], "tool");
+    assert_eq!(messages[call + 1]["tool_call_id"], "call_ls");
+    assert!(messages[call + 1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("b.txt"));
     server.shutdown().await;
 }
