@@ -146,7 +146,7 @@ pub(crate) async fn connect(
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(500), child.wait()).await
                     {
-                        reason.push_str(&format!(" ({command} {})", exit_text(status)));
+                        reason.push_str(&format!("; {command} {}", exit_text(status)));
                         // It exited: its stderr ends too; what it said is read to the end
                         // before it is quoted (not raced).
                         if let Some(reader) = stderr_reader.as_mut() {

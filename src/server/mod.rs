@@ -350,6 +350,11 @@ impl RunningServer {
 /// Runs the server until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), StartError> {
     crate::hooks::external::process::guard_server_process();
+    let workspace = config
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| config.workspace.clone());
+    crate::hooks::external::dialect::transcript::prepare_folders(&workspace);
     if let Some(warning) = config.secret_warning() {
         tracing::warn!("{warning}");
     }
@@ -371,6 +376,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         _ = server.shutdown() => tracing::info!("drained"),
         _ = shutdown_signal() => tracing::warn!("second signal: stopping without waiting for running chats"),
     }
+    crate::hooks::external::dialect::transcript::remove_process_folder();
     Ok(())
 }
 

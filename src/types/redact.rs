@@ -67,6 +67,8 @@ pub(crate) fn urls_in(text: &str) -> String {
         let end = tail
             .find(|c: char| c.is_whitespace() || "\"'<>()[]{}`,;".contains(c))
             .unwrap_or(tail.len());
+        // Punctuation that ends a sentence is not the URL's (`…/mcp?token=x: refused`).
+        let end = tail[..end].trim_end_matches(['.', ':', '!', '?']).len();
         out.push_str(&url(&tail[..end]));
         rest = &tail[end..];
     }
@@ -130,7 +132,8 @@ pub(crate) fn command(command: &str) -> String {
         } else {
             plain_word(&shown)
         };
-        hide_next = announces_secret(&word) && !word.contains('=');
+        // A flag is a bare word: a quoted string that mentions a token is hidden itself.
+        hide_next = announces_secret(&word) && !word.contains(['=', '\'', '"']);
         out.push_str(&shown_word);
     }
     out

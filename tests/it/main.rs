@@ -14,6 +14,7 @@ mod compaction;
 mod demo;
 mod deploy;
 mod dialects;
+mod exposure;
 mod external;
 mod frontend;
 mod hook_processes;

@@ -10,6 +10,7 @@ mod conversations;
 mod driver;
 mod firefox;
 mod hooks_tab;
+mod token;
 
 use std::time::Duration;
 
