@@ -360,7 +360,10 @@ impl StateCost {
         let mut i: u64 = 0;
         while text.len() < bytes {
             i += 1;
-            text.push_str(&format!("step {i} read {:x}; ", i.wrapping_mul(2_654_435_761)));
+            text.push_str(&format!(
+                "step {i} read {:x}; ",
+                i.wrapping_mul(2_654_435_761)
+            ));
         }
         let state = LoopState {
             expires: u64::MAX,
@@ -372,7 +375,9 @@ impl StateCost {
             retries: 0,
             pending: Vec::new(),
         };
-        let mac = match <hmac::Hmac<Sha256> as Mac>::new_from_slice(b"a bench secret of 32 bytes, long") {
+        let mac = match <hmac::Hmac<Sha256> as Mac>::new_from_slice(
+            b"a bench secret of 32 bytes, long",
+        ) {
             Ok(mac) => mac,
             Err(_) => unreachable!("HMAC takes keys of any length"),
         };

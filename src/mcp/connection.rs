@@ -158,7 +158,12 @@ pub(crate) async fn connect(
                     return Err(reason);
                 }
             };
-            Ok(Connection::new(service, Some(child), stderr, &settings.name))
+            Ok(Connection::new(
+                service,
+                Some(child),
+                stderr,
+                &settings.name,
+            ))
         }
         McpTransport::Http { url, headers } => {
             let mut custom = HashMap::new();
@@ -177,7 +182,12 @@ pub(crate) async fn connect(
                 .serve(transport)
                 .await
                 .map_err(|error| format!("cannot connect to {url}: {}", plain(error)))?;
-            Ok(Connection::new(service, None, Arc::default(), &settings.name))
+            Ok(Connection::new(
+                service,
+                None,
+                Arc::default(),
+                &settings.name,
+            ))
         }
     }
 }

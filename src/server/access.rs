@@ -506,13 +506,22 @@ mod tests {
             bound: Bound::Wildcard,
             ..AccessPolicy::default()
         };
-        for host in ["192.0.2.7:8080", "[2001:db8::1]:80", "localhost", "127.0.0.1"] {
+        for host in [
+            "192.0.2.7:8080",
+            "[2001:db8::1]:80",
+            "localhost",
+            "127.0.0.1",
+        ] {
             assert!(
                 policy.check(&uri("/"), &headers(&[("host", host)])).is_ok(),
                 "{host}"
             );
         }
-        for host in ["evil.example", "rebind.evil.example:8080", "[::1].evil.example"] {
+        for host in [
+            "evil.example",
+            "rebind.evil.example:8080",
+            "[::1].evil.example",
+        ] {
             let refusal = policy
                 .check(&uri("/"), &headers(&[("host", host)]))
                 .unwrap_err();
@@ -524,7 +533,10 @@ mod tests {
             "and [::]"
         );
         assert_eq!(Bound::of("::".parse().unwrap()), Bound::Wildcard);
-        assert_eq!(Bound::of("::ffff:127.0.0.1".parse().unwrap()), Bound::Loopback);
+        assert_eq!(
+            Bound::of("::ffff:127.0.0.1".parse().unwrap()),
+            Bound::Loopback
+        );
     }
 
     #[test]
@@ -533,7 +545,10 @@ mod tests {
         map.append("origin", "http://127.0.0.1:8080".parse().unwrap());
         map.append("origin", "http://evil.example".parse().unwrap());
         let refusal = loopback().check(&uri("/ws"), &map).unwrap_err();
-        assert_eq!((refusal.status, refusal.reason), (StatusCode::FORBIDDEN, "origin"));
+        assert_eq!(
+            (refusal.status, refusal.reason),
+            (StatusCode::FORBIDDEN, "origin")
+        );
     }
 
     #[test]
@@ -545,7 +560,10 @@ mod tests {
         };
         let offer = headers(&[
             ("host", "localhost"),
-            ("sec-websocket-protocol", "hookwire, hookwire.token.chat+tok%2F1"),
+            (
+                "sec-websocket-protocol",
+                "hookwire, hookwire.token.chat+tok%2F1",
+            ),
         ]);
         assert!(policy.check(&uri("/ws"), &offer).is_ok());
         let wrong = headers(&[
@@ -553,7 +571,10 @@ mod tests {
             ("sec-websocket-protocol", "hookwire, hookwire.token.nope"),
         ]);
         assert!(policy.check(&uri("/ws"), &wrong).is_err());
-        let chat = headers(&[("host", "localhost"), ("authorization", "Bearer chat+tok/1")]);
+        let chat = headers(&[
+            ("host", "localhost"),
+            ("authorization", "Bearer chat+tok/1"),
+        ]);
         let admin = headers(&[("host", "localhost"), ("authorization", "Bearer admin-tok")]);
         for path in ["/api/hooks", "/metrics"] {
             assert_eq!(
@@ -572,7 +593,15 @@ mod tests {
         assert_eq!(host_name("localhost:8080"), Some("localhost"));
         assert_eq!(host_name("[::1]:8080"), Some("[::1]"));
         assert_eq!(host_name("example"), Some("example"));
-        for bad in ["[::1].evil.example", "[::1]x", "a:b:c", "[::1", "a b", "", "h:"] {
+        for bad in [
+            "[::1].evil.example",
+            "[::1]x",
+            "a:b:c",
+            "[::1",
+            "a b",
+            "",
+            "h:",
+        ] {
             assert_eq!(host_name(bad), None, "{bad}");
         }
         assert!(is_ip_literal("192.0.2.1") && is_ip_literal("[2001:db8::1]"));

@@ -228,6 +228,9 @@ mod tests {
             "API_KEY=*** ./hook.sh --token=*** --password *** -H *** curl \
              https://***@h.example/x?k=*** *** \"***\" --verbose"
         );
-        assert_eq!(command("jq .tool_name | grep -q read"), "jq .tool_name | grep -q read");
+        assert_eq!(
+            command("jq .tool_name | grep -q read"),
+            "jq .tool_name | grep -q read"
+        );
     }
 }

@@ -308,8 +308,16 @@ async fn a_decoded_state_shows_no_prompt_text_and_a_changed_one_is_refused() {
         c.agent.approval.require_approval = vec!["read_file".into()];
     })
     .await;
-    let frames = ask(&server, &upstream, &[("r1", "read_file", json!({"path":"a.txt"}))]).await;
-    let state = frame_of(&frames, "approval")["state"].as_str().unwrap().to_string();
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    let state = frame_of(&frames, "approval")["state"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // What a client can do with the text: split it, base64-decode it, inflate it.
     let mut readable = state.clone();
     for part in state.split('.') {
@@ -326,10 +334,16 @@ async fn a_decoded_state_shows_no_prompt_text_and_a_changed_one_is_refused() {
         }
     }
     for secret_text in ["OPERATOR-PROMPT-CANARY", "Bluebird", "read the files"] {
-        assert!(!readable.contains(secret_text), "{secret_text} readable in the state");
+        assert!(
+            !readable.contains(secret_text),
+            "{secret_text} readable in the state"
+        );
     }
     // The server (holding the secret) still reads it: the prompt is in it.
-    assert!(opened(&state, SECRET)["system"].as_str().unwrap().contains("Bluebird"));
+    assert!(opened(&state, SECRET)["system"]
+        .as_str()
+        .unwrap()
+        .contains("Bluebird"));
     // One byte of the ciphertext flipped: refused.
     let mut bytes = state.into_bytes();
     let at = bytes.len() - 5;
@@ -342,8 +356,15 @@ async fn a_decoded_state_shows_no_prompt_text_and_a_changed_one_is_refused() {
                      "resume":{"state":flipped,"decisions":[{"call_id":"r1","decision":"allow"}]}}))
         .await;
     let last = frames.last().unwrap();
-    assert_eq!((&last["type"], &last["code"]), (&json!("error"), &json!("bad_frame")), "{frames:#?}");
-    assert!(last["message"].as_str().unwrap().contains("was changed"), "{last}");
+    assert_eq!(
+        (&last["type"], &last["code"]),
+        (&json!("error"), &json!("bad_frame")),
+        "{frames:#?}"
+    );
+    assert!(
+        last["message"].as_str().unwrap().contains("was changed"),
+        "{last}"
+    );
 }
 
 #[tokio::test]

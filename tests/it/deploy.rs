@@ -341,7 +341,14 @@ fn the_shipped_deploy_files_agree_with_the_code() {
         formats.iter().any(|line| line.contains("$uri")),
         "the log format names $uri: {formats:#?}"
     );
-    for forbidden in ["$request ", "$request\"", "$request_uri", "$args", "$query_string", "$arg_"] {
+    for forbidden in [
+        "$request ",
+        "$request\"",
+        "$request_uri",
+        "$args",
+        "$query_string",
+        "$arg_",
+    ] {
         assert!(
             !formats.iter().any(|line| line.contains(forbidden)),
             "{forbidden} would log the token: {formats:#?}"

@@ -24,7 +24,9 @@ async fn raw(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
     loop {
         let n = stream.read(&mut buffer).await.unwrap_or(0);
         answer.extend_from_slice(&buffer[..n]);
-        if n == 0 || answer.starts_with(b"HTTP/1.1 101") && answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        if n == 0
+            || answer.starts_with(b"HTTP/1.1 101") && answer.windows(4).any(|w| w == b"\r\n\r\n")
+        {
             break;
         }
     }
@@ -34,7 +36,10 @@ async fn raw(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
     (status, body)
 }
 
@@ -176,34 +181,60 @@ async fn the_admin_token_guards_hooks_and_metrics_and_the_chat_token_does_not_op
     .await;
     let host = server.addr.to_string();
     let with = |token: &'static str| {
-        vec![("Host", host.clone()), ("Authorization", format!("Bearer {token}"))]
+        vec![
+            ("Host", host.clone()),
+            ("Authorization", format!("Bearer {token}")),
+        ]
     };
     let get = |headers: Vec<(&'static str, String)>, path: &str| {
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         request(path, &headers, false)
     };
     for path in ["/api/hooks", "/metrics"] {
-        assert_eq!(raw(server.addr, &get(with("chat-token"), path)).await.0, 401, "{path}");
         assert_eq!(
-            raw(server.addr, &get(vec![("Host", host.clone())], path)).await.0,
+            raw(server.addr, &get(with("chat-token"), path)).await.0,
             401,
             "{path}"
         );
-        assert_eq!(raw(server.addr, &get(with("admin-token"), path)).await.0, 200, "{path}");
+        assert_eq!(
+            raw(server.addr, &get(vec![("Host", host.clone())], path))
+                .await
+                .0,
+            401,
+            "{path}"
+        );
+        assert_eq!(
+            raw(server.addr, &get(with("admin-token"), path)).await.0,
+            200,
+            "{path}"
+        );
         let query = format!("{path}?token=chat-token");
-        assert_eq!(raw(server.addr, &get(with("chat-token"), &query)).await.0, 401, "{path}");
+        assert_eq!(
+            raw(server.addr, &get(with("chat-token"), &query)).await.0,
+            401,
+            "{path}"
+        );
     }
-    assert_eq!(raw(server.addr, &get(with("chat-token"), "/api/info")).await.0, 200);
+    assert_eq!(
+        raw(server.addr, &get(with("chat-token"), "/api/info"))
+            .await
+            .0,
+        200
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_token_travels_as_a_subprotocol_and_the_server_answers_hookwire() {
     let server = TestServer::start(None, |c| c.auth_token = Some("open (sesame)+1".into())).await;
-    let mut request = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    let mut request = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
     request.headers_mut().insert(
         "sec-websocket-protocol",
-        "hookwire, hookwire.token.open%20%28sesame%29%2B1".parse().unwrap(),
+        "hookwire, hookwire.token.open%20%28sesame%29%2B1"
+            .parse()
+            .unwrap(),
     );
     let (ws, response) = tokio_tungstenite::connect_async(request).await.unwrap();
     assert_eq!(
@@ -216,7 +247,9 @@ async fn the_token_travels_as_a_subprotocol_and_the_server_answers_hookwire() {
         .await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     // A wrong token in the offer: refused before the upgrade.
-    let mut wrong = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    let mut wrong = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
     wrong.headers_mut().insert(
         "sec-websocket-protocol",
         "hookwire, hookwire.token.open".parse().unwrap(),
@@ -235,13 +268,24 @@ async fn a_wildcard_bind_refuses_a_rebinding_host_and_answers_ip_literals() {
     let evil = format!("rebind.evil.example:{port}");
     let evil_origin = format!("http://{evil}");
     let hostile = [("Host", evil.as_str()), ("Origin", evil_origin.as_str())];
-    assert_eq!(raw(addr, &request("/api/info", &hostile, false)).await.0, 403);
+    assert_eq!(
+        raw(addr, &request("/api/info", &hostile, false)).await.0,
+        403
+    );
     assert_eq!(raw(addr, &request("/ws", &hostile, true)).await.0, 403);
     for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
         let origin = format!("http://{host}");
         let own = [("Host", host.as_str()), ("Origin", origin.as_str())];
-        assert_eq!(raw(addr, &request("/api/info", &own, false)).await.0, 200, "{host}");
-        assert_eq!(raw(addr, &request("/ws", &own, true)).await.0, 101, "{host}");
+        assert_eq!(
+            raw(addr, &request("/api/info", &own, false)).await.0,
+            200,
+            "{host}"
+        );
+        assert_eq!(
+            raw(addr, &request("/ws", &own, true)).await.0,
+            101,
+            "{host}"
+        );
     }
     server.shutdown().await;
 }
@@ -252,7 +296,12 @@ async fn a_bracketed_host_with_a_tail_and_a_second_origin_are_refused() {
     let port = server.addr.port();
     let tail = format!("[::1].evil.example:{port}");
     assert_eq!(
-        raw(server.addr, &request("/api/info", &[("Host", &tail)], false)).await.0,
+        raw(
+            server.addr,
+            &request("/api/info", &[("Host", &tail)], false)
+        )
+        .await
+        .0,
         403
     );
     let host = server.addr.to_string();
@@ -291,7 +340,11 @@ async fn a_short_secret_starts_with_a_warning_and_check_lists_it() {
         text.contains("secret") && text.contains("12 bytes long"),
         "{text}"
     );
-    assert_eq!(output.status.code(), Some(0), "a warning, not an error: {text}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a warning, not an error: {text}"
+    );
 }
 
 /// Transcripts hold whole chats: a server killed with SIGKILL cannot remove its folder, so the
@@ -322,10 +375,15 @@ async fn a_killed_servers_transcript_folder_is_gone_after_the_next_start() {
 
     let second = Hookwire::start("{}\n", &[("TMPDIR", &tmpdir)]);
     let now = folders();
-    assert!(!made[0].exists(), "the dead server's folder is gone: {now:?}");
+    assert!(
+        !made[0].exists(),
+        "the dead server's folder is gone: {now:?}"
+    );
     assert_eq!(now.len(), 1, "the new server's own: {now:?}");
     assert!(
-        second.logged(|line| line.contains("removed the transcript folder")).await,
+        second
+            .logged(|line| line.contains("removed the transcript folder"))
+            .await,
         "{:?}",
         second.log()
     );

@@ -40,7 +40,11 @@ fn a_state_round_trips_small_and_large_and_large_ones_are_deflated() {
     assert!(text.starts_with("v2.j."), "{text}");
     assert!(!text.contains("read a.rs") && !text.contains("be helpful"));
     let replica = StateKey::from_secret("k");
-    assert_eq!(decode(&text, &replica, 1_000), Ok(small.clone()), "replicas with one secret agree");
+    assert_eq!(
+        decode(&text, &replica, 1_000),
+        Ok(small.clone()),
+        "replicas with one secret agree"
+    );
     assert_eq!(decode(&text, &key, 1_000), Ok(small.clone()));
     let messages: Vec<Message> = small
         .tail
@@ -95,7 +99,13 @@ fn seal(key: &StateKey, kind: &str, bytes: &[u8]) -> String {
     let aad = associated_data(kind);
     let sealed = key
         .cipher
-        .encrypt(&nonce, Payload { msg: bytes, aad: aad.as_bytes() })
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: bytes,
+                aad: aad.as_bytes(),
+            },
+        )
         .unwrap();
     let mut all = nonce.to_vec();
     all.extend(sealed);
@@ -109,7 +119,10 @@ fn seal(key: &StateKey, kind: &str, bytes: &[u8]) -> String {
 fn a_state_that_inflates_without_bound_is_refused() {
     let key = StateKey::from_secret("k");
     let bomb = deflate(&vec![b' '; MAX_STATE_BYTES + 10]).unwrap();
-    assert_eq!(decode(&seal(&key, "z", &bomb), &key, 0), Err(StateError::Malformed));
+    assert_eq!(
+        decode(&seal(&key, "z", &bomb), &key, 0),
+        Err(StateError::Malformed)
+    );
 }
 
 #[test]

@@ -80,7 +80,9 @@ fn make_private_dir(dir: &Path) -> std::io::Result<()> {
             if ours {
                 Ok(())
             } else {
-                Err(std::io::Error::other("it exists and is not a private folder of ours"))
+                Err(std::io::Error::other(
+                    "it exists and is not a private folder of ours",
+                ))
             }
         }
         Err(error) => Err(error),
@@ -126,8 +128,12 @@ fn remove_stale_folders(temp: &Path) {
             continue;
         }
         match std::fs::remove_dir_all(entry.path()) {
-            Ok(()) => tracing::info!(dir = %entry.path().display(), "removed the transcript folder of a server that is gone"),
-            Err(error) => tracing::warn!(dir = %entry.path().display(), %error, "cannot remove a stale transcript folder"),
+            Ok(()) => {
+                tracing::info!(dir = %entry.path().display(), "removed the transcript folder of a server that is gone")
+            }
+            Err(error) => {
+                tracing::warn!(dir = %entry.path().display(), %error, "cannot remove a stale transcript folder")
+            }
         }
     }
 }
