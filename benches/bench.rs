@@ -14,7 +14,11 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
+//! 6. Sealing a 100 KB approval state (encrypt and decrypt, XChaCha20-Poly1305 under an HKDF
+//!    key) vs signing it only (HMAC-SHA256, as states were before): both deflate and base64.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
+//! `-- state` only (6).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -43,6 +47,10 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if std::env::args().any(|arg| arg == "state") {
+        bench_approval_state();
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -54,6 +62,40 @@ fn main() {
     if !only_tokens {
         runtime.block_on(bench_mcp_round());
     }
+    if !only_tokens && !only_mcp {
+        bench_approval_state();
+    }
+}
+
+const STATE_BYTES: usize = 100 * 1024;
+const SEALS: usize = 200;
+
+/// (6): one state sealed and opened, against signed and verified, alternating, medians.
+fn bench_approval_state() {
+    let cost = hookwire::agent::StateCost::new(STATE_BYTES);
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut sealed, mut signed) = (Vec::new(), Vec::new());
+    let (mut sealed_len, mut signed_len) = (0, 0);
+    for _ in 0..SEALS {
+        let started = Instant::now();
+        sealed_len = black_box(cost.seal_and_open());
+        sealed.push(started.elapsed());
+        let started = Instant::now();
+        signed_len = black_box(cost.sign_and_verify());
+        signed.push(started.elapsed());
+    }
+    assert!(sealed_len > 0 && signed_len > 0, "a state did not open");
+    let (sealed, signed) = (median(sealed), median(signed));
+    println!(
+        "approval state of {} bytes of JSON ({sealed_len} bytes sealed, {signed_len} signed; median of {SEALS}): encrypt+decrypt {:.0} µs, sign+verify {:.0} µs, ratio {:.2}",
+        cost.json_bytes(),
+        sealed.as_secs_f64() * 1e6,
+        signed.as_secs_f64() * 1e6,
+        sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
+    );
 }
 
 const MCP_CHATS: usize = 50;

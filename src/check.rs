@@ -36,6 +36,9 @@ pub fn problems(config: &Config) -> Vec<Problem> {
             .in_field("addr"),
         );
     }
+    if let Some(warning) = config.secret_warning() {
+        problems.push(Problem::warning(warning).in_field("secret"));
+    }
     problems.extend(hook_file_problems(config));
     problems.extend(mcp_problems(config));
     let skills = scan_skills(&config.skills_dir);

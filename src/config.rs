@@ -163,6 +163,9 @@ pub struct Config {
     pub allowed_hosts: Option<Vec<String>>,
     /// The bearer token of `/ws`, `/api/*` and `/metrics`.
     pub auth_token: Option<String>,
+    /// The bearer token of `/api/hooks` and `/metrics` when set (then `auth_token` no longer
+    /// opens them): what the operator sees, apart from what every chat user may.
+    pub admin_token: Option<String>,
     /// Every workspace hook file loads without review (the workspace is the operator's own).
     pub trust_workspace_hooks: bool,
     /// Where `trust.json` is kept; `None` when no home or state folder is known (then no
@@ -481,7 +484,23 @@ fn seconds(setting: &'static str, value: f64) -> Result<Duration, ConfigError> {
     Ok(Duration::from_secs_f64(value))
 }
 
+/// A secret shorter than this is guessable offline from one signed value: the server starts,
+/// with a warning (and `hookwire check` lists it).
+pub const MIN_SECRET_BYTES: usize = 32;
+
 impl Config {
+    /// What is weak about the secret, if anything: set but under [`MIN_SECRET_BYTES`].
+    pub fn secret_warning(&self) -> Option<String> {
+        let secret = self.agent.secret.as_deref()?;
+        (secret.len() < MIN_SECRET_BYTES).then(|| {
+            format!(
+                "the secret is {} bytes long; use at least {MIN_SECRET_BYTES} random bytes \
+                 (e.g. `openssl rand -hex 32`): a short one can be guessed from any signed value",
+                secret.len()
+            )
+        })
+    }
+
     /// Reads the config file named by the flags (if any) and merges everything.
     pub fn load(cli: &CliSettings) -> Result<Self, ConfigError> {
         let file = match &cli.config {
@@ -514,7 +533,8 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env = |name: &str| raw_env(name).filter(|v| !v.is_empty());
         let secret = raw_env("HOOKWIRE_SECRET").or(file.secret.clone());
-        if secret.as_deref() == Some("") {
+        // Only whitespace is as good as none (a quoted blank in a unit file): refused too.
+        if secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
             return Err(ConfigError::Empty { setting: "secret" });
         }
         let allow_session_command_hooks = file.allow_session_command_hooks.unwrap_or(false);
@@ -557,6 +577,12 @@ impl Config {
         if auth_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ConfigError::Empty {
                 setting: "auth_token",
+            });
+        }
+        let admin_token = raw_env("HOOKWIRE_ADMIN_TOKEN").or(file.admin_token.clone());
+        if admin_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::Empty {
+                setting: "admin_token",
             });
         }
         let llm_timeout = cli
@@ -742,6 +768,7 @@ impl Config {
             allowed_origins: list_env("HOOKWIRE_ALLOWED_ORIGINS").or(file.allowed_origins),
             allowed_hosts: list_env("HOOKWIRE_ALLOWED_HOSTS").or(file.allowed_hosts),
             auth_token,
+            admin_token,
             trust_workspace_hooks,
             state_dir,
             session_hooks,

@@ -69,6 +69,8 @@ pub use crate::types::{
     Usage,
 };
 pub use approval::ApprovalSettings;
+#[doc(hidden)]
+pub use approval::StateCost;
 pub use context::ContextSettings;
 
 use std::future::Future;
@@ -160,9 +162,9 @@ pub(crate) struct AgentInner {
     pub(crate) tools: ToolRegistry,
     pub(crate) hooks: HookStack,
     pub(crate) factories: Vec<Arc<dyn HookFactory>>,
-    /// Signs approval states: the secret's key, or (without a secret) a random one of this
-    /// process, so only it can resume its own states.
-    pub(crate) approval_key: crate::hooks::signing::SigningKey,
+    /// Seals approval states: the key derived from the secret, or (without a secret) a random
+    /// one of this process, so only it can resume its own states.
+    pub(crate) approval_key: approval::StateKey,
     /// The connection events' runs.
     pub(crate) sessions: sessions::SessionEvents,
 }
@@ -404,12 +406,8 @@ impl AgentClientBuilder {
             .model
             .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
         let approval_key = match config.secret.as_deref() {
-            Some(secret) => crate::hooks::signing::SigningKey::new(secret),
-            None => crate::hooks::signing::SigningKey::new(&format!(
-                "{}{}",
-                uuid::Uuid::new_v4().simple(),
-                uuid::Uuid::new_v4().simple()
-            )),
+            Some(secret) => approval::StateKey::from_secret(secret),
+            None => approval::StateKey::random(),
         };
         AgentClient {
             inner: Arc::new(AgentInner {

@@ -29,6 +29,8 @@ pub struct FileConfig {
     pub allowed_hosts: Option<Vec<String>>,
     /// The token `/ws`, `/api/*` and `/metrics` need (else `HOOKWIRE_AUTH_TOKEN`).
     pub auth_token: Option<String>,
+    /// The token `/api/hooks` and `/metrics` need instead (else `HOOKWIRE_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
     /// Trust every workspace hook file without review (else `HOOKWIRE_TRUST_WORKSPACE_HOOKS`).
     pub trust_workspace_hooks: Option<bool>,
     /// Where `trust.json` lives (else `HOOKWIRE_STATE_DIR`, `$XDG_STATE_HOME/hookwire`,

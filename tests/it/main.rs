@@ -15,6 +15,7 @@ mod conversation;
 mod demo;
 mod deploy;
 mod dialects;
+mod exposure;
 mod external;
 mod frontend;
 mod hook_processes;
