@@ -237,6 +237,12 @@ pub enum ConfigError {
         expected: &'static str,
         value: String,
     },
+    /// A setting that needs another one that is not there; the text says which and where.
+    #[error("{what}")]
+    Missing {
+        setting: &'static str,
+        what: &'static str,
+    },
     /// Settings that are each fine but unsafe together.
     #[error("{0}")]
     Unsafe(&'static str),
@@ -253,7 +259,8 @@ impl ConfigError {
             ConfigError::NotSeconds { setting, .. }
             | ConfigError::TooSmall { setting, .. }
             | ConfigError::Empty { setting }
-            | ConfigError::Invalid { setting, .. } => Some(setting),
+            | ConfigError::Invalid { setting, .. }
+            | ConfigError::Missing { setting, .. } => Some(setting),
             ConfigError::Unsafe(_) => None,
             ConfigError::McpServer { .. } => Some("mcp_servers"),
         }
@@ -386,7 +393,20 @@ fn llm_settings(
     idle_timeout: Duration,
 ) -> Result<LlmSettings, ConfigError> {
     let upstream = &file.upstream;
-    let provider = cli.provider.or(upstream.provider).unwrap_or_default();
+    // Only an Anthropic key and nothing of OpenAI's: the person meant Claude, not the demo.
+    let openai_settings = cli.llm_base_url.is_some()
+        || cli.llm_api_key.is_some()
+        || file.llm_base_url.is_some()
+        || file.llm_api_key.is_some()
+        || env("OPENAI_BASE_URL").is_some()
+        || env("OPENAI_API_KEY").is_some();
+    let implied =
+        (!openai_settings && env("ANTHROPIC_API_KEY").is_some()).then_some(Provider::Anthropic);
+    let provider = cli
+        .provider
+        .or(upstream.provider)
+        .or(implied)
+        .unwrap_or_default();
     let (url_var, key_var) = match provider {
         Provider::Openai => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
         Provider::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
@@ -406,7 +426,10 @@ fn llm_settings(
             .or_else(|| file.llm_api_key.clone()),
         connect_timeout,
         idle_timeout,
-        message_style: upstream.message_style.unwrap_or_default(),
+        message_style: cli
+            .message_style
+            .or(upstream.message_style)
+            .unwrap_or_default(),
         system_role: upstream.system_role.unwrap_or(defaults.system_role),
         max_tokens: upstream.max_tokens.unwrap_or(defaults.max_tokens),
     };
@@ -425,11 +448,11 @@ fn llm_settings(
     }
     // The demo model stands in only when nothing was asked for: naming Anthropic means Claude.
     if provider == Provider::Anthropic && settings.is_demo() {
-        return Err(ConfigError::Invalid {
+        return Err(ConfigError::Missing {
             setting: "provider",
-            expected: "an API key (ANTHROPIC_API_KEY or --llm-api-key) or a base URL with \
-                       provider anthropic",
-            value: "anthropic".into(),
+            what: "provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
+                   HOOKWIRE_LLM_API_KEY), or a base URL (--llm-base-url) of a server that speaks \
+                   the Messages API",
         });
     }
     Ok(settings)

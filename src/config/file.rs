@@ -134,7 +134,8 @@ pub struct ApprovalFile {
 pub struct UpstreamFile {
     /// `openai` (default) or `anthropic` (else `--provider` / `HOOKWIRE_PROVIDER`).
     pub provider: Option<Provider>,
-    /// `openai` (default), `strict` or `auto`.
+    /// `auto` (default), `strict` or `openai` (else `--message-style` /
+    /// `HOOKWIRE_MESSAGE_STYLE`).
     pub message_style: Option<MessageStyleSetting>,
     /// `false` for a model whose chat template has no system role (strict style only).
     pub system_role: Option<bool>,
@@ -143,15 +144,16 @@ pub struct UpstreamFile {
 }
 
 /// `upstream.message_style`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStyleSetting {
     /// Messages as the agent built them (what OpenAI's API takes).
-    #[default]
     Openai,
     /// One leading system message, no two messages of the same role in a row (chat templates).
     Strict,
-    /// `strict` unless the base URL is OpenAI's.
+    /// `strict` unless the base URL is OpenAI's (or Azure's): the default, since local servers
+    /// render chat templates.
+    #[default]
     Auto,
 }
 

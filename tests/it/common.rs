@@ -394,7 +394,10 @@ pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path)
         model: Some("fake-model".into()),
         ..Default::default()
     };
-    Config::resolve(&cli, FileConfig::default(), |_| None).unwrap()
+    let mut config = Config::resolve(&cli, FileConfig::default(), |_| None).unwrap();
+    // The tests assert the request as the agent built it; those about layouts choose theirs.
+    config.llm.message_style = hookwire::config::MessageStyleSetting::Openai;
+    config
 }
 
 impl TestServer {
