@@ -433,6 +433,18 @@ fn llm_settings(
         system_role: upstream.system_role.unwrap_or(defaults.system_role),
         max_tokens: upstream.max_tokens.unwrap_or(defaults.max_tokens),
     };
+    if let Some(url) = &settings.base_url {
+        let parsed = reqwest::Url::parse(url.trim());
+        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
+            return Err(ConfigError::Invalid {
+                setting: "llm_base_url",
+                expected: "an absolute http:// or https:// URL (the API root, e.g. \
+                           http://127.0.0.1:11434/v1)",
+                // Never the text itself: it may hold a key.
+                value: crate::llm::redact_url(url),
+            });
+        }
+    }
     at_least(
         "upstream.max_tokens",
         usize::try_from(settings.max_tokens).unwrap_or(usize::MAX),

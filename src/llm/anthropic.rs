@@ -60,21 +60,22 @@ impl Default for AnthropicConfig {
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     http: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     config: AnthropicConfig,
 }
 
 impl AnthropicClient {
-    /// A client for `config`; fails only when the HTTP client cannot be built (no TLS
-    /// provider).
+    /// A client for `config`; fails when the base URL is not an http(s) URL or the HTTP client
+    /// cannot be built (no TLS provider).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
         let http = http::client(config.connect_timeout)?;
-        let root = config.base_url.trim_end_matches('/');
-        let url = if root.ends_with("/v1") {
-            format!("{root}/messages")
+        let root = http::endpoint(&config.base_url, &[])?;
+        let segments: &[&str] = if root.path().trim_end_matches('/').ends_with("/v1") {
+            &["messages"]
         } else {
-            format!("{root}/v1/messages")
+            &["v1", "messages"]
         };
+        let url = http::endpoint(&config.base_url, segments)?;
         Ok(Self { http, url, config })
     }
 }
@@ -84,7 +85,7 @@ impl ChatModel for AnthropicClient {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&request_body(&request, self.config.max_tokens));
@@ -683,6 +684,7 @@ mod tests {
             })
             .unwrap()
             .url
+            .to_string()
         };
         assert_eq!(
             url("https://api.anthropic.com"),
@@ -692,6 +694,10 @@ mod tests {
         assert_eq!(
             url("http://127.0.0.1:9/v1"),
             "http://127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:9/v1/?key=K"),
+            "http://127.0.0.1:9/v1/messages?key=K"
         );
     }
 }

@@ -15,6 +15,7 @@ mod sse;
 mod tokens;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig, ANTHROPIC_VERSION};
+pub use http::redact_url;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use shape::MessageStyle;
 pub use tokens::{

@@ -180,3 +180,47 @@ async fn a_stream_split_into_single_bytes_still_parses() {
     assert_eq!(frames.last().unwrap()["type"], "done");
     server.shutdown().await;
 }
+
+/// A URL's credentials never reach the client: not the user name, the password, nor a key in
+/// the query, whatever failed.
+#[tokio::test]
+async fn no_credential_of_the_base_url_reaches_an_error_frame() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let server = TestServer::start(None, |c| {
+        c.llm.base_url = Some(format!(
+            "http://canaryuser:canarypass@127.0.0.1:{port}/v1?key=canarykey"
+        ));
+    })
+    .await;
+    let message = upstream_error(&server).await;
+    assert!(
+        message.contains(&format!("http://127.0.0.1:{port}/v1")),
+        "the server is named: {message}"
+    );
+    assert!(!message.contains("canary"), "{message}");
+    server.shutdown().await;
+
+    // Through a server that answers: the key stays in the query, after the path; the error the
+    // server answers does not quote it.
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::Status(403, "forbidden".into()));
+    let base = upstream
+        .base_url
+        .replace("http://", "http://canaryuser:canarypass@");
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.llm.base_url = Some(format!("{base}?key=canarykey"));
+    })
+    .await;
+    let message = upstream_error(&server).await;
+    assert!(
+        message.contains("403") && !message.contains("canary"),
+        "{message}"
+    );
+    let request = &upstream.requests()[0];
+    assert_eq!(request.uri.path(), "/v1/chat/completions");
+    assert_eq!(request.uri.query(), Some("key=canarykey"));
+    server.shutdown().await;
+}
