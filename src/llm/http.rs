@@ -74,7 +74,12 @@ pub(super) fn redacted(url: &reqwest::Url) -> String {
     let _ = url.set_password(None);
     url.set_query(None);
     url.set_fragment(None);
-    url.to_string()
+    let text = url.to_string();
+    // `https://h` parses with the path `/`; quote it as written.
+    match url.path() {
+        "/" => text.trim_end_matches('/').to_string(),
+        _ => text,
+    }
 }
 
 /// Sends `request` and reads its streamed reply with `decoder`. Errors before the first event
