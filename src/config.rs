@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
+use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings, RetryPolicy};
 use crate::llm::MessageStyle;
 use crate::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
 
@@ -347,6 +347,27 @@ fn approval_settings(
         None => defaults.ttl,
     };
     Ok(settings)
+}
+
+/// `upstream.retries`, `.max_retry_wait_seconds`, `.fallback_models`.
+fn retry_policy(upstream: &file::UpstreamFile) -> Result<RetryPolicy, ConfigError> {
+    let defaults = RetryPolicy::default();
+    let fallback_models = upstream.fallback_models.clone().unwrap_or_default();
+    if let Some(empty) = fallback_models.iter().find(|m| m.trim().is_empty()) {
+        return Err(ConfigError::Invalid {
+            setting: "upstream.fallback_models",
+            expected: "model names",
+            value: format!("{empty:?}"),
+        });
+    }
+    Ok(RetryPolicy {
+        retries: upstream.retries.unwrap_or(defaults.retries),
+        max_wait: match upstream.max_retry_wait_seconds {
+            Some(v) => seconds("upstream.max_retry_wait_seconds", v)?,
+            None => defaults.max_wait,
+        },
+        fallback_models,
+    })
 }
 
 /// `mcp_servers:`: each entry checked as a server (one transport and its keys, a name that fits
@@ -729,6 +750,7 @@ impl Config {
             secret,
             context: context_settings(file.context)?,
             approval: approval_settings(file.tools, file.approval)?,
+            retry: retry_policy(&file.upstream)?,
         };
         at_least(
             "limits.max_tool_calls_per_round",

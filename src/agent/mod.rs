@@ -55,6 +55,7 @@ mod marker;
 mod phases;
 pub(crate) mod prompts;
 mod resume;
+mod retry;
 mod run;
 mod sessions;
 #[cfg(test)]
@@ -69,6 +70,7 @@ pub use crate::types::{
 };
 pub use approval::ApprovalSettings;
 pub use context::ContextSettings;
+pub use retry::RetryPolicy;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -122,6 +124,8 @@ pub struct AgentConfig {
     pub context: ContextSettings,
     /// Which tool calls wait for the person's approval, and how long a decision may take.
     pub approval: ApprovalSettings,
+    /// Retries and fallback models of a model call that failed before it streamed anything.
+    pub retry: RetryPolicy,
 }
 
 impl Default for AgentConfig {
@@ -144,6 +148,7 @@ impl Default for AgentConfig {
             secret: None,
             context: ContextSettings::default(),
             approval: ApprovalSettings::default(),
+            retry: RetryPolicy::default(),
         }
     }
 }

@@ -141,6 +141,12 @@ pub struct UpstreamFile {
     pub system_role: Option<bool>,
     /// The reply's length limit sent with every call (Anthropic requires one).
     pub max_tokens: Option<u32>,
+    /// Tries after a retryable failure, before anything reached the client (2).
+    pub retries: Option<usize>,
+    /// The longest wait before a retry, the server's `Retry-After` included (20).
+    pub max_retry_wait_seconds: Option<f64>,
+    /// Models tried in turn once the retries of a retryable failure are used up.
+    pub fallback_models: Option<Vec<String>>,
 }
 
 /// `upstream.message_style`.

@@ -581,3 +581,27 @@ fn mcp_servers_are_read_and_checked_by_name() {
         assert_eq!(error.setting(), Some("mcp_servers"));
     }
 }
+
+#[test]
+fn retries_and_fallbacks_are_read() {
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.agent.retry, crate::agent::RetryPolicy::default());
+    assert_eq!(defaults.agent.retry.retries, 2);
+    assert_eq!(defaults.agent.retry.max_wait, Duration::from_secs(20));
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("upstream:\n  retries: 5\n  max_retry_wait_seconds: 3\n  fallback_models: [a, b]\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.agent.retry.retries, 5);
+    assert_eq!(config.agent.retry.max_wait, Duration::from_secs(3));
+    assert_eq!(config.agent.retry.fallback_models, ["a", "b"]);
+    let error = Config::resolve(
+        &CliSettings::default(),
+        file("upstream: {fallback_models: [\"\"]}\n"),
+        no_env,
+    )
+    .unwrap_err();
+    assert_eq!(error.setting(), Some("upstream.fallback_models"));
+}

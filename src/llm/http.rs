@@ -104,6 +104,7 @@ pub(super) async fn stream<D: Decoder>(
     };
     let status = response.status();
     if !status.is_success() {
+        let retry_after = retry_after(response.headers());
         let body = match tokio::time::timeout(idle, response.text()).await {
             Ok(Ok(body)) => status_body_text(&body),
             _ => String::from("(no readable body)"),
@@ -111,6 +112,7 @@ pub(super) async fn stream<D: Decoder>(
         return Err(LlmError::Status {
             status: status.as_u16(),
             body,
+            retry_after,
         });
     }
     let received = Arc::new(AtomicUsize::new(0));
@@ -179,6 +181,25 @@ fn stream_error(error: EventStreamError<reqwest::Error>) -> LlmError {
     }
 }
 
+/// The wait a failed response asks for: `retry-after-ms` (OpenAI's), else `Retry-After` in
+/// seconds. An HTTP date is not read (the back-off applies then).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number("retry-after"))
+        .map(|secs| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
 /// The most specific text of an error's source chain ("Connection refused (os error 111)").
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
@@ -238,6 +259,31 @@ mod tests {
         assert_eq!(status_body_text(r#"{"message":"bad model"}"#), "bad model");
         let long = "x".repeat(2000);
         assert_eq!(status_body_text(&long).chars().count(), MAX_ERROR_TEXT + 1);
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_or_milliseconds() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = reqwest::header::HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, reqwest::header::HeaderValue::from_static(value));
+            }
+            retry_after(&map)
+        };
+        assert_eq!(
+            headers(&[("retry-after", "2")]),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            headers(&[("retry-after", "1"), ("retry-after-ms", "250")]),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+            None
+        );
+        assert_eq!(headers(&[("retry-after", "-1")]), None);
+        assert_eq!(headers(&[]), None);
     }
 
     #[test]

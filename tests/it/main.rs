@@ -29,6 +29,7 @@ mod protocol;
 mod reliability;
 mod reload;
 mod replicas;
+mod retries;
 mod rust_hooks;
 mod seed_gaps;
 mod skills;

@@ -33,7 +33,8 @@ async fn refused_connection() {
         listener.local_addr().unwrap().port()
     };
     let server = TestServer::start(None, |c| {
-        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"))
+        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+        c.agent.retry.retries = 0;
     })
     .await;
     let message = upstream_error(&server).await;
@@ -65,7 +66,7 @@ async fn http_401_shows_the_upstream_error_text() {
 async fn http_500_with_a_text_body() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "model overloaded".into()));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::start(Some(&upstream), |c| c.agent.retry.retries = 0).await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("500") && message.contains("model overloaded"),
@@ -193,6 +194,7 @@ async fn no_credential_of_the_base_url_reaches_an_error_frame() {
         c.llm.base_url = Some(format!(
             "http://canaryuser:canarypass@127.0.0.1:{port}/v1?key=canarykey"
         ));
+        c.agent.retry.retries = 0;
     })
     .await;
     let message = upstream_error(&server).await;
