@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings, RetryPolicy};
+use crate::agent::{
+    prompts, AgentConfig, ApprovalSettings, ContextSettings, Planning, RetryPolicy,
+};
 use crate::llm::MessageStyle;
 use crate::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
 
@@ -15,7 +17,8 @@ mod file;
 pub use cli::{CheckArgs, Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
-    MessageStyleSetting, PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
+    MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, SessionHooksFile,
+    UpstreamFile,
 };
 
 /// OpenAI's API root: the base URL when only a key is set.
@@ -751,6 +754,15 @@ impl Config {
             context: context_settings(file.context)?,
             approval: approval_settings(file.tools, file.approval)?,
             retry: retry_policy(&file.upstream)?,
+            planning: match cli.planning.or(file.agent.planning).unwrap_or_default() {
+                PlanningSetting::Marker => Planning::Marker,
+                PlanningSetting::Native => Planning::Native,
+                PlanningSetting::Off => Planning::Off,
+            },
+            native_planning_prompt: file
+                .planning
+                .native_prompt
+                .unwrap_or(agent_defaults.native_planning_prompt),
         };
         at_least(
             "limits.max_tool_calls_per_round",

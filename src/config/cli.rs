@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
-use super::MessageStyleSetting;
+use super::{MessageStyleSetting, PlanningSetting};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -120,6 +120,9 @@ pub struct CliSettings {
     /// How OpenAI-compatible requests are laid out: `auto` (default), `strict` or `openai`.
     #[arg(long, env = "HOOKWIRE_MESSAGE_STYLE", global = true)]
     pub message_style: Option<MessageStyleSetting>,
+    /// How a chat with tools decides to use them: `marker` (default), `native` or `off`.
+    #[arg(long, env = "HOOKWIRE_PLANNING", global = true)]
+    pub planning: Option<PlanningSetting>,
 }
 
 impl Cli {

@@ -46,6 +46,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
     #[serde(default)]
+    pub agent: AgentFile,
+    #[serde(default)]
     pub planning: PlanningFile,
     #[serde(default)]
     pub prompts: PromptsFile,
@@ -209,6 +211,29 @@ pub struct HttpHooksFile {
 pub struct PlanningFile {
     pub marker: Option<String>,
     pub prompt: Option<String>,
+    /// The prompt of the `native` planning call.
+    pub native_prompt: Option<String>,
+}
+
+/// `agent:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// `marker` (default), `native` or `off` (else `--planning` / `HOOKWIRE_PLANNING`).
+    pub planning: Option<PlanningSetting>,
+}
+
+/// `agent.planning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanningSetting {
+    /// A planning call without tools; the marker asks for the agent loop.
+    #[default]
+    Marker,
+    /// The first call offers the tools; a tool call starts the agent loop.
+    Native,
+    /// No planning call: the agent loop with the tools from the start.
+    Off,
 }
 
 #[derive(Debug, Default, Deserialize)]

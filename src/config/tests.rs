@@ -605,3 +605,24 @@ fn retries_and_fallbacks_are_read() {
     .unwrap_err();
     assert_eq!(error.setting(), Some("upstream.fallback_models"));
 }
+
+#[test]
+fn planning_is_read_from_the_flag_or_the_file() {
+    use crate::agent::Planning;
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.agent.planning, Planning::Marker);
+    let native = Config::resolve(
+        &CliSettings::default(),
+        file("agent: {planning: native}\nplanning: {native_prompt: P}\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(native.agent.planning, Planning::Native);
+    assert_eq!(native.agent.native_planning_prompt, "P");
+    let cli = CliSettings {
+        planning: Some(PlanningSetting::Off),
+        ..Default::default()
+    };
+    let off = Config::resolve(&cli, file("agent: {planning: native}\n"), no_env).unwrap();
+    assert_eq!(off.agent.planning, Planning::Off);
+}

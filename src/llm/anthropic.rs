@@ -165,6 +165,7 @@ pub(super) fn request_body(request: &ModelRequest, max_tokens: u32) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        body["tool_choice"] = json!({"type": "auto"});
     }
     body
 }
@@ -660,6 +661,7 @@ mod tests {
                     ]},
                 ],
                 "tools": [{"name":"read_file","description":"reads","input_schema":{"type":"object"}}],
+                "tool_choice": {"type": "auto"},
             })
         );
         // No system text, no tools: neither field.

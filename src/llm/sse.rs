@@ -35,6 +35,9 @@ pub(super) fn request_body(request: &ModelRequest, style: MessageStyle) -> Value
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        // OpenAI's default, said out loud: the model decides whether to call (the `native`
+        // planning call relies on it; some servers default otherwise).
+        body["tool_choice"] = json!("auto");
     }
     body
 }
