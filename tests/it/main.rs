@@ -27,6 +27,7 @@ mod nginx;
 mod observability;
 mod planning;
 mod protocol;
+mod real_model;
 mod reliability;
 mod reload;
 mod replicas;
