@@ -498,3 +498,39 @@ async fn a_user_message_after_tool_results_is_refused_by_mistral_nemo_only() {
         assert!(rendered.contains("TEXT:atc"), "{template}: {rendered}");
     }
 }
+
+/// llama.cpp's tool-call ids have 32 characters; Mistral's template demands 9. In strict style
+/// they go upstream as 9 letters or digits, the same for a call and its result, while the
+/// client sees the model's own id.
+#[tokio::test]
+async fn strict_style_sends_nine_character_tool_call_ids() {
+    const LONG_ID: &str = "Xq7Hd0mK2LpA9sT4vB6nC8eF1gJ3rW5y";
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] PLAN:read"]));
+    upstream.push(Reply::tool_calls(&[(
+        LONG_ID,
+        "read_file",
+        json!({"path": "README.md"}),
+    )]));
+    upstream.push(Reply::text(&["ANSWER"]));
+    let server = TestServer::start_in(workspace(), Some(&upstream), strict(false), |b| b).await;
+    let frames = chat(&server, json!({"type": "chat", "input": "read it"})).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(
+        frame_of(&frames, "tool_call")["call_id"],
+        LONG_ID,
+        "{frames:?}"
+    );
+    let round2 = &upstream.requests()[2];
+    let body = round2.body["messages"].as_array().unwrap();
+    let call = body.iter().find(|m| m["tool_calls"].is_array()).unwrap();
+    let id = call["tool_calls"][0]["id"].as_str().unwrap();
+    assert!(
+        id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+        "{id}"
+    );
+    let result = body.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], id);
+    render("mistral-nemo", round2).unwrap_or_else(|e| panic!("{e}"));
+    server.shutdown().await;
+}
