@@ -646,7 +646,7 @@ mod tests {
             request_body(&request, 100),
             json!({
                 "model": "claude", "max_tokens": 100, "stream": true,
-                "system": "base\n\nskill hook\n\nstep prompt",
+                "system": "base\n\nskill hook",
                 "messages": [
                     {"role":"user","content":[{"type":"text","text":"question"}]},
                     {"role":"assistant","content":[
@@ -657,7 +657,7 @@ mod tests {
                     {"role":"user","content":[
                         {"type":"tool_result","tool_use_id":"t1","content":"one"},
                         {"type":"tool_result","tool_use_id":"t2"},
-                        {"type":"text","text":"after tools"},
+                        {"type":"text","text":"after tools\n\n<system-reminder>\nstep prompt\n</system-reminder>"},
                     ]},
                 ],
                 "tools": [{"name":"read_file","description":"reads","input_schema":{"type":"object"}}],
