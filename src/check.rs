@@ -203,6 +203,8 @@ pub fn upstream_summary(config: &Config) -> String {
             format!("message style {}{why}", style.describe())
         }
     };
+    // The operator's terminal, but a key in a URL is a key: it is never printed.
+    let url = crate::llm::redact_url(&url);
     format!(
         "upstream: {} at {url}, model {}, {layout}\n",
         llm.provider.as_str(),

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
+use crate::agent::{
+    prompts, AgentConfig, ApprovalSettings, ContextSettings, Planning, RetryPolicy,
+};
 use crate::llm::MessageStyle;
 use crate::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
 
@@ -15,7 +17,8 @@ mod file;
 pub use cli::{CheckArgs, Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
-    MessageStyleSetting, PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
+    MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, SessionHooksFile,
+    UpstreamFile,
 };
 
 /// OpenAI's API root: the base URL when only a key is set.
@@ -240,6 +243,12 @@ pub enum ConfigError {
         expected: &'static str,
         value: String,
     },
+    /// A setting that needs another one that is not there; the text says which and where.
+    #[error("{what}")]
+    Missing {
+        setting: &'static str,
+        what: &'static str,
+    },
     /// Settings that are each fine but unsafe together.
     #[error("{0}")]
     Unsafe(&'static str),
@@ -256,7 +265,8 @@ impl ConfigError {
             ConfigError::NotSeconds { setting, .. }
             | ConfigError::TooSmall { setting, .. }
             | ConfigError::Empty { setting }
-            | ConfigError::Invalid { setting, .. } => Some(setting),
+            | ConfigError::Invalid { setting, .. }
+            | ConfigError::Missing { setting, .. } => Some(setting),
             ConfigError::Unsafe(_) => None,
             ConfigError::McpServer { .. } => Some("mcp_servers"),
         }
@@ -345,6 +355,27 @@ fn approval_settings(
     Ok(settings)
 }
 
+/// `upstream.retries`, `.max_retry_wait_seconds`, `.fallback_models`.
+fn retry_policy(upstream: &file::UpstreamFile) -> Result<RetryPolicy, ConfigError> {
+    let defaults = RetryPolicy::default();
+    let fallback_models = upstream.fallback_models.clone().unwrap_or_default();
+    if let Some(empty) = fallback_models.iter().find(|m| m.trim().is_empty()) {
+        return Err(ConfigError::Invalid {
+            setting: "upstream.fallback_models",
+            expected: "model names",
+            value: format!("{empty:?}"),
+        });
+    }
+    Ok(RetryPolicy {
+        retries: upstream.retries.unwrap_or(defaults.retries),
+        max_wait: match upstream.max_retry_wait_seconds {
+            Some(v) => seconds("upstream.max_retry_wait_seconds", v)?,
+            None => defaults.max_wait,
+        },
+        fallback_models,
+    })
+}
+
 /// `mcp_servers:`: each entry checked as a server (one transport and its keys, a name that fits
 /// in tool names, a positive timeout).
 fn mcp_servers(
@@ -389,7 +420,20 @@ fn llm_settings(
     idle_timeout: Duration,
 ) -> Result<LlmSettings, ConfigError> {
     let upstream = &file.upstream;
-    let provider = cli.provider.or(upstream.provider).unwrap_or_default();
+    // Only an Anthropic key and nothing of OpenAI's: the person meant Claude, not the demo.
+    let openai_settings = cli.llm_base_url.is_some()
+        || cli.llm_api_key.is_some()
+        || file.llm_base_url.is_some()
+        || file.llm_api_key.is_some()
+        || env("OPENAI_BASE_URL").is_some()
+        || env("OPENAI_API_KEY").is_some();
+    let implied =
+        (!openai_settings && env("ANTHROPIC_API_KEY").is_some()).then_some(Provider::Anthropic);
+    let provider = cli
+        .provider
+        .or(upstream.provider)
+        .or(implied)
+        .unwrap_or_default();
     let (url_var, key_var) = match provider {
         Provider::Openai => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
         Provider::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
@@ -409,10 +453,25 @@ fn llm_settings(
             .or_else(|| file.llm_api_key.clone()),
         connect_timeout,
         idle_timeout,
-        message_style: upstream.message_style.unwrap_or_default(),
+        message_style: cli
+            .message_style
+            .or(upstream.message_style)
+            .unwrap_or_default(),
         system_role: upstream.system_role.unwrap_or(defaults.system_role),
         max_tokens: upstream.max_tokens.unwrap_or(defaults.max_tokens),
     };
+    if let Some(url) = &settings.base_url {
+        let parsed = reqwest::Url::parse(url.trim());
+        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
+            return Err(ConfigError::Invalid {
+                setting: "llm_base_url",
+                expected: "an absolute http:// or https:// URL (the API root, e.g. \
+                           http://127.0.0.1:11434/v1)",
+                // Never the text itself: it may hold a key.
+                value: crate::llm::redact_url(url),
+            });
+        }
+    }
     at_least(
         "upstream.max_tokens",
         usize::try_from(settings.max_tokens).unwrap_or(usize::MAX),
@@ -428,11 +487,11 @@ fn llm_settings(
     }
     // The demo model stands in only when nothing was asked for: naming Anthropic means Claude.
     if provider == Provider::Anthropic && settings.is_demo() {
-        return Err(ConfigError::Invalid {
+        return Err(ConfigError::Missing {
             setting: "provider",
-            expected: "an API key (ANTHROPIC_API_KEY or --llm-api-key) or a base URL with \
-                       provider anthropic",
-            value: "anthropic".into(),
+            what: "provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
+                   HOOKWIRE_LLM_API_KEY), or a base URL (--llm-base-url) of a server that speaks \
+                   the Messages API",
         });
     }
     Ok(settings)
@@ -724,6 +783,16 @@ impl Config {
             secret,
             context: context_settings(file.context)?,
             approval: approval_settings(file.tools, file.approval)?,
+            retry: retry_policy(&file.upstream)?,
+            planning: match cli.planning.or(file.agent.planning).unwrap_or_default() {
+                PlanningSetting::Marker => Planning::Marker,
+                PlanningSetting::Native => Planning::Native,
+                PlanningSetting::Off => Planning::Off,
+            },
+            native_planning_prompt: file
+                .planning
+                .native_prompt
+                .unwrap_or(agent_defaults.native_planning_prompt),
         };
         at_least(
             "limits.max_tool_calls_per_round",

@@ -366,7 +366,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
         return;
     };
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Status(500, "model overloaded".into()));
+    upstream.push(Reply::Status(400, "model overloaded".into()));
     let server = TestServer::start_in(
         workspace(),
         Some(&upstream),
