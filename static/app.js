@@ -82,8 +82,13 @@
     node.innerHTML = window.HookwireMarkdown.render(markdown);
   }
 
-  // Draws one transcript item; returns the element (assistant items are updated while streaming).
-  function draw(item) {
+  // The element of each drawn item (a compaction marks earlier ones as folded, and its divider
+  // goes before a later one).
+  const nodes = new WeakMap();
+
+  // Draws one transcript item (at the end, or before the element `before`); returns the element
+  // (assistant items are updated while streaming).
+  function draw(item, before) {
     let node;
     switch (item.kind) {
       case 'user': node = el('div', 'msg user', item.text); break;
@@ -107,6 +112,7 @@
       }
       case 'compact': {
         node = el('details', 'compact-divider');
+        node.setAttribute('aria-label', 'Earlier messages summarised here');
         node.appendChild(el('summary', null, item.count + ' earlier message' + (item.count === 1 ? '' : 's') + ' summarised'));
         node.appendChild(el('div', 'summary-text', item.text));
         break;
@@ -117,9 +123,37 @@
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
     }
-    transcriptEl.appendChild(node);
-    scroll();
+    if (item.folded) {
+      node.classList.add('folded');
+      node.dataset.folded = 'true';
+    }
+    nodes.set(item, node);
+    if (before) {
+      transcriptEl.insertBefore(node, before);
+    } else {
+      transcriptEl.appendChild(node);
+      scroll();
+    }
     return node;
+  }
+
+  // A `compact` frame, at the start of a chat or in its middle: the divider goes where the
+  // summarised messages were, and their items are marked folded.
+  function placeDivider(count, frame) {
+    const item = { kind: 'compact', count, text: P.summaryText(frame.message.content) };
+    const pinned = Array.isArray(frame.pinned) ? frame.pinned.length : 0;
+    const at = P.placeCompaction(view.transcript, item, count, pinned);
+    saveTranscript();
+    for (const done of view.transcript.slice(0, at)) {
+      const node = done && nodes.get(done);
+      if (node && done.folded) {
+        node.classList.add('folded');
+        node.dataset.folded = 'true';
+      }
+    }
+    const next = view.transcript[at + 1];
+    const before = next ? nodes.get(next) : null;
+    draw(item, before && before.parentNode === transcriptEl ? before : null);
   }
 
   // The foot of a turn: model and token usage, and with tracing its hook runs (event → hook →
@@ -201,6 +235,7 @@
     item.decisions[call.call_id] = reason ? { decision, reason } : { decision };
     const fresh = drawApproval(item);
     transcriptEl.replaceChild(fresh, transcriptEl.querySelector('.approval-card[data-state="' + CSS.escape(item.state) + '"]') || fresh);
+    nodes.set(item, fresh);
     saveTranscript();
     if (item.calls.some((c) => !item.decisions[c.call_id])) return;
     const decisions = item.calls.map((c) => Object.assign({ call_id: c.call_id }, item.decisions[c.call_id]));
@@ -258,7 +293,8 @@
     library.touch(library.current, text);
     renderConversations();
     view.chat = newChat();
-    push({ kind: 'user', text });
+    // `at`: the place its message will have in the history (where a compaction cuts).
+    push({ kind: 'user', text, at: frame.messages.length });
     view.ws.send(JSON.stringify(frame));
     setState('running');
   }
@@ -345,7 +381,7 @@
         break;
       case 'compact':
         closeBubble(chat);
-        push({ kind: 'compact', count: update.count, text: frame.message.content });
+        placeDivider(update.count, frame);
         break;
       case 'approval':
         closeBubble(chat);
