@@ -256,7 +256,7 @@
     if (!view.transcript.length) {
       transcriptEl.appendChild(el('p', 'empty muted', 'Nothing here yet: say something below.'));
     }
-    view.transcript.forEach(draw);
+    view.transcript.forEach((item) => draw(item));
     renderConversations();
     renderHooks();
   }
