@@ -14,13 +14,19 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
+//! 6. A 20-turn agent conversation (3 tool rounds a turn, results of 2 KB, in the history):
+//!    request bytes per turn with micro compaction vs without, and the token estimate of a call
+//!    vs serialising its request (`micro.rs`).
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
+//! `-- micro` only (6).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
 
 #[path = "../tests/it/common.rs"]
 mod common;
+mod micro;
 mod relay;
 
 use std::hint::black_box;
@@ -43,6 +49,10 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if std::env::args().any(|arg| arg == "micro") {
+        runtime.block_on(micro::bench_micro_compaction());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -53,6 +63,9 @@ fn main() {
     }
     if !only_tokens {
         runtime.block_on(bench_mcp_round());
+    }
+    if !only_tokens && !only_mcp {
+        runtime.block_on(micro::bench_micro_compaction());
     }
 }
 

@@ -14,8 +14,8 @@ use std::ops::Range;
 use std::time::Instant;
 
 use super::call::TextMode;
-use super::run::{ChatRun, Interrupt, Outcome};
 use super::context::Sendable;
+use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, CompactInfo, Flow};
 use crate::llm::{estimate_tokens, ModelRequest};
 use crate::types::{ChatError, ChatEvent, CompactTag, ErrorCode, Message, NoticeLevel, Role};
@@ -344,9 +344,14 @@ impl ChatRun {
         // groups, and everything after the history (this chat's own messages) as it was.
         let old_len = self.history_places.len();
         let new_len = 1 + plan.pinned.len() + plan.recent.len();
-        let tail = self.ctx.messages.split_off(end.min(self.ctx.messages.len()));
+        let tail = self
+            .ctx
+            .messages
+            .split_off(end.min(self.ctx.messages.len()));
         self.ctx.messages.truncate(at);
-        self.ctx.messages.push(summary_message(&summary, plan.count));
+        self.ctx
+            .messages
+            .push(summary_message(&summary, plan.count));
         self.ctx.messages.extend(plan.pinned.iter().cloned());
         self.ctx
             .messages
@@ -388,7 +393,11 @@ impl ChatRun {
             .collect();
         let shift = 1 + plan.pinned.len();
         self.history_places = (0..shift)
-            .chain(plan.recent.iter().map(|sent| sent.index - plan.count + shift))
+            .chain(
+                plan.recent
+                    .iter()
+                    .map(|sent| sent.index - plan.count + shift),
+            )
             .collect();
         self.binding = None;
         self.send(ChatEvent::Compact {

@@ -223,12 +223,18 @@ mod tests {
         messages.extend(round("d", "list_dir", "short"));
         let mut compacted = messages.clone();
         assert_eq!(micro_compact(&mut compacted, 2), 2);
-        assert_eq!(compacted[3].content, stub("read_file", r#"{"path":"a.rs"}"#, 300));
+        assert_eq!(
+            compacted[3].content,
+            stub("read_file", r#"{"path":"a.rs"}"#, 300)
+        );
         assert_eq!(
             compacted[3].content,
             r#"[the result of read_file {"path":"a.rs"} (300 characters) was removed to save context; call read_file again if you need it]"#
         );
-        assert_eq!(compacted[5].content, stub("list_dir", r#"{"path":"b.rs"}"#, 300));
+        assert_eq!(
+            compacted[5].content,
+            stub("list_dir", r#"{"path":"b.rs"}"#, 300)
+        );
         assert_eq!(compacted[7].content, long("CCC"));
         assert_eq!(compacted[9].content, "short");
         assert_eq!(micro_compact(&mut compacted, 2), 0, "a stub stays a stub");
@@ -268,7 +274,10 @@ mod tests {
         assert_eq!(above.estimated(), *estimate);
         let extra = Message::user("next");
         let with_input = Sendable::of(&messages, Some(&extra), &settings(1_000_000), "m");
-        assert_eq!(with_input.full, crate::llm::estimate_tokens(messages.iter().chain([&extra])));
+        assert_eq!(
+            with_input.full,
+            crate::llm::estimate_tokens(messages.iter().chain([&extra]))
+        );
         let info = micro_info(&settings(1000), "m", 700, 400, 1);
         assert_eq!(info.compact_threshold_tokens, 600);
         assert_eq!(info.keep_recent_group_count, 2);

@@ -381,7 +381,9 @@ mod tests {
             check_history_message(&key, &as_hook),
             Err("malformed_hook_tag")
         );
-        let mut user = Message::user("<summary of the earlier conversation>\nx\n</summary of the earlier conversation>");
+        let mut user = Message::user(
+            "<summary of the earlier conversation>\nx\n</summary of the earlier conversation>",
+        );
         user.compact = Some(crate::types::CompactTag { count: 4 });
         assert_eq!(check_history_message(&key, &user), Ok(()), "user text");
     }

@@ -244,7 +244,10 @@ async fn micro_stubs_appear_only_past_the_threshold() {
     );
     assert!(!tool_content(&requests[4], "c2").contains("BRAVO"));
     let last = tool_content(&requests[4], "c3");
-    assert!(last.contains("CHARLIE") && last.len() >= large.len() - 1, "whole");
+    assert!(
+        last.contains("CHARLIE") && last.len() >= large.len() - 1,
+        "whole"
+    );
 }
 
 /// A text reply the upstream ends with `finish_reason: "length"`.

@@ -127,7 +127,10 @@ fn the_transcript_names_roles_summaries_tool_calls_and_cuts_long_results() {
     ]);
     assert!(text.contains("[summary of an even earlier part]\n<summary of the earlier conversation>\nthey talked about a.rs"));
     assert!(text.contains("[user]\nand b.rs?"));
-    assert!(text.contains(r#"(called read_file {"path":"b.rs"})"#), "{text}");
+    assert!(
+        text.contains(r#"(called read_file {"path":"b.rs"})"#),
+        "{text}"
+    );
     assert!(text.contains("[… 3000 more characters]"), "{text}");
 }
 

@@ -786,7 +786,10 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
         sent.contains(&("user".to_string(), summary.to_string())),
         "{sent:?}"
     );
-    assert!(!sent.iter().any(|(_, c)| c.contains("alpha alpha")), "{sent:?}");
+    assert!(
+        !sent.iter().any(|(_, c)| c.contains("alpha alpha")),
+        "{sent:?}"
+    );
 
     // An agent loop whose tool result crosses the threshold: the compaction comes after the
     // tool card, and its divider goes before the kept group ("four"), not after the card.
