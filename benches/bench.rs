@@ -16,7 +16,7 @@
 //!
 //! 6. A 20-turn agent conversation (3 tool rounds a turn, results of 2 KB, in the history):
 //!    request bytes per turn with micro compaction vs without, and the token estimate of a call
-//!    vs serialising its request (`micro.rs`).
+//!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- micro` only (6).

@@ -103,12 +103,14 @@ impl ChatModel for TurnModel {
             Ok(state) => state,
             Err(poisoned) => poisoned.into_inner(),
         };
-        state.bytes[state.turn] += bytes;
+        let turn = state.turn;
+        if let Some(total) = state.bytes.get_mut(turn) {
+            *total += bytes;
+        }
         state.estimate.push(estimate);
         state.serialise.push(serialise);
         let step = state.step;
         state.step += 1;
-        let turn = state.turn;
         let events = match step {
             0 => vec![ModelEvent::Text("[NEED_TOOL] fetch three pages".into())],
             round if round <= ROUNDS => vec![ModelEvent::Finished {
