@@ -17,14 +17,19 @@
 //! 6. Sealing a 100 KB approval state (encrypt and decrypt, XChaCha20-Poly1305 under an HKDF
 //!    key) vs signing it only (HMAC-SHA256, as states were before): both deflate and base64.
 //!
+//! 7. A 20-turn agent conversation (3 tool rounds a turn, results of 2 KB, in the history):
+//!    request bytes per turn with micro compaction vs without, and the token estimate of a call
+//!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6).
+//! `-- state` only (6); `-- micro` only (7).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
 
 #[path = "../tests/it/common.rs"]
 mod common;
+mod micro;
 mod relay;
 
 use std::hint::black_box;
@@ -51,6 +56,10 @@ fn main() {
         bench_approval_state();
         return;
     }
+    if std::env::args().any(|arg| arg == "micro") {
+        runtime.block_on(micro::bench_micro_compaction());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -64,6 +73,7 @@ fn main() {
     }
     if !only_tokens && !only_mcp {
         bench_approval_state();
+        runtime.block_on(micro::bench_micro_compaction());
     }
 }
 

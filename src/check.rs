@@ -224,9 +224,12 @@ pub fn context_summary(config: &Config) -> String {
     format!(
         "context: window {window} tokens ({source}), compaction threshold {} tokens, \
          the last {} message group(s) kept by auto compaction, \
+         micro threshold {} tokens (context.micro_threshold {}), \
          tool results of the last {} agent round(s) kept in full\n",
         context.threshold_for(model),
         context.keep_recent_groups,
+        context.micro_threshold_for(model),
+        context.micro_threshold,
         context.micro_keep_rounds
     )
 }

@@ -299,6 +299,14 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
             value: compact_threshold.to_string(),
         });
     }
+    let micro_threshold = file.micro_threshold.unwrap_or(defaults.micro_threshold);
+    if !(micro_threshold > 0.0 && micro_threshold <= 1.0) {
+        return Err(ConfigError::Invalid {
+            setting: "context.micro_threshold",
+            expected: "a fraction of the window above 0 and at most 1",
+            value: micro_threshold.to_string(),
+        });
+    }
     let micro_keep_rounds = file.micro_keep_rounds.unwrap_or(defaults.micro_keep_rounds);
     at_least("context.micro_keep_rounds", micro_keep_rounds, 1)?;
     let keep_recent_groups = file
@@ -318,6 +326,7 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
     Ok(ContextSettings {
         window_tokens: file.window_tokens,
         compact_threshold,
+        micro_threshold,
         micro_keep_rounds,
         keep_recent_groups,
         summary_prompt,

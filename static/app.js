@@ -93,8 +93,13 @@
     window.HookwireMarkdown.renderInto(node, markdown);
   }
 
-  // Draws one transcript item; returns the element (assistant items are updated while streaming).
-  function draw(item) {
+  // The element of each drawn item (a compaction marks earlier ones as folded, and its divider
+  // goes before a later one).
+  const nodes = new WeakMap();
+
+  // Draws one transcript item (at the end, or before the element `before`); returns the element
+  // (assistant items are updated while streaming).
+  function draw(item, before) {
     let node;
     switch (item.kind) {
       case 'user': node = drawUser(item); break;
@@ -118,6 +123,7 @@
       }
       case 'compact': {
         node = el('details', 'compact-divider');
+        node.setAttribute('aria-label', 'Earlier messages summarised here');
         node.appendChild(el('summary', null, item.count + ' earlier message' + (item.count === 1 ? '' : 's') + ' summarised'));
         node.appendChild(el('div', 'summary-text', item.text));
         break;
@@ -128,9 +134,37 @@
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
     }
-    transcriptEl.appendChild(node);
-    scroll();
+    if (item.folded) {
+      node.classList.add('folded');
+      node.dataset.folded = 'true';
+    }
+    nodes.set(item, node);
+    if (before) {
+      transcriptEl.insertBefore(node, before);
+    } else {
+      transcriptEl.appendChild(node);
+      scroll();
+    }
     return node;
+  }
+
+  // A `compact` frame, at the start of a chat or in its middle: the divider goes where the
+  // summarised messages were, and their items are marked folded.
+  function placeDivider(count, frame) {
+    const item = { kind: 'compact', count, text: P.summaryText(frame.message.content) };
+    const pinned = Array.isArray(frame.pinned) ? frame.pinned.length : 0;
+    const at = P.placeCompaction(view.transcript, item, count, pinned);
+    saveTranscript();
+    for (const done of view.transcript.slice(0, at)) {
+      const node = done && nodes.get(done);
+      if (node && done.folded) {
+        node.classList.add('folded');
+        node.dataset.folded = 'true';
+      }
+    }
+    const next = view.transcript[at + 1];
+    const before = next ? nodes.get(next) : null;
+    draw(item, before && before.parentNode === transcriptEl ? before : null);
   }
 
   // The foot of a turn: model and token usage, and with tracing its hook runs (event → hook →
@@ -231,6 +265,7 @@
     item.decisions[call.call_id] = reason ? { decision, reason } : { decision };
     const fresh = drawApproval(item);
     transcriptEl.replaceChild(fresh, transcriptEl.querySelector('.approval-card[data-state="' + CSS.escape(item.state) + '"]') || fresh);
+    nodes.set(item, fresh);
     saveTranscript();
     if (item.calls.some((c) => !item.decisions[c.call_id])) return;
     const decisions = item.calls.map((c) => Object.assign({ call_id: c.call_id }, item.decisions[c.call_id]));
@@ -249,7 +284,7 @@
   function redrawAll() {
     transcriptEl.textContent = '';
     if (!view.transcript.length) transcriptEl.appendChild(drawEmpty());
-    view.transcript.forEach(draw);
+    view.transcript.forEach((item) => draw(item));
     requestAnimationFrame(scroll);
     renderConversations();
     renderHooks();
@@ -310,8 +345,9 @@
     library.touch(library.current, text);
     renderConversations();
     view.chat = newChat();
-    // Where this message starts in the history: Retry, Regenerate and Edit go on from there.
-    push({ kind: 'user', text, historyAt: frame.messages.length });
+    // `at`: where its message starts in the history: a compaction cuts there, and Retry,
+    // Regenerate and Edit go on from there.
+    push({ kind: 'user', text, at: frame.messages.length });
     view.ws.send(JSON.stringify(frame));
     setState('running');
   }
@@ -456,7 +492,7 @@
         break;
       case 'compact':
         closeBubble(chat);
-        push({ kind: 'compact', count: update.count, text: frame.message.content });
+        placeDivider(update.count, frame);
         break;
       case 'approval':
         closeBubble(chat);
@@ -477,13 +513,13 @@
   // ─── Retry, Regenerate, Edit ───
   //
   // Each goes on from an earlier user message: the history is cut to where that message started
-  // (`historyAt`, kept on its transcript item), what the page showed from there on is dropped,
+  // (`at`, kept on its transcript item), what the page showed from there on is dropped,
   // and the message (or its edit) is sent again. A compaction changes where messages start, so
   // only the messages after the last summary can be redone.
 
   function forkable(index) {
     const item = view.transcript[index];
-    if (!item || item.kind !== 'user' || !Number.isInteger(item.historyAt)) return false;
+    if (!item || item.kind !== 'user' || !Number.isInteger(item.at)) return false;
     return !view.transcript.slice(index + 1).some((i) => i.kind === 'compact');
   }
 
@@ -499,7 +535,7 @@
   function redoFrom(index, text) {
     if (!canSend() || !forkable(index)) return;
     const item = view.transcript[index];
-    conversation.truncate(item.historyAt);
+    conversation.truncate(item.at);
     view.transcript = view.transcript.slice(0, index);
     saveTranscript();
     redrawAll();
@@ -512,7 +548,7 @@
     const node = el('div', 'msg user');
     const text = el('div', 'user-text', item.text);
     node.appendChild(text);
-    if (Number.isInteger(item.historyAt)) {
+    if (Number.isInteger(item.at)) {
       // Its word comes from CSS, so the message's text (innerText, a copy) is only the message.
       const edit = el('button', 'edit-message');
       edit.type = 'button';
@@ -573,7 +609,7 @@
     // A waiting approval is decided on its card first (Regenerate would drop it).
     if (!idle || index < 0 || !forkable(index) || conversation.approval) return;
     const item = view.transcript[index];
-    const failed = conversation.history.length <= item.historyAt;
+    const failed = conversation.history.length <= item.at;
     const bar = el('div', 'fork-actions');
     const button = el('button', failed ? 'retry' : 'regenerate', failed ? 'Retry' : 'Regenerate');
     button.type = 'button';

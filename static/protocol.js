@@ -16,10 +16,13 @@
 //   approval nobody gave) is answered with a note before the next chat: the server refuses a
 //   history with an unanswered call.
 // - `session_hook` frames' `hook` objects are kept (even if that chat later fails) and sent back.
-// - A `compact` frame (docs/protocol.md §10) changes the history at once: its first `count`
-//   messages give way to `message` (the signed summary) followed by `pinned` (the persistent hook
-//   messages that were among them, verbatim). `startCompaction` sends the manual `compact` frame;
-//   its `done` adds nothing.
+// - A `compact` frame (docs/protocol.md §10, §13) changes the history at once: its first `count`
+//   messages give way to `message` (the summary, a user message) followed by `pinned` (the
+//   persistent hook messages that were among them, verbatim). It may come in the middle of a
+//   chat (after text or tool frames): `count` is still about the history as sent.
+//   `startCompaction` sends the manual `compact` frame; its `done` adds nothing.
+//   `placeCompaction` puts its divider in the transcript where the summarised messages were and
+//   marks their items `folded` (a `user` item keeps `at`, its message's place in the history).
 // - An `approval` frame (docs/protocol.md §11) leaves calls waiting: the chat's `done`
 //   (`approval_required`) is added as usual, and the approval is kept until the person decides;
 //   `resumeChat` sends the decisions (a `chat` with `resume` and no `input`), and that chat's
@@ -129,7 +132,7 @@
         return;
       }
       switch (m.role) {
-        case 'user': items.push({ kind: 'user', text: content }); break;
+        case 'user': items.push({ kind: 'user', text: content, at: index }); break;
         case 'assistant': {
           // Text without calls right before a message with calls is the planning round's plan.
           const next = all[index + 1];
@@ -906,7 +909,47 @@
     return groups;
   }
 
+  // ─── compaction in the transcript ───
+
+  const SUMMARY_OPEN = '<summary of the earlier conversation>';
+  const SUMMARY_CLOSE = '</summary of the earlier conversation>';
+
+  /** A summary's text without the tags it reaches the model in. */
+  function summaryText(content) {
+    let text = String(content || '');
+    if (text.startsWith(SUMMARY_OPEN) && text.endsWith(SUMMARY_CLOSE)) {
+      text = text.slice(SUMMARY_OPEN.length, text.length - SUMMARY_CLOSE.length).trim();
+    }
+    return text;
+  }
+
+  /**
+   * Places a compaction's `divider` item in `transcript` (changed in place) where the summarised
+   * messages were: before the first `user` item whose history place `at` is at or past `count`
+   * (the first kept one, or the running chat's own input), else at the end. Every item before
+   * it that is not folded yet (an older divider too: its summary was summarised again) becomes
+   * `folded`; the kept user items' places move as the history did (`count` messages gave way to
+   * the summary and `pinned` hook messages). A user item without `at` (stored before places
+   * were kept) counts as summarised. Returns the divider's index.
+   */
+  function placeCompaction(transcript, divider, count, pinned) {
+    const items = list(transcript);
+    const kept = (item) => item && item.kind === 'user' && Number.isInteger(item.at) && item.at >= count;
+    let cut = items.findIndex(kept);
+    if (cut < 0) cut = items.length;
+    for (let i = 0; i < cut; i++) {
+      if (items[i] && typeof items[i] === 'object') items[i].folded = true;
+    }
+    const shift = 1 + (Number.isInteger(pinned) && pinned > 0 ? pinned : 0) - count;
+    for (let i = cut; i < items.length; i++) {
+      if (kept(items[i])) items[i].at += shift;
+    }
+    items.splice(cut, 0, divider);
+    return cut;
+  }
+
   global.HookwireProtocol = {
+    placeCompaction, summaryText,
     KEYS, createConversation, takeToken, socketUrl, socketProtocols, authHeaders,
     createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
     traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath, toolGroups,

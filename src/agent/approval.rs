@@ -126,7 +126,6 @@ impl HistoryBinding {
                 hook.map(|h| h.timing.as_str()),
                 hook.map(|h| h.sig.as_str()),
                 count.as_deref(),
-                compact.map(|c| c.sig.as_str()),
             ] {
                 match field {
                     Some(text) => {

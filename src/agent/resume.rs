@@ -93,7 +93,11 @@ impl ChatRun {
             ));
         }
         let decided = decisions(&state.pending, resume.decisions).map_err(bad_frame)?;
-        let prefix = self.verified_history(&sent[..state.history.len]);
+        let mut sent = sent;
+        sent.truncate(state.history.len);
+        let prefix = self.verified_history(&sent);
+        self.history_places = prefix.iter().map(|kept| kept.index).collect();
+        self.client_history = sent;
         let tail = state
             .tail
             .into_iter()

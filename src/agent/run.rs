@@ -46,6 +46,11 @@ pub(super) struct ChatRun {
     /// The history as the client holds it (after this chat's `compact` frame, if any): what an
     /// approval state is bound to.
     pub(super) client_history: Vec<Message>,
+    /// The places, in `client_history`, of the history messages `ctx.messages` holds (a forged
+    /// message that was dropped leaves a gap): what compaction may summarise.
+    pub(super) history_places: Vec<usize>,
+    /// A compaction was skipped by a hook or failed: not tried again in this chat.
+    pub(super) auto_compaction_off: bool,
     /// A resumed chat's binding, carried over from its state.
     pub(super) binding: Option<HistoryBinding>,
     /// Where this chat's own messages start in `ctx.messages` (its user input).
@@ -106,6 +111,8 @@ pub(crate) async fn run_chat(
         model_called: false,
         retries: 0,
         client_history: Vec::new(),
+        history_places: Vec::new(),
+        auto_compaction_off: false,
         binding: None,
         input_at: 0,
         turn: TurnRecord::new(inner_limit),
@@ -137,21 +144,18 @@ impl ChatRun {
         if let Some(resume) = request.resume.take() {
             return self.resume(sent, resume).await;
         }
-        let sent_len = sent.len();
         let history = self.verified_history(&sent);
         self.client_history = sent;
-        let kept: Vec<usize> = history.iter().map(|sent| sent.index).collect();
+        self.history_places = history.iter().map(|sent| sent.index).collect();
         self.ctx.messages =
             std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
                 .chain(history.into_iter().map(|sent| sent.message))
                 .collect();
         if request.compact_only {
-            self.compact_history(kept, sent_len, "", Trigger::Manual)
-                .await?;
+            self.compact_history("", Trigger::Manual).await?;
             return Ok(DoneReason::Completed);
         }
-        self.compact_history(kept, sent_len, &request.input, Trigger::Auto)
-            .await?;
+        self.compact_history(&request.input, Trigger::Auto).await?;
         let mut input = request.input;
         if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await
         {

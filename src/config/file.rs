@@ -175,6 +175,8 @@ pub struct ContextFile {
     pub window_tokens: Option<u64>,
     /// The fraction of the window at which compaction starts (0.8).
     pub compact_threshold: Option<f64>,
+    /// The fraction of the window at which old tool results are stubbed (0.6).
+    pub micro_threshold: Option<f64>,
     /// Agent rounds whose tool results the model sees in full (2).
     pub micro_keep_rounds: Option<usize>,
     /// Message groups of the history that auto compaction keeps as they are (4).

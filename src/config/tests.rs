@@ -418,15 +418,17 @@ fn context_settings_default_and_come_from_the_file() {
     assert_eq!(context.window_tokens, None);
     assert_eq!(context.compact_threshold, 0.8);
     assert_eq!(context.micro_keep_rounds, 2);
+    assert_eq!(context.micro_threshold, 0.6);
     assert_eq!(context.keep_recent_groups, 4);
     assert!(context.summary_prompt.contains("what remains"));
     assert_eq!(context.window_for("gpt-4o-mini"), 128_000);
-    let yaml = "context:\n  window_tokens: 32000\n  compact_threshold: 0.5\n  micro_keep_rounds: 1\n  keep_recent_groups: 0\n  summary_prompt: Be short.\n";
+    let yaml = "context:\n  window_tokens: 32000\n  compact_threshold: 0.5\n  micro_threshold: 0.3\n  micro_keep_rounds: 1\n  keep_recent_groups: 0\n  summary_prompt: Be short.\n";
     let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
     let context = &config.agent.context;
     assert_eq!(context.window_for("gpt-4o-mini"), 32_000);
     assert_eq!(context.compact_threshold, 0.5);
     assert_eq!(context.micro_keep_rounds, 1);
+    assert_eq!(context.micro_threshold, 0.3);
     assert_eq!(context.keep_recent_groups, 0);
     assert_eq!(context.summary_prompt, "Be short.");
     let empty = "context:\n  summary_prompt: ' '\n";
@@ -479,6 +481,10 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "context:\n  micro_keep_rounds: 0\n",
             "context.micro_keep_rounds must be at least 1",
+        ),
+        (
+            "context:\n  micro_threshold: 0\n",
+            "context.micro_threshold must be a fraction of the window above 0 and at most 1, got \"0\"",
         ),
         (
             "context:\n  compact_threshold: 1.5\n",

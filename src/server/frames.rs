@@ -427,13 +427,15 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
         );
         message.hook = None;
     }
+    // A summary is a user message (PROTOCOL section 13); a system message's `_compact` is kept
+    // only so the history check can drop it by name (old signed summaries are not system text).
     message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
-        (Role::System, tag) => tag?,
+        (Role::User | Role::System, tag) => tag?,
         (_, Ok(None)) => None,
         (_, _) => {
             tracing::warn!(
                 role = role.as_str(),
-                "ignored the _compact mark of a history message: only a system message has one"
+                "ignored the _compact mark of a history message: only a summary (a user message) has one"
             );
             None
         }
@@ -477,7 +479,7 @@ fn parse_tool_call(index: usize, at: usize, call: &Value) -> Result<ToolCall, St
     })
 }
 
-/// A summary's `_compact` mark: `{count, sig}` (PROTOCOL section 10).
+/// A summary's `_compact` mark: `{count}` (PROTOCOL section 13); an old `sig` is ignored.
 fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<CompactTag>, String> {
     let tag = match value {
         None | Some(Value::Null) => return Ok(None),
@@ -489,12 +491,7 @@ fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<Compa
         .and_then(Value::as_u64)
         .and_then(|count| usize::try_from(count).ok())
         .ok_or_else(|| format!("messages[{index}]._compact.count must be a whole number"))?;
-    let sig = match tag.get("sig") {
-        Some(Value::String(sig)) => sig.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(_) => return Err(format!("messages[{index}]._compact.sig must be a string")),
-    };
-    Ok(Some(CompactTag { count, sig }))
+    Ok(Some(CompactTag { count }))
 }
 
 fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>, String> {
@@ -666,7 +663,6 @@ pub(super) struct WireFunction {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(super) struct WireCompactTag {
     pub(crate) count: usize,
-    pub(crate) sig: String,
 }
 
 impl WireMessage {
@@ -695,10 +691,9 @@ impl WireMessage {
                 timing: tag.timing,
                 sig: tag.sig,
             }),
-            compact: message.compact.map(|tag| WireCompactTag {
-                count: tag.count,
-                sig: tag.sig,
-            }),
+            compact: message
+                .compact
+                .map(|tag| WireCompactTag { count: tag.count }),
         }
     }
 }

@@ -32,12 +32,11 @@ pub struct HookTag {
     pub sig: String,
 }
 
-/// The `_compact` mark of a compaction summary (PROTOCOL section 10): how many messages of the
-/// client's history it replaced, and its signature (empty without a secret).
+/// The `_compact` mark of a compaction summary (PROTOCOL sections 10 and 13): how many messages
+/// of the client's history it replaced. Informative only: a summary is user text, never signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactTag {
     pub count: usize,
-    pub sig: String,
 }
 
 /// A tool call the model asked for. `arguments` is the raw JSON text the model produced.

@@ -154,15 +154,17 @@ fn check_shows_the_context_window_in_use() {
     assert!(
         stdout.contains("window 200000 tokens (built-in table for claude-sonnet-4-5)")
             && stdout.contains("threshold 160000 tokens")
+            && stdout.contains("micro threshold 120000 tokens (context.micro_threshold 0.6)")
             && stdout.contains("last 2 agent round(s)"),
         "{stdout}"
     );
     let stdout = run(
-        "model: my-model\ncontext:\n  window_tokens: 50000\n  compact_threshold: 0.5\n  micro_keep_rounds: 3\n",
+        "model: my-model\ncontext:\n  window_tokens: 50000\n  compact_threshold: 0.5\n  micro_threshold: 0.4\n  micro_keep_rounds: 3\n",
     );
     assert!(
         stdout.contains("window 50000 tokens (context.window_tokens)")
             && stdout.contains("threshold 25000 tokens")
+            && stdout.contains("micro threshold 20000 tokens (context.micro_threshold 0.4)")
             && stdout.contains("last 3 agent round(s)"),
         "{stdout}"
     );

@@ -306,7 +306,11 @@ test('a compact frame replaces the first N messages by the summary and the pinne
   const chat = createConversation(store);
   const frame = chat.startChat('q3', 'c1');
   assert.deepEqual(frame.messages, history);
-  const summary = { role: 'system', content: 'they said hi', _compact: { count: 3, sig: 'cd'.repeat(32) } };
+  const summary = { role: 'user', content: '<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>', _compact: { count: 3 } };
+  chat.receive({ type: 'text', id: 'c1', delta: 'reading' });
+  chat.receive({ type: 'tool_call', id: 'c1', call_id: 't1', name: 'list_dir', arguments: {} });
+  chat.receive({ type: 'tool_result', id: 'c1', call_id: 't1', content: 'a.txt', is_error: false });
+  // In the middle of the chat (after text and tool frames): the history changes at once.
   const update = chat.receive({ type: 'compact', id: 'c1', count: 3, message: summary, pinned: [BREVITY] });
   assert.deepEqual([update.kind, update.ended, update.count], ['compact', false, 3]);
   const compacted = [summary, BREVITY, { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' }];
@@ -320,6 +324,47 @@ test('a compact frame replaces the first N messages by the summary and the pinne
   assert.equal(chat.history.length, 6);
 });
 
+test('a summary is shown without its tags', () => {
+  const { summaryText } = globalThis.HookwireProtocol;
+  assert.equal(summaryText('<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>'), 'they said hi');
+  assert.equal(summaryText('an old summary'), 'an old summary');
+  assert.equal(summaryText(undefined), '');
+});
+
+test('a compaction divider goes where the summarised messages were, and they are folded', () => {
+  const { placeCompaction } = globalThis.HookwireProtocol;
+  // Three chats (history places 0, 2, 4), the third running: a tool card and text so far.
+  const transcript = [
+    { kind: 'user', text: 'q1', at: 0 }, { kind: 'assistant', text: 'a1' }, { kind: 'turn' },
+    { kind: 'user', text: 'q2', at: 2 }, { kind: 'assistant', text: 'a2' },
+    { kind: 'user', text: 'q3', at: 4 }, { kind: 'tool', name: 'read_file' }, { kind: 'assistant', text: 'reading' },
+  ];
+  const divider = { kind: 'compact', count: 2, text: 's' };
+  // Mid-chat: the first group (2 messages, a pinned hook among them) is summarised.
+  assert.equal(placeCompaction(transcript, divider, 2, 1), 3);
+  assert.deepEqual(transcript.map((i) => i.kind + (i.folded ? ':folded' : '')), [
+    'user:folded', 'assistant:folded', 'turn:folded', 'compact',
+    'user', 'assistant', 'user', 'tool', 'assistant',
+  ]);
+  // The kept user items moved with the history: summary + pinned hook, then q2 at 2, q3 at 4.
+  assert.deepEqual(transcript.filter((i) => i.kind === 'user').map((i) => i.at), [0, 2, 4]);
+  // A later compaction of everything before the running chat (its input is at 4): the older
+  // divider is folded too, the new one goes right before the running chat's input.
+  const again = { kind: 'compact', count: 4, text: 't' };
+  assert.equal(placeCompaction(transcript, again, 4, 0), 6);
+  assert.deepEqual(transcript.map((i) => i.kind + (i.folded ? ':folded' : '')), [
+    'user:folded', 'assistant:folded', 'turn:folded', 'compact:folded',
+    'user:folded', 'assistant:folded', 'compact',
+    'user', 'tool', 'assistant',
+  ]);
+  assert.equal(transcript[7].at, 1, 'after the summary');
+  // A manual compaction of the whole history: the divider goes at the end; items stored
+  // without places count as summarised.
+  const old = [{ kind: 'user', text: 'hi' }, { kind: 'assistant', text: 'hello' }];
+  assert.equal(placeCompaction(old, { kind: 'compact', count: 2 }, 2, 0), 2);
+  assert.deepEqual(old.map((i) => !!i.folded), [true, true, false]);
+});
+
 test('a manual compaction sends the history and its done adds nothing', () => {
   const store = memoryStore({ [KEYS.history]: OLD });
   const chat = createConversation(store);
@@ -327,7 +372,7 @@ test('a manual compaction sends the history and its done adds nothing', () => {
   assert.deepEqual(frame, { type: 'compact', id: 'k1', messages: OLD });
   assert.equal(chat.running, 'k1');
   assert.throws(() => chat.startChat('x'), /already running/);
-  const summary = { role: 'system', content: 'greetings', _compact: { count: 2, sig: '' } };
+  const summary = { role: 'user', content: '<summary of the earlier conversation>\ngreetings\n</summary of the earlier conversation>', _compact: { count: 2 } };
   chat.receive({ type: 'compact', id: 'k1', count: 2, message: summary, pinned: [] });
   const update = chat.receive({ type: 'done', id: 'k1', reason: 'completed', message: { role: 'assistant', content: '' } });
   assert.deepEqual([update.kind, update.ended, update.added], ['done', true, []]);

@@ -682,8 +682,10 @@ async fn compaction_dividers_and_the_compact_action_in_firefox() {
     compaction_dividers_and_the_compact_action(&mut browser).await;
 }
 
-/// An auto compaction shows a divider that expands to the summary and survives a reload; the
-/// Compact button compacts on request; the compacted history is what the next chat sends.
+/// An auto compaction shows a divider where the summarised messages were (they are folded) that
+/// expands to the summary and survives a reload; the Compact button compacts on request; the
+/// compacted history is what the next chat sends; a compaction in the middle of an agent loop
+/// (after its tool card) puts its divider where the summarised messages were, not after the card.
 async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let long_answer = "alpha ".repeat(700);
@@ -727,6 +729,7 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     assert_eq!(divider["open"], true);
     assert_eq!(divider["text"], "SUMMARY ONE: a long alpha answer.");
     let history = divider["history"].as_array().unwrap();
+    assert_eq!(history[0]["role"], "user", "{divider}");
     assert_eq!(history[0]["_compact"]["count"], 2, "{divider}");
     assert_eq!(history[1]["content"], "two");
     assert_eq!(
@@ -735,8 +738,25 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
         "summary, two, short two, three, short three"
     );
 
+    // The divider is where the first chat was: before "two", after the folded "one" and its answer.
+    let place = "(() => { const d = document.querySelector('.compact-divider');
+        const users = [...document.querySelectorAll('.msg.user')];
+        const next = d.nextElementSibling;
+        return {next: next && next.innerText, before: d.previousElementSibling.classList.contains('folded') || d.previousElementSibling.previousElementSibling.classList.contains('folded'),
+                folded: users.map((u) => u.classList.contains('folded')),
+                answer: document.querySelector('.msg.assistant').classList.contains('folded')}; })()";
+    let shown = browser.eval(place).await;
+    assert_eq!(shown["next"], "two", "{shown}");
+    assert_eq!(shown["folded"], json!([true, false, false]), "{shown}");
+    assert_eq!(shown["answer"], true, "{shown}");
+
     // After a reload the divider is still there; the Compact button summarises on request.
     browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval(place).await["folded"],
+        json!([true, false, false]),
+        "folded after a reload"
+    );
     browser
         .wait_for("document.body.dataset.state === 'idle'")
         .await;
@@ -770,23 +790,53 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
         json!("3 earlier messages summarised")
     );
 
-    // The next chat sends the compacted history, and the server accepts the signed summary.
+    // The next chat sends the compacted history, the summary as user text.
     upstream.push(Reply::text(&["short four"]));
     browser.type_and_enter("four").await;
     browser.wait_for(&answers(4)).await;
-    let sent: Vec<String> = upstream
-        .requests()
-        .pop()
-        .unwrap()
-        .messages()
-        .into_iter()
-        .map(|(_, c)| c)
-        .collect();
+    let sent = upstream.requests().pop().unwrap().messages();
+    let summary = "<summary of the earlier conversation>\nSUMMARY TWO: alpha, then two.\n</summary of the earlier conversation>";
     assert!(
-        sent.contains(&"SUMMARY TWO: alpha, then two.".to_string()),
+        sent.contains(&("user".to_string(), summary.to_string())),
         "{sent:?}"
     );
-    assert!(!sent.iter().any(|c| c.contains("alpha alpha")), "{sent:?}");
+    assert!(
+        !sent.iter().any(|(_, c)| c.contains("alpha alpha")),
+        "{sent:?}"
+    );
+
+    // An agent loop whose tool result crosses the threshold: the compaction comes after the
+    // tool card, and its divider goes before the kept group ("four"), not after the card.
+    let big = format!("BIGFILE {}", "word ".repeat(700));
+    std::fs::write(server.workspace.path().join("big.txt"), big).unwrap();
+    upstream.push(Reply::text(&["[NEED_TOOL] read it"]));
+    upstream.push(Reply::tool_calls(&[(
+        "t1",
+        "read_file",
+        json!({"path":"big.txt"}),
+    )]));
+    upstream.push(Reply::text(&["SUMMARY THREE: three and four."]));
+    upstream.push(Reply::text(&["it is big"]));
+    browser.type_and_enter("read big.txt").await;
+    browser.wait_for(&answers(5)).await;
+    let shown = browser
+        .eval("(() => { const dividers = [...document.querySelectorAll('.compact-divider')];
+            const last = dividers[dividers.length - 1];
+            const card = document.querySelector('.tool-card');
+            return {count: dividers.length, next: last.nextElementSibling.innerText,
+                    before_card: !!(last.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING),
+                    card_folded: card.classList.contains('folded'),
+                    folded: [...document.querySelectorAll('.msg.user')].map((u) => u.classList.contains('folded'))}; })()")
+        .await;
+    assert_eq!(shown["count"], 3, "{shown}");
+    assert_eq!(shown["next"], "four", "{shown}");
+    assert_eq!(shown["before_card"], true, "{shown}");
+    assert_eq!(shown["card_folded"], false, "{shown}");
+    assert_eq!(
+        shown["folded"],
+        json!([true, true, true, false, false]),
+        "{shown}"
+    );
     server.shutdown().await;
 }
 
