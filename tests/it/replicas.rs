@@ -48,8 +48,11 @@ fn write_skill(skills: &Path) {
 }
 
 /// Every replica's config: `list_dir` waits for approval; a 4 000-token window, compacted at
-/// half of it, keeping the last group.
+/// half of it, keeping the last group; the `openai` message style, so the request shows each
+/// persistent hook message as its own system message.
 const CONFIG: &str = "\
+upstream:
+  message_style: openai
 tools:
   require_approval: [list_dir]
 context:

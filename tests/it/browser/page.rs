@@ -677,7 +677,14 @@ const SHOWN: &str = "(() => { const all = (s) => Array.from(document.querySelect
 async fn retry_regenerate_and_edit(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "model overloaded".into()));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    // No upstream retries: the 500 reaches the person, who retries.
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |c| c.agent.retry.retries = 0,
+        |b| b,
+    )
+    .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")
