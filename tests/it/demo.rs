@@ -236,7 +236,9 @@ async fn the_demo_answers_summary_calls_and_hook_prompts() {
         .unwrap()
         .to_string();
     assert!(
-        summary.starts_with("The user asked: \"list the files\"; \"search for TODO\".")
+        summary.starts_with(
+            "<summary of the earlier conversation>\nThe user asked: \"list the files\"; \"search for TODO\"."
+        )
             && !summary.contains("demo model: I run offline"),
         "{summary}"
     );

@@ -149,7 +149,7 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
         guard["what"]
             .as_str()
             .unwrap()
-            .contains("no reading of secrets"),
+            .contains(r#"echo "***" >&2; exit 2"#),
         "{guard}"
     );
     assert!(
@@ -405,7 +405,10 @@ async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
         .eval("document.querySelectorAll('.msg.assistant')[1].innerText")
         .await;
     assert!(
-        answer.as_str().unwrap().contains("no reading of secrets"),
+        answer
+            .as_str()
+            .unwrap()
+            .contains(r#"echo "***" >&2; exit 2"#),
         "the demo model answers from the refusal: {answer}"
     );
     browser.screenshot("chromium-hooks-tab.png").await;
