@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
 use super::AgentInner;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use crate::types::{Message, Role};
@@ -49,13 +50,19 @@ pub(super) struct ChatRun {
     pub(super) binding: Option<HistoryBinding>,
     /// Where this chat's own messages start in `ctx.messages` (its user input).
     pub(super) input_at: usize,
+    /// Set when this chat is an `agent` hook's sub-run: its model calls are the calling chat's
+    /// hook calls, charged there.
+    pub(super) hook_call_of: Option<Arc<HookSpend>>,
 }
 
-/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
+/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
+/// `hook_call_of`, the chat is an `agent` hook's sub-run, whose model calls are charged to the
+/// chat that ran the hook.
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
     tx: mpsc::Sender<ChatEvent>,
+    hook_call_of: Option<Arc<HookSpend>>,
 ) {
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
@@ -85,6 +92,10 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_hook_spend(Arc::new(HookSpend::new(
+        inner.config.max_hook_model_calls,
+        inner.config.max_total_tokens,
+    )));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
     let mut run = ChatRun {
@@ -101,6 +112,7 @@ pub(crate) async fn run_chat(
         client_history: Vec::new(),
         binding: None,
         input_at: 0,
+        hook_call_of,
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's

@@ -238,4 +238,8 @@ pub struct LimitsFile {
     pub max_pending_connections: Option<usize>,
     /// Runs of `async: true` hooks that may wait for a worker (default 1024).
     pub async_hook_queue: Option<usize>,
+    /// Of those, the runs one connection may hold (default 64).
+    pub async_hook_queue_per_connection: Option<usize>,
+    /// Model calls the hooks of one chat may make (default 32; 0 = hooks never call the model).
+    pub max_hook_model_calls: Option<usize>,
 }

@@ -520,6 +520,10 @@ impl WireMessage {
 pub(super) struct WireUsage {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
+    /// What hooks' model calls took of the totals (PROTOCOL section 15).
+    pub(crate) hook_calls: u64,
+    pub(crate) hook_prompt_tokens: u64,
+    pub(crate) hook_completion_tokens: u64,
 }
 
 impl ServerFrame {
@@ -627,6 +631,9 @@ impl ServerFrame {
                 usage: WireUsage {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
+                    hook_calls: usage.hook_calls,
+                    hook_prompt_tokens: usage.hook_prompt_tokens,
+                    hook_completion_tokens: usage.hook_completion_tokens,
                 },
             },
             ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),

@@ -173,11 +173,12 @@ fn server_frames_have_the_wire_shape() {
             content: "a".into(),
             usage: Usage {
                 prompt_tokens: 3,
-                completion_tokens: 4
+                completion_tokens: 4,
+                ..Usage::default()
             }
         }),
         json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
-               "usage":{"prompt_tokens":3,"completion_tokens":4}})
+               "usage":{"prompt_tokens":3,"completion_tokens":4,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0}})
     );
     assert_eq!(
         frame(ChatEvent::Error(ChatError::new(

@@ -38,7 +38,13 @@ impl Scripted {
 
 #[async_trait]
 impl RunHook for Scripted {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        _: &Arc<HookSpend>,
+    ) -> RunResult {
         self.seen
             .lock()
             .unwrap()
@@ -71,6 +77,7 @@ async fn run_within(
         hooks: &hooks,
         budget,
         background: None,
+        spend: Default::default(),
     };
     chain.run(runner, &Envelope::default(), state).await
 }
@@ -435,6 +442,7 @@ async fn a_session_hook_injects_only_user_messages() {
         hooks: &hooks,
         budget: BUDGET,
         background: None,
+        spend: Default::default(),
     };
     let mut state = EventState::default();
     let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
@@ -464,7 +472,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
             "systemMessage": format!("note from {name}"),
         }))
     }));
-    let queue = AsyncHooks::new(runner.clone(), 8);
+    let queue = AsyncHooks::new(runner.clone(), 8, 8);
     let (events, mut received) = tokio::sync::mpsc::channel(8);
     let chain = Chain {
         event: Event::PreSendMessage,
@@ -475,6 +483,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
             notices: Some(LateEvents::new(&events)),
             source: "external",
         }),
+        spend: Default::default(),
     };
     let mut state = EventState {
         user_input: Some("hi".into()),

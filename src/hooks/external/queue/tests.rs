@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 
 use super::super::config::parse_hooks;
 use super::super::runner::RunResult;
@@ -34,7 +34,7 @@ impl Drop for Unfinished {
 
 #[async_trait]
 impl RunHook for Gated {
-    async fn run(&self, hook: &HookDef, _: &Value, _: Duration) -> RunResult {
+    async fn run(&self, hook: &HookDef, _: &Value, _: Duration, _: &Arc<HookSpend>) -> RunResult {
         self.started.fetch_add(1, Ordering::SeqCst);
         let mut unfinished = Unfinished(Some(self.dropped.clone()));
         self.gate.notified().await;
@@ -59,6 +59,7 @@ fn job(hook: &Arc<HookDef>, notices: Option<LateEvents>) -> Job {
         envelope: Envelope::default(),
         notices,
         source: "external",
+        spend: Default::default(),
     }
 }
 
@@ -75,7 +76,7 @@ async fn until(check: impl Fn() -> bool) {
 #[tokio::test]
 async fn a_full_queue_drops_the_run_and_says_so() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 1);
+    let queue = AsyncHooks::new(runner.clone(), 1, 1);
     let hook = hook();
     // Nothing else runs between these calls (one thread): the first fills the queue.
     let queued: Vec<bool> = (0..5).map(|_| queue.submit(job(&hook, None))).collect();
@@ -88,7 +89,7 @@ async fn a_full_queue_drops_the_run_and_says_so() {
 #[tokio::test]
 async fn at_most_the_workers_run_at_once_and_the_rest_wait_in_the_queue() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 16);
+    let queue = AsyncHooks::new(runner.clone(), 16, 16);
     let hook = hook();
     for _ in 0..WORKERS + 3 {
         assert!(queue.submit(job(&hook, None)));
@@ -103,7 +104,7 @@ async fn at_most_the_workers_run_at_once_and_the_rest_wait_in_the_queue() {
 #[tokio::test]
 async fn a_notice_reaches_the_chat_only_while_it_runs() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 4);
+    let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     let (events, mut received) = mpsc::channel(8);
     assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
@@ -137,7 +138,7 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
 #[tokio::test]
 async fn shutdown_takes_no_more_runs_and_ends_the_running_ones_after_the_grace() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 4);
+    let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     assert!(queue.submit(job(&hook, None)));
     until(|| runner.started.load(Ordering::SeqCst) == 1).await;
