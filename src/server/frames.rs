@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::config::Limits;
 use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
-use crate::types::{ChatEvent, ErrorCode, HookMessage};
+use crate::types::{ChatEvent, ErrorCode, HookMessage, MAX_DENY_REASON_CHARS};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
@@ -267,6 +267,12 @@ fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
             };
             let reason = match item.get("reason") {
                 None | Some(Value::Null) => None,
+                Some(Value::String(reason)) if reason.chars().count() > MAX_DENY_REASON_CHARS => {
+                    return Err(format!(
+                        "resume.decisions[{i}].reason is {} characters long; the limit is {MAX_DENY_REASON_CHARS}",
+                        reason.chars().count()
+                    ))
+                }
                 Some(Value::String(reason)) => Some(reason.clone()),
                 Some(_) => return Err(format!("resume.decisions[{i}].reason must be a string")),
             };

@@ -7,6 +7,7 @@ mod message;
 mod problem;
 mod tool;
 
+pub(crate) use chat::MAX_DENY_REASON_CHARS;
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,

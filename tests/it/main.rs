@@ -11,6 +11,7 @@ mod browser;
 mod cli;
 mod common;
 mod compaction;
+mod cost;
 mod demo;
 mod deploy;
 mod dialects;

@@ -102,7 +102,10 @@ impl Waiting {
         if queued == 0 {
             self.turns.push_back(connection.clone());
         }
-        self.by_connection.entry(connection).or_default().push_back(job);
+        self.by_connection
+            .entry(connection)
+            .or_default()
+            .push_back(job);
         self.total += 1;
         Ok(())
     }

@@ -186,9 +186,16 @@ async fn agent_hooks_ask_the_agent_they_name() {
     assert!(problems.is_empty(), "{problems:?}");
     let mut answers = Vec::new();
     for hook in &hooks {
-        answers.push(runner
-                .run(hook, &json!({}), Duration::from_secs(5), &Default::default())
-                .await);
+        answers.push(
+            runner
+                .run(
+                    hook,
+                    &json!({}),
+                    Duration::from_secs(5),
+                    &Default::default(),
+                )
+                .await,
+        );
     }
     assert_eq!(
         answers,
