@@ -14,7 +14,12 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
+//! 6. A chat with 16 session `llm` hooks on `pre_tool_execution` and 128 tool calls (the
+//!    amplification chat of PROTOCOL section 15): upstream calls and wall time with
+//!    `limits.max_hook_model_calls` at its default (32) vs raised out of reach.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
+//! `-- hook_cost` only (6).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -43,6 +48,10 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if std::env::args().any(|arg| arg == "hook_cost") {
+        runtime.block_on(bench_hook_cost());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -54,6 +63,77 @@ fn main() {
     if !only_tokens {
         runtime.block_on(bench_mcp_round());
     }
+    if !only_tokens && !only_mcp {
+        runtime.block_on(bench_hook_cost());
+    }
+}
+
+const HOOK_COST_CHATS: usize = 5;
+
+/// The amplification chat on a server whose chats' hooks may make `max_hook_model_calls` model
+/// calls: (upstream calls per chat, median wall time).
+async fn hook_cost_run(max_hook_model_calls: usize) -> Option<(usize, Duration)> {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.agent.max_tool_calls_per_round = 128;
+        c.agent.max_hook_model_calls = max_hook_model_calls;
+    })
+    .await;
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs()
+        + 3600;
+    // No secret on this server: the client's session hooks are taken as sent.
+    let hooks: Vec<serde_json::Value> = (0..16)
+        .map(|n| {
+            json!({"event":"pre_tool_execution","type":"llm",
+                        "prompt":format!("check {n}: {{{{tool_name}}}}"),"expires_at":expires})
+        })
+        .collect();
+    let ids: Vec<String> = (0..128).map(|n| format!("l{n}")).collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "list_dir", json!({"path":"."})))
+        .collect();
+    let mut ws = server.connect().await;
+    let mut times = Vec::new();
+    let mut requests = 0;
+    for i in 0..HOOK_COST_CHATS {
+        let before = upstream.requests().len();
+        upstream.push(Reply::text(&["[NEED_TOOL] list"]));
+        upstream.push(Reply::tool_calls(&calls));
+        let started = Instant::now();
+        let frames = ws
+            .chat(json!({"type":"chat","id":format!("h{i}"),"input":"list","session_hooks":hooks}))
+            .await;
+        times.push(started.elapsed());
+        if frames.last().map(|f| f["type"].clone()) != Some(json!("done")) {
+            eprintln!("the amplification chat did not end with done: {frames:?}");
+            return None;
+        }
+        requests = upstream.requests().len() - before;
+    }
+    server.shutdown().await;
+    times.sort();
+    Some((requests, times[times.len() / 2]))
+}
+
+async fn bench_hook_cost() {
+    let Some((capped_calls, capped)) = hook_cost_run(32).await else {
+        return;
+    };
+    let Some((open_calls, open)) = hook_cost_run(1_000_000).await else {
+        return;
+    };
+    println!(
+        "amplification chat (16 session llm hooks x 128 tool calls, median of {HOOK_COST_CHATS}): \
+         max_hook_model_calls 32: {capped_calls} upstream calls, {capped:?}; \
+         raised out of reach: {open_calls} upstream calls, {open:?}; \
+         ratio calls {:.3}, time {:.3}",
+        capped_calls as f64 / open_calls as f64,
+        capped.as_secs_f64() / open.as_secs_f64()
+    );
 }
 
 const MCP_CHATS: usize = 50;

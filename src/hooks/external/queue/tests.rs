@@ -179,7 +179,11 @@ async fn one_connection_holds_at_most_its_share_of_the_queue() {
     let from_a: Vec<bool> = (0..4)
         .map(|n| queue.submit(job_from(&hook, "a", n)))
         .collect();
-    assert_eq!(from_a, [true, true, false, false], "a's own runs are dropped");
+    assert_eq!(
+        from_a,
+        [true, true, false, false],
+        "a's own runs are dropped"
+    );
     assert!(queue.submit(job_from(&hook, "b", 0)), "b still has room");
     assert!(queue.submit(job_from(&hook, "b", 1)));
     assert!(!queue.submit(job_from(&hook, "b", 2)));
@@ -260,5 +264,8 @@ fn a_dropped_run_is_named_by_its_chat_event_hook_tool_and_an_arguments_hash() {
         )
     );
     assert_eq!(arguments_hash(&json!({"path": "secret.txt"})).len(), 16);
-    assert!(!line.contains("secret.txt"), "never the arguments themselves");
+    assert!(
+        !line.contains("secret.txt"),
+        "never the arguments themselves"
+    );
 }
