@@ -83,14 +83,14 @@ impl Full {
 /// The runs waiting for a worker, by connection.
 #[derive(Default)]
 struct Waiting {
-    by_connection: HashMap<String, VecDeque<Job>>,
+    by_connection: HashMap<String, VecDeque<Box<Job>>>,
     /// The connections with waiting runs, in the order of their next turn.
     turns: VecDeque<String>,
     total: usize,
 }
 
 impl Waiting {
-    fn push(&mut self, job: Job, limits: Limits) -> Result<(), (Job, Full)> {
+    fn push(&mut self, job: Box<Job>, limits: Limits) -> Result<(), (Box<Job>, Full)> {
         if self.total >= limits.capacity {
             return Err((job, Full::Queue));
         }
@@ -112,7 +112,7 @@ impl Waiting {
 
     /// The next run: the first of the connection whose turn it is (it goes to the back of the
     /// line if it has more).
-    fn pop(&mut self) -> Option<Job> {
+    fn pop(&mut self) -> Option<Box<Job>> {
         let connection = self.turns.pop_front()?;
         let runs = self.by_connection.get_mut(&connection)?;
         let job = runs.pop_front();
@@ -156,13 +156,13 @@ impl Shared {
         }
     }
 
-    fn push(&self, job: Job) -> Result<(), (Job, Full)> {
+    fn push(&self, job: Box<Job>) -> Result<(), (Box<Job>, Full)> {
         self.waiting().push(job, self.limits)?;
         self.queued.notify_one();
         Ok(())
     }
 
-    fn pop(&self) -> Option<Job> {
+    fn pop(&self) -> Option<Box<Job>> {
         let job = self.waiting().pop();
         if job.is_some() {
             self.freed.notify_waiters();
@@ -272,7 +272,7 @@ impl AsyncHooks {
             return false;
         }
         self.start();
-        match self.shared.push(job) {
+        match self.shared.push(Box::new(job)) {
             Ok(()) => true,
             Err((job, full)) => {
                 drop_run(&job, full.why());
@@ -289,7 +289,7 @@ impl AsyncHooks {
             return self.submit(job);
         }
         let deadline = tokio::time::Instant::now() + wait;
-        let mut job = job;
+        let mut job = Box::new(job);
         loop {
             if self.closing.is_cancelled() {
                 tracing::debug!(hook = %job.hook.name, "the server is stopping; an async hook run was not started");
@@ -400,7 +400,7 @@ async fn dispatch(
             let _slot = slot;
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = run(job, runner.as_ref()) => {}
+                _ = run(*job, runner.as_ref()) => {}
             }
         });
     }

@@ -198,10 +198,16 @@ fn connections_take_turns() {
     };
     let mut waiting = Waiting::default();
     for n in 0..3 {
-        assert!(waiting.push(job_from(&hook, "a", n), limits).is_ok());
+        assert!(waiting
+            .push(Box::new(job_from(&hook, "a", n)), limits)
+            .is_ok());
     }
-    assert!(waiting.push(job_from(&hook, "b", 0), limits).is_ok());
-    assert!(waiting.push(job_from(&hook, "c", 0), limits).is_ok());
+    assert!(waiting
+        .push(Box::new(job_from(&hook, "b", 0)), limits)
+        .is_ok());
+    assert!(waiting
+        .push(Box::new(job_from(&hook, "c", 0)), limits)
+        .is_ok());
     let order: Vec<String> = std::iter::from_fn(|| waiting.pop())
         .map(|job| job.input["n"].as_str().unwrap_or_default().to_string())
         .collect();
