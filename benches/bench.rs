@@ -21,8 +21,12 @@
 //!    request bytes per turn with micro compaction vs without, and the token estimate of a call
 //!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
 //!
+//! 8. A chat with 16 session `llm` hooks on `pre_tool_execution` and 128 tool calls (the
+//!    amplification chat of PROTOCOL section 15): upstream calls and wall time with
+//!    `limits.max_hook_model_calls` at its default (32) vs raised out of reach.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6); `-- micro` only (7).
+//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -60,6 +64,10 @@ fn main() {
         runtime.block_on(micro::bench_micro_compaction());
         return;
     }
+    if std::env::args().any(|arg| arg == "hook_cost") {
+        runtime.block_on(bench_hook_cost());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -74,6 +82,7 @@ fn main() {
     if !only_tokens && !only_mcp {
         bench_approval_state();
         runtime.block_on(micro::bench_micro_compaction());
+        runtime.block_on(bench_hook_cost());
     }
 }
 
@@ -105,6 +114,74 @@ fn bench_approval_state() {
         sealed.as_secs_f64() * 1e6,
         signed.as_secs_f64() * 1e6,
         sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
+    );
+}
+
+const HOOK_COST_CHATS: usize = 5;
+
+/// The amplification chat on a server whose chats' hooks may make `max_hook_model_calls` model
+/// calls: (upstream calls per chat, median wall time).
+async fn hook_cost_run(max_hook_model_calls: usize) -> Option<(usize, Duration)> {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.agent.max_tool_calls_per_round = 128;
+        c.agent.max_hook_model_calls = max_hook_model_calls;
+    })
+    .await;
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs()
+        + 3600;
+    // No secret on this server: the client's session hooks are taken as sent.
+    let hooks: Vec<serde_json::Value> = (0..16)
+        .map(|n| {
+            json!({"event":"pre_tool_execution","type":"llm",
+                        "prompt":format!("check {n}: {{{{tool_name}}}}"),"expires_at":expires})
+        })
+        .collect();
+    let ids: Vec<String> = (0..128).map(|n| format!("l{n}")).collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "list_dir", json!({"path":"."})))
+        .collect();
+    let mut ws = server.connect().await;
+    let mut times = Vec::new();
+    let mut requests = 0;
+    for i in 0..HOOK_COST_CHATS {
+        let before = upstream.requests().len();
+        upstream.push(Reply::text(&["[NEED_TOOL] list"]));
+        upstream.push(Reply::tool_calls(&calls));
+        let started = Instant::now();
+        let frames = ws
+            .chat(json!({"type":"chat","id":format!("h{i}"),"input":"list","session_hooks":hooks}))
+            .await;
+        times.push(started.elapsed());
+        if frames.last().map(|f| f["type"].clone()) != Some(json!("done")) {
+            eprintln!("the amplification chat did not end with done: {frames:?}");
+            return None;
+        }
+        requests = upstream.requests().len() - before;
+    }
+    server.shutdown().await;
+    times.sort();
+    Some((requests, times[times.len() / 2]))
+}
+
+async fn bench_hook_cost() {
+    let Some((capped_calls, capped)) = hook_cost_run(32).await else {
+        return;
+    };
+    let Some((open_calls, open)) = hook_cost_run(1_000_000).await else {
+        return;
+    };
+    println!(
+        "amplification chat (16 session llm hooks x 128 tool calls, median of {HOOK_COST_CHATS}): \
+         max_hook_model_calls 32: {capped_calls} upstream calls, {capped:?}; \
+         raised out of reach: {open_calls} upstream calls, {open:?}; \
+         ratio calls {:.3}, time {:.3}",
+        capped_calls as f64 / open_calls as f64,
+        capped.as_secs_f64() / open.as_secs_f64()
     );
 }
 

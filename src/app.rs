@@ -255,6 +255,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         workspace.root().to_path_buf(),
     )
     .with_chain_budget(config.limits.hook_chain_timeout)
+    .with_max_hook_model_calls(config.agent.max_hook_model_calls)
     .with_http_hook_urls(config.http_hook_urls.clone());
     // The named agents `agent` hooks may ask (seed 004): each a bounded sub-run of its own.
     for (name, settings) in &config.hook_agents {
@@ -278,6 +279,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     let async_hooks = Arc::new(AsyncHooks::serving(
         runner.clone(),
         config.limits.async_hook_queue,
+        config.limits.async_hook_queue_per_connection,
     ));
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {

@@ -61,6 +61,9 @@ pub struct Limits {
     /// Runs of `async: true` hooks waiting for a worker; a run that finds the queue full is
     /// dropped (counted in `hookwire_async_hook_drops_total`).
     pub async_hook_queue: usize,
+    /// Of those, the runs one connection may hold; more from it are dropped (or wait, for a
+    /// hook with `on_full: wait`).
+    pub async_hook_queue_per_connection: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +82,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             max_pending_connections: 1024,
             async_hook_queue: crate::hooks::external::DEFAULT_QUEUE,
+            async_hook_queue_per_connection: crate::hooks::external::DEFAULT_QUEUE_PER_CONNECTION,
         }
     }
 }
@@ -723,6 +727,10 @@ impl Config {
                 .limits
                 .async_hook_queue
                 .unwrap_or(defaults.async_hook_queue),
+            async_hook_queue_per_connection: file
+                .limits
+                .async_hook_queue_per_connection
+                .unwrap_or(defaults.async_hook_queue_per_connection),
         };
         at_least("limits.max_message_bytes", limits.max_message_bytes, 1024)?;
         at_least("limits.max_frame_bytes", limits.max_frame_bytes, 4096)?;
@@ -733,6 +741,11 @@ impl Config {
         )?;
         at_least("limits.max_connections", limits.max_connections, 1)?;
         at_least("limits.async_hook_queue", limits.async_hook_queue, 1)?;
+        at_least(
+            "limits.async_hook_queue_per_connection",
+            limits.async_hook_queue_per_connection,
+            1,
+        )?;
         let workspace = cli
             .workspace
             .clone()
@@ -771,6 +784,10 @@ impl Config {
                 .unwrap_or(agent_defaults.summary_prompt),
             max_steps: file.limits.max_steps.unwrap_or(agent_defaults.max_steps),
             max_total_tokens: file.limits.max_total_tokens,
+            max_hook_model_calls: file
+                .limits
+                .max_hook_model_calls
+                .unwrap_or(agent_defaults.max_hook_model_calls),
             summary_on_limit: file
                 .limits
                 .summary_on_limit

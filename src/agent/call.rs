@@ -51,6 +51,14 @@ impl ChatRun {
             messages: request.messages,
             tools: request.tools,
         };
+        if let Some(spend) = &self.hook_call_of {
+            spend.try_call().map_err(|exhausted| {
+                Interrupt::Failed(ChatError::new(
+                    ErrorCode::HookBlocked,
+                    format!("no model call left for hooks: {exhausted}"),
+                ))
+            })?;
+        }
         self.model_called = true;
         self.step_has_text = false;
         metrics::counter!("hookwire_llm_calls_total").increment(1);
@@ -140,6 +148,9 @@ impl ChatRun {
                     }
                     let usage = usage.unwrap_or_default();
                     self.ctx.record_usage(usage);
+                    if let Some(spend) = &self.hook_call_of {
+                        spend.record(usage);
+                    }
                     metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt")
                         .increment(usage.prompt_tokens);
                     metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion")

@@ -109,6 +109,9 @@ pub struct AgentConfig {
     /// The chat's summed usage (prompt + completion) at which the loop ends with `max_tokens`,
     /// checked before each agent round; `None` = no limit.
     pub max_total_tokens: Option<u64>,
+    /// Model calls the hooks of one chat may make (`llm`, `prompt`, `agent` handlers, retries
+    /// included); past it, such hooks are skipped with one notice (PROTOCOL section 15).
+    pub max_hook_model_calls: usize,
     /// At `max_steps` or `max_total_tokens`, one last call without tools asks the model for a
     /// summary of what was done and what remains; it streams as text and is the kept answer.
     pub summary_on_limit: bool,
@@ -165,6 +168,7 @@ impl Default for AgentConfig {
             summary_prompt: prompts::DEFAULT_SUMMARY_PROMPT.into(),
             max_steps: 8,
             max_total_tokens: None,
+            max_hook_model_calls: crate::hooks::spend::DEFAULT_MAX_HOOK_MODEL_CALLS,
             summary_on_limit: true,
             max_retries: 2,
             max_tool_calls_per_round: 16,
@@ -225,7 +229,7 @@ impl AgentClient {
         let inner = self.inner.clone();
         let task = tokio::spawn(async move {
             inner.session_started(&request).await;
-            run::run_chat(inner, request, tx).await
+            run::run_chat(inner, request, tx, None).await
         });
         ChatStream {
             rx,
@@ -282,11 +286,26 @@ impl AgentInner {
 /// `agent` hooks run a bounded sub-chat of their own: the final answer is the hook's result.
 #[async_trait::async_trait]
 impl crate::hooks::external::runner::SubAgent for AgentClient {
-    async fn answer(&self, task: String) -> Result<String, String> {
+    /// Its model calls are the calling chat's hook calls: each takes a slot of `spend` (none
+    /// left: the sub-run fails) and adds its tokens there.
+    async fn answer(
+        &self,
+        task: String,
+        spend: Arc<crate::hooks::spend::HookSpend>,
+    ) -> Result<String, String> {
         use futures::StreamExt;
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());
-        let mut events = self.chat_stream(request);
+        let (tx, rx) = mpsc::channel(64);
+        let chat_id = request.id.clone();
+        let inner = self.inner.clone();
+        let task = tokio::spawn(run::run_chat(inner, request, tx, Some(spend)));
+        let mut events = ChatStream {
+            rx,
+            task: Some(task),
+            chat_id,
+            ended: false,
+        };
         while let Some(event) = events.next().await {
             match event {
                 ChatEvent::Done { content, .. } => return Ok(content),

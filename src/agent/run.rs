@@ -13,6 +13,7 @@ use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
 use super::turn::TurnRecord;
 use super::AgentInner;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use crate::types::{Message, Role};
@@ -60,13 +61,19 @@ pub(super) struct ChatRun {
     /// The chat's request without its history or input, with the session hooks it runs so far:
     /// what hook factories are asked when the model registers a hook.
     pub(super) about: ChatRequest,
+    /// Set when this chat is an `agent` hook's sub-run: its model calls are the calling chat's
+    /// hook calls, charged there.
+    pub(super) hook_call_of: Option<Arc<HookSpend>>,
 }
 
-/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
+/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
+/// `hook_call_of`, the chat is an `agent` hook's sub-run, whose model calls are charged to the
+/// chat that ran the hook.
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
     tx: mpsc::Sender<ChatEvent>,
+    hook_call_of: Option<Arc<HookSpend>>,
 ) {
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
@@ -96,6 +103,10 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_hook_spend(Arc::new(HookSpend::new(
+        inner.config.max_hook_model_calls,
+        inner.config.max_total_tokens,
+    )));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
     let inner_limit = inner.config.history_tool_result_chars;
@@ -125,6 +136,7 @@ pub(crate) async fn run_chat(
             trace: request.trace,
             ..ChatRequest::new(request.id.clone(), String::new())
         },
+        hook_call_of,
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's

@@ -277,4 +277,8 @@ pub struct LimitsFile {
     pub async_hook_queue: Option<usize>,
     /// Tool results longer than this (characters) are cut in `done.turn` (default 16 000).
     pub history_tool_result_chars: Option<usize>,
+    /// Of those, the runs one connection may hold (default 64).
+    pub async_hook_queue_per_connection: Option<usize>,
+    /// Model calls the hooks of one chat may make (default 32; 0 = hooks never call the model).
+    pub max_hook_model_calls: Option<usize>,
 }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::config::Limits;
 use crate::types::ToolCall;
 use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
-use crate::types::{ChatEvent, ErrorCode, HookMessage};
+use crate::types::{ChatEvent, ErrorCode, HookMessage, MAX_DENY_REASON_CHARS};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
@@ -271,6 +271,12 @@ fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
             };
             let reason = match item.get("reason") {
                 None | Some(Value::Null) => None,
+                Some(Value::String(reason)) if reason.chars().count() > MAX_DENY_REASON_CHARS => {
+                    return Err(format!(
+                        "resume.decisions[{i}].reason is {} characters long; the limit is {MAX_DENY_REASON_CHARS}",
+                        reason.chars().count()
+                    ))
+                }
                 Some(Value::String(reason)) => Some(reason.clone()),
                 Some(_) => return Err(format!("resume.decisions[{i}].reason must be a string")),
             };
@@ -702,6 +708,10 @@ impl WireMessage {
 pub(super) struct WireUsage {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
+    /// What hooks' model calls took of the totals (PROTOCOL section 15).
+    pub(crate) hook_calls: u64,
+    pub(crate) hook_prompt_tokens: u64,
+    pub(crate) hook_completion_tokens: u64,
 }
 
 impl ServerFrame {
@@ -809,6 +819,9 @@ impl ServerFrame {
                 usage: WireUsage {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
+                    hook_calls: usage.hook_calls,
+                    hook_prompt_tokens: usage.hook_prompt_tokens,
+                    hook_completion_tokens: usage.hook_completion_tokens,
                 },
                 turn: turn.into_iter().map(WireMessage::from_message).collect(),
             },

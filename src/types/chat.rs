@@ -46,9 +46,14 @@ pub struct Resume {
 pub struct ApprovalDecision {
     pub call_id: String,
     pub allow: bool,
-    /// Why (a denied call's reason reaches the model).
+    /// Why (a denied call's reason reaches the model, so it is user text: at most
+    /// [`MAX_DENY_REASON_CHARS`], and it passes the input guards).
     pub reason: Option<String>,
 }
+
+/// The longest deny `reason` of a resume, in Unicode scalar values; a longer one is refused
+/// (`bad_frame`), never cut (PROTOCOL section 15).
+pub(crate) const MAX_DENY_REASON_CHARS: usize = 500;
 
 /// One hook run, for a chat with `trace` (PROTOCOL section 12).
 #[derive(Debug, Clone, PartialEq)]

@@ -12,6 +12,7 @@ mod cli;
 mod common;
 mod compaction;
 mod conversation;
+mod cost;
 mod demo;
 mod deploy;
 mod dialects;

@@ -21,6 +21,9 @@ use crate::types::{ChatError, ChatEvent, ToolCall, Usage};
 pub(crate) const USAGE: Usage = Usage {
     prompt_tokens: 10,
     completion_tokens: 2,
+    hook_calls: 0,
+    hook_prompt_tokens: 0,
+    hook_completion_tokens: 0,
 };
 
 /// One scripted model call.

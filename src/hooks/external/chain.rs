@@ -36,19 +36,33 @@ use super::event::Event;
 use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::queue::{AsyncHooks, Job};
 use super::runner::{RunResult, Runner};
+use crate::hooks::spend::{Exhausted, HookSpend};
 use crate::hooks::LateEvents;
 use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
+/// Its model calls, if it makes any, are charged to `spend` (the chat's).
 #[async_trait]
 pub(super) trait RunHook: Send + Sync {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult;
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        spend: &Arc<HookSpend>,
+    ) -> RunResult;
 }
 
 #[async_trait]
 impl RunHook for Runner {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
-        Runner::run(self, hook, input, timeout).await
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        spend: &Arc<HookSpend>,
+    ) -> RunResult {
+        Runner::run(self, hook, input, timeout, spend).await
     }
 }
 
@@ -59,6 +73,8 @@ pub(super) struct Chain<'a> {
     pub(crate) budget: Duration,
     /// Where its `async: true` hooks go; `None`: they run in line like the others.
     pub(crate) background: Option<Background<'a>>,
+    /// The chat's hook model calls: what they spent and may still spend.
+    pub(crate) spend: Arc<HookSpend>,
 }
 
 /// The queue a chain hands its `async` hooks to, and where their notices go.
@@ -83,6 +99,9 @@ pub(super) struct ChainOutcome {
     pub(crate) chat_context: Vec<String>,
     /// The hooks' `system_message`s (unless suppressed), for the person.
     pub(crate) notices: Vec<String>,
+    /// Warnings for the person (the chat's one notice that hooks that call the model are
+    /// skipped past `limits.max_hook_model_calls`).
+    pub(crate) warnings: Vec<String>,
     /// Each hook that ran, in order: how it ended, and what it changed.
     pub(crate) ran: Vec<HookRun>,
 }
@@ -172,7 +191,7 @@ impl Chain<'_> {
             // Off the chat's path: it sees the values as the hooks before it left them, and
             // nothing of its answer but a notice comes back. It takes none of the budget.
             if let (true, Some(background)) = (hook.run_async, &self.background) {
-                background.queue.submit(Job {
+                let job = Job {
                     hook: hook.clone(),
                     event,
                     input: dialect::input(hook, event, envelope, state),
@@ -180,8 +199,27 @@ impl Chain<'_> {
                     envelope: envelope.clone(),
                     notices: background.notices.clone(),
                     source: background.source,
-                });
+                    spend: self.spend.clone(),
+                };
+                let wait = deadline.saturating_duration_since(Instant::now());
+                background.queue.hand_over(job, wait).await;
                 continue;
+            }
+            // Past the chat's hook model calls (or its tokens), a hook that calls the model is
+            // skipped; `on_error` decides what that means (a `block` hook fails closed).
+            if hook.handler.calls_model() {
+                if let Err(exhausted) = self.spend.room() {
+                    over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                    match hook.on_error {
+                        OnError::Skip => continue,
+                        OnError::Abort => break,
+                        OnError::Block => {
+                            let failure = Failure::Failed(exhausted.to_string());
+                            outcome.control = refusal(event, &hook.name, &failure);
+                            break;
+                        }
+                    }
+                }
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
@@ -257,8 +295,16 @@ impl Chain<'_> {
     ) -> Result<HookOutput, Failure> {
         let input = dialect::input(hook, self.event, envelope, state);
         let timeout = hook.timeout.min(remaining);
-        let (output, ran, elapsed) =
-            run_hook(runner, hook, self.event, &input, timeout, state, envelope).await;
+        let (output, ran, elapsed) = run_hook(
+            runner,
+            hook,
+            self.event,
+            &input,
+            timeout,
+            (state, envelope),
+            &self.spend,
+        )
+        .await;
         outcome.ran.push(HookRun {
             name: hook.name.clone(),
             level: hook.level,
@@ -270,19 +316,38 @@ impl Chain<'_> {
     }
 }
 
-/// Runs one hook with `input` within `timeout`, reads its answer in its dialect and records how
-/// it ended (in a chain, and from the async queue).
+/// A hook that calls the model was skipped past the chat's limit: logged, and the chat's one
+/// notice the first time.
+pub(super) fn over_limit(
+    spend: &HookSpend,
+    hook: &HookDef,
+    event: Event,
+    exhausted: Exhausted,
+    warnings: &mut Vec<String>,
+) {
+    tracing::debug!(hook = %hook.name, event = event.as_str(), %exhausted, "a hook that calls the model was skipped");
+    if spend.first_skip() {
+        tracing::warn!(hook = %hook.name, event = event.as_str(), %exhausted, "hooks that call the model are skipped for the rest of the chat");
+        metrics::counter!("hookwire_hook_model_calls_capped_total").increment(1);
+        warnings.push(format!(
+            "{exhausted}: hooks that call the model are skipped for the rest of this chat"
+        ));
+    }
+}
+
+/// Runs one hook with `input` within `timeout`, reads its answer in its dialect (against the
+/// event's state and envelope) and records how it ended (in a chain, and from the async queue).
 pub(super) async fn run_hook(
     runner: &dyn RunHook,
     hook: &HookDef,
     event: Event,
     input: &Value,
     timeout: Duration,
-    state: &EventState,
-    envelope: &Envelope,
+    (state, envelope): (&EventState, &Envelope),
+    spend: &Arc<HookSpend>,
 ) -> (Result<HookOutput, Failure>, Ran, Duration) {
     let started = Instant::now();
-    let output = match runner.run(hook, input, timeout).await {
+    let output = match runner.run(hook, input, timeout, spend).await {
         RunResult::Error(error) => Err(Failure::Failed(error)),
         RunResult::Timeout => Err(Failure::TimedOut(timeout)),
         answer => dialect::read(hook, event, answer, state, envelope)

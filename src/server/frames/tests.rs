@@ -182,7 +182,8 @@ fn server_frames_have_the_wire_shape() {
             content: "a".into(),
             usage: Usage {
                 prompt_tokens: 3,
-                completion_tokens: 4
+                completion_tokens: 4,
+                ..Usage::default()
             },
             turn: vec![
                 Message::user("q"),
@@ -199,7 +200,7 @@ fn server_frames_have_the_wire_shape() {
             ],
         }),
         json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
-               "usage":{"prompt_tokens":3,"completion_tokens":4},
+               "usage":{"prompt_tokens":3,"completion_tokens":4,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0},
                "turn":[{"role":"user","content":"q"},
                        {"role":"assistant","content":"","tool_calls":[{"id":"k1","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"}}]},
                        {"role":"tool","content":"a.txt","tool_call_id":"k1","name":"list_dir"},
