@@ -64,6 +64,7 @@ mod skills;
 pub mod tools;
 mod trust;
 pub mod trust_command;
+pub mod voice;
 mod types;
 
 pub use agent::{
