@@ -35,4 +35,5 @@ mod skills;
 mod tools;
 mod trust;
 mod upstream;
+mod voice;
 mod workspace_trust;
