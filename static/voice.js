@@ -40,12 +40,13 @@
       if (!item) { playing = null; return; }
       const audio = new Audio('data:' + (MIME[item.format] || 'audio/' + item.format) + ';base64,' + item.data);
       playing = audio;
+      const entry = { type: 'audio', seq: item.seq, text: item.text, ended: false, failed: null };
+      queue.played.push(entry);
       const advance = () => { if (playing === audio) { playing = null; next(); } };
-      audio.onended = advance;
+      audio.onended = () => { entry.ended = true; advance(); };
       // A segment that cannot play is skipped: the rest still plays in order.
-      audio.onerror = advance;
-      queue.played.push({ type: 'audio', seq: item.seq, text: item.text });
-      audio.play().catch(advance);
+      audio.onerror = () => { entry.failed = 'cannot decode'; advance(); };
+      audio.play().catch((error) => { entry.failed = String(error); advance(); });
     }
     return queue;
   }

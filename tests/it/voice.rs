@@ -20,7 +20,7 @@ use crate::common::*;
 use hookwire::config::Config;
 use hookwire::voice::settings::{SttSettings, TtsEngine, TtsSettings};
 
-fn command_tts(command: &str) -> impl FnOnce(&mut Config) {
+pub(crate) fn command_tts(command: &str) -> impl FnOnce(&mut Config) {
     let command = command.to_string();
     move |c: &mut Config| {
         c.voice.tts = Some(TtsSettings {
@@ -50,7 +50,7 @@ fn words(text: &str) -> Vec<String> {
 
 /// A skill whose `after_tool_call` hook is persistent: its `hook` frame comes between the
 /// round's text before the tool call and the answer after it.
-fn skill_with_persistent_hook(dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn skill_with_persistent_hook(dir: &std::path::Path) -> std::path::PathBuf {
     let skills = dir.join("skills");
     let hooks = skills.join("note/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
@@ -69,7 +69,7 @@ fn skill_with_persistent_hook(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// A reply that says something, then calls `list_dir`.
-fn text_then_tool(text: &str) -> Reply {
+pub(crate) fn text_then_tool(text: &str) -> Reply {
     let Reply::Sse(mut pieces) = Reply::tool_calls(&[("c1", "list_dir", json!({"path": "."}))])
     else {
         unreachable!()

@@ -11,6 +11,7 @@ mod driver;
 mod firefox;
 mod hooks_tab;
 mod page;
+mod voice;
 
 use std::time::Duration;
 
