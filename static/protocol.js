@@ -56,21 +56,31 @@
   // Frames of the running chat that the client shows but that change no state here.
   const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice', 'hook_trace', 'audio'];
 
-  // A spoken chat's history, as its audio queue plays it (docs/protocol.md §18): the sentences
-  // spoken before a hook become an assistant message before it, the hook follows, and the answer
-  // (`done.message`) ends it. Without a hook after some speech, null (the usual order).
+  // A spoken chat's history, as its audio queue plays it (docs/protocol.md §18): `done.message`
+  // (every round's text) is cut where the sentences spoken before each persistent hook end, and
+  // the hook stored there; the rest of the answer follows it. Null when no hook came after some
+  // speech, or the spoken sentences are not found in the answer (then the usual order).
   function spokenHistory(spoken, answer) {
     const lastHook = spoken.map((item) => !!item.hook).lastIndexOf(true);
     if (lastHook < 0 || !spoken.slice(0, lastHook).some((item) => item.text)) return null;
+    const content = typeof answer.content === 'string' ? answer.content : '';
     const out = [];
-    let said = [];
+    let cursor = 0;
+    let start = 0;
     for (const item of spoken.slice(0, lastHook + 1)) {
-      if (item.text) { said.push(item.text); continue; }
-      if (said.length) out.push({ role: 'assistant', content: said.join(' ') });
-      said = [];
+      if (item.text) {
+        const at = content.indexOf(item.text, cursor);
+        if (at < 0) return null;
+        cursor = at + item.text.length;
+        continue;
+      }
+      const said = content.slice(start, cursor).trim();
+      if (said) out.push({ role: 'assistant', content: said });
+      start = cursor;
       out.push(item.hook);
     }
-    out.push(answer);
+    const rest = content.slice(start).trim();
+    if (rest) out.push(Object.assign({}, answer, { content: rest }));
     return out;
   }
 

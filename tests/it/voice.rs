@@ -238,7 +238,7 @@ async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
     assert!(notices[0]["message"].as_str().unwrap().contains("engine broke"));
     assert!(of_type(&frames, "audio").is_empty());
     let done = frame_of(&frames, "done");
-    assert_eq!(done["reason"], "complete");
+    assert_eq!(done["reason"], "completed");
     assert_eq!(done["message"]["content"], "First. Second. Third.");
     // The same with a speech server that answers 503.
     let (base_url, _) = fake_speech_server(true).await;
@@ -273,7 +273,12 @@ fn alive(pid: i32) -> bool {
 #[tokio::test]
 async fn cancel_stops_synthesis_and_kills_the_engine() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::text(&["Wait for me. ", "I am slow."]));
+    // The model is still answering when the cancel comes.
+    upstream.push(Reply::Sse(vec![
+        Piece::Raw(chunk(json!({"role":"assistant","content":""}))),
+        Piece::Raw(chunk(json!({"content":"Wait for me. I am slow. "}))),
+        Piece::Hang,
+    ]));
     // The engine records its pid and then blocks on a gate file that never comes.
     let server = TestServer::start(
         Some(&upstream),

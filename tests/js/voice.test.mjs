@@ -26,13 +26,22 @@ test('a spoken chat stores the hook between the sentences it was sent between', 
   c.receive(audio('v1', 1, 'One moment.'));
   c.receive({ type: 'hook', id: 'v1', hook: { name: 'seen' }, message: hook });
   c.receive(audio('v1', 2, 'One file.'));
-  c.receive({ type: 'done', id: 'v1', reason: 'completed', message: { role: 'assistant', content: 'One file.' } });
+  c.receive({ type: 'done', id: 'v1', reason: 'completed', message: { role: 'assistant', content: 'Let me look. One moment.\n\nOne file.' } });
   assert.deepEqual(c.history, [
     { role: 'user', content: 'what is here?' },
     { role: 'assistant', content: 'Let me look. One moment.' },
     hook,
     { role: 'assistant', content: 'One file.' },
   ]);
+});
+
+test('spoken sentences that are not in the answer leave the usual order', () => {
+  const c = createConversation(memoryStore());
+  c.startChat('q', 'x1', { voice: true });
+  c.receive(audio('x1', 0, 'Something else.'));
+  c.receive({ type: 'hook', id: 'x1', hook: { name: 'seen' }, message: hook });
+  c.receive({ type: 'done', id: 'x1', reason: 'completed', message: { role: 'assistant', content: 'Answer.' } });
+  assert.deepEqual(c.history.map((m) => m.content), ['q', 'A tool ran.', 'Answer.']);
 });
 
 test('without voice, or with nothing spoken before the hook, the usual order', () => {
