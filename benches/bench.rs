@@ -81,7 +81,11 @@ fn espeak_alone() -> Option<Duration> {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .ok()?;
-    child.stdin.take()?.write_all(FIRST_SENTENCE.as_bytes()).ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(FIRST_SENTENCE.as_bytes())
+        .ok()?;
     let output = child.wait_with_output().ok()?;
     (output.status.success() && !output.stdout.is_empty()).then(|| started.elapsed())
 }

@@ -65,8 +65,8 @@ mod skills;
 pub mod tools;
 mod trust;
 pub mod trust_command;
-pub mod voice;
 mod types;
+pub mod voice;
 
 pub use agent::{
     AgentClient, AgentClientBuilder, AgentConfig, ChatEvent, ChatRequest, Message, Role,

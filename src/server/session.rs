@@ -453,7 +453,12 @@ impl Forward {
     /// Sends one frame (fitted); `false` once the writer is gone.
     async fn send(&self, frame: ServerFrame) -> bool {
         for frame in super::fit::fit(frame, self.max_frame_bytes) {
-            if self.out.send(Outbound::Frame(Box::new(frame))).await.is_err() {
+            if self
+                .out
+                .send(Outbound::Frame(Box::new(frame)))
+                .await
+                .is_err()
+            {
                 return false; // the writer is gone: nobody is left to tell
             }
         }

@@ -27,7 +27,11 @@ use super::tts::Tts;
 #[derive(Debug)]
 pub(crate) enum Spoken<T> {
     Frame(T),
-    Audio { seq: u64, text: String, data: Vec<u8> },
+    Audio {
+        seq: u64,
+        text: String,
+        data: Vec<u8>,
+    },
     /// The first synthesis that failed, and why: speech is over for this chat.
     Failed(String),
 }

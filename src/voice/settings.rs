@@ -119,8 +119,14 @@ impl VoiceSettings {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, VoiceSettingError> {
         Ok(VoiceSettings {
-            tts: file.tts.map(|tts| tts_settings(tts, upstream, env)).transpose()?,
-            stt: file.stt.map(|stt| stt_settings(stt, upstream, env)).transpose()?,
+            tts: file
+                .tts
+                .map(|tts| tts_settings(tts, upstream, env))
+                .transpose()?,
+            stt: file
+                .stt
+                .map(|stt| stt_settings(stt, upstream, env))
+                .transpose()?,
         })
     }
 }
@@ -192,12 +198,13 @@ fn tts_settings(
             (engine, "mp3")
         }
         "command" => match file.command {
-            Some(command) if !command.trim().is_empty() => {
-                (TtsEngine::Command {
+            Some(command) if !command.trim().is_empty() => (
+                TtsEngine::Command {
                     command,
                     env: file.env,
-                }, "wav")
-            }
+                },
+                "wav",
+            ),
             other => {
                 return Err(VoiceSettingError {
                     setting: "voice.tts.command",
@@ -290,7 +297,9 @@ mod tests {
         };
         let own = resolve("tts: {provider: openai}", upstream()).unwrap();
         let Some(TtsSettings {
-            engine: TtsEngine::OpenAi { base_url, api_key, .. },
+            engine: TtsEngine::OpenAi {
+                base_url, api_key, ..
+            },
             format,
             ..
         }) = own.tts
@@ -306,7 +315,9 @@ mod tests {
         )
         .unwrap();
         let Some(TtsSettings {
-            engine: TtsEngine::OpenAi { base_url, api_key, .. },
+            engine: TtsEngine::OpenAi {
+                base_url, api_key, ..
+            },
             ..
         }) = elsewhere.tts
         else {
@@ -323,7 +334,9 @@ mod tests {
             api_key: None,
         };
         assert_eq!(
-            resolve("tts: {provider: command}", none()).unwrap_err().setting,
+            resolve("tts: {provider: command}", none())
+                .unwrap_err()
+                .setting,
             "voice.tts.command"
         );
         assert_eq!(
@@ -331,19 +344,25 @@ mod tests {
             "voice.tts.provider"
         );
         assert_eq!(
-            resolve("tts: {provider: command, command: x, concurrency: 0}", none())
-                .unwrap_err()
-                .setting,
+            resolve(
+                "tts: {provider: command, command: x, concurrency: 0}",
+                none()
+            )
+            .unwrap_err()
+            .setting,
             "voice.tts.concurrency"
         );
         assert_eq!(
             resolve("stt: {}", none()).unwrap_err().setting,
             "voice.stt.provider"
         );
-        let command = resolve("tts: {provider: command, command: espeak-ng --stdout}", none())
-            .unwrap()
-            .tts
-            .unwrap();
+        let command = resolve(
+            "tts: {provider: command, command: espeak-ng --stdout}",
+            none(),
+        )
+        .unwrap()
+        .tts
+        .unwrap();
         assert_eq!(command.format, "wav");
     }
 }

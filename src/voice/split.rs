@@ -120,7 +120,14 @@ mod tests {
     fn line_breaks_cjk_and_quotes_end_sentences() {
         assert_eq!(
             split(&["- one\n- two\n\n你好。再见！", "He said \"go.\" Then"]),
-            vec!["- one", "- two", "你好。", "再见！", "He said \"go.\"", "Then"]
+            vec![
+                "- one",
+                "- two",
+                "你好。",
+                "再见！",
+                "He said \"go.\"",
+                "Then"
+            ]
         );
     }
 

@@ -35,6 +35,9 @@ pub(crate) fn command_tts(command: &str) -> impl FnOnce(&mut Config) {
     }
 }
 
+/// What a fake server received: each request's headers and body.
+type Seen<T> = Arc<Mutex<Vec<(HeaderMap, T)>>>;
+
 fn of_type<'a>(frames: &'a [Value], kind: &str) -> Vec<&'a Value> {
     frames.iter().filter(|f| f["type"] == kind).collect()
 }
@@ -84,7 +87,9 @@ async fn espeak_speaks_every_sentence_in_order_with_the_persistent_hook_between(
     let workspace = tempfile::tempdir().unwrap();
     let skills = skill_with_persistent_hook(workspace.path());
     upstream.push(Reply::text(&["[NEED_TOOL] look"]));
-    upstream.push(text_then_tool("Let me look at the files. This takes a moment."));
+    upstream.push(text_then_tool(
+        "Let me look at the files. This takes a moment.",
+    ));
     upstream.push(Reply::text(&[
         "There is one ",
         "file. It is ",
@@ -101,7 +106,11 @@ async fn espeak_speaks_every_sentence_in_order_with_the_persistent_hook_between(
         |b| b,
     )
     .await;
-    let frames = chat(&server, json!({"type":"chat","id":"v","input":"what is here?","voice":true})).await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","id":"v","input":"what is here?","voice":true}),
+    )
+    .await;
     let kinds = types_of(&frames);
     assert_eq!(kinds.last().map(String::as_str), Some("done"), "{kinds:?}");
     assert!(of_type(&frames, "notice").is_empty(), "{frames:#?}");
@@ -140,8 +149,8 @@ async fn espeak_speaks_every_sentence_in_order_with_the_persistent_hook_between(
 }
 
 /// A fake `/v1/audio/speech`: answers `AUDIO:<input>` and records each request.
-async fn fake_speech_server(fail: bool) -> (String, Arc<Mutex<Vec<(HeaderMap, Value)>>>) {
-    let seen: Arc<Mutex<Vec<(HeaderMap, Value)>>> = Arc::default();
+async fn fake_speech_server(fail: bool) -> (String, Seen<Value>) {
+    let seen: Seen<Value> = Arc::default();
     let record = seen.clone();
     let app = Router::new().route(
         "/v1/audio/speech",
@@ -152,9 +161,15 @@ async fn fake_speech_server(fail: bool) -> (String, Arc<Mutex<Vec<(HeaderMap, Va
                 let input = body["input"].as_str().unwrap_or_default().to_string();
                 record.lock().unwrap().push((headers, body));
                 if fail {
-                    return (axum::http::StatusCode::SERVICE_UNAVAILABLE, b"engine overloaded".to_vec());
+                    return (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        b"engine overloaded".to_vec(),
+                    );
                 }
-                (axum::http::StatusCode::OK, format!("AUDIO:{input}").into_bytes())
+                (
+                    axum::http::StatusCode::OK,
+                    format!("AUDIO:{input}").into_bytes(),
+                )
             }
         }),
     );
@@ -206,19 +221,19 @@ async fn an_openai_compatible_speech_server_speaks_each_sentence_in_order() {
     assert!(audio.iter().all(|a| a["format"] == "mp3"));
     // Every audio frame before `done`.
     assert_eq!(types_of(&frames).last().map(String::as_str), Some("done"));
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 4);
-    for (headers, body) in seen.iter() {
+    for (headers, body) in seen.lock().unwrap().iter() {
         assert_eq!(headers["authorization"], "Bearer sk-voice");
         assert_eq!(body["model"], "tts-test");
         assert_eq!(body["voice"], "nova");
         assert_eq!(body["response_format"], "mp3");
     }
+    assert_eq!(seen.lock().unwrap().len(), 4);
     // Without `voice`, no audio and no request.
     upstream.push(Reply::text(&["Quiet. Please."]));
     let frames = chat(&server, json!({"type":"chat","input":"again"})).await;
     assert_eq!(text_of(&frames), "Quiet. Please.");
     assert!(of_type(&frames, "audio").is_empty());
+    assert_eq!(seen.lock().unwrap().len(), 4);
     server.shutdown().await;
 }
 
@@ -235,7 +250,10 @@ async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1, "{frames:#?}");
     assert_eq!(notices[0]["source"], "voice");
-    assert!(notices[0]["message"].as_str().unwrap().contains("engine broke"));
+    assert!(notices[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("engine broke"));
     assert!(of_type(&frames, "audio").is_empty());
     let done = frame_of(&frames, "done");
     assert_eq!(done["reason"], "completed");
@@ -248,7 +266,10 @@ async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1, "{frames:#?}");
     assert!(notices[0]["message"].as_str().unwrap().contains("503"));
-    assert_eq!(frame_of(&frames, "done")["message"]["content"], "Alpha. Beta.");
+    assert_eq!(
+        frame_of(&frames, "done")["message"]["content"],
+        "Alpha. Beta."
+    );
 }
 
 #[tokio::test]
@@ -259,11 +280,20 @@ async fn voice_without_a_configured_engine_is_a_notice_and_text() {
     let frames = chat(&server, json!({"type":"chat","input":"hi","voice":true})).await;
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1);
-    assert!(notices[0]["message"].as_str().unwrap().contains("voice.tts"));
-    assert_eq!(frame_of(&frames, "done")["message"]["content"], "Plain. Text.");
+    assert!(notices[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("voice.tts"));
+    assert_eq!(
+        frame_of(&frames, "done")["message"]["content"],
+        "Plain. Text."
+    );
     let (_, info) = http_get(server.addr, "/api/info").await;
     let info: Value = serde_json::from_str(&info).unwrap();
-    assert_eq!(info["voice"], json!({"tts": false, "format": null, "stt": false}));
+    assert_eq!(
+        info["voice"],
+        json!({"tts": false, "format": null, "stt": false})
+    );
 }
 
 fn alive(pid: i32) -> bool {
@@ -297,7 +327,12 @@ async fn cancel_stops_synthesis_and_kills_the_engine() {
             .filter_map(|l| l.trim().parse::<i32>().ok())
             .collect::<Vec<_>>()
     };
-    assert!(eventually(Duration::from_secs(10), || async { !read_pids().is_empty() }).await);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !read_pids().is_empty()
+        })
+        .await
+    );
     let started = read_pids();
     assert!(started.iter().all(|pid| alive(*pid)));
     client.send(json!({"type":"cancel","id":"c"})).await;
@@ -316,8 +351,8 @@ async fn cancel_stops_synthesis_and_kills_the_engine() {
 }
 
 /// A fake `/v1/audio/transcriptions`: records the multipart body, answers `{"text"}`.
-async fn fake_transcriber() -> (String, Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>>) {
-    let seen: Arc<Mutex<Vec<(HeaderMap, Vec<u8>)>>> = Arc::default();
+async fn fake_transcriber() -> (String, Seen<Vec<u8>>) {
+    let seen: Seen<Vec<u8>> = Arc::default();
     let record = seen.clone();
     let app = Router::new()
         .route(

@@ -18,7 +18,9 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
     let workspace = tempfile::tempdir().unwrap();
     let skills = skill_with_persistent_hook(workspace.path());
     upstream.push(Reply::text(&["[NEED_TOOL] look"]));
-    upstream.push(text_then_tool("Let me look at the files. This takes a moment."));
+    upstream.push(text_then_tool(
+        "Let me look at the files. This takes a moment.",
+    ));
     upstream.push(Reply::text(&["There is one file. It is called skills."]));
     let tts = command_tts("espeak-ng --stdout");
     let server = TestServer::start_in(
@@ -33,11 +35,18 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
     .await;
     browser.open(&server.url("/")).await;
     browser
-        .wait_for("document.body.dataset.info === 'loaded' && !document.getElementById('speaker').hidden")
+        .wait_for(
+            "document.body.dataset.info === 'loaded' && !document.getElementById('speaker').hidden",
+        )
         .await;
     // No stt configured: no microphone.
-    assert_eq!(browser.eval("document.getElementById('mic').hidden").await, json!(true));
-    browser.eval("document.getElementById('speaker').click()").await;
+    assert_eq!(
+        browser.eval("document.getElementById('mic').hidden").await,
+        json!(true)
+    );
+    browser
+        .eval("document.getElementById('speaker').click()")
+        .await;
     assert_eq!(
         browser
             .eval("document.getElementById('speaker').getAttribute('aria-pressed')")
@@ -85,8 +94,15 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
     assert!(page["chips"].as_u64().unwrap() >= 1);
     // The history: the question, what was spoken before the hook, the hook, the answer.
     let history = page["history"].as_array().unwrap();
-    let roles: Vec<&str> = history.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["user", "assistant", "system", "assistant"], "{history:#?}");
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "system", "assistant"],
+        "{history:#?}"
+    );
     assert!(history[1]["content"]
         .as_str()
         .unwrap()
