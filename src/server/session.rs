@@ -13,6 +13,7 @@
 //! that makes no progress for `limits.write_stall_seconds` (the client stopped reading) ends the
 //! session: the chat is cancelled, its upstream request dropped, the socket closed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
@@ -21,8 +22,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -417,16 +416,15 @@ fn start_chat(
         trace,
     };
     let events = state.agent.chat_stream(request);
-    let instance = state.instance.clone();
     let forward = Forward {
         chat_id: id.clone(),
-        instance: instance.clone(),
+        instance: state.instance.clone(),
         out,
         max_frame_bytes,
     };
     let forwarder = match (voice, state.tts.clone()) {
         (true, Some(tts)) => {
-            let speech = crate::voice::pipeline::Speech::new(tts, cancel.clone());
+            let speech = Speech::new(tts, cancel.clone());
             tokio::spawn(forward.spoken(events, speech))
         }
         (true, None) => tokio::spawn(forward.unspoken(events, true)),
