@@ -25,8 +25,11 @@
 //!    amplification chat of PROTOCOL section 15): upstream calls and wall time with
 //!    `limits.max_hook_model_calls` at its default (32) vs raised out of reach.
 //!
+//! 9. Voice: the time from the text that completes the first sentence to that sentence's
+//!    `audio` frame, with espeak-ng as the speech command, vs running espeak-ng alone on it.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8).
+//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -68,6 +71,10 @@ fn main() {
         runtime.block_on(bench_hook_cost());
         return;
     }
+    if std::env::args().any(|arg| arg == "voice") {
+        runtime.block_on(bench_voice());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -83,8 +90,91 @@ fn main() {
         bench_approval_state();
         runtime.block_on(micro::bench_micro_compaction());
         runtime.block_on(bench_hook_cost());
+        runtime.block_on(bench_voice());
     }
 }
+
+const VOICE_CHATS: usize = 15;
+const FIRST_SENTENCE: &str = "The quick brown fox jumps over the lazy dog. ";
+
+/// espeak-ng alone on the first sentence: text on stdin, the WAV read to its end.
+fn espeak_alone() -> Option<Duration> {
+    use std::io::Write;
+    let started = Instant::now();
+    let mut child = std::process::Command::new("espeak-ng")
+        .arg("--stdout")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(FIRST_SENTENCE.as_bytes())
+        .ok()?;
+    let output = child.wait_with_output().ok()?;
+    (output.status.success() && !output.stdout.is_empty()).then(|| started.elapsed())
+}
+
+async fn bench_voice() {
+    if espeak_alone().is_none() {
+        eprintln!("voice: espeak-ng is not installed; skipped");
+        return;
+    }
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.voice.tts = Some(hookwire::voice::settings::TtsSettings {
+            engine: hookwire::voice::settings::TtsEngine::Command {
+                command: "espeak-ng --stdout".into(),
+                env: Default::default(),
+            },
+            format: "wav".into(),
+            timeout: Duration::from_secs(30),
+            concurrency: 2,
+        });
+    })
+    .await;
+    let mut ws = server.connect().await;
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    for i in 0..VOICE_CHATS {
+        upstream.push(Reply::text(&[FIRST_SENTENCE, "Then it rests."]));
+        ws.send(json!({"type":"chat","id":format!("v{i}"),"input":"speak","voice":true}))
+            .await;
+        let mut first_text = None;
+        loop {
+            let frame = ws.frame().await;
+            match frame["type"].as_str() {
+                Some("text") if first_text.is_none() => first_text = Some(Instant::now()),
+                Some("audio") if frame["seq"] == 0 => {
+                    if let Some(at) = first_text {
+                        ours.push(at.elapsed());
+                    }
+                }
+                Some("done" | "error") => break,
+                _ => {}
+            }
+        }
+        if let Some(alone) = espeak_alone() {
+            baseline.push(alone);
+        }
+    }
+    server.shutdown().await;
+    if ours.is_empty() || baseline.is_empty() {
+        eprintln!("voice: no audio frame came; skipped");
+        return;
+    }
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "voice, first sentence's text to its audio frame (median of {VOICE_CHATS}): {ours:?}, espeak-ng alone {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
+}
+
 
 const STATE_BYTES: usize = 100 * 1024;
 const SEALS: usize = 200;

@@ -194,6 +194,8 @@ pub struct Config {
     /// The config file's MCP servers, in name order (a trusted workspace's `.mcp.json` adds
     /// its own when the server starts).
     pub mcp_servers: Vec<McpServerSettings>,
+    /// `voice:`: speech synthesis and transcription, when configured.
+    pub voice: crate::voice::VoiceSettings,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -600,7 +602,7 @@ impl Config {
     /// value counts as unset, except for the secret, where it is refused.
     pub fn resolve(
         cli: &CliSettings,
-        file: FileConfig,
+        mut file: FileConfig,
         raw_env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let env = |name: &str| raw_env(name).filter(|v| !v.is_empty());
@@ -746,6 +748,19 @@ impl Config {
             limits.async_hook_queue_per_connection,
             1,
         )?;
+        let voice = crate::voice::VoiceSettings::resolve(
+            std::mem::take(&mut file.voice),
+            &crate::voice::settings::Upstream {
+                base_url: llm.base_url.as_deref(),
+                api_key: llm.api_key.as_deref(),
+            },
+            &env,
+        )
+        .map_err(|e| ConfigError::Invalid {
+            setting: e.setting,
+            expected: e.expected,
+            value: e.value,
+        })?;
         let workspace = cli
             .workspace
             .clone()
@@ -880,6 +895,7 @@ impl Config {
             allow_session_command_hooks,
             hook_agents: file.hook_agents,
             mcp_servers: mcp_servers(file.mcp_servers)?,
+            voice,
             config_file: cli.config.clone(),
         })
     }

@@ -339,12 +339,15 @@
   }
 
   function startChat(text) {
-    const frame = conversation.startChat(text);
+    const spoken = voice.tts && V.spoken(library.current);
+    const frame = conversation.startChat(text, undefined, { voice: spoken });
     const empty = transcriptEl.querySelector('.empty');
     if (empty) empty.remove();
     library.touch(library.current, text);
     renderConversations();
     view.chat = newChat();
+    view.chat.voice = spoken;
+    voice.queue.stop();
     // `at`: where its message starts in the history: a compaction cuts there, and Retry,
     // Regenerate and Edit go on from there.
     push({ kind: 'user', text, at: frame.messages.length });
@@ -449,6 +452,54 @@
     return usage && (usage.prompt || usage.completion) ? usage : null;
   }
 
+  function drawHook(frame) {
+    push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
+  }
+
+  // ─── voice (voice.js): the speaker toggle, the audio queue, the microphone ───
+
+  const V = window.HookwireVoice;
+  const voice = { tts: false, stt: false, recording: null, queue: V.createAudioQueue({ onHook: drawHook }) };
+  window.hookwireAudio = voice.queue; // what played, in order (the browser tests read it)
+
+  function renderSpeaker() {
+    const on = voice.tts && V.spoken(library.current);
+    $('speaker').hidden = !voice.tts;
+    $('speaker').setAttribute('aria-pressed', on ? 'true' : 'false');
+    $('speaker').textContent = on ? 'Voice on' : 'Voice off';
+  }
+
+  $('speaker').addEventListener('click', () => {
+    V.setSpoken(library.current, !V.spoken(library.current));
+    if (!V.spoken(library.current)) voice.queue.stop();
+    renderSpeaker();
+  });
+
+  $('mic').addEventListener('click', async () => {
+    const button = $('mic');
+    if (voice.recording) {
+      const recording = voice.recording;
+      voice.recording = null;
+      button.setAttribute('aria-pressed', 'false');
+      button.textContent = 'Mic';
+      try {
+        const text = await V.transcribe(await recording.stop(), P.authHeaders(access.token));
+        if (text) $('input').value = ($('input').value ? $('input').value + ' ' : '') + text;
+        $('input').focus();
+      } catch (error) {
+        toast('error', 'transcription failed: ' + error.message);
+      }
+      return;
+    }
+    try {
+      voice.recording = await V.record();
+      button.setAttribute('aria-pressed', 'true');
+      button.textContent = 'Stop mic';
+    } catch (error) {
+      toast('error', 'the microphone is not available: ' + error.message);
+    }
+  });
+
   function onFrame(frame) {
     showFrame(frame);
     updateWorking();
@@ -481,7 +532,12 @@
         break;
       }
       case 'hook':
-        push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
+        // A spoken answer shows its hook when playback reaches it.
+        if (chat && chat.voice) voice.queue.push({ type: 'hook', frame });
+        else drawHook(frame);
+        break;
+      case 'audio':
+        if (chat && chat.voice) voice.queue.push({ type: 'audio', seq: frame.seq, format: frame.format, text: frame.text, data: frame.data });
         break;
       case 'session_hook':
         push({ kind: 'session_hook', event: frame.hook.event });
@@ -695,6 +751,8 @@
     if (id && id !== library.current) library.switchTo(id);
     conversation = library.open();
     own = library.storeFor();
+    voice.queue.stop();
+    renderSpeaker();
     view.transcript = loadTranscript();
     view.chat = null;
     redrawAll();
@@ -1018,6 +1076,10 @@
       $('model').textContent = view.model || '';
       $('model').hidden = !view.model;
       renderTools(info);
+      voice.tts = !!(info.voice && info.voice.tts);
+      voice.stt = !!(info.voice && info.voice.stt);
+      $('mic').hidden = !voice.stt || !(navigator.mediaDevices && window.MediaRecorder);
+      renderSpeaker();
       const skills = await api('/api/skills');
       renderSkills(skills);
       document.body.dataset.info = 'loaded';
@@ -1045,6 +1107,7 @@
   $('stop').addEventListener('click', () => {
     const cancel = conversation.cancelFrame();
     if (cancel && view.ws) view.ws.send(JSON.stringify(cancel));
+    voice.queue.stop();
   });
   $('compact').addEventListener('click', () => {
     if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;

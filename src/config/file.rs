@@ -67,6 +67,9 @@ pub struct FileConfig {
     /// `mcp__<name>__<tool>`).
     #[serde(default)]
     pub mcp_servers: std::collections::BTreeMap<String, McpServerFile>,
+    /// Spoken answers and transcribed speech (docs/voice.md).
+    #[serde(default)]
+    pub voice: crate::voice::VoiceFile,
 }
 
 /// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable

@@ -34,6 +34,8 @@ pub(super) struct ChatFrame {
     pub(crate) resume: Option<Resume>,
     /// `hook_trace` frames for every hook run.
     pub(crate) trace: bool,
+    /// `audio` frames of the answer, spoken (docs/protocol.md §18).
+    pub(crate) voice: bool,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -214,6 +216,11 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"trace\" must be true or false".into()),
     };
+    let voice = match object.get("voice") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err("field \"voice\" must be true or false".into()),
+    };
     let session_hooks = match object.get("session_hooks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
@@ -235,6 +242,7 @@ fn parse_chat(
         compact_only,
         resume,
         trace,
+        voice,
     })
 }
 
@@ -565,6 +573,14 @@ pub(super) enum ServerFrame {
     Text {
         id: String,
         delta: String,
+    },
+    /// One sentence of the answer, spoken: `data` is its audio in base64.
+    Audio {
+        id: String,
+        seq: u64,
+        format: String,
+        text: String,
+        data: String,
     },
     SessionHook {
         id: String,

@@ -15,6 +15,7 @@ mod hooks;
 mod listen;
 mod metrics;
 mod session;
+mod voice;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -37,6 +38,8 @@ use crate::agent::AgentClient;
 use crate::app::{agent_parts, Sources, StartError};
 use crate::config::Config;
 use crate::types::Problem;
+use crate::voice::stt::Stt;
+use crate::voice::tts::Tts;
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
 /// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
@@ -61,6 +64,10 @@ pub struct AppState {
     /// A random id made at start: `/api/info` and every `start` frame carry it, so a client
     /// behind a load balancer can tell which replica served a chat.
     pub(crate) instance: Arc<str>,
+    /// `voice.tts`, when configured: chats with `voice: true` get `audio` frames.
+    pub(crate) tts: Option<Arc<Tts>>,
+    /// `voice.stt`, when configured: `POST /api/transcribe`.
+    pub(crate) stt: Option<Arc<Stt>>,
 }
 
 impl AppState {
@@ -80,6 +87,7 @@ impl AppState {
             tracing::warn!("another metrics recorder is installed; /metrics will be unavailable");
         }
         let sessions = Arc::new(Semaphore::new(config.limits.max_connections));
+        let (tts, stt) = voice::engines(&config);
         Self {
             config: Arc::new(config),
             agent,
@@ -89,6 +97,8 @@ impl AppState {
             tracker: TaskTracker::new(),
             sources,
             instance: new_instance_id().into(),
+            tts,
+            stt,
         }
     }
 }
@@ -119,6 +129,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/info", get(info))
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
+        .route("/api/transcribe", post(voice::transcribe))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(
@@ -191,6 +202,7 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
         "mcp_tools": mcp_tools,
         "untrusted_mcp_files": state.sources.untrusted_mcp_files(),
         "instance": &*state.instance,
+        "voice": voice::info(&state),
     }))
 }
 

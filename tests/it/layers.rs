@@ -9,7 +9,7 @@ const LAYERS: &[&[&str]] = &[
     &["types", "reload", "trust"],
     &["llm", "tools"],
     &["hooks"],
-    &["skills", "mcp"],
+    &["skills", "mcp", "voice"],
     &["agent"],
     &["config"],
     &["app"],

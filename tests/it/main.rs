@@ -41,4 +41,5 @@ mod skills;
 mod tools;
 mod trust;
 mod upstream;
+mod voice;
 mod workspace_trust;
