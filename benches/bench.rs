@@ -175,7 +175,6 @@ async fn bench_voice() {
     );
 }
 
-
 const STATE_BYTES: usize = 100 * 1024;
 const SEALS: usize = 200;
 

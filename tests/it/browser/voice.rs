@@ -92,7 +92,8 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
         "{order:?}"
     );
     assert!(page["chips"].as_u64().unwrap() >= 1);
-    // The history: the question, what was spoken before the hook, the hook, the answer.
+    // The history (the chat's `done.turn`): the question, the plan, what was spoken before the
+    // hook with the call it made, the call's result, the hook, then the answer spoken after it.
     let history = page["history"].as_array().unwrap();
     let roles: Vec<&str> = history
         .iter()
@@ -100,16 +101,23 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
         .collect();
     assert_eq!(
         roles,
-        ["user", "assistant", "system", "assistant"],
+        [
+            "user",
+            "assistant",
+            "assistant",
+            "tool",
+            "system",
+            "assistant"
+        ],
         "{history:#?}"
     );
-    assert!(history[1]["content"]
+    assert!(history[2]["content"]
         .as_str()
         .unwrap()
         .ends_with("Let me look at the files. This takes a moment."));
-    assert_eq!(history[2]["_hook"]["name"], "seen");
+    assert_eq!(history[4]["_hook"]["name"], "seen");
     assert_eq!(
-        history[3]["content"],
+        history[5]["content"],
         "There is one file. It is called skills."
     );
     server.shutdown().await;
