@@ -14,7 +14,11 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
+//! 6. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
+//!    that discards what it gets) vs the same chat with it off.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
+//! `-- telemetry` only (6).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -43,6 +47,11 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    let only_telemetry = std::env::args().any(|arg| arg == "telemetry");
+    if only_telemetry {
+        runtime.block_on(bench_telemetry());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -54,6 +63,55 @@ fn main() {
     if !only_tokens {
         runtime.block_on(bench_mcp_round());
     }
+    if !only_tokens && !only_mcp {
+        runtime.block_on(bench_telemetry());
+    }
+}
+
+const TELEMETRY_CHATS: usize = 50;
+
+/// Chats with export on vs off, interleaved on two servers against one upstream each.
+async fn bench_telemetry() {
+    let app = axum::Router::new().fallback(|| async { "" });
+    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+        eprintln!("telemetry: cannot bind a receiver; skipped");
+        return;
+    };
+    let Ok(receiver) = listener.local_addr() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let (upstream_on, upstream_off) = (FakeUpstream::start().await, FakeUpstream::start().await);
+    let on = TestServer::start(Some(&upstream_on), move |c| {
+        c.telemetry.otlp_endpoint = Some(format!("http://{receiver}"));
+        c.telemetry.batch_delay = Some(Duration::from_millis(200));
+    })
+    .await;
+    let off = TestServer::start(Some(&upstream_off), |_| {}).await;
+    for server in [&on, &off] {
+        std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
+    }
+    let (mut ws_on, mut ws_off) = (on.connect().await, off.connect().await);
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    let note = || json!({"path":"note.txt"});
+    for i in 0..TELEMETRY_CHATS {
+        baseline.push(tool_chat(&mut ws_off, &upstream_off, i, "read_file", note()).await);
+        ours.push(tool_chat(&mut ws_on, &upstream_on, i, "read_file", note()).await);
+    }
+    on.shutdown().await;
+    off.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "chat with one tool round (median of {TELEMETRY_CHATS}): traces exported {ours:?}, telemetry off {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
 }
 
 const MCP_CHATS: usize = 50;

@@ -184,6 +184,8 @@ pub struct Config {
     /// The config file's MCP servers, in name order (a trusted workspace's `.mcp.json` adds
     /// its own when the server starts).
     pub mcp_servers: Vec<McpServerSettings>,
+    /// OpenTelemetry export (off unless an endpoint is set).
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -758,6 +760,11 @@ impl Config {
             allow_session_command_hooks,
             hook_agents: file.hook_agents,
             mcp_servers: mcp_servers(file.mcp_servers)?,
+            telemetry: crate::telemetry::TelemetrySettings {
+                otlp_endpoint: file.telemetry.otlp_endpoint,
+                capture_content: file.telemetry.capture_content.unwrap_or(false),
+                batch_delay: file.telemetry.batch_delay_ms.map(Duration::from_millis),
+            },
             config_file: cli.config.clone(),
         })
     }

@@ -60,6 +60,7 @@ pub mod llm;
 pub mod mcp;
 mod reload;
 pub mod server;
+pub mod telemetry;
 mod skills;
 pub mod tools;
 mod trust;

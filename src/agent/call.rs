@@ -11,6 +11,7 @@ use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::telemetry;
 use crate::tools::ToolSpec;
 use crate::types::{ChatError, ChatEvent, ErrorCode, Message};
 
@@ -58,11 +59,47 @@ impl ChatRun {
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
         let model = self.inner.model.clone();
-        let stream = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-            stream = model.stream(model_request) => stream.map_err(upstream_error)?,
-        };
-        self.read_reply(stream, phase, mode, started).await
+        let span = telemetry::Span::start(
+            || format!("chat {}", model_request.model),
+            telemetry::Kind::Client,
+            || telemetry::model_call_attributes(model.provider_name(), &model_request.model),
+        );
+        span.set_content("gen_ai.input.messages", || {
+            let messages: Vec<serde_json::Value> = model_request
+                .messages
+                .iter()
+                .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+                .collect();
+            serde_json::Value::Array(messages).to_string()
+        });
+        let model_name = model_request.model.clone();
+        // The span is the parent of the upstream request (its `traceparent`).
+        let reply: Outcome<LlmResponse> = span
+            .run(async {
+                let stream = tokio::select! {
+                    _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+                    stream = model.stream(model_request) => stream.map_err(upstream_error)?,
+                };
+                self.read_reply(stream, phase, mode, started).await
+            })
+            .await;
+        match &reply {
+            Ok(response) => span.set(|| {
+                telemetry::model_reply_attributes(
+                    &model_name,
+                    response.usage.prompt_tokens,
+                    response.usage.completion_tokens,
+                    response.finish_reason.as_deref(),
+                )
+            }),
+            Err(Interrupt::Failed(error)) => span.error(|| error.message.clone()),
+            Err(_) => {}
+        }
+        if let Ok(response) = &reply {
+            span.set_content("gen_ai.output.messages", || response.content.clone());
+        }
+        span.end();
+        reply
     }
 
     /// Micro compaction of this call's messages (PROTOCOL section 10), between its hooks: a

@@ -165,7 +165,18 @@ impl ChatRun {
                 })
                 .collect();
             match plan(&history, sent_len, settings.keep_recent_groups) {
-                Some(plan) => self.compact(plan, trigger, estimated, &with_input).await?,
+                Some(plan) => {
+                    let span = crate::telemetry::Span::start(
+                        || "compact".into(),
+                        crate::telemetry::Kind::Internal,
+                        || crate::telemetry::compaction_attributes(trigger.as_str(), estimated),
+                    );
+                    let compacted = span
+                        .run(self.compact(plan, trigger, estimated, &with_input))
+                        .await;
+                    span.end();
+                    compacted?
+                }
                 None if trigger == Trigger::Manual => {
                     self.notice(
                         NoticeLevel::Info,

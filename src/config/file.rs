@@ -63,6 +63,22 @@ pub struct FileConfig {
     /// `mcp__<name>__<tool>`).
     #[serde(default)]
     pub mcp_servers: std::collections::BTreeMap<String, McpServerFile>,
+    /// `telemetry:` (PROTOCOL section 17).
+    #[serde(default)]
+    pub telemetry: TelemetryFile,
+}
+
+/// `telemetry:`: OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryFile {
+    /// The OTLP/HTTP base URL; `OTEL_EXPORTER_OTLP_ENDPOINT` wins over it.
+    pub otlp_endpoint: Option<String>,
+    /// Prompts, answers, tool arguments and results on the spans (off: they may hold secrets).
+    pub capture_content: Option<bool>,
+    /// How long finished spans wait to be sent together, in milliseconds (else
+    /// `OTEL_BSP_SCHEDULE_DELAY`, else 5000).
+    pub batch_delay_ms: Option<u64>,
 }
 
 /// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable

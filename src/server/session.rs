@@ -109,7 +109,9 @@ enum Ending {
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
-pub(super) async fn run_session<S, E>(socket: S, state: AppState)
+/// `traceparent`: the upgrade request's, the parent of its chats' spans (PROTOCOL section 17)
+/// when a chat frame brings none.
+pub(super) async fn run_session<S, E>(socket: S, state: AppState, traceparent: Option<String>)
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
     S::Error: std::fmt::Display,
@@ -160,7 +162,10 @@ where
                     None => break Ending::ClientGone,
                     Some(Err(error)) => break read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
-                        let frame = ClientFrame::parse(text.as_str(), &limits);
+                        let mut frame = ClientFrame::parse(text.as_str(), &limits);
+                        if let ClientFrame::Chat(chat) = &mut frame {
+                            chat.traceparent = chat.traceparent.take().or_else(|| traceparent.clone());
+                        }
                         if !handle_frame(frame, &state, &session, &outbox, &mut chat) {
                             break flooded(&session);
                         }
@@ -394,6 +399,8 @@ fn start_chat(
         compact_only,
         resume,
         trace,
+        traceparent,
+        conversation_id,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -409,6 +416,8 @@ fn start_chat(
         compact_only,
         resume,
         trace,
+        traceparent,
+        conversation_id,
     };
     let mut events = state.agent.chat_stream(request);
     let chat_id = id.clone();

@@ -33,6 +33,7 @@ mod replicas;
 mod rust_hooks;
 mod seed_gaps;
 mod skills;
+mod telemetry;
 mod tools;
 mod trust;
 mod upstream;

@@ -127,7 +127,7 @@ fn limits_apply() {
 #[test]
 fn server_frames_have_the_wire_shape() {
     let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
-    assert_eq!(frame(ChatEvent::Started), json!({"type":"start","id":"c1"}));
+    assert_eq!(frame(ChatEvent::Started { trace_id: None }), json!({"type":"start","id":"c1"}));
     assert_eq!(
         frame(ChatEvent::Text("hi".into())),
         json!({"type":"text","id":"c1","delta":"hi"})
@@ -220,7 +220,7 @@ fn server_frames_have_the_wire_shape() {
 
 #[test]
 fn the_start_frame_names_the_instance_and_no_other_frame_does() {
-    let start = ServerFrame::from_event("c1", ChatEvent::Started).with_instance("a1b2");
+    let start = ServerFrame::from_event("c1", ChatEvent::Started { trace_id: None }).with_instance("a1b2");
     assert_eq!(
         serde_json::to_value(start).unwrap(),
         json!({"type":"start","id":"c1","instance":"a1b2"})
