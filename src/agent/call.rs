@@ -59,20 +59,7 @@ impl ChatRun {
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
         let model = self.inner.model.clone();
-        let span = telemetry::Span::start(
-            || format!("chat {}", model_request.model),
-            telemetry::Kind::Client,
-            || telemetry::model_call_attributes(model.provider_name(), &model_request.model),
-        );
-        span.set_content("gen_ai.input.messages", || {
-            let messages: Vec<serde_json::Value> = model_request
-                .messages
-                .iter()
-                .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
-                .collect();
-            serde_json::Value::Array(messages).to_string()
-        });
-        let model_name = model_request.model.clone();
+        let span = self.model_span(&model_request);
         // The span is the parent of the upstream request (its `traceparent`).
         let reply: Outcome<LlmResponse> = span
             .run(async {
@@ -83,23 +70,47 @@ impl ChatRun {
                 self.read_reply(stream, phase, mode, started).await
             })
             .await;
-        match &reply {
-            Ok(response) => span.set(|| {
-                telemetry::model_reply_attributes(
-                    &model_name,
-                    response.usage.prompt_tokens,
-                    response.usage.completion_tokens,
-                    response.finish_reason.as_deref(),
-                )
-            }),
+        self.end_model_span(span, &reply);
+        reply
+    }
+
+    /// The span of one model call (`chat {model}`), a child of the current one.
+    pub(super) fn model_span(&self, request: &ModelRequest) -> telemetry::Span {
+        let provider = self.inner.model.provider_name();
+        let span = telemetry::Span::start(
+            || format!("chat {}", request.model),
+            telemetry::Kind::Client,
+            || telemetry::model_call_attributes(provider, &request.model),
+        );
+        span.set_content("gen_ai.input.messages", || {
+            let messages: Vec<serde_json::Value> = request
+                .messages
+                .iter()
+                .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+                .collect();
+            serde_json::Value::Array(messages).to_string()
+        });
+        span
+    }
+
+    /// Ends a model call's span with what the reply says (usage, finish reason) or its error.
+    pub(super) fn end_model_span(&self, span: telemetry::Span, reply: &Outcome<LlmResponse>) {
+        match reply {
+            Ok(response) => {
+                span.set(|| {
+                    telemetry::model_reply_attributes(
+                        &self.ctx.model,
+                        response.usage.prompt_tokens,
+                        response.usage.completion_tokens,
+                        response.finish_reason.as_deref(),
+                    )
+                });
+                span.set_content("gen_ai.output.messages", || response.content.clone());
+            }
             Err(Interrupt::Failed(error)) => span.error(|| error.message.clone()),
             Err(_) => {}
         }
-        if let Ok(response) = &reply {
-            span.set_content("gen_ai.output.messages", || response.content.clone());
-        }
         span.end();
-        reply
     }
 
     /// Micro compaction of this call's messages (PROTOCOL section 10), between its hooks: a

@@ -323,18 +323,20 @@ impl ChatRun {
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
         let model = self.inner.model.clone();
+        let span = self.model_span(&request);
         let stream = tokio::select! {
             _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-            stream = model.stream(request) => stream,
+            stream = span.run(model.stream(request)) => stream,
         };
         let stream = match stream {
             Ok(stream) => stream,
             Err(error) => return Ok(Err(error.to_string())),
         };
-        match self
-            .read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started)
-            .await
-        {
+        let reply = span
+            .run(self.read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started))
+            .await;
+        self.end_model_span(span, &reply);
+        match reply {
             Ok(response) if response.content.trim().is_empty() => {
                 Ok(Err("the model's summary was empty".into()))
             }

@@ -62,13 +62,15 @@ impl Telemetry {
     }
 
     /// An exporter when `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
-    /// `settings.otlp_endpoint` names one; else [`Telemetry::off`]. Must run inside a Tokio
-    /// runtime (the exporter sends on it). The other `OTEL_*` variables (headers, sampler,
+    /// `settings.otlp_endpoint` names one; else [`Telemetry::off`]. The other `OTEL_*` variables (headers, sampler,
     /// service name, batch sizes) are read by the SDK as the specification says.
     pub fn start(settings: &TelemetrySettings) -> Result<Telemetry, String> {
-        let from_env = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
-            .iter()
-            .any(|name| std::env::var(name).is_ok_and(|value| !value.trim().is_empty()));
+        let from_env = [
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        ]
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|value| !value.trim().is_empty()));
         let configured = settings
             .otlp_endpoint
             .as_deref()
@@ -321,7 +323,9 @@ pub fn model_reply_attributes(
     if let Some(reason) = finish_reason {
         attributes.push(KeyValue::new(
             "gen_ai.response.finish_reasons",
-            opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(reason.to_string())].into()),
+            opentelemetry::Value::Array(
+                vec![opentelemetry::StringValue::from(reason.to_string())].into(),
+            ),
         ));
     }
     attributes
@@ -398,7 +402,9 @@ pub fn parse_traceparent(value: &str) -> Option<opentelemetry::trace::SpanContex
         return None;
     }
     let hex = |s: &str, len: usize| {
-        s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        s.len() == len
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
     if !hex(version, 2) || !hex(trace_id, 32) || !hex(span_id, 16) || !hex(flags, 2) {
         return None;

@@ -216,7 +216,9 @@ pub struct HookMessage {
 pub enum ChatEvent {
     /// The chat was accepted (the `start` frame); always the first event unless it was refused.
     /// `trace_id`: the chat's trace, when telemetry is on.
-    Started { trace_id: Option<String> },
+    Started {
+        trace_id: Option<String>,
+    },
     /// Assistant text, as it streams.
     Text(String),
     /// The planning round decided tools are needed; its plan text.

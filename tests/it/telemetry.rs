@@ -104,7 +104,10 @@ fn int(span: &Span, key: &str) -> i64 {
 }
 
 fn named<'a>(spans: &'a [Span], prefix: &str) -> Vec<&'a Span> {
-    spans.iter().filter(|s| s.name.starts_with(prefix)).collect()
+    spans
+        .iter()
+        .filter(|s| s.name.starts_with(prefix))
+        .collect()
 }
 
 /// A long message: `tag` and about 100 tokens of `word`.
@@ -112,7 +115,7 @@ fn long(tag: &str, word: &str) -> String {
     format!("{tag} {}", format!("{word} ").repeat(100))
 }
 
-/// Four groups, about 800 tokens: over half of a 1 000-token window, so the chat compacts.
+/// Three groups, about 400 tokens: over half of a 600-token window, so the chat compacts.
 fn history() -> Vec<Value> {
     vec![
         json!({"role":"user","content":long("q1","alpha")}),
@@ -164,7 +167,7 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
         Some(("hooks.yaml", &hooks)),
         |dir| std::fs::write(dir.join("a.txt"), "alpha").unwrap(),
         move |c| {
-            c.agent.context.window_tokens = Some(1_000);
+            c.agent.context.window_tokens = Some(600);
             c.agent.context.compact_threshold = 0.5;
             c.agent.context.keep_recent_groups = 1;
             c.telemetry.otlp_endpoint = Some(endpoint);
@@ -174,12 +177,17 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
     .await;
     let mut client = connect_with(&server, &format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")).await;
     let frames = client
-        .chat(json!({"type":"chat","id":"c1","input":"SECRET-INPUT","messages":history(),
-                     "conversation_id":"conv-7"}))
+        .chat(
+            json!({"type":"chat","id":"c1","input":"SECRET-INPUT","messages":history(),
+                     "conversation_id":"conv-7"}),
+        )
         .await;
     let done = frames.last().unwrap();
     assert_eq!(done["type"], "done", "{frames:#?}");
-    assert!(types_of(&frames).contains(&"compact".to_string()), "{frames:#?}");
+    assert!(
+        types_of(&frames).contains(&"compact".to_string()),
+        "{frames:#?}"
+    );
     // The start frame names the trace: the caller's, continued.
     assert_eq!(frame_of(&frames, "start")["trace_id"], PARENT_TRACE);
 
@@ -194,7 +202,11 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
     let spans = received.spans();
     let chat = named(&spans, "invoke_agent")[0];
     assert_eq!(hex(&chat.trace_id), PARENT_TRACE);
-    assert_eq!(hex(&chat.parent_span_id), PARENT_SPAN, "the upgrade's traceparent is the parent");
+    assert_eq!(
+        hex(&chat.parent_span_id),
+        PARENT_SPAN,
+        "the upgrade's traceparent is the parent"
+    );
     assert_eq!(text(chat, "hookwire.chat_id"), "c1");
     assert_eq!(text(chat, "gen_ai.conversation.id"), "conv-7");
     for span in &spans {
@@ -227,8 +239,14 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
         input_tokens += int(call, "gen_ai.usage.input_tokens");
         output_tokens += int(call, "gen_ai.usage.output_tokens");
     }
-    assert_eq!(input_tokens, done["usage"]["prompt_tokens"].as_i64().unwrap());
-    assert_eq!(output_tokens, done["usage"]["completion_tokens"].as_i64().unwrap());
+    assert_eq!(
+        input_tokens,
+        done["usage"]["prompt_tokens"].as_i64().unwrap()
+    );
+    assert_eq!(
+        output_tokens,
+        done["usage"]["completion_tokens"].as_i64().unwrap()
+    );
 
     // Two tool calls under the chat.
     let tools = named(&spans, "execute_tool");
@@ -238,7 +256,11 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
     for tool in &tools {
         assert_eq!(tool.parent_span_id, chat.span_id);
         assert_eq!(text(tool, "gen_ai.operation.name"), "execute_tool");
-        let expected = if tool.name.ends_with("list_dir") { "call_1" } else { "call_2" };
+        let expected = if tool.name.ends_with("list_dir") {
+            "call_1"
+        } else {
+            "call_2"
+        };
         assert_eq!(text(tool, "gen_ai.tool.call.id"), expected);
     }
 
@@ -277,7 +299,10 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
     assert_eq!(requests.len(), 5);
     for request in &requests {
         let traceparent = request.headers["traceparent"].to_str().unwrap();
-        assert!(traceparent.starts_with(&format!("00-{PARENT_TRACE}-")), "{traceparent}");
+        assert!(
+            traceparent.starts_with(&format!("00-{PARENT_TRACE}-")),
+            "{traceparent}"
+        );
         let parent = &traceparent[36..52];
         assert!(
             calls.iter().any(|call| hex(&call.span_id) == parent),
@@ -286,7 +311,9 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
     }
     let hook_seen = received.hook_traceparents.lock().unwrap().clone();
     assert_eq!(hook_seen.len(), 1);
-    let hook_parent = hook_seen[0].as_deref().expect("the http hook got a traceparent");
+    let hook_parent = hook_seen[0]
+        .as_deref()
+        .expect("the http hook got a traceparent");
     assert_eq!(
         hook_parent,
         format!("00-{PARENT_TRACE}-{}-01", hex(&http_hooks[0].span_id))
@@ -346,10 +373,9 @@ async fn with_no_endpoint_nothing_is_built_or_sent() {
         "pre_send_message:\n  - type: http\n    url: {base}/hook\n  - command: 'printf \"[%s]\\n\" \"${{TRACEPARENT-unset}}\" >> {}; echo \"{{}}\"'\n",
         seen_file.display()
     );
-    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", &hooks)), |_| {}, |_| {})
-        .await;
-    let mut client =
-        connect_with(&server, &format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")).await;
+    let server =
+        start_with_hook_file(&upstream, Some(("hooks.yaml", &hooks)), |_| {}, |_| {}).await;
+    let mut client = connect_with(&server, &format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")).await;
     let frames = client
         .chat(json!({"type":"chat","id":"c3","input":"hi","enable_tools":false}))
         .await;
@@ -358,6 +384,10 @@ async fn with_no_endpoint_nothing_is_built_or_sent() {
     server.shutdown().await;
     assert!(upstream.requests()[0].headers.get("traceparent").is_none());
     assert_eq!(*received.hook_traceparents.lock().unwrap(), [None]);
-    assert_eq!(*received.requests.lock().unwrap(), 1, "only the hook's call");
+    assert_eq!(
+        *received.requests.lock().unwrap(),
+        1,
+        "only the hook's call"
+    );
     assert_eq!(std::fs::read_to_string(&seen_file).unwrap(), "[unset]\n");
 }

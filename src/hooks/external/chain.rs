@@ -315,7 +315,12 @@ pub(super) async fn run_hook(
         Err(Failure::Failed(_)) => Ran::Failure,
     };
     let elapsed = started.elapsed();
-    span.set(|| vec![crate::telemetry::Attribute::new("hookwire.hook.outcome", ran.label())]);
+    span.set(|| {
+        vec![crate::telemetry::Attribute::new(
+            "hookwire.hook.outcome",
+            ran.label(),
+        )]
+    });
     span.end();
     record(hook, event, ran, elapsed);
     (output, ran, elapsed)
