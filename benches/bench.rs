@@ -14,11 +14,14 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! 6. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
+//! 6. Sealing a 100 KB approval state (encrypt and decrypt, XChaCha20-Poly1305 under an HKDF
+//!    key) vs signing it only (HMAC-SHA256, as states were before): both deflate and base64.
+//!
+//! 7. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
 //!    that discards what it gets) vs the same chat with it off.
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- telemetry` only (6).
+//! `-- state` only (6); `-- telemetry` only (7).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -47,9 +50,12 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
-    let only_telemetry = std::env::args().any(|arg| arg == "telemetry");
-    if only_telemetry {
+    if std::env::args().any(|arg| arg == "telemetry") {
         runtime.block_on(bench_telemetry());
+        return;
+    }
+    if std::env::args().any(|arg| arg == "state") {
+        bench_approval_state();
         return;
     }
     if !only_tokens && !only_mcp {
@@ -64,13 +70,14 @@ fn main() {
         runtime.block_on(bench_mcp_round());
     }
     if !only_tokens && !only_mcp {
+        bench_approval_state();
         runtime.block_on(bench_telemetry());
     }
 }
 
 const TELEMETRY_CHATS: usize = 50;
 
-/// Chats with export on vs off, interleaved on two servers against one upstream each.
+/// (7): chats with export on vs off, interleaved on two servers, one upstream each.
 async fn bench_telemetry() {
     let app = axum::Router::new().fallback(|| async { "" });
     let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
@@ -111,6 +118,37 @@ async fn bench_telemetry() {
         "chat with one tool round (median of {TELEMETRY_CHATS}): traces exported {ours:?}, telemetry off {baseline:?}, ratio {:.2}, added {:.3} ms",
         ours.as_secs_f64() / baseline.as_secs_f64(),
         (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
+}
+
+const STATE_BYTES: usize = 100 * 1024;
+const SEALS: usize = 200;
+
+/// (6): one state sealed and opened, against signed and verified, alternating, medians.
+fn bench_approval_state() {
+    let cost = hookwire::agent::StateCost::new(STATE_BYTES);
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut sealed, mut signed) = (Vec::new(), Vec::new());
+    let (mut sealed_len, mut signed_len) = (0, 0);
+    for _ in 0..SEALS {
+        let started = Instant::now();
+        sealed_len = black_box(cost.seal_and_open());
+        sealed.push(started.elapsed());
+        let started = Instant::now();
+        signed_len = black_box(cost.sign_and_verify());
+        signed.push(started.elapsed());
+    }
+    assert!(sealed_len > 0 && signed_len > 0, "a state did not open");
+    let (sealed, signed) = (median(sealed), median(signed));
+    println!(
+        "approval state of {} bytes of JSON ({sealed_len} bytes sealed, {signed_len} signed; median of {SEALS}): encrypt+decrypt {:.0} µs, sign+verify {:.0} µs, ratio {:.2}",
+        cost.json_bytes(),
+        sealed.as_secs_f64() * 1e6,
+        signed.as_secs_f64() * 1e6,
+        sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
     );
 }
 

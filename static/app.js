@@ -605,7 +605,7 @@
 
   function connect() {
     setStatus('connecting', 'connecting…');
-    const ws = new WebSocket(P.socketUrl(location, access.token));
+    const ws = new WebSocket(P.socketUrl(location), P.socketProtocols(access.token));
     view.ws = ws;
     ws.onopen = () => {
       view.retry = 0;
@@ -959,7 +959,7 @@
   async function api(path) {
     const response = await fetch(path, { headers: P.authHeaders(access.token) });
     if (response.status === 401) {
-      throw new Error('this server needs an access token: open the page as ' + location.origin + '/?token=YOUR_TOKEN');
+      throw new Error('this server needs an access token: open the page as ' + location.origin + '/#token=YOUR_TOKEN');
     }
     if (!response.ok) throw new Error(path + ' answered ' + response.status);
     return response.json();

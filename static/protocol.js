@@ -844,14 +844,19 @@
   }
 
   // The access token of a server that has `auth_token` set (README "Security model"): taken from
-  // the page's own URL once (`?token=…`), kept in `session` (sessionStorage: gone with the tab),
-  // and removed from the address bar. Returns `{token, cleanUrl}`: `cleanUrl` is the address to
-  // show instead (null when the URL had no token).
+  // the page's own URL once, from its fragment (`/#token=…`: a fragment never leaves the browser,
+  // so no proxy or server log holds it; a `?token=` query is not read), kept in `session`
+  // (sessionStorage: gone with the tab), and removed from the address bar. Returns
+  // `{token, cleanUrl}`: `cleanUrl` is the address to show instead (null when the URL had no
+  // token).
   function takeToken(href, session) {
     const url = new URL(href);
-    const fromUrl = url.searchParams.get('token');
+    const fragment = new URLSearchParams(url.hash.replace(/^#/, ''));
+    const fromUrl = fragment.get('token');
     if (fromUrl !== null) {
-      url.searchParams.delete('token');
+      fragment.delete('token');
+      const rest = fragment.toString();
+      url.hash = rest ? '#' + rest : '';
       session.save(TOKEN_KEY, fromUrl);
       return { token: fromUrl || null, cleanUrl: url.toString() };
     }
@@ -859,11 +864,19 @@
     return { token: typeof kept === 'string' && kept ? kept : null, cleanUrl: null };
   }
 
-  // Where the page opens its WebSocket: the same host, `?token=` when there is one (a browser
-  // cannot set headers on a WebSocket).
-  function socketUrl(location, token) {
+  // Where the page opens its WebSocket: the same host, never with the token in the URL.
+  function socketUrl(location) {
     const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
-    return scheme + location.host + '/ws' + (token ? '?token=' + encodeURIComponent(token) : '');
+    return scheme + location.host + '/ws';
+  }
+
+  // The subprotocols the page offers (a browser cannot set headers on a WebSocket, but it sends
+  // these in `Sec-WebSocket-Protocol`): `hookwire`, which the server answers, and the token as
+  // `hookwire.token.<token>`, percent-encoded down to the characters a protocol name may hold.
+  function socketProtocols(token) {
+    if (!token) return ['hookwire'];
+    const encoded = encodeURIComponent(token).replace(/[()]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+    return ['hookwire', 'hookwire.token.' + encoded];
   }
 
   // The headers of the page's API requests.
@@ -894,7 +907,7 @@
   }
 
   global.HookwireProtocol = {
-    KEYS, createConversation, takeToken, socketUrl, authHeaders,
+    KEYS, createConversation, takeToken, socketUrl, socketProtocols, authHeaders,
     createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
     traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath, toolGroups,
     answerOpenCalls, itemsOf,

@@ -58,15 +58,11 @@ impl ChatRun {
         self.step_has_text = false;
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
-        let model = self.inner.model.clone();
         let span = self.model_span(&model_request);
         // The span is the parent of the upstream request (its `traceparent`).
         let reply: Outcome<LlmResponse> = span
             .run(async {
-                let stream = tokio::select! {
-                    _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-                    stream = model.stream(model_request) => stream.map_err(upstream_error)?,
-                };
+                let stream = self.open_stream(model_request).await?;
                 self.read_reply(stream, phase, mode, started).await
             })
             .await;
@@ -232,11 +228,12 @@ impl ChatRun {
 
 /// An upstream error; one that says the input is over the model's window is
 /// `context_too_long` (the estimate said it fits, the model disagreed).
-fn upstream_error(error: LlmError) -> Interrupt {
+pub(super) fn upstream_error(error: LlmError) -> Interrupt {
     let code = match &error {
         LlmError::Status {
             status: 400 | 413,
             body,
+            ..
         } if says_too_long(body) => ErrorCode::ContextTooLong,
         _ => ErrorCode::Upstream,
     };

@@ -178,7 +178,11 @@ impl ChatRun {
         if self.ctx.tools().is_empty() {
             return self.direct().await;
         }
-        self.planning().await
+        match self.inner.config.planning {
+            super::Planning::Marker => self.planning().await,
+            super::Planning::Native => self.native_planning().await,
+            super::Planning::Off => self.agent_loop(1).await,
+        }
     }
 
     /// The client's history without the forged messages (a system message whose mark does not

@@ -8,7 +8,6 @@
 //! |---|---|---|
 //! | persistent hook message (docs/protocol.md §4) | [`HookSignature`] | `role + "\n" + content + "\n" + name + "\n" + skill + "\n" + timing` |
 //! | compaction summary (docs/protocol.md §10) | [`HookSignature::summary`] | the persistent hook layout with name `summary`, skill empty, timing `compact` |
-//! | approval state (docs/protocol.md §11) | [`ApprovalStateSignature`] | `"approval_state\n" + the state's text before its signature` |
 //! | session hook (docs/protocol.md §8) | [`SessionHookSignature`] | `"session_hook\n" + canonical JSON of the spec without "sig"` |
 //!
 //! A signature is lowercase hex HMAC-SHA256 keyed with the secret's UTF-8 bytes.
@@ -137,21 +136,6 @@ impl Signed for HookSignature<'_> {
             self.skill,
             self.timing,
         ])
-    }
-}
-
-/// What the signature of an approval `state` covers (docs/protocol.md §11): the state's text
-/// before its signature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ApprovalStateSignature<'a> {
-    pub(crate) body: &'a str,
-}
-
-impl sealed::Sealed for ApprovalStateSignature<'_> {}
-
-impl Signed for ApprovalStateSignature<'_> {
-    fn signed_bytes(&self) -> Vec<u8> {
-        lines(&["approval_state", self.body])
     }
 }
 

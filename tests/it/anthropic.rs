@@ -275,7 +275,8 @@ async fn http_errors_show_anthropics_own_message() {
         json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
             .to_string(),
     ));
-    let server = server(&upstream, |_| {}).await;
+    // 529 is retried by default (tests/it/retries.rs); here its text is the point.
+    let server = server(&upstream, |c| c.agent.retry.retries = 0).await;
     let message = upstream_error(&direct(&server).await);
     assert!(
         message.contains("529") && message.contains("Overloaded"),

@@ -282,18 +282,6 @@ fn assert_strict(request: &Recorded) {
     );
 }
 
-/// Whether `texts` appear in `haystack` in this order.
-fn in_order(haystack: &str, texts: &[&str]) -> bool {
-    let mut from = 0;
-    for text in texts {
-        match haystack[from..].find(text) {
-            Some(at) => from += at + text.len(),
-            None => return false,
-        }
-    }
-    true
-}
-
 #[tokio::test]
 async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     let openai = scenario("user", |_| {}).await;
@@ -301,31 +289,34 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     for request in &run.requests {
         assert_strict(request);
     }
-    // The planning call: every system text in order, then the input with its user-role hook.
+    // The planning call: the system texts of the conversation in order, then the input with its
+    // user-role hook, then the texts injected after it (hooks, the planning prompt) as a
+    // reminder block in the same turn.
     let planning = run.requests[0].messages();
     assert_eq!(planning.len(), 2, "{planning:?}");
-    assert!(
-        in_order(
-            &planning[0].1,
-            &[
-                "PROMPT:system",
-                "TEXT:aui",
-                "TEXT:keep",
-                "TEXT:bp",
-                "PROMPT:planning [NEED_TOOL]"
-            ]
-        ),
-        "{planning:?}"
-    );
-    assert_eq!(planning[1], ("user".into(), "INPUT:one\n\nTEXT:uin".into()));
-    // The retry: the rejected reply, then the hook's feedback, as turns.
-    let retry = run.requests[1].messages();
     assert_eq!(
-        retry[2..],
-        [
-            ("assistant".into(), "first try".into()),
-            ("user".into(), "FEEDBACK:retry".into())
-        ]
+        planning[0],
+        ("system".into(), "PROMPT:system\n\nTEXT:aui".into())
+    );
+    assert_eq!(
+        planning[1],
+        (
+            "user".into(),
+            "INPUT:one\n\nTEXT:uin\n\n<system-reminder>\nTEXT:keep\n\nTEXT:bp\n\nPROMPT:planning [NEED_TOOL]\n</system-reminder>"
+                .into()
+        )
+    );
+    // The retry: the rejected reply, then the hook's feedback, as turns; the reminder follows
+    // the feedback.
+    let retry = run.requests[1].messages();
+    assert_eq!(retry[2], ("assistant".into(), "first try".into()));
+    assert_eq!(retry[3].0, "user");
+    assert!(
+        retry[3]
+            .1
+            .starts_with("FEEDBACK:retry\n\n<system-reminder>\n")
+            && retry[3].1.contains("PROMPT:planning"),
+        "{retry:?}"
     );
     // Round 1: after the plan, the round's prompts as the user's turn, not a prefill.
     let round1 = run.requests[2].messages();
@@ -338,7 +329,7 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     );
     assert!(!round1[0].1.contains("PROMPT:first"));
     // Round 2: the plan and its tool call are one message, the result right after it, then the
-    // user-role hook; the step prompt and the round's hooks once each, in the system message.
+    // user-role hook with the step prompt and the round's hooks once each as its reminder.
     let body = &run.requests[3].body["messages"];
     let call = body
         .as_array()
@@ -356,18 +347,22 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
         .contains("hello from the readme"));
     assert_eq!(
         body[call + 2],
-        json!({"role": "user", "content": "TEXT:atc"})
+        json!({"role": "user", "content":
+            "TEXT:atc\n\n<system-reminder>\nTEXT:bea\n\nPROMPT:each\n</system-reminder>"})
     );
     let system = body[0]["content"].as_str().unwrap();
+    assert!(system.contains("TEXT:bfa"), "{system}");
     assert!(
-        in_order(system, &["TEXT:bfa", "TEXT:bea", "PROMPT:each"]),
+        !system.contains("TEXT:bea") && !system.contains("PROMPT:each"),
         "{system}"
     );
-    assert_eq!(system.matches("TEXT:bea").count(), 1);
-    // The direct call of the second chat: the persistent hook from the history and the new
-    // copy are both in the system message (two copies, as docs/design.md §2 says).
+    // The direct call of the second chat: the persistent hook from the history in the system
+    // message, the new copy after the input (two copies, as docs/design.md §2 says).
     let direct = run.requests[4].messages();
-    assert_eq!(direct[0].1.matches("TEXT:keep").count(), 2, "{direct:?}");
+    assert_eq!(direct[0].1.matches("TEXT:keep").count(), 1, "{direct:?}");
+    assert!(direct[3]
+        .1
+        .ends_with("<system-reminder>\nTEXT:keep\n</system-reminder>"));
     assert_eq!(
         roles(&run.requests[4]),
         ["system", "user", "assistant", "user"]
@@ -535,4 +530,40 @@ async fn a_user_message_after_tool_results_is_refused_by_mistral_nemo_only() {
             render(template, round2(system_role)).unwrap_or_else(|e| panic!("{template}: {e}"));
         assert!(rendered.contains("TEXT:atc"), "{template}: {rendered}");
     }
+}
+
+/// llama.cpp's tool-call ids have 32 characters; Mistral's template demands 9. In strict style
+/// they go upstream as 9 letters or digits, the same for a call and its result, while the
+/// client sees the model's own id.
+#[tokio::test]
+async fn strict_style_sends_nine_character_tool_call_ids() {
+    const LONG_ID: &str = "Xq7Hd0mK2LpA9sT4vB6nC8eF1gJ3rW5y";
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] PLAN:read"]));
+    upstream.push(Reply::tool_calls(&[(
+        LONG_ID,
+        "read_file",
+        json!({"path": "README.md"}),
+    )]));
+    upstream.push(Reply::text(&["ANSWER"]));
+    let server = TestServer::start_in(workspace(), Some(&upstream), strict(false), |b| b).await;
+    let frames = chat(&server, json!({"type": "chat", "input": "read it"})).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(
+        frame_of(&frames, "tool_call")["call_id"],
+        LONG_ID,
+        "{frames:?}"
+    );
+    let round2 = &upstream.requests()[2];
+    let body = round2.body["messages"].as_array().unwrap();
+    let call = body.iter().find(|m| m["tool_calls"].is_array()).unwrap();
+    let id = call["tool_calls"][0]["id"].as_str().unwrap();
+    assert!(
+        id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+        "{id}"
+    );
+    let result = body.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], id);
+    render("mistral-nemo", round2).unwrap_or_else(|e| panic!("{e}"));
+    server.shutdown().await;
 }

@@ -277,17 +277,21 @@ test('storage that holds something odd falls back to the defaults', () => {
   assert.deepEqual(bare.history, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }]);
 });
 
-test('the access token comes from the URL once, then from the tab, and leaves the address bar', () => {
-  const { takeToken, socketUrl, authHeaders } = globalThis.HookwireProtocol;
+test('the access token comes from the URL fragment once, then from the tab, and leaves the address bar', () => {
+  const { takeToken, socketUrl, socketProtocols, authHeaders } = globalThis.HookwireProtocol;
   const session = memoryStore();
-  const first = takeToken('http://127.0.0.1:8080/?token=a%20b%2Fc&x=1#top', session);
-  assert.deepEqual(first, { token: 'a b/c', cleanUrl: 'http://127.0.0.1:8080/?x=1#top' });
+  const first = takeToken('http://127.0.0.1:8080/?x=1#token=a%20b%2Fc&view=top', session);
+  assert.deepEqual(first, { token: 'a b/c', cleanUrl: 'http://127.0.0.1:8080/?x=1#view=top' });
   assert.equal(session.get('hookwire.token'), 'a b/c');
   assert.deepEqual(takeToken('http://127.0.0.1:8080/', session), { token: 'a b/c', cleanUrl: null });
-  assert.deepEqual(takeToken('http://127.0.0.1:8080/', memoryStore()), { token: null, cleanUrl: null });
+  assert.deepEqual(takeToken('http://127.0.0.1:8080/#token=t', memoryStore()), { token: 't', cleanUrl: 'http://127.0.0.1:8080/' });
+  // The query is never read: a token there would already be in every log on the way.
+  assert.deepEqual(takeToken('http://127.0.0.1:8080/?token=q', memoryStore()), { token: null, cleanUrl: null });
   const location = { protocol: 'http:', host: '127.0.0.1:8080' };
-  assert.equal(socketUrl(location, 'a b/c'), 'ws://127.0.0.1:8080/ws?token=a%20b%2Fc');
-  assert.equal(socketUrl({ protocol: 'https:', host: 'h' }, null), 'wss://h/ws');
+  assert.equal(socketUrl(location), 'ws://127.0.0.1:8080/ws');
+  assert.equal(socketUrl({ protocol: 'https:', host: 'h' }), 'wss://h/ws');
+  assert.deepEqual(socketProtocols('a b/c(1)+'), ['hookwire', 'hookwire.token.a%20b%2Fc%281%29%2B']);
+  assert.deepEqual(socketProtocols(null), ['hookwire']);
   assert.deepEqual(authHeaders('t'), { Authorization: 'Bearer t' });
   assert.deepEqual(authHeaders(null), {});
 });

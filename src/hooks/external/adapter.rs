@@ -14,7 +14,6 @@
 //! What a session's `session_start` hooks left ([`SessionCarry`]) goes into each of its chats.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -273,7 +272,7 @@ impl ExternalHooks {
 /// cannot be written is logged; the hooks then get an empty path.
 fn write_transcript(chat: &mut ChatState, ctx: &HookContext, last: Option<&str>) -> Option<String> {
     if chat.transcript.is_none() {
-        let dir = transcript_dir(&ctx.cwd)?;
+        let dir = super::dialect::transcript::folder_for(&ctx.cwd)?;
         match Transcript::create(&dir) {
             Ok(transcript) => chat.transcript = Some(transcript),
             Err(error) => {
@@ -290,18 +289,6 @@ fn write_transcript(chat: &mut ChatState, ctx: &HookContext, last: Option<&str>)
             None
         }
     }
-}
-
-/// Where transcripts go: the temporary directory, unless it is inside the workspace (then
-/// nowhere: a transcript must not be a file of the workspace).
-fn transcript_dir(workspace: &Path) -> Option<std::path::PathBuf> {
-    let dir = std::env::temp_dir();
-    let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    if real.starts_with(workspace) {
-        tracing::warn!(dir = %dir.display(), "the temporary directory is inside the workspace; Claude Code hooks get no transcript");
-        return None;
-    }
-    Some(dir)
 }
 
 /// A chat event with the values of its call, borrowed: the event's values are read from them

@@ -11,6 +11,7 @@ mod driver;
 mod firefox;
 mod hooks_tab;
 mod page;
+mod token;
 
 use std::time::Duration;
 
@@ -365,7 +366,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
         return;
     };
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Status(500, "model overloaded".into()));
+    upstream.push(Reply::Status(400, "model overloaded".into()));
     let server = TestServer::start_in(
         workspace(),
         Some(&upstream),
@@ -619,7 +620,7 @@ async fn the_page_brings_the_access_token_in_firefox() {
     the_page_brings_the_access_token(&mut browser).await;
 }
 
-/// A server with `auth_token`: the page opened as `/?token=…` keeps the token for the tab, takes
+/// A server with `auth_token`: the page opened as `/#token=…` keeps the token for the tab, takes
 /// it out of the address bar, chats with it, still has it after a reload, and without it says
 /// what to do.
 async fn the_page_brings_the_access_token(browser: &mut impl Page) {
@@ -630,10 +631,10 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
         |b| b,
     )
     .await;
-    browser.open(&server.url("/?token=tok%20en%2F1")).await;
+    browser.open(&server.url("/#token=tok%20en%2F1")).await;
     assert_eq!(
         browser
-            .eval("[location.search, sessionStorage.getItem('hookwire.token'), document.body.dataset.info]")
+            .eval("[location.hash, sessionStorage.getItem('hookwire.token'), document.body.dataset.info]")
             .await,
         json!(["", "\"tok en/1\"", "loaded"]),
         "the token left the address bar for the tab's storage, and the API answered"
