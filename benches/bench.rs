@@ -28,8 +28,12 @@
 //! 9. Voice: the time from the text that completes the first sentence to that sentence's
 //!    `audio` frame, with espeak-ng as the speech command, vs running espeak-ng alone on it.
 //!
+//! 10. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
+//!     that discards what it gets) vs the same chat with it off.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9).
+//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
+//! `-- telemetry` only (10).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -75,6 +79,10 @@ fn main() {
         runtime.block_on(bench_voice());
         return;
     }
+    if std::env::args().any(|arg| arg == "telemetry") {
+        runtime.block_on(bench_telemetry());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -91,7 +99,85 @@ fn main() {
         runtime.block_on(micro::bench_micro_compaction());
         runtime.block_on(bench_hook_cost());
         runtime.block_on(bench_voice());
+        runtime.block_on(bench_telemetry());
     }
+}
+
+const TELEMETRY_CHATS: usize = 50;
+
+/// (10): chats with export on vs off, interleaved on two servers, one upstream each.
+async fn bench_telemetry() {
+    let app = axum::Router::new().fallback(|| async { "" });
+    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+        eprintln!("telemetry: cannot bind a receiver; skipped");
+        return;
+    };
+    let Ok(receiver) = listener.local_addr() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let (upstream_on, upstream_off) = (FakeUpstream::start().await, FakeUpstream::start().await);
+    let on = TestServer::start(Some(&upstream_on), move |c| {
+        c.telemetry.otlp_endpoint = Some(format!("http://{receiver}"));
+        c.telemetry.batch_delay = Some(Duration::from_millis(200));
+    })
+    .await;
+    let off = TestServer::start(Some(&upstream_off), |_| {}).await;
+    for server in [&on, &off] {
+        std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
+    }
+    let (mut ws_on, mut ws_off) = (on.connect().await, off.connect().await);
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    let note = || json!({"path":"note.txt"});
+    for i in 0..TELEMETRY_CHATS {
+        baseline.push(tool_chat(&mut ws_off, &upstream_off, i, "read_file", note()).await);
+        ours.push(tool_chat(&mut ws_on, &upstream_on, i, "read_file", note()).await);
+    }
+    on.shutdown().await;
+    off.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "chat with one tool round (median of {TELEMETRY_CHATS}): traces exported {ours:?}, telemetry off {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
+}
+
+const STATE_BYTES: usize = 100 * 1024;
+const SEALS: usize = 200;
+
+/// (6): one state sealed and opened, against signed and verified, alternating, medians.
+fn bench_approval_state() {
+    let cost = hookwire::agent::StateCost::new(STATE_BYTES);
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut sealed, mut signed) = (Vec::new(), Vec::new());
+    let (mut sealed_len, mut signed_len) = (0, 0);
+    for _ in 0..SEALS {
+        let started = Instant::now();
+        sealed_len = black_box(cost.seal_and_open());
+        sealed.push(started.elapsed());
+        let started = Instant::now();
+        signed_len = black_box(cost.sign_and_verify());
+        signed.push(started.elapsed());
+    }
+    assert!(sealed_len > 0 && signed_len > 0, "a state did not open");
+    let (sealed, signed) = (median(sealed), median(signed));
+    println!(
+        "approval state of {} bytes of JSON ({sealed_len} bytes sealed, {signed_len} signed; median of {SEALS}): encrypt+decrypt {:.0} µs, sign+verify {:.0} µs, ratio {:.2}",
+        cost.json_bytes(),
+        sealed.as_secs_f64() * 1e6,
+        signed.as_secs_f64() * 1e6,
+        sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
+    );
 }
 
 const VOICE_CHATS: usize = 15;
@@ -172,37 +258,6 @@ async fn bench_voice() {
         "voice, first sentence's text to its audio frame (median of {VOICE_CHATS}): {ours:?}, espeak-ng alone {baseline:?}, ratio {:.2}, added {:.3} ms",
         ours.as_secs_f64() / baseline.as_secs_f64(),
         (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
-    );
-}
-
-const STATE_BYTES: usize = 100 * 1024;
-const SEALS: usize = 200;
-
-/// (6): one state sealed and opened, against signed and verified, alternating, medians.
-fn bench_approval_state() {
-    let cost = hookwire::agent::StateCost::new(STATE_BYTES);
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
-    let (mut sealed, mut signed) = (Vec::new(), Vec::new());
-    let (mut sealed_len, mut signed_len) = (0, 0);
-    for _ in 0..SEALS {
-        let started = Instant::now();
-        sealed_len = black_box(cost.seal_and_open());
-        sealed.push(started.elapsed());
-        let started = Instant::now();
-        signed_len = black_box(cost.sign_and_verify());
-        signed.push(started.elapsed());
-    }
-    assert!(sealed_len > 0 && signed_len > 0, "a state did not open");
-    let (sealed, signed) = (median(sealed), median(signed));
-    println!(
-        "approval state of {} bytes of JSON ({sealed_len} bytes sealed, {signed_len} signed; median of {SEALS}): encrypt+decrypt {:.0} µs, sign+verify {:.0} µs, ratio {:.2}",
-        cost.json_bytes(),
-        sealed.as_secs_f64() * 1e6,
-        signed.as_secs_f64() * 1e6,
-        sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
     );
 }
 

@@ -298,6 +298,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         signing_key.clone(),
     );
     let builder = AgentClient::builder()
+        .telemetry(telemetry(config))
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .tool_source(mcp.clone())
@@ -327,6 +328,23 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             mcp: Some(mcp),
         },
     })
+}
+
+/// The trace exporter the config asks for; off (with a warning) when it cannot be built: traces
+/// never keep the server from starting.
+fn telemetry(config: &Config) -> crate::telemetry::Telemetry {
+    match crate::telemetry::Telemetry::start(&config.telemetry) {
+        Ok(telemetry) => {
+            if telemetry.is_on() {
+                tracing::info!("exporting traces over OTLP/HTTP");
+            }
+            telemetry
+        }
+        Err(error) => {
+            tracing::warn!(%error, "telemetry is off");
+            crate::telemetry::Telemetry::off()
+        }
+    }
 }
 
 /// Starts reloading the skills and logs the problems they have now.

@@ -196,6 +196,8 @@ pub struct Config {
     pub mcp_servers: Vec<McpServerSettings>,
     /// `voice:`: speech synthesis and transcription, when configured.
     pub voice: crate::voice::VoiceSettings,
+    /// OpenTelemetry export (off unless an endpoint is set).
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -896,6 +898,11 @@ impl Config {
             hook_agents: file.hook_agents,
             mcp_servers: mcp_servers(file.mcp_servers)?,
             voice,
+            telemetry: crate::telemetry::TelemetrySettings {
+                otlp_endpoint: file.telemetry.otlp_endpoint,
+                capture_content: file.telemetry.capture_content.unwrap_or(false),
+                batch_delay: file.telemetry.batch_delay_ms.map(Duration::from_millis),
+            },
             config_file: cli.config.clone(),
         })
     }

@@ -62,6 +62,7 @@ pub mod mcp;
 mod reload;
 pub mod server;
 mod skills;
+pub mod telemetry;
 pub mod tools;
 mod trust;
 pub mod trust_command;

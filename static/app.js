@@ -173,11 +173,16 @@
     const rows = Array.isArray(item.trace) ? item.trace : [];
     const summary = P.traceSummary(rows);
     const line = P.turnLine(item);
-    if (!rows.length) return el('div', 'turn', line);
+    if (!rows.length && !item.trace_id) return el('div', 'turn', line);
     const node = el('details', 'turn traced' + (summary.blocked ? ' has-block' : ''));
     const head = el('summary');
     head.appendChild(el('span', 'turn-line', line));
     node.appendChild(head);
+    if (item.trace_id) {
+      const id = el('p', 'trace-id', 'trace ');
+      id.appendChild(el('code', null, item.trace_id));
+      node.appendChild(id);
+    }
     const list = el('ol', 'trace');
     list.setAttribute('aria-label', 'Hook runs of this turn');
     for (const row of rows) {
@@ -439,7 +444,8 @@
     closeBubble(chat);
     if (ending) push(ending);
     const trace = chat ? chat.trace : [];
-    if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace });
+    const traceId = chat && chat.traceId ? chat.traceId : null;
+    if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace, trace_id: traceId });
     view.chat = null;
     setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
     $('input').focus();
@@ -510,6 +516,10 @@
     const chat = view.chat;
     switch (update.kind) {
       case 'stray_error': toast('error', frame.code + ': ' + frame.message); break;
+      case 'start':
+        // The chat's OpenTelemetry trace (when the server exports traces), for the turn's details.
+        if (chat && typeof frame.trace_id === 'string') chat.traceId = frame.trace_id;
+        break;
       case 'text': appendText(chat, frame.delta); break;
       case 'plan':
         closeBubble(chat);

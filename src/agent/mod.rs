@@ -197,6 +197,8 @@ pub(crate) struct AgentInner {
     pub(crate) approval_key: approval::StateKey,
     /// The connection events' runs.
     pub(crate) sessions: sessions::SessionEvents,
+    /// The trace exporter (off unless configured).
+    pub(crate) telemetry: crate::telemetry::Telemetry,
 }
 
 /// Runs chats. Cheap to clone; one per server.
@@ -227,9 +229,18 @@ impl AgentClient {
         let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
+        let span = self.inner.telemetry.chat(
+            &request.id,
+            request.conversation_id.as_deref(),
+            request.traceparent.as_deref(),
+        );
         let task = tokio::spawn(async move {
-            inner.session_started(&request).await;
-            run::run_chat(inner, request, tx, None).await
+            let trace = span.run(async {
+                inner.session_started(&request).await;
+                run::run_chat(inner, request, tx, None, span.trace_id()).await
+            });
+            let outcome = trace.await;
+            span.end(outcome);
         });
         ChatStream {
             rx,
@@ -252,6 +263,11 @@ impl AgentClient {
     pub async fn session_ended(&self, session: &SessionInfo) {
         let hooks = self.inner.hooks.clone();
         self.inner.sessions.end(hooks, session.clone());
+    }
+
+    /// Exports the spans still waiting and stops the exporter (the server's last step).
+    pub async fn shutdown_telemetry(&self) {
+        self.inner.telemetry.shutdown().await;
     }
 
     /// Lets the connection hooks still running finish within `grace`, then ends them (a
@@ -299,7 +315,9 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
         let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
-        let task = tokio::spawn(run::run_chat(inner, request, tx, Some(spend)));
+        let task = tokio::spawn(async move {
+            run::run_chat(inner, request, tx, Some(spend), None).await;
+        });
         let mut events = ChatStream {
             rx,
             task: Some(task),
@@ -399,9 +417,16 @@ pub struct AgentClientBuilder {
     tools: ToolRegistry,
     hooks: HookStack,
     factories: Vec<Arc<dyn HookFactory>>,
+    telemetry: crate::telemetry::Telemetry,
 }
 
 impl AgentClientBuilder {
+    /// Where chats' spans go (PROTOCOL section 17); off by default.
+    pub fn telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
     /// The model; without one, the offline demo model.
     pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
         self.model = Some(model);
@@ -463,6 +488,7 @@ impl AgentClientBuilder {
                 hooks: self.hooks,
                 factories: self.factories,
                 sessions: Default::default(),
+                telemetry: self.telemetry,
             }),
         }
     }

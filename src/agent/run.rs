@@ -74,7 +74,8 @@ pub(crate) async fn run_chat(
     request: ChatRequest,
     tx: mpsc::Sender<ChatEvent>,
     hook_call_of: Option<Arc<HookSpend>>,
-) {
+    trace_id: Option<String>,
+) -> &'static str {
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
         match factory.hooks_for(&request) {
@@ -82,12 +83,12 @@ pub(crate) async fn run_chat(
             Err(error) => {
                 metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
                 let _ = tx.send(ChatEvent::Error(error)).await;
-                return;
+                return "refused";
             }
         }
     }
-    if tx.send(ChatEvent::Started).await.is_err() {
-        return;
+    if tx.send(ChatEvent::Started { trace_id }).await.is_err() {
+        return "cancelled";
     }
     let tools = if request.enable_tools {
         inner.tools.specs()
@@ -134,6 +135,8 @@ pub(crate) async fn run_chat(
             session_hooks: request.session_hooks.clone(),
             cancel: request.cancel.clone(),
             trace: request.trace,
+            traceparent: None,
+            conversation_id: None,
             ..ChatRequest::new(request.id.clone(), String::new())
         },
         hook_call_of,
@@ -146,8 +149,9 @@ pub(crate) async fn run_chat(
         _ = cancel.cancelled() => Err(Interrupt::Cancelled),
         result = run.execute(request) => result,
     };
-    run.finish(result).await;
+    let outcome = run.finish(result).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
+    outcome
 }
 
 impl ChatRun {
@@ -246,8 +250,9 @@ impl ChatRun {
         self.tx.send(event).await.map_err(|_| Interrupt::Cancelled)
     }
 
-    /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`.
-    async fn finish(&mut self, result: Outcome<DoneReason>) {
+    /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`;
+    /// returns the `done` reason or error code.
+    async fn finish(&mut self, result: Outcome<DoneReason>) -> &'static str {
         let _ = self.flush_outbox().await;
         let reason = match result {
             Ok(reason) => reason,
@@ -268,12 +273,12 @@ impl ChatRun {
                         turn,
                     })
                     .await;
-                return;
+                return DoneReason::Cancelled.as_str();
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
-                self.fail(ChatError::new(ErrorCode::HookBlocked, reason))
+                return self
+                    .fail(ChatError::new(ErrorCode::HookBlocked, reason))
                     .await;
-                return;
             }
             Err(Interrupt::Stopped(reason)) => {
                 let _ = self
@@ -285,10 +290,7 @@ impl ChatRun {
                     .await;
                 DoneReason::Stopped
             }
-            Err(Interrupt::Failed(error)) => {
-                self.fail(error).await;
-                return;
-            }
+            Err(Interrupt::Failed(error)) => return self.fail(error).await,
         };
         let mut output = RunOutput {
             reason,
@@ -308,15 +310,18 @@ impl ChatRun {
                 turn,
             })
             .await;
+        reason.as_str()
     }
 
-    async fn fail(&mut self, mut error: ChatError) {
+    async fn fail(&mut self, mut error: ChatError) -> &'static str {
         let streamed = !self.visible_text.is_empty();
         error.turn = std::mem::take(&mut self.turn).failed(&self.kept, streamed);
         self.hooks.run_failed(&mut self.ctx, &error).await;
         self.end(RunOutcome::Failed(error.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
+        let code = error.code.as_str();
         let _ = self.send(ChatEvent::Error(error)).await;
+        code
     }
 
     /// `on_run_end`, then what hooks emitted, before the chat's last event.

@@ -70,6 +70,22 @@ pub struct FileConfig {
     /// Spoken answers and transcribed speech (docs/voice.md).
     #[serde(default)]
     pub voice: crate::voice::VoiceFile,
+    /// `telemetry:` (PROTOCOL section 17).
+    #[serde(default)]
+    pub telemetry: TelemetryFile,
+}
+
+/// `telemetry:`: OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryFile {
+    /// The OTLP/HTTP base URL; `OTEL_EXPORTER_OTLP_ENDPOINT` wins over it.
+    pub otlp_endpoint: Option<String>,
+    /// Prompts, answers, tool arguments and results on the spans (off: they may hold secrets).
+    pub capture_content: Option<bool>,
+    /// How long finished spans wait to be sent together, in milliseconds (else
+    /// `OTEL_BSP_SCHEDULE_DELAY`, else 5000).
+    pub batch_delay_ms: Option<u64>,
 }
 
 /// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable

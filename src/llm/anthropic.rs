@@ -82,6 +82,10 @@ impl AnthropicClient {
 
 #[async_trait]
 impl ChatModel for AnthropicClient {
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http

@@ -12,6 +12,9 @@ use crate::types::{ChatEvent, ErrorCode, HookMessage, MAX_DENY_REASON_CHARS};
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
 
+/// The longest `traceparent` / `conversation_id` a chat frame may carry.
+const MAX_TRACE_FIELD_BYTES: usize = 256;
+
 /// Session hooks one chat may carry.
 pub(super) const MAX_SESSION_HOOKS: usize = 100;
 
@@ -36,6 +39,11 @@ pub(super) struct ChatFrame {
     pub(crate) trace: bool,
     /// `audio` frames of the answer, spoken (docs/protocol.md §18).
     pub(crate) voice: bool,
+    /// A W3C `traceparent` the chat's span is the child of (PROTOCOL section 17); the upgrade
+    /// request's when the frame has none.
+    pub(crate) traceparent: Option<String>,
+    /// The client's conversation, for `gen_ai.conversation.id`.
+    pub(crate) conversation_id: Option<String>,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -221,6 +229,16 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"voice\" must be true or false".into()),
     };
+    let optional_text = |name: &str| match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.len() <= MAX_TRACE_FIELD_BYTES => Ok(Some(text.clone())),
+        Some(Value::String(_)) => Err(format!(
+            "field \"{name}\" is over {MAX_TRACE_FIELD_BYTES} bytes"
+        )),
+        Some(_) => Err(format!("field \"{name}\" must be a string")),
+    };
+    let traceparent = optional_text("traceparent")?;
+    let conversation_id = optional_text("conversation_id")?;
     let session_hooks = match object.get("session_hooks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
@@ -243,6 +261,8 @@ fn parse_chat(
         resume,
         trace,
         voice,
+        traceparent,
+        conversation_id,
     })
 }
 
@@ -540,6 +560,9 @@ pub(super) enum ServerFrame {
         /// The server that runs the chat (README, protocol extensions); set by the session.
         #[serde(skip_serializing_if = "Option::is_none")]
         instance: Option<String>,
+        /// The chat's trace (PROTOCOL section 17), when telemetry is on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trace_id: Option<String>,
     },
     Hook {
         id: String,
@@ -745,7 +768,11 @@ impl ServerFrame {
     pub(super) fn from_event(id: &str, event: ChatEvent) -> Self {
         let id = id.to_string();
         match event {
-            ChatEvent::Started => ServerFrame::Start { id, instance: None },
+            ChatEvent::Started { trace_id } => ServerFrame::Start {
+                id,
+                instance: None,
+                trace_id,
+            },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
             ChatEvent::SessionHook(hook) => ServerFrame::SessionHook { id, hook },

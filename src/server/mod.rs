@@ -258,7 +258,11 @@ async fn metrics_text() -> Response {
 
 /// The upgrade: the session cap before the 101 (access was checked in front of every route);
 /// everything else in the session.
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
     if state.shutdown.is_cancelled() {
         ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "draining")
             .increment(1);
@@ -270,6 +274,10 @@ async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Respons
         return (StatusCode::SERVICE_UNAVAILABLE, "too many open connections").into_response();
     };
     let limit = state.config.limits.max_message_bytes;
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
     let tracker = state.tracker.clone();
     // The write buffer has no cap of its own (tungstenite's default): outgoing frames are
     // bounded by `limits.max_frame_bytes` (see `fit`) and `done` carries the whole answer, which
@@ -283,7 +291,7 @@ async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Respons
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
             tracker.track_future(async move {
-                session::run_session(socket, state).await;
+                session::run_session(socket, state, traceparent).await;
                 drop(permit);
             })
         })
@@ -354,6 +362,7 @@ impl RunningServer {
         self.state.agent.finish_session_hooks(left()).await;
         self.state.sources.stop_async_hooks(left()).await;
         self.state.sources.stop_mcp_servers().await;
+        self.state.agent.shutdown_telemetry().await;
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
     }

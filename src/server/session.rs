@@ -114,7 +114,9 @@ enum Ending {
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
-pub(super) async fn run_session<S, E>(socket: S, state: AppState)
+/// `traceparent`: the upgrade request's, the parent of its chats' spans (PROTOCOL section 17)
+/// when a chat frame brings none.
+pub(super) async fn run_session<S, E>(socket: S, state: AppState, traceparent: Option<String>)
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
     S::Error: std::fmt::Display,
@@ -165,7 +167,10 @@ where
                     None => break Ending::ClientGone,
                     Some(Err(error)) => break read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
-                        let frame = ClientFrame::parse(text.as_str(), &limits);
+                        let mut frame = ClientFrame::parse(text.as_str(), &limits);
+                        if let ClientFrame::Chat(chat) = &mut frame {
+                            chat.traceparent = chat.traceparent.take().or_else(|| traceparent.clone());
+                        }
                         if !handle_frame(frame, &state, &session, &outbox, &mut chat) {
                             break flooded(&session);
                         }
@@ -400,6 +405,8 @@ fn start_chat(
         resume,
         trace,
         voice,
+        traceparent,
+        conversation_id,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -415,6 +422,8 @@ fn start_chat(
         compact_only,
         resume,
         trace,
+        traceparent,
+        conversation_id,
     };
     let events = state.agent.chat_stream(request);
     let forward = Forward {
@@ -494,7 +503,7 @@ impl Forward {
         let mut ended = false;
         while let Some(event) = events.next().await {
             ended = event.is_terminal();
-            let started = matches!(event, ChatEvent::Started);
+            let started = matches!(event, ChatEvent::Started { .. });
             if !self.send(self.frame(event)).await {
                 return;
             }

@@ -38,6 +38,7 @@ mod retries;
 mod rust_hooks;
 mod seed_gaps;
 mod skills;
+mod telemetry;
 mod tools;
 mod trust;
 mod upstream;

@@ -261,7 +261,7 @@ impl AgentHook for Recorder {
 /// An event as one short line.
 pub(crate) fn show(event: &ChatEvent) -> String {
     match event {
-        ChatEvent::Started => "start".into(),
+        ChatEvent::Started { .. } => "start".into(),
         ChatEvent::Text(text) => format!("text:{text}"),
         ChatEvent::Plan(plan) => format!("plan:{plan}"),
         ChatEvent::ToolCall {

@@ -347,7 +347,19 @@ pub(super) async fn run_hook(
     spend: &Arc<HookSpend>,
 ) -> (Result<HookOutput, Failure>, Ran, Duration) {
     let started = Instant::now();
-    let output = match runner.run(hook, input, timeout, spend).await {
+    let span = crate::telemetry::Span::start(
+        || format!("hook {}", event.as_str()),
+        crate::telemetry::Kind::Internal,
+        || {
+            crate::telemetry::hook_attributes(
+                &hook.name,
+                event.as_str(),
+                hook.level,
+                hook.dialect.as_str(),
+            )
+        },
+    );
+    let output = match span.run(runner.run(hook, input, timeout, spend)).await {
         RunResult::Error(error) => Err(Failure::Failed(error)),
         RunResult::Timeout => Err(Failure::TimedOut(timeout)),
         answer => dialect::read(hook, event, answer, state, envelope)
@@ -368,6 +380,13 @@ pub(super) async fn run_hook(
         Err(Failure::Failed(_)) => Ran::Failure,
     };
     let elapsed = started.elapsed();
+    span.set(|| {
+        vec![crate::telemetry::Attribute::new(
+            "hookwire.hook.outcome",
+            ran.label(),
+        )]
+    });
+    span.end();
     record(hook, event, ran, elapsed);
     (output, ran, elapsed)
 }

@@ -163,6 +163,7 @@ fn spawn_grouped(
         .env_clear()
         .envs(env.iter().map(|(name, value)| (name, value)))
         .env(RUN_MARKER, &marker)
+        .envs(crate::telemetry::current_traceparent().map(|value| ("TRACEPARENT", value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -254,7 +254,9 @@ impl Runner {
         input: &Value,
         timeout: Duration,
     ) -> RunResult {
-        let mut request = self.http.post(url).timeout(timeout).json(input);
+        let mut request = crate::telemetry::with_traceparent(self.http.post(url))
+            .timeout(timeout)
+            .json(input);
         for (name, value) in headers {
             request = request.header(name, value);
         }
