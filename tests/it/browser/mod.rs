@@ -159,6 +159,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
             "vendor/highlight.min.js",
             "markdown.js",
             "protocol.js",
+            "voice.js",
             "app.js"
         ]),
         "the view loads after what it uses"
