@@ -405,10 +405,7 @@ async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
         .eval("document.querySelectorAll('.msg.assistant')[1].innerText")
         .await;
     assert!(
-        answer
-            .as_str()
-            .unwrap()
-            .contains("no reading of secrets"),
+        answer.as_str().unwrap().contains("no reading of secrets"),
         "the demo model answers from the refusal: {answer}"
     );
     browser.screenshot("chromium-hooks-tab.png").await;
