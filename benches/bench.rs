@@ -14,7 +14,11 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5).
+//! 6. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
+//!    (`parallel: true`) vs one after another.
+//!
+//! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
+//! `-- hooks` only (6).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -43,6 +47,11 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    let only_hooks = std::env::args().any(|arg| arg == "hooks");
+    if only_hooks {
+        runtime.block_on(bench_parallel_hooks());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -54,6 +63,54 @@ fn main() {
     if !only_tokens {
         runtime.block_on(bench_mcp_round());
     }
+    if !only_tokens && !only_mcp {
+        runtime.block_on(bench_parallel_hooks());
+    }
+}
+
+const HOOK_CHATS: usize = 20;
+
+/// A hook file with 5 guards of 20 ms on `pre_llm_request`, side by side or not.
+fn five_guards(parallel: bool) -> String {
+    let hooks = "    - command: sleep 0.02\n".repeat(5);
+    format!("pre_llm_request:\n  parallel: {parallel}\n  hooks:\n{hooks}")
+}
+
+async fn bench_parallel_hooks() {
+    let upstream = FakeUpstream::start().await;
+    let sequential_yaml = five_guards(false);
+    let parallel_yaml = five_guards(true);
+    let sequential = common::start_with_hook_file(
+        &upstream,
+        Some(("hooks.yaml", &sequential_yaml)),
+        |_| {},
+        |_| {},
+    )
+    .await;
+    let parallel = common::start_with_hook_file(
+        &upstream,
+        Some(("hooks.yaml", &parallel_yaml)),
+        |_| {},
+        |_| {},
+    )
+    .await;
+    let (mut seq_ws, mut par_ws) = (sequential.connect().await, parallel.connect().await);
+    let (mut seq, mut par) = (Vec::new(), Vec::new());
+    for i in 0..HOOK_CHATS {
+        seq.push(short_chat(&mut seq_ws, &upstream, i).await);
+        par.push(short_chat(&mut par_ws, &upstream, i).await);
+    }
+    sequential.shutdown().await;
+    parallel.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (seq, par) = (median(seq), median(par));
+    println!(
+        "one event with 5 command hooks of 20 ms (median of {HOOK_CHATS} chats): side by side {par:?}, one after another {seq:?}, ratio {:.2}",
+        par.as_secs_f64() / seq.as_secs_f64()
+    );
 }
 
 const MCP_CHATS: usize = 50;

@@ -25,6 +25,7 @@ mod mcp;
 mod models;
 mod nginx;
 mod observability;
+mod parallel_hooks;
 mod protocol;
 mod reliability;
 mod reload;
