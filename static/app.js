@@ -248,7 +248,7 @@
   }
 
   function newChat() {
-    return { bubble: null, tools: {}, trace: [] };
+    return { bubble: null, bubbles: [], tools: {}, trace: [] };
   }
 
   function startChat(text) {
@@ -270,6 +270,7 @@
       const item = { kind: 'assistant', text: '' };
       view.transcript.push(item);
       chat.bubble = { item, node: draw(item), frame: 0 };
+      chat.bubbles.push(chat.bubble);
     }
     const bubble = chat.bubble;
     bubble.item.text += delta;
@@ -289,6 +290,21 @@
     chat.bubble = null;
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
     renderAssistant(bubble.node, bubble.item.text);
+    saveTranscript();
+  }
+
+  // A hook rewrote the answer: the last bubble shows `done.message` instead of what streamed.
+  function showFinal(chat, frame) {
+    if (!chat) return;
+    const text = P.finalText(chat.bubbles.map((b) => b.item.text), frame);
+    if (text === null) return;
+    let bubble = chat.bubbles[chat.bubbles.length - 1];
+    if (!bubble) {
+      appendText(chat, text);
+      return;
+    }
+    bubble.item.text = text;
+    renderAssistant(bubble.node, text);
     saveTranscript();
   }
 
@@ -353,6 +369,7 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
+        showFinal(chat, frame);
         finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, P.usageOf(frame));
         break;
       case 'error':

@@ -87,10 +87,12 @@ impl ChatRun {
             tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped micro compaction");
             return;
         }
-        *messages = compacted;
         metrics::counter!("hookwire_compactions_total", "kind" => "micro", "trigger" => "auto")
             .increment(1);
+        // Its hooks see the call's compacted messages as the chat's, and may replace them.
+        let history = std::mem::replace(&mut self.ctx.messages, compacted);
         self.hooks.post_micro_compact(&mut self.ctx, &info).await;
+        *messages = std::mem::replace(&mut self.ctx.messages, history);
     }
 
     /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.

@@ -32,6 +32,7 @@ mod reload;
 mod replicas;
 mod rust_hooks;
 mod seed_gaps;
+mod seed_results;
 mod skills;
 mod tools;
 mod trust;

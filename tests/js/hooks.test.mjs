@@ -10,7 +10,7 @@ vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta
   filename: 'static/protocol.js',
 });
 const {
-  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath,
+  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, finalText, formatMs, hookLevels, shortPath,
 } = globalThis.HookwireProtocol;
 
 function memoryStore(initial = {}) {
@@ -180,4 +180,15 @@ test('tools are grouped: the built-in ones, then each MCP server with its state 
     { title: 'MCP: web', state: 'down', reason: 'it exited with code 1', tools: [] },
   ]);
   assert.deepEqual(toolGroups({}), [{ title: 'built-in', state: null, reason: null, tools: [] }]);
+});
+
+test('a rewritten answer in done.message replaces what the last bubble streamed', () => {
+  const done = (content) => ({ type: 'done', message: { role: 'assistant', content } });
+  assert.equal(finalText(['hello'], done('hello')), null);
+  assert.equal(finalText(['hello'], done('REWRITTEN')), 'REWRITTEN');
+  assert.equal(finalText(['first', 'second'], done('first\n\nsecond')), null);
+  assert.equal(finalText(['first', 'second'], done('first\n\nSECOND')), 'SECOND');
+  assert.equal(finalText(['first', 'second'], done('ALL NEW')), 'ALL NEW');
+  assert.equal(finalText([], done('only at the end')), 'only at the end');
+  assert.equal(finalText(['streamed'], done('')), null);
 });

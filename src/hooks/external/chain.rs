@@ -493,7 +493,10 @@ fn apply(
     );
     assign(
         output.messages,
-        matches!(event, PreLlmRequest | AfterContextBuild | PostAutoCompact),
+        matches!(
+            event,
+            PreLlmRequest | AfterContextBuild | PostMicroCompact | PostAutoCompact
+        ),
         &mut state.messages,
         "messages",
         &invalid,
@@ -574,6 +577,11 @@ fn apply(
         }
         Some(Control::Skip(reason)) if event == PreToolExecution => {
             return Some(ChainControl::Skip(named(reason)))
+        }
+        // Before a compaction, skipping the step is what its `stop` does: the compaction does
+        // not happen and the chat goes on.
+        Some(Control::Skip(reason)) if matches!(event, PreMicroCompact | PreAutoCompact) => {
+            return Some(ChainControl::Stop(named(reason)))
         }
         Some(Control::Block(reason)) if event == PreToolExecution => {
             return Some(ChainControl::Skip(named(reason)))
