@@ -597,7 +597,7 @@
   // ─── the Hooks tab ───
 
   const LEVEL_TITLES = { server: 'Server', workspace: 'Workspace', skill: 'Skill', session: 'Session' };
-  const METRICS = [['runs', 'runs'], ['failures', 'failures'], ['timeouts', 'timeouts'], ['blocked', 'blocked'], ['p50_ms', 'p50'], ['p95_ms', 'p95']];
+  const METRICS = [['runs', 'runs'], ['successes', 'ok'], ['failures', 'failures'], ['timeouts', 'timeouts'], ['blocked', 'blocked'], ['skipped', 'skipped'], ['total_ms', 'total'], ['p50_ms', 'p50'], ['p95_ms', 'p95']];
 
   function hookCard(hook) {
     const card = el('div', 'hook-card' + (hook.trusted ? '' : ' untrusted'));

@@ -633,7 +633,10 @@
     if (!m || typeof m !== 'object') return null;
     const n = (v) => (Number.isInteger(v) && v >= 0 ? v : 0);
     const ms = (v) => (typeof v === 'number' && isFinite(v) ? v : null);
-    return { runs: n(m.runs), failures: n(m.failures), timeouts: n(m.timeouts), blocked: n(m.blocked), p50_ms: ms(m.p50_ms), p95_ms: ms(m.p95_ms) };
+    return {
+      runs: n(m.runs), successes: n(m.successes), failures: n(m.failures), timeouts: n(m.timeouts), blocked: n(m.blocked),
+      skipped: n(m.skipped), total_ms: ms(m.total_ms), p50_ms: ms(m.p50_ms), p95_ms: ms(m.p95_ms),
+    };
   }
 
   /**

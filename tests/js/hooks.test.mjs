@@ -136,7 +136,7 @@ test('the Hooks tab: every hook under its level, with file:line, what it runs an
     id: 'srv-1', name: 'guard', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', where: '…/deep/er/hooks.yaml:3',
     event: 'pre_tool_execution', event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read',
     what: 'guard.sh', trusted: true, async: false,
-    metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
+    metrics: { runs: 4, successes: 0, failures: 1, timeouts: 0, blocked: 2, skipped: 0, total_ms: null, p50_ms: 3.5, p95_ms: 12 },
   });
   assert.deepEqual([server.hooks[1].trusted, server.hooks[1].metrics, server.hooks[1].what, server.hooks[1].where], [false, null, 'judge', null]);
   assert.deepEqual([workspace.hooks[0].what, workspace.hooks[0].async, workspace.hooks[0].where], ['http://127.0.0.1:9/h', true, '/ws/.hookwire/hooks.yaml:2']);
