@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
 use super::AgentInner;
-use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
+use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use crate::types::{Message, Role};
 
@@ -85,6 +85,14 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_config(RunConfig::new(
+        inner.config.model.clone(),
+        inner.config.max_steps,
+        inner.config.max_total_tokens,
+        inner.config.max_retries,
+        inner.config.max_tool_calls_per_round,
+        inner.config.summary_on_limit,
+    ));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
     let mut run = ChatRun {
@@ -216,14 +224,7 @@ impl ChatRun {
                     content: self.visible_text.clone(),
                     usage: self.ctx.usage(),
                 };
-                self.end(RunOutcome::Done(output.clone())).await;
-                let _ = self
-                    .send(ChatEvent::Done {
-                        reason: output.reason,
-                        content: output.content,
-                        usage: output.usage,
-                    })
-                    .await;
+                self.finish_done(output).await;
                 return;
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
@@ -252,8 +253,17 @@ impl ChatRun {
             usage: self.ctx.usage(),
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
-        self.end(RunOutcome::Done(output.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
+        self.finish_done(output).await;
+    }
+
+    /// `on_run_end` on a `done`, then the `done` with the output as the hooks left it.
+    async fn finish_done(&mut self, output: RunOutput) {
+        let output = match self.end(RunOutcome::Done(output.clone())).await {
+            RunOutcome::Done(changed) => changed,
+            // The kind of the end is the chat's: a hook changes its output only.
+            _ => output,
+        };
         let _ = self
             .send(ChatEvent::Done {
                 reason: output.reason,
@@ -265,14 +275,19 @@ impl ChatRun {
 
     async fn fail(&mut self, error: ChatError) {
         self.hooks.run_failed(&mut self.ctx, &error).await;
-        self.end(RunOutcome::Failed(error.clone())).await;
+        let error = match self.end(RunOutcome::Failed(error.clone())).await {
+            RunOutcome::Failed(changed) => changed,
+            _ => error,
+        };
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
         let _ = self.send(ChatEvent::Error(error)).await;
     }
 
-    /// `on_run_end`, then what hooks emitted, before the chat's last event.
-    async fn end(&mut self, outcome: RunOutcome) {
-        self.hooks.on_run_end(&mut self.ctx, &outcome).await;
+    /// `on_run_end`, then what hooks emitted, before the chat's last event; the outcome as the
+    /// hooks left it.
+    async fn end(&mut self, mut outcome: RunOutcome) -> RunOutcome {
+        self.hooks.on_run_end(&mut self.ctx, &mut outcome).await;
         let _ = self.flush_outbox().await;
+        outcome
     }
 }
