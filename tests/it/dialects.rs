@@ -859,8 +859,14 @@ async fn claude_allow_with_a_reason_shows_the_reason_to_the_person() {
             .find(|f| f["type"] == "notice" && f["message"] == "ALLOWED-BECAUSE-SAFE");
         assert!(notice.is_some(), "{answer}: {frames:#?}");
         let results = tool_results(&upstream.requests()[2]);
-        assert!(results[0].contains("hello from the readme"), "the tool ran: {results:?}");
-        assert!(!all_sent(&upstream).contains("ALLOWED-BECAUSE-SAFE"), "not for the model");
+        assert!(
+            results[0].contains("hello from the readme"),
+            "the tool ran: {results:?}"
+        );
+        assert!(
+            !all_sent(&upstream).contains("ALLOWED-BECAUSE-SAFE"),
+            "not for the model"
+        );
         server.shutdown().await;
     }
 }

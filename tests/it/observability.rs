@@ -92,7 +92,13 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
         .find(|h| h["name"] == "brevity")
         .unwrap_or_else(|| panic!("{list:#}"));
     assert_eq!(brevity["skill"], "concise");
-    assert!(brevity["file"].as_str().unwrap().ends_with("concise/hooks/brevity.md"), "{brevity}");
+    assert!(
+        brevity["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("concise/hooks/brevity.md"),
+        "{brevity}"
+    );
 
     // A chat that runs the guard (it blocks) and the workspace hook.
     tool_round(
@@ -110,7 +116,10 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
     let guard = &hook(&list, "guard")["metrics"];
     assert_eq!(guard["runs"], 1, "{guard}");
     assert_eq!(guard["blocked"], 1);
-    assert_eq!((&guard["successes"], &guard["skipped"]), (&json!(0), &json!(0)));
+    assert_eq!(
+        (&guard["successes"], &guard["skipped"]),
+        (&json!(0), &json!(0))
+    );
     assert!(guard["total_ms"].as_f64().unwrap() > 0.0, "{guard}");
     assert_eq!(hook(&list, "note")["metrics"]["successes"], 1);
     assert!(guard["p50_ms"].as_f64().unwrap() > 0.0);
@@ -306,12 +315,21 @@ pre_tool_execution:
     let list = api_hooks(&server).await;
     let skipper = &hook(&list, "skipper")["metrics"];
     assert_eq!(
-        (&skipper["runs"], &skipper["skipped"], &skipper["blocked"], &skipper["successes"]),
+        (
+            &skipper["runs"],
+            &skipper["skipped"],
+            &skipper["blocked"],
+            &skipper["successes"]
+        ),
         (&json!(1), &json!(1), &json!(0), &json!(0)),
         "{skipper}"
     );
     let fine = &hook(&list, "fine")["metrics"];
-    assert_eq!((&fine["runs"], &fine["successes"]), (&json!(1), &json!(1)), "{fine} (after the skip the chain ended)");
+    assert_eq!(
+        (&fine["runs"], &fine["successes"]),
+        (&json!(1), &json!(1)),
+        "{fine} (after the skip the chain ended)"
+    );
     let total = fine["total_ms"].as_f64().unwrap();
     let p50 = fine["p50_ms"].as_f64().unwrap();
     assert!(total >= p50 && total > 0.0, "{fine}");

@@ -153,10 +153,7 @@ async fn answers_merge_in_declaration_order_whatever_order_the_hooks_finish_in()
         if run % 2 == 1 {
             delays.reverse();
         }
-        let lines: String = delays
-            .iter()
-            .map(|d| format!("0.{:02}\n", d * 4))
-            .collect();
+        let lines: String = delays.iter().map(|d| format!("0.{:02}\n", d * 4)).collect();
         std::fs::write(dir.path().join("delays"), lines).unwrap();
         let _ = std::fs::remove_file(dir.path().join("finished"));
         upstream.push(Reply::text(&["hi"]));

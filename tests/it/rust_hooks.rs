@@ -530,11 +530,7 @@ impl AgentHook for Budgeted {
     fn name(&self) -> &str {
         "budgeted"
     }
-    async fn pre_send_message(
-        &self,
-        ctx: &mut HookContext,
-        _: &mut String,
-    ) -> HookResult<Flow> {
+    async fn pre_send_message(&self, ctx: &mut HookContext, _: &mut String) -> HookResult<Flow> {
         let budget = ctx.config().max_total_tokens.unwrap_or(0);
         ctx.append_to_system_prompt_with(&format!("BUDGET={budget}"), " | ");
         ctx.prepend_to_system_prompt_with("FIRST", " :: ");

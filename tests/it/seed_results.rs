@@ -8,7 +8,11 @@ use crate::common::*;
 /// A server whose server-level hook file is `yaml`, in a workspace with three files to read.
 async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
     let dir = crate::agent::workspace();
-    for (name, word) in [("a.txt", "ALPHA "), ("c.txt", "CHARLIE "), ("d.txt", "DELTA ")] {
+    for (name, word) in [
+        ("a.txt", "ALPHA "),
+        ("c.txt", "CHARLIE "),
+        ("d.txt", "DELTA "),
+    ] {
         std::fs::write(dir.path().join(name), word.repeat(100)).unwrap();
     }
     let file = dir.path().join("server-hooks.yaml");
@@ -20,7 +24,11 @@ async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
 fn three_rounds(upstream: &FakeUpstream) {
     upstream.push(Reply::text(&["[NEED_TOOL] go"]));
     for (id, file) in [("c1", "a.txt"), ("c2", "c.txt"), ("c3", "d.txt")] {
-        upstream.push(Reply::tool_calls(&[(id, "read_file", json!({"path": file}))]));
+        upstream.push(Reply::tool_calls(&[(
+            id,
+            "read_file",
+            json!({"path": file}),
+        )]));
     }
     upstream.push(Reply::text(&["final"]));
 }
@@ -85,14 +93,24 @@ post_tool_execution_failure:
     let request = &upstream.requests()[2];
     let results = tool_results(request);
     assert!(!results[0].contains("FAIL-CONTEXT"), "{results:?}");
-    assert!(system(request).contains("FAIL-CONTEXT"), "{}", system(request));
+    assert!(
+        system(request).contains("FAIL-CONTEXT"),
+        "{}",
+        system(request)
+    );
 }
 
 #[tokio::test]
 async fn a_stop_after_the_models_reply_keeps_the_streamed_text_in_done() {
     for (event, answer) in [
-        ("post_llm_response", r#"{"action":"stop","reason":"enough"}"#),
-        ("after_model_call", r#"{"continue":false,"stopReason":"enough"}"#),
+        (
+            "post_llm_response",
+            r#"{"action":"stop","reason":"enough"}"#,
+        ),
+        (
+            "after_model_call",
+            r#"{"continue":false,"stopReason":"enough"}"#,
+        ),
     ] {
         let upstream = FakeUpstream::start().await;
         upstream.push(Reply::text(&["streamed ", "words"]));
@@ -105,7 +123,10 @@ async fn a_stop_after_the_models_reply_keeps_the_streamed_text_in_done() {
         .await;
         let done = frames.last().unwrap();
         assert_eq!(done["reason"], "stopped", "{event}: {done}");
-        assert_eq!(done["message"]["content"], "streamed words", "{event}: {done}");
+        assert_eq!(
+            done["message"]["content"], "streamed words",
+            "{event}: {done}"
+        );
     }
 }
 
@@ -118,7 +139,11 @@ post_llm_response:
   - command: echo '{"assistant_output":"REWRITTEN"}'
 "#;
     let server = server(&upstream, yaml).await;
-    let frames = run(&server, json!({"type":"chat","input":"hi","enable_tools":false})).await;
+    let frames = run(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
     assert_eq!(text_of(&frames), "original", "what streamed");
     assert_eq!(frames.last().unwrap()["message"]["content"], "REWRITTEN");
 }
@@ -133,7 +158,11 @@ stop:
   - command: '[ -e once ] && exit 0; touch once; echo "{\"additional_context\":\"STOP-CONTEXT\"}"'
 "#;
     let server = server(&upstream, yaml).await;
-    let frames = run(&server, json!({"type":"chat","input":"hi","enable_tools":false})).await;
+    let frames = run(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
     let requests = upstream.requests();
     assert_eq!(requests.len(), 2, "the model went on");
     assert!(requests[1].body.to_string().contains("STOP-CONTEXT"));

@@ -163,7 +163,9 @@ impl ExternalHooks {
         for message in std::mem::take(&mut outcome.notices) {
             ctx.notify(NoticeLevel::Info, message, self.label);
         }
-        if event == Event::Stop && outcome.control.is_none() && !outcome.additional_context.is_empty()
+        if event == Event::Stop
+            && outcome.control.is_none()
+            && !outcome.additional_context.is_empty()
         {
             // Context from a `stop` hook that neither retries nor stops would reach no model
             // call: the model goes on with it, as Claude Code goes on with a Stop hook's

@@ -301,15 +301,24 @@ impl<'de> Deserialize<'de> for RawEvent {
                 f.write_str("a list of hooks, or a mapping with `hooks` (and `parallel`)")
             }
 
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawEvent, A::Error> {
                 let mut hooks = Vec::new();
                 while let Some(hook) = seq.next_element()? {
                     hooks.push(hook);
                 }
-                Ok(RawEvent { parallel: false, hooks })
+                Ok(RawEvent {
+                    parallel: false,
+                    hooks,
+                })
             }
 
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawEvent, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawEvent, A::Error> {
                 let mut event = RawEvent::default();
                 let mut seen_hooks = false;
                 while let Some(key) = map.next_key::<String>()? {
@@ -320,7 +329,10 @@ impl<'de> Deserialize<'de> for RawEvent {
                             seen_hooks = true;
                         }
                         other => {
-                            return Err(serde::de::Error::unknown_field(other, &["parallel", "hooks"]))
+                            return Err(serde::de::Error::unknown_field(
+                                other,
+                                &["parallel", "hooks"],
+                            ))
                         }
                     }
                 }
