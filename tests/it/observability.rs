@@ -334,3 +334,24 @@ pre_tool_execution:
     let p50 = fine["p50_ms"].as_f64().unwrap();
     assert!(total >= p50 && total > 0.0, "{fine}");
 }
+
+#[tokio::test]
+async fn the_connection_hooks_count_connection_events_only() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["hi"]));
+    let yaml = "session_start:\n  - command: 'true'\n";
+    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", yaml)), |_| {}, |_| {}).await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    let chat_events: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("hookwire_hook_runs_total"))
+        .filter(|l| l.contains("hook=\"external-connection\"") && !l.contains("event=\"session_"))
+        .collect();
+    assert!(chat_events.is_empty(), "{chat_events:?}");
+}
