@@ -14,17 +14,25 @@
 //! 5. A chat whose one tool round calls an MCP server's tool (the test server of
 //!    `tests/mcp_server`, over stdio) vs the same chat calling the built-in `read_file`.
 //!
-//! 6. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
+//! 6. Sealing a 100 KB approval state (encrypt and decrypt, XChaCha20-Poly1305 under an HKDF
+//!    key) vs signing it only (HMAC-SHA256, as states were before): both deflate and base64.
+//!
+//! 7. A 20-turn agent conversation (3 tool rounds a turn, results of 2 KB, in the history):
+//!    request bytes per turn with micro compaction vs without, and the token estimate of a call
+//!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
+//!
+//! 8. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
 //!    (`parallel: true`) vs one after another.
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- hooks` only (6).
+//! `-- state` only (6); `-- micro` only (7); `-- hooks` only (8).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
 
 #[path = "../tests/it/common.rs"]
 mod common;
+mod micro;
 mod relay;
 
 use std::hint::black_box;
@@ -47,9 +55,16 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
-    let only_hooks = std::env::args().any(|arg| arg == "hooks");
-    if only_hooks {
+    if std::env::args().any(|arg| arg == "hooks") {
         runtime.block_on(bench_parallel_hooks());
+        return;
+    }
+    if std::env::args().any(|arg| arg == "state") {
+        bench_approval_state();
+        return;
+    }
+    if std::env::args().any(|arg| arg == "micro") {
+        runtime.block_on(micro::bench_micro_compaction());
         return;
     }
     if !only_tokens && !only_mcp {
@@ -65,7 +80,40 @@ fn main() {
     }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_parallel_hooks());
+        bench_approval_state();
+        runtime.block_on(micro::bench_micro_compaction());
     }
+}
+
+const STATE_BYTES: usize = 100 * 1024;
+const SEALS: usize = 200;
+
+/// (6): one state sealed and opened, against signed and verified, alternating, medians.
+fn bench_approval_state() {
+    let cost = hookwire::agent::StateCost::new(STATE_BYTES);
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut sealed, mut signed) = (Vec::new(), Vec::new());
+    let (mut sealed_len, mut signed_len) = (0, 0);
+    for _ in 0..SEALS {
+        let started = Instant::now();
+        sealed_len = black_box(cost.seal_and_open());
+        sealed.push(started.elapsed());
+        let started = Instant::now();
+        signed_len = black_box(cost.sign_and_verify());
+        signed.push(started.elapsed());
+    }
+    assert!(sealed_len > 0 && signed_len > 0, "a state did not open");
+    let (sealed, signed) = (median(sealed), median(signed));
+    println!(
+        "approval state of {} bytes of JSON ({sealed_len} bytes sealed, {signed_len} signed; median of {SEALS}): encrypt+decrypt {:.0} µs, sign+verify {:.0} µs, ratio {:.2}",
+        cost.json_bytes(),
+        sealed.as_secs_f64() * 1e6,
+        signed.as_secs_f64() * 1e6,
+        sealed.as_secs_f64() / signed.as_secs_f64().max(1e-9)
+    );
 }
 
 const HOOK_CHATS: usize = 20;

@@ -36,6 +36,9 @@ pub fn problems(config: &Config) -> Vec<Problem> {
             .in_field("addr"),
         );
     }
+    if let Some(warning) = config.secret_warning() {
+        problems.push(Problem::warning(warning).in_field("secret"));
+    }
     problems.extend(hook_file_problems(config));
     problems.extend(mcp_problems(config));
     let skills = scan_skills(&config.skills_dir);
@@ -200,6 +203,8 @@ pub fn upstream_summary(config: &Config) -> String {
             format!("message style {}{why}", style.describe())
         }
     };
+    // The operator's terminal, but a key in a URL is a key: it is never printed.
+    let url = crate::llm::redact_url(&url);
     format!(
         "upstream: {} at {url}, model {}, {layout}\n",
         llm.provider.as_str(),
@@ -219,9 +224,12 @@ pub fn context_summary(config: &Config) -> String {
     format!(
         "context: window {window} tokens ({source}), compaction threshold {} tokens, \
          the last {} message group(s) kept by auto compaction, \
+         micro threshold {} tokens (context.micro_threshold {}), \
          tool results of the last {} agent round(s) kept in full\n",
         context.threshold_for(model),
         context.keep_recent_groups,
+        context.micro_threshold_for(model),
+        context.micro_threshold,
         context.micro_keep_rounds
     )
 }

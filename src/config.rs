@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{prompts, AgentConfig, ApprovalSettings, ContextSettings};
+use crate::agent::{
+    prompts, AgentConfig, ApprovalSettings, ContextSettings, Planning, RetryPolicy,
+};
 use crate::llm::MessageStyle;
 use crate::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
 
@@ -15,7 +17,8 @@ mod file;
 pub use cli::{CheckArgs, Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
-    MessageStyleSetting, PlanningFile, PromptsFile, SessionHooksFile, UpstreamFile,
+    MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, SessionHooksFile,
+    UpstreamFile,
 };
 
 /// OpenAI's API root: the base URL when only a key is set.
@@ -163,6 +166,9 @@ pub struct Config {
     pub allowed_hosts: Option<Vec<String>>,
     /// The bearer token of `/ws`, `/api/*` and `/metrics`.
     pub auth_token: Option<String>,
+    /// The bearer token of `/api/hooks` and `/metrics` when set (then `auth_token` no longer
+    /// opens them): what the operator sees, apart from what every chat user may.
+    pub admin_token: Option<String>,
     /// Every workspace hook file loads without review (the workspace is the operator's own).
     pub trust_workspace_hooks: bool,
     /// Where `trust.json` is kept; `None` when no home or state folder is known (then no
@@ -237,6 +243,12 @@ pub enum ConfigError {
         expected: &'static str,
         value: String,
     },
+    /// A setting that needs another one that is not there; the text says which and where.
+    #[error("{what}")]
+    Missing {
+        setting: &'static str,
+        what: &'static str,
+    },
     /// Settings that are each fine but unsafe together.
     #[error("{0}")]
     Unsafe(&'static str),
@@ -253,7 +265,8 @@ impl ConfigError {
             ConfigError::NotSeconds { setting, .. }
             | ConfigError::TooSmall { setting, .. }
             | ConfigError::Empty { setting }
-            | ConfigError::Invalid { setting, .. } => Some(setting),
+            | ConfigError::Invalid { setting, .. }
+            | ConfigError::Missing { setting, .. } => Some(setting),
             ConfigError::Unsafe(_) => None,
             ConfigError::McpServer { .. } => Some("mcp_servers"),
         }
@@ -286,6 +299,14 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
             value: compact_threshold.to_string(),
         });
     }
+    let micro_threshold = file.micro_threshold.unwrap_or(defaults.micro_threshold);
+    if !(micro_threshold > 0.0 && micro_threshold <= 1.0) {
+        return Err(ConfigError::Invalid {
+            setting: "context.micro_threshold",
+            expected: "a fraction of the window above 0 and at most 1",
+            value: micro_threshold.to_string(),
+        });
+    }
     let micro_keep_rounds = file.micro_keep_rounds.unwrap_or(defaults.micro_keep_rounds);
     at_least("context.micro_keep_rounds", micro_keep_rounds, 1)?;
     let keep_recent_groups = file
@@ -305,6 +326,7 @@ fn context_settings(file: file::ContextFile) -> Result<ContextSettings, ConfigEr
     Ok(ContextSettings {
         window_tokens: file.window_tokens,
         compact_threshold,
+        micro_threshold,
         micro_keep_rounds,
         keep_recent_groups,
         summary_prompt,
@@ -340,6 +362,27 @@ fn approval_settings(
         None => defaults.ttl,
     };
     Ok(settings)
+}
+
+/// `upstream.retries`, `.max_retry_wait_seconds`, `.fallback_models`.
+fn retry_policy(upstream: &file::UpstreamFile) -> Result<RetryPolicy, ConfigError> {
+    let defaults = RetryPolicy::default();
+    let fallback_models = upstream.fallback_models.clone().unwrap_or_default();
+    if let Some(empty) = fallback_models.iter().find(|m| m.trim().is_empty()) {
+        return Err(ConfigError::Invalid {
+            setting: "upstream.fallback_models",
+            expected: "model names",
+            value: format!("{empty:?}"),
+        });
+    }
+    Ok(RetryPolicy {
+        retries: upstream.retries.unwrap_or(defaults.retries),
+        max_wait: match upstream.max_retry_wait_seconds {
+            Some(v) => seconds("upstream.max_retry_wait_seconds", v)?,
+            None => defaults.max_wait,
+        },
+        fallback_models,
+    })
 }
 
 /// `mcp_servers:`: each entry checked as a server (one transport and its keys, a name that fits
@@ -386,7 +429,20 @@ fn llm_settings(
     idle_timeout: Duration,
 ) -> Result<LlmSettings, ConfigError> {
     let upstream = &file.upstream;
-    let provider = cli.provider.or(upstream.provider).unwrap_or_default();
+    // Only an Anthropic key and nothing of OpenAI's: the person meant Claude, not the demo.
+    let openai_settings = cli.llm_base_url.is_some()
+        || cli.llm_api_key.is_some()
+        || file.llm_base_url.is_some()
+        || file.llm_api_key.is_some()
+        || env("OPENAI_BASE_URL").is_some()
+        || env("OPENAI_API_KEY").is_some();
+    let implied =
+        (!openai_settings && env("ANTHROPIC_API_KEY").is_some()).then_some(Provider::Anthropic);
+    let provider = cli
+        .provider
+        .or(upstream.provider)
+        .or(implied)
+        .unwrap_or_default();
     let (url_var, key_var) = match provider {
         Provider::Openai => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
         Provider::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
@@ -406,10 +462,25 @@ fn llm_settings(
             .or_else(|| file.llm_api_key.clone()),
         connect_timeout,
         idle_timeout,
-        message_style: upstream.message_style.unwrap_or_default(),
+        message_style: cli
+            .message_style
+            .or(upstream.message_style)
+            .unwrap_or_default(),
         system_role: upstream.system_role.unwrap_or(defaults.system_role),
         max_tokens: upstream.max_tokens.unwrap_or(defaults.max_tokens),
     };
+    if let Some(url) = &settings.base_url {
+        let parsed = reqwest::Url::parse(url.trim());
+        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
+            return Err(ConfigError::Invalid {
+                setting: "llm_base_url",
+                expected: "an absolute http:// or https:// URL (the API root, e.g. \
+                           http://127.0.0.1:11434/v1)",
+                // Never the text itself: it may hold a key.
+                value: crate::llm::redact_url(url),
+            });
+        }
+    }
     at_least(
         "upstream.max_tokens",
         usize::try_from(settings.max_tokens).unwrap_or(usize::MAX),
@@ -425,11 +496,11 @@ fn llm_settings(
     }
     // The demo model stands in only when nothing was asked for: naming Anthropic means Claude.
     if provider == Provider::Anthropic && settings.is_demo() {
-        return Err(ConfigError::Invalid {
+        return Err(ConfigError::Missing {
             setting: "provider",
-            expected: "an API key (ANTHROPIC_API_KEY or --llm-api-key) or a base URL with \
-                       provider anthropic",
-            value: "anthropic".into(),
+            what: "provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
+                   HOOKWIRE_LLM_API_KEY), or a base URL (--llm-base-url) of a server that speaks \
+                   the Messages API",
         });
     }
     Ok(settings)
@@ -481,7 +552,23 @@ fn seconds(setting: &'static str, value: f64) -> Result<Duration, ConfigError> {
     Ok(Duration::from_secs_f64(value))
 }
 
+/// A secret shorter than this is guessable offline from one signed value: the server starts,
+/// with a warning (and `hookwire check` lists it).
+pub const MIN_SECRET_BYTES: usize = 32;
+
 impl Config {
+    /// What is weak about the secret, if anything: set but under [`MIN_SECRET_BYTES`].
+    pub fn secret_warning(&self) -> Option<String> {
+        let secret = self.agent.secret.as_deref()?;
+        (secret.len() < MIN_SECRET_BYTES).then(|| {
+            format!(
+                "the secret is {} bytes long; use at least {MIN_SECRET_BYTES} random bytes \
+                 (e.g. `openssl rand -hex 32`): a short one can be guessed from any signed value",
+                secret.len()
+            )
+        })
+    }
+
     /// Reads the config file named by the flags (if any) and merges everything.
     pub fn load(cli: &CliSettings) -> Result<Self, ConfigError> {
         let file = match &cli.config {
@@ -514,7 +601,8 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env = |name: &str| raw_env(name).filter(|v| !v.is_empty());
         let secret = raw_env("HOOKWIRE_SECRET").or(file.secret.clone());
-        if secret.as_deref() == Some("") {
+        // Only whitespace is as good as none (a quoted blank in a unit file): refused too.
+        if secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
             return Err(ConfigError::Empty { setting: "secret" });
         }
         let allow_session_command_hooks = file.allow_session_command_hooks.unwrap_or(false);
@@ -557,6 +645,12 @@ impl Config {
         if auth_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(ConfigError::Empty {
                 setting: "auth_token",
+            });
+        }
+        let admin_token = raw_env("HOOKWIRE_ADMIN_TOKEN").or(file.admin_token.clone());
+        if admin_token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::Empty {
+                setting: "admin_token",
             });
         }
         let llm_timeout = cli
@@ -689,11 +783,25 @@ impl Config {
                 .limits
                 .max_tool_calls_per_round
                 .unwrap_or(agent_defaults.max_tool_calls_per_round),
+            history_tool_result_chars: file
+                .limits
+                .history_tool_result_chars
+                .unwrap_or(agent_defaults.history_tool_result_chars),
             hook_timeout: limits.hook_chain_timeout,
             workspace: workspace.clone(),
             secret,
             context: context_settings(file.context)?,
             approval: approval_settings(file.tools, file.approval)?,
+            retry: retry_policy(&file.upstream)?,
+            planning: match cli.planning.or(file.agent.planning).unwrap_or_default() {
+                PlanningSetting::Marker => Planning::Marker,
+                PlanningSetting::Native => Planning::Native,
+                PlanningSetting::Off => Planning::Off,
+            },
+            native_planning_prompt: file
+                .planning
+                .native_prompt
+                .unwrap_or(agent_defaults.native_planning_prompt),
         };
         at_least(
             "limits.max_tool_calls_per_round",
@@ -701,6 +809,11 @@ impl Config {
             1,
         )?;
         at_least("limits.max_steps", agent.max_steps, 1)?;
+        at_least(
+            "limits.history_tool_result_chars",
+            agent.history_tool_result_chars,
+            1,
+        )?;
         if let Some(max) = agent.max_total_tokens {
             let max = usize::try_from(max).unwrap_or(usize::MAX);
             at_least("limits.max_total_tokens", max, 1)?;
@@ -733,6 +846,7 @@ impl Config {
             allowed_origins: list_env("HOOKWIRE_ALLOWED_ORIGINS").or(file.allowed_origins),
             allowed_hosts: list_env("HOOKWIRE_ALLOWED_HOSTS").or(file.allowed_hosts),
             auth_token,
+            admin_token,
             trust_workspace_hooks,
             state_dir,
             session_hooks,

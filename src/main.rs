@@ -23,6 +23,12 @@ fn init_logging(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
+    // An empty flag variable counts as unset (clap would take it as a value: an empty
+    // `HOOKWIRE_LLM_BASE_URL=` as a relative URL). Before any thread exists, so changing the
+    // environment is safe.
+    for name in Cli::empty_flag_variables(|name| std::env::var_os(name)) {
+        std::env::remove_var(name);
+    }
     let cli = Cli::parse();
     // A flag's value is in /proc/PID/cmdline, which every process on the machine (hooks
     // included) can read; the environment is not.

@@ -354,14 +354,16 @@ impl std::fmt::Display for Untrusted {
     }
 }
 
-/// `text` with control characters (and the bidirectional overrides that reorder what a terminal
-/// shows) escaped, so a file name or command cannot hide what it is from the person reading it.
-/// Newlines are kept only when `newlines` says so.
+/// `text` with control characters and format characters (Unicode general category Cf: the
+/// zero-width ones, the bidirectional overrides that reorder what a terminal shows, soft
+/// hyphens, tag characters) escaped, so a file name or command cannot hide what it is from the
+/// person reading it. Newlines are kept only when `newlines` says so.
 pub(crate) fn printable_with(text: &str, newlines: bool) -> String {
+    use unicode_general_category::{get_general_category, GeneralCategory};
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-        if (c.is_control() && !(newlines && c == '\n')) || bidi {
+        let format = get_general_category(c) == GeneralCategory::Format;
+        if (c.is_control() && !(newlines && c == '\n')) || format {
             out.extend(c.escape_default());
         } else {
             out.push(c);

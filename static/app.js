@@ -10,6 +10,7 @@
   const KEYS = P.KEYS;
   const TAB = 'hookwire.tab';
   const HOOKS_REFRESH_MS = 2000;
+  const BANNER = 'hookwire.demoBannerDismissed';
 
   // localStorage, one JSON value per key; the conversations save their own keys through it too.
   const store = {
@@ -58,9 +59,12 @@
     refreshes: 0,
   };
 
+  // What was on the screen; without it (an imported or older conversation), what the history
+  // holds: the messages, hook chips and tool cards with their results.
   function loadTranscript() {
     const loaded = own.load(KEYS.transcript, []);
-    return Array.isArray(loaded) ? loaded : [];
+    if (Array.isArray(loaded) && loaded.length) return loaded;
+    return P.itemsOf(conversation.history);
   }
   function saveTranscript() {
     own.save(KEYS.transcript, view.transcript);
@@ -70,6 +74,13 @@
 
   const transcriptEl = $('transcript');
   function scroll() { transcriptEl.scrollTop = transcriptEl.scrollHeight; }
+  // Kept at the bottom when its box changes (the banner, the panel, the composer's height), as
+  // long as the person had not scrolled up.
+  let atBottom = true;
+  transcriptEl.addEventListener('scroll', () => {
+    atBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 40;
+  });
+  if (window.ResizeObserver) new ResizeObserver(() => { if (atBottom) scroll(); }).observe(transcriptEl);
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -79,14 +90,19 @@
   }
 
   function renderAssistant(node, markdown) {
-    node.innerHTML = window.HookwireMarkdown.render(markdown);
+    window.HookwireMarkdown.renderInto(node, markdown);
   }
 
-  // Draws one transcript item; returns the element (assistant items are updated while streaming).
-  function draw(item) {
+  // The element of each drawn item (a compaction marks earlier ones as folded, and its divider
+  // goes before a later one).
+  const nodes = new WeakMap();
+
+  // Draws one transcript item (at the end, or before the element `before`); returns the element
+  // (assistant items are updated while streaming).
+  function draw(item, before) {
     let node;
     switch (item.kind) {
-      case 'user': node = el('div', 'msg user', item.text); break;
+      case 'user': node = drawUser(item); break;
       case 'assistant': node = el('div', 'msg assistant'); renderAssistant(node, item.text); break;
       case 'plan': node = el('div', 'plan', 'Plan: ' + item.text); break;
       case 'hook': {
@@ -107,6 +123,7 @@
       }
       case 'compact': {
         node = el('details', 'compact-divider');
+        node.setAttribute('aria-label', 'Earlier messages summarised here');
         node.appendChild(el('summary', null, item.count + ' earlier message' + (item.count === 1 ? '' : 's') + ' summarised'));
         node.appendChild(el('div', 'summary-text', item.text));
         break;
@@ -117,9 +134,37 @@
       case 'note': node = el('div', 'note', item.text); break;
       default: return null;
     }
-    transcriptEl.appendChild(node);
-    scroll();
+    if (item.folded) {
+      node.classList.add('folded');
+      node.dataset.folded = 'true';
+    }
+    nodes.set(item, node);
+    if (before) {
+      transcriptEl.insertBefore(node, before);
+    } else {
+      transcriptEl.appendChild(node);
+      scroll();
+    }
     return node;
+  }
+
+  // A `compact` frame, at the start of a chat or in its middle: the divider goes where the
+  // summarised messages were, and their items are marked folded.
+  function placeDivider(count, frame) {
+    const item = { kind: 'compact', count, text: P.summaryText(frame.message.content) };
+    const pinned = Array.isArray(frame.pinned) ? frame.pinned.length : 0;
+    const at = P.placeCompaction(view.transcript, item, count, pinned);
+    saveTranscript();
+    for (const done of view.transcript.slice(0, at)) {
+      const node = done && nodes.get(done);
+      if (node && done.folded) {
+        node.classList.add('folded');
+        node.dataset.folded = 'true';
+      }
+    }
+    const next = view.transcript[at + 1];
+    const before = next ? nodes.get(next) : null;
+    draw(item, before && before.parentNode === transcriptEl ? before : null);
   }
 
   // The foot of a turn: model and token usage, and with tracing its hook runs (event → hook →
@@ -142,7 +187,7 @@
         el('span', 'event', row.event), ' → ',
         el('span', 'hook', row.hook), ' ', el('span', 'level', '(' + row.level + ')'), ' → ',
         el('span', 'outcome', row.outcome), ' → ',
-        el('span', 'ms', P.formatMs(row.ms)), ' → ',
+        el('span', 'ms', row.level === 'skill' ? 'no wait' : P.formatMs(row.ms)), ' → ',
         el('span', 'changed', row.changed.length ? 'changed ' + row.changed.join(', ') : 'no change'),
       );
       list.appendChild(li);
@@ -157,11 +202,12 @@
   function drawApproval(item) {
     const card = el('div', 'approval-card');
     card.setAttribute('role', 'group');
-    card.setAttribute('aria-label', 'Tool calls waiting for your approval');
-    card.appendChild(el('div', 'approval-title', 'Waiting for your approval'));
     const pending = conversation.approval;
     const live = !!pending && pending.state === item.state;
     item.decisions = item.decisions || {};
+    const title = approvalTitle(item, live);
+    card.setAttribute('aria-label', title);
+    card.appendChild(el('div', 'approval-title', title));
     for (const call of item.calls) {
       const row = el('div', 'approval-call');
       row.dataset.callId = call.call_id;
@@ -172,7 +218,7 @@
       row.appendChild(el('pre', 'args', JSON.stringify(call.arguments, null, 2)));
       const decided = item.decisions[call.call_id];
       if (decided || !live) {
-        row.appendChild(el('div', 'approval-outcome', decided ? (decided.decision === 'allow' ? 'approved' : 'denied') : 'not decided'));
+        row.appendChild(el('div', 'approval-outcome' + (decided ? ' ' + decided.decision : ''), decisionText(decided)));
       } else {
         const reason = el('input', 'approval-reason');
         reason.type = 'text';
@@ -193,6 +239,24 @@
     return card;
   }
 
+  // The card's title says where it stands: waiting, or what the person decided.
+  function approvalTitle(item, live) {
+    const decided = item.calls.map((c) => item.decisions[c.call_id]).filter(Boolean);
+    if (decided.length < item.calls.length) {
+      return live ? 'Waiting for your approval' : 'Not decided: the conversation went on without it';
+    }
+    const allowed = decided.filter((d) => d.decision === 'allow').length;
+    if (allowed === decided.length) return decided.length === 1 ? 'You approved this call' : 'You approved these calls';
+    if (allowed === 0) return decided.length === 1 ? 'You denied this call' : 'You denied these calls';
+    return 'You approved ' + allowed + ' and denied ' + (decided.length - allowed) + ' calls';
+  }
+
+  function decisionText(decided) {
+    if (!decided) return 'Not decided';
+    const word = decided.decision === 'allow' ? 'Approved' : 'Denied';
+    return decided.reason ? word + ', because: ' + decided.reason : word;
+  }
+
   function decide(item, call, decision, reason) {
     if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) {
       toast('warn', 'not connected: decide again once the page is back online');
@@ -201,6 +265,7 @@
     item.decisions[call.call_id] = reason ? { decision, reason } : { decision };
     const fresh = drawApproval(item);
     transcriptEl.replaceChild(fresh, transcriptEl.querySelector('.approval-card[data-state="' + CSS.escape(item.state) + '"]') || fresh);
+    nodes.set(item, fresh);
     saveTranscript();
     if (item.calls.some((c) => !item.decisions[c.call_id])) return;
     const decisions = item.calls.map((c) => Object.assign({ call_id: c.call_id }, item.decisions[c.call_id]));
@@ -218,12 +283,30 @@
 
   function redrawAll() {
     transcriptEl.textContent = '';
-    if (!view.transcript.length) {
-      transcriptEl.appendChild(el('p', 'empty muted', 'Nothing here yet: say something below.'));
-    }
-    view.transcript.forEach(draw);
+    if (!view.transcript.length) transcriptEl.appendChild(drawEmpty());
+    view.transcript.forEach((item) => draw(item));
+    requestAnimationFrame(scroll);
     renderConversations();
     renderHooks();
+  }
+
+  // The empty state: a line, and prompts to start with (a click sends one).
+  const STARTERS = ['list the files', 'read README.md', 'search for TODO'];
+  function drawEmpty() {
+    const box = el('div', 'empty');
+    box.appendChild(el('p', 'muted', 'Nothing here yet: say something below, or start with one of these.'));
+    const list = el('div', 'starters');
+    for (const text of STARTERS) {
+      const button = el('button', 'starter', text);
+      button.type = 'button';
+      button.onclick = () => {
+        $('input').value = text;
+        $('composer').requestSubmit();
+      };
+      list.appendChild(button);
+    }
+    box.appendChild(list);
+    return box;
   }
 
   function toast(level, message) {
@@ -245,6 +328,10 @@
     for (const button of document.querySelectorAll('#conversations button, #conversation-actions button')) {
       button.disabled = running;
     }
+    explainWhileRunning(running);
+    updateExports();
+    updateWorking();
+    updateForkActions(value === 'idle');
   }
 
   function newChat() {
@@ -258,19 +345,67 @@
     library.touch(library.current, text);
     renderConversations();
     view.chat = newChat();
-    push({ kind: 'user', text });
+    // `at`: where its message starts in the history: a compaction cuts there, and Retry,
+    // Regenerate and Edit go on from there.
+    push({ kind: 'user', text, at: frame.messages.length });
     view.ws.send(JSON.stringify(frame));
     setState('running');
+  }
+
+  // While a reply streams, the conversation cannot change under it: the controls that would say
+  // so, in their tooltip (and the Chats tab, in a line).
+  const BUSY = 'Wait for the reply to finish, or Stop it, to switch, rename or delete conversations';
+  function explainWhileRunning(running) {
+    for (const button of document.querySelectorAll('#new-chat, #conversations button, #conversation-actions button')) {
+      if (running) {
+        if (!button.dataset.title) button.dataset.title = button.title || '';
+        button.title = BUSY;
+      } else if (button.dataset.title !== undefined) {
+        button.title = button.dataset.title;
+        delete button.dataset.title;
+      }
+    }
+    const note = $('busy-note');
+    if (note) note.hidden = !running;
+  }
+
+  // Export is offered once the conversation has something to export.
+  function updateExports() {
+    const empty = !view.transcript.length && !conversation.history.length;
+    for (const id of ['export-json', 'export-md']) $(id).hidden = empty;
+  }
+
+  // From Send until the answer streams (and between a tool call and the next text), a working
+  // indicator stands at the end of the transcript; while text streams, its bubble has a cursor.
+  function updateWorking() {
+    const chat = view.chat;
+    let node = transcriptEl.querySelector('.working');
+    if (!chat || chat.bubble) {
+      if (node) node.remove();
+      return;
+    }
+    if (!node) {
+      node = el('div', 'working');
+      node.setAttribute('role', 'status');
+      node.append(el('span', 'working-dots'), el('span', 'working-text', 'Working…'));
+    }
+    if (transcriptEl.lastChild !== node) {
+      transcriptEl.appendChild(node);
+      scroll();
+    }
   }
 
   // Streamed text goes into the open answer bubble (opened by the first delta); its Markdown is
   // re-rendered at most once per animation frame.
   function appendText(chat, delta) {
+    chat.texted = true;
     if (!chat.bubble) {
       const item = { kind: 'assistant', text: '' };
       view.transcript.push(item);
       chat.bubble = { item, node: draw(item), frame: 0 };
       chat.bubbles.push(chat.bubble);
+      chat.bubble.node.classList.add('streaming');
+      updateWorking();
     }
     const bubble = chat.bubble;
     bubble.item.text += delta;
@@ -289,6 +424,7 @@
     if (!bubble) return;
     chat.bubble = null;
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
+    bubble.node.classList.remove('streaming');
     renderAssistant(bubble.node, bubble.item.text);
     saveTranscript();
   }
@@ -323,7 +459,18 @@
     if (hooksOnScreen()) refreshHooks();
   }
 
+  // `done.usage`, unless it counts nothing (a chat cancelled before the model answered).
+  function countedUsage(frame) {
+    const usage = P.usageOf(frame);
+    return usage && (usage.prompt || usage.completion) ? usage : null;
+  }
+
   function onFrame(frame) {
+    showFrame(frame);
+    updateWorking();
+  }
+
+  function showFrame(frame) {
     const update = conversation.receive(frame);
     const chat = view.chat;
     switch (update.kind) {
@@ -361,7 +508,7 @@
         break;
       case 'compact':
         closeBubble(chat);
-        push({ kind: 'compact', count: update.count, text: frame.message.content });
+        placeDivider(update.count, frame);
         break;
       case 'approval':
         closeBubble(chat);
@@ -369,13 +516,127 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        showFinal(chat, frame);
-        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, P.usageOf(frame));
+        // An answer that never streamed (a plan cut at the output limit) is shown from the end;
+        // one a hook rewrote replaces what streamed.
+        if (chat && !chat.texted && frame.message && frame.message.content) push({ kind: 'assistant', text: frame.message.content });
+        else showFinal(chat, frame);
+        finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
         break;
       case 'error':
         finish({ kind: 'error', text: frame.code + ': ' + frame.message });
         break;
     }
+  }
+
+  // ─── Retry, Regenerate, Edit ───
+  //
+  // Each goes on from an earlier user message: the history is cut to where that message started
+  // (`at`, kept on its transcript item), what the page showed from there on is dropped,
+  // and the message (or its edit) is sent again. A compaction changes where messages start, so
+  // only the messages after the last summary can be redone.
+
+  function forkable(index) {
+    const item = view.transcript[index];
+    if (!item || item.kind !== 'user' || !Number.isInteger(item.at)) return false;
+    return !view.transcript.slice(index + 1).some((i) => i.kind === 'compact');
+  }
+
+  function lastUserIndex() {
+    for (let i = view.transcript.length - 1; i >= 0; i--) if (view.transcript[i].kind === 'user') return i;
+    return -1;
+  }
+
+  function canSend() {
+    return !conversation.running && view.ws && view.ws.readyState === WebSocket.OPEN;
+  }
+
+  function redoFrom(index, text) {
+    if (!canSend() || !forkable(index)) return;
+    const item = view.transcript[index];
+    conversation.truncate(item.at);
+    view.transcript = view.transcript.slice(0, index);
+    saveTranscript();
+    redrawAll();
+    startChat(text);
+  }
+
+  // A user message with an Edit button (for the messages that can be redone); Edit turns it into
+  // a small form whose Send forks the conversation from there.
+  function drawUser(item) {
+    const node = el('div', 'msg user');
+    const text = el('div', 'user-text', item.text);
+    node.appendChild(text);
+    if (Number.isInteger(item.at)) {
+      // Its word comes from CSS, so the message's text (innerText, a copy) is only the message.
+      const edit = el('button', 'edit-message');
+      edit.type = 'button';
+      edit.setAttribute('aria-label', 'Edit this message and send it again');
+      edit.onclick = () => startEdit(node, item);
+      node.insertBefore(edit, text); // floats at the first line's end
+    }
+    return node;
+  }
+
+  function startEdit(node, item) {
+    const index = view.transcript.indexOf(item);
+    if (!forkable(index)) {
+      toast('warn', 'this message was summarised by a compaction: it can no longer be edited');
+      return;
+    }
+    if (conversation.running) {
+      toast('warn', 'wait for the reply to finish, or Stop it, to edit a message');
+      return;
+    }
+    const form = el('form', 'edit-form');
+    const area = el('textarea');
+    area.value = item.text;
+    area.rows = Math.min(8, item.text.split('\n').length + 1);
+    area.setAttribute('aria-label', 'Edited message');
+    const send = el('button', 'send-edit', 'Send');
+    send.type = 'submit';
+    const cancel = el('button', 'cancel-edit', 'Cancel');
+    cancel.type = 'button';
+    const buttons = el('div', 'edit-buttons');
+    buttons.append(send, cancel);
+    form.append(area, buttons);
+    const restore = () => form.replaceWith(drawUser(item));
+    cancel.onclick = restore;
+    area.onkeydown = (event) => {
+      if (event.key === 'Escape') restore();
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    };
+    form.onsubmit = (event) => {
+      event.preventDefault();
+      const text = area.value.trim();
+      if (!text || !canSend()) return;
+      redoFrom(view.transcript.indexOf(item), text);
+    };
+    node.replaceWith(form);
+    area.focus();
+  }
+
+  // Under the last exchange, when idle: Retry if it failed (the history has nothing of it),
+  // Regenerate if it has an answer.
+  function updateForkActions(idle) {
+    const old = transcriptEl.querySelector('.fork-actions');
+    if (old) old.remove();
+    const index = lastUserIndex();
+    // A waiting approval is decided on its card first (Regenerate would drop it).
+    if (!idle || index < 0 || !forkable(index) || conversation.approval) return;
+    const item = view.transcript[index];
+    const failed = conversation.history.length <= item.at;
+    const bar = el('div', 'fork-actions');
+    const button = el('button', failed ? 'retry' : 'regenerate', failed ? 'Retry' : 'Regenerate');
+    button.type = 'button';
+    button.title = failed ? 'Send the same message again' : 'Ask again for another answer to the last message';
+    button.onclick = () => redoFrom(index, item.text);
+    bar.appendChild(button);
+    const wasAtBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 40;
+    transcriptEl.appendChild(bar);
+    if (wasAtBottom) scroll();
   }
 
   // ─── connection ───
@@ -388,7 +649,7 @@
 
   function connect() {
     setStatus('connecting', 'connecting…');
-    const ws = new WebSocket(P.socketUrl(location, access.token));
+    const ws = new WebSocket(P.socketUrl(location), P.socketProtocols(access.token));
     view.ws = ws;
     ws.onopen = () => {
       view.retry = 0;
@@ -505,7 +766,16 @@
     if (!button.classList.contains('armed')) {
       button.classList.add('armed');
       button.textContent = 'Delete for good?';
-      setTimeout(() => { if (button.classList.contains('armed')) renderConversations(); }, 5000);
+      setTimeout(() => { if (button.classList.contains('armed')) renderConversations(); }, 4000);
+      // Focus going anywhere else disarms it too (a click elsewhere, Tab, Escape's blur).
+      const away = (event) => {
+        if (event.target === button) return;
+        document.removeEventListener('focusin', away);
+        button.removeEventListener('blur', away);
+        if (button.classList.contains('armed')) renderConversations();
+      };
+      document.addEventListener('focusin', away);
+      button.addEventListener('blur', away);
       return;
     }
     library.remove(library.current);
@@ -611,7 +881,8 @@
     head.appendChild(el('span', 'tag', hook.type));
     if (hook.dialect) head.appendChild(el('span', 'tag', hook.dialect));
     if (hook.async) head.appendChild(el('span', 'tag', 'async'));
-    head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
+    // Trust is a question only for workspace files: the tag shows there (and on anything not trusted).
+    if (hook.level === 'workspace' || !hook.trusted) head.appendChild(el('span', 'tag ' + (hook.trusted ? 'trusted' : 'not-trusted'), hook.trusted ? 'trusted' : 'not trusted'));
     card.appendChild(head);
     const name = el('div', 'hook-name', hook.name);
     if (hook.id !== hook.name) name.title = hook.id;
@@ -732,7 +1003,7 @@
   async function api(path) {
     const response = await fetch(path, { headers: P.authHeaders(access.token) });
     if (response.status === 401) {
-      throw new Error('this server needs an access token: open the page as ' + location.origin + '/?token=YOUR_TOKEN');
+      throw new Error('this server needs an access token: open the page as ' + location.origin + '/#token=YOUR_TOKEN');
     }
     if (!response.ok) throw new Error(path + ' answered ' + response.status);
     return response.json();
@@ -759,7 +1030,7 @@
   async function loadServerInfo() {
     try {
       const info = await api('/api/info');
-      $('banner').hidden = !info.demo;
+      $('banner').hidden = !info.demo || store.load(BANNER, false) === true;
       view.defaultSkills = info.default_skills || [];
       view.model = typeof info.model === 'string' ? info.model : null;
       $('model').textContent = view.model || '';
@@ -800,6 +1071,11 @@
     view.ws.send(JSON.stringify(frame));
     setState('running');
   });
+  $('dismiss-banner').addEventListener('click', () => {
+    store.save(BANNER, true);
+    $('banner').hidden = true;
+    $('input').focus();
+  });
   $('new-chat').addEventListener('click', newConversation);
   $('rename-conversation').addEventListener('click', startRename);
   $('delete-conversation').addEventListener('click', deleteConversation);
@@ -818,6 +1094,15 @@
   // Another tab of the page changed the list of conversations: show it.
   window.addEventListener('storage', (event) => {
     if (event.key === KEYS.conversations && !conversation.running) renderConversations();
+  });
+  // The theme switch: kept per browser (theme.js applies it before the page is drawn).
+  const THEME = 'hookwire.theme';
+  $('theme').value = ['light', 'dark'].includes(store.load(THEME, 'system')) ? store.load(THEME, 'system') : 'system';
+  $('theme').addEventListener('change', (event) => {
+    const theme = event.target.value;
+    store.save(THEME, theme);
+    if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
   });
   $('tools-switch').checked = conversation.tools;
   $('tools-switch').addEventListener('change', (event) => conversation.setTools(event.target.checked));

@@ -1,99 +1,104 @@
-// A small, safe Markdown renderer: every piece of text is HTML-escaped *before* any markup is
-// added, and links keep only http(s) and mailto URLs. Nothing the model writes can become HTML.
-// Supports fenced code blocks, inline code, headings, bold, italic, links, lists, quotes, rules.
+// The answers' Markdown, with libraries from the npm registry vendored in static/vendor/
+// (refresh.sh; versions in VERSIONS): markdown-it (CommonMark with tables and strikethrough)
+// turns the text into HTML with raw HTML off and images off (nothing is loaded from outside),
+// highlight.js colours code, and DOMPurify sanitises the result before the page shows it (a
+// second wall: markdown-it already escapes every HTML tag and refuses javascript: links).
+// `renderInto` also gives every code block a Copy button.
+//
+// Under node (tests/js/), with no DOM, `toHtml` works; `render` needs DOMPurify, hence a window.
 (function (global) {
   'use strict';
 
   function escapeHtml(text) {
-    return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+    return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
   }
 
-  function safeUrl(url) {
-    // `url` is already escaped; decode only to check the scheme.
-    const raw = url.replace(/&amp;/g, '&').trim();
-    return /^(https?:|mailto:)/i.test(raw) ? url : null;
+  function highlight(code, lang) {
+    const hljs = global.hljs;
+    const known = !!(hljs && lang && hljs.getLanguage(lang));
+    const body = known ? hljs.highlight(code, { language: lang, ignoreIllegals: true }).value : escapeHtml(code);
+    const cls = 'hljs' + (lang ? ' language-' + escapeHtml(lang) : '');
+    return '<pre><code class="' + cls + '">' + body + '</code></pre>';
   }
 
-  function inline(escaped) {
-    // Inline code first, so its content is not formatted; placeholders keep it aside.
-    const codes = [];
-    let text = escaped.replace(/`([^`]+)`/g, (_, code) => {
-      codes.push(code);
-      return '\u0000' + (codes.length - 1) + '\u0000';
-    });
-    text = text
-      .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-      .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, '$1<em>$2</em>')
-      .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (match, label, url) => {
-        const href = safeUrl(url);
-        return href ? '<a href="' + href + '" target="_blank" rel="noopener noreferrer">' + label + '</a>' : match;
-      });
-    return text.replace(/\u0000(\d+)\u0000/g, (_, i) => '<code>' + codes[Number(i)] + '</code>');
+  let md = null;
+  function parser() {
+    if (md) return md;
+    md = global.markdownit({ html: false, linkify: true, breaks: false, highlight });
+    md.disable('image');
+    // Links open in a new tab, and tell the other page nothing.
+    const open = md.renderer.rules.link_open || ((tokens, i, options, _env, self) => self.renderToken(tokens, i, options));
+    md.renderer.rules.link_open = (tokens, i, options, env, self) => {
+      tokens[i].attrSet('target', '_blank');
+      tokens[i].attrSet('rel', 'noopener noreferrer');
+      return open(tokens, i, options, env, self);
+    };
+    return md;
   }
 
+  /** Markdown → HTML (not yet sanitised). */
+  function toHtml(markdown) {
+    return parser().render(String(markdown || ''));
+  }
+
+  /** Markdown → sanitised HTML, safe for innerHTML. */
   function render(markdown) {
-    const lines = markdown.replace(/\r\n/g, '\n').split('\n');
-    const out = [];
-    let paragraph = [];
-    let list = null; // 'ul' or 'ol'
-    const flushParagraph = () => {
-      if (paragraph.length) out.push('<p>' + paragraph.map((l) => inline(escapeHtml(l))).join('<br>') + '</p>');
-      paragraph = [];
-    };
-    const closeList = () => {
-      if (list) out.push('</' + list + '>');
-      list = null;
-    };
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      const fence = line.match(/^\s*```\s*([\w+-]*)\s*$/);
-      if (fence) {
-        flushParagraph();
-        closeList();
-        const code = [];
-        i++;
-        while (i < lines.length && !/^\s*```\s*$/.test(lines[i])) code.push(lines[i++]);
-        const lang = fence[1] ? ' class="language-' + escapeHtml(fence[1]) + '"' : '';
-        out.push('<pre><code' + lang + '>' + escapeHtml(code.join('\n')) + '</code></pre>');
-        continue;
-      }
-      const heading = line.match(/^(#{1,6})\s+(.*)$/);
-      const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-      const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
-      if (heading) {
-        flushParagraph();
-        closeList();
-        const level = Math.min(heading[1].length + 2, 6);
-        out.push('<h' + level + '>' + inline(escapeHtml(heading[2])) + '</h' + level + '>');
-      } else if (bullet || numbered) {
-        flushParagraph();
-        const kind = bullet ? 'ul' : 'ol';
-        if (list !== kind) {
-          closeList();
-          out.push('<' + kind + '>');
-          list = kind;
-        }
-        out.push('<li>' + inline(escapeHtml((bullet || numbered)[1])) + '</li>');
-      } else if (/^\s*>\s?/.test(line)) {
-        flushParagraph();
-        closeList();
-        out.push('<blockquote>' + inline(escapeHtml(line.replace(/^\s*>\s?/, ''))) + '</blockquote>');
-      } else if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
-        flushParagraph();
-        closeList();
-        out.push('<hr>');
-      } else if (line.trim() === '') {
-        flushParagraph();
-        closeList();
-      } else {
-        closeList();
-        paragraph.push(line);
-      }
-    }
-    flushParagraph();
-    closeList();
-    return out.join('');
+    return global.DOMPurify.sanitize(toHtml(markdown), {
+      ADD_ATTR: ['target'],
+      FORBID_TAGS: ['style', 'img', 'form', 'input', 'button', 'textarea', 'select'],
+    });
   }
 
-  global.HookwireMarkdown = { render, escapeHtml };
-})(window);
+  /** Shows `markdown` in `node`, each code block with a Copy button. */
+  function renderInto(node, markdown) {
+    node.innerHTML = render(markdown);
+    for (const pre of node.querySelectorAll('pre')) {
+      const box = document.createElement('div');
+      box.className = 'code-block';
+      pre.replaceWith(box);
+      const copy = document.createElement('button');
+      copy.type = 'button';
+      copy.className = 'copy-code';
+      copy.textContent = 'Copy';
+      copy.setAttribute('aria-label', 'Copy code');
+      box.append(copy, pre);
+    }
+  }
+
+  // The text goes to the clipboard (the async API where the page may use it, else a selection
+  // and the old command); the button says whether it worked.
+  async function copyText(text) {
+    try {
+      if (navigator.clipboard && global.isSecureContext) {
+        await navigator.clipboard.writeText(text);
+        return true;
+      }
+    } catch (_) { /* fall back below */ }
+    const area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.style.position = 'fixed';
+    area.style.opacity = '0';
+    document.body.appendChild(area);
+    area.select();
+    let done = false;
+    try { done = document.execCommand('copy'); } catch (_) { done = false; }
+    area.remove();
+    return done;
+  }
+
+  if (global.document) {
+    global.document.addEventListener('click', async (event) => {
+      const button = event.target.closest && event.target.closest('button.copy-code');
+      if (!button) return;
+      const code = button.parentNode.querySelector('pre code') || button.parentNode.querySelector('pre');
+      const text = code ? code.textContent : '';
+      const ok = await copyText(text);
+      button.dataset.copied = String(ok);
+      button.textContent = ok ? 'Copied' : 'Copy failed';
+      setTimeout(() => { button.textContent = 'Copy'; delete button.dataset.copied; }, 2000);
+    });
+  }
+
+  global.HookwireMarkdown = { render, renderInto, toHtml, escapeHtml };
+})(globalThis);

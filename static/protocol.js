@@ -4,20 +4,30 @@
 //
 // - Every `chat` sends the whole history back as `messages`, plus `skills` (absent = the server's
 //   defaults), `enable_tools`, and the stored `session_hooks`.
-// - After a chat that ends with `done` (whatever its reason: a cancelled chat's `done.message`
-//   holds the partial answer), the history gains {role: "user", content: input}, then every
-//   `hook` frame's `message` exactly as received, in arrival order, then `done.message`.
-// - A chat that ends with `error`, or whose connection is lost, adds nothing to the history.
+// - After a chat that ends with `done` (whatever its reason), the history gains `done.turn`
+//   (docs/protocol.md §13): every message the chat added, exactly as received — the user input,
+//   persistent hook messages, assistant messages with their `tool_calls`, `tool` results, the
+//   final answer — so a later chat can use an earlier tool result. (From a server without
+//   `turn`: {role: "user", content: input}, then every `hook` frame's `message`, then
+//   `done.message`.)
+// - A chat that ends with `error` adds its `error.turn` when it has one (what happened before
+//   the failure); otherwise, or when the connection is lost, nothing.
+// - A tool call left without an answer at the end of the history (calls that waited for an
+//   approval nobody gave) is answered with a note before the next chat: the server refuses a
+//   history with an unanswered call.
 // - `session_hook` frames' `hook` objects are kept (even if that chat later fails) and sent back.
-// - A `compact` frame (docs/protocol.md §10) changes the history at once: its first `count`
-//   messages give way to `message` (the signed summary) followed by `pinned` (the persistent hook
-//   messages that were among them, verbatim). `startCompaction` sends the manual `compact` frame;
-//   its `done` adds nothing.
+// - A `compact` frame (docs/protocol.md §10, §13) changes the history at once: its first `count`
+//   messages give way to `message` (the summary, a user message) followed by `pinned` (the
+//   persistent hook messages that were among them, verbatim). It may come in the middle of a
+//   chat (after text or tool frames): `count` is still about the history as sent.
+//   `startCompaction` sends the manual `compact` frame; its `done` adds nothing.
+//   `placeCompaction` puts its divider in the transcript where the summarised messages were and
+//   marks their items `folded` (a `user` item keeps `at`, its message's place in the history).
 // - An `approval` frame (docs/protocol.md §11) leaves calls waiting: the chat's `done`
 //   (`approval_required`) is added as usual, and the approval is kept until the person decides;
 //   `resumeChat` sends the decisions (a `chat` with `resume` and no `input`), and that chat's
-//   `done` adds its hook messages and `done.message` (no user message: there was no input). A new
-//   chat instead of deciding drops the approval.
+//   `done` adds its `turn` (the results of the decided calls and what followed). A new chat
+//   instead of deciding drops the approval.
 // - With tracing on (`setTrace`), chats and resumes carry `trace: true`; the `hook_trace` frames
 //   (docs/protocol.md §12) are shown, never added to the history.
 //
@@ -60,6 +70,93 @@
     return Array.isArray(value) ? value : [];
   }
 
+  const NOT_DECIDED = 'the tool call did not run: the person sent a new message instead of deciding';
+
+  /**
+   * `messages` with every tool call that has no `tool` message answering it before the next
+   * user message (or the end) answered by a note, right after the answers it has.
+   */
+  function answerOpenCalls(messages) {
+    const out = [];
+    let open = []; // [{id, name}] of the calls not answered yet
+    const close = () => {
+      for (const call of open) out.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: NOT_DECIDED });
+      open = [];
+    };
+    for (const message of list(messages)) {
+      if (!message || typeof message !== 'object') continue;
+      if (message.role === 'tool') {
+        open = open.filter((call) => call.id !== message.tool_call_id);
+      } else if (open.length) {
+        close();
+      }
+      out.push(message);
+      if (message.role === 'assistant') {
+        for (const call of list(message.tool_calls)) {
+          if (call && typeof call.id === 'string') {
+            open.push({ id: call.id, name: call.function && typeof call.function.name === 'string' ? call.function.name : '' });
+          }
+        }
+      }
+    }
+    close();
+    return out;
+  }
+
+  /** A call's `arguments` (a JSON string, as OpenAI writes them) as a value for the card. */
+  function argumentsOf(call) {
+    const raw = call && call.function ? call.function.arguments : undefined;
+    if (typeof raw !== 'string') return raw && typeof raw === 'object' ? raw : {};
+    try { return JSON.parse(raw); } catch (_) { return raw; }
+  }
+
+  /**
+   * What the page draws for history messages (`transcript` items): the person's messages,
+   * answers, hook chips, and a tool card for each call with its result. Used to rebuild the
+   * view from the history (a reload without a stored transcript, an import).
+   */
+  function itemsOf(messages) {
+    const text = (v, fallback) => (typeof v === 'string' && v ? v : (fallback || ''));
+    const items = [];
+    const cards = {};
+    const all = list(messages);
+    all.forEach((m, index) => {
+      if (!m || typeof m !== 'object') return;
+      const content = typeof m.content === 'string' ? m.content : '';
+      if (m._hook && typeof m._hook === 'object') {
+        items.push({ kind: 'hook', name: text(m._hook.name, '?'), skill: text(m._hook.skill), timing: text(m._hook.timing), content });
+        return;
+      }
+      if (m._compact && typeof m._compact === 'object') {
+        items.push({ kind: 'compact', count: Number.isInteger(m._compact.count) ? m._compact.count : 0, text: content });
+        return;
+      }
+      switch (m.role) {
+        case 'user': items.push({ kind: 'user', text: content, at: index }); break;
+        case 'assistant': {
+          // Text without calls right before a message with calls is the planning round's plan.
+          const next = all[index + 1];
+          const plan = !list(m.tool_calls).length && next && next.role === 'assistant' && list(next.tool_calls).length > 0;
+          if (content) items.push(plan ? { kind: 'plan', text: content } : { kind: 'assistant', text: content });
+          for (const call of list(m.tool_calls)) {
+            if (!call || typeof call.id !== 'string') continue;
+            const item = { kind: 'tool', call_id: call.id, name: text(call.function && call.function.name, '?'), arguments: argumentsOf(call), done: false };
+            cards[call.id] = item;
+            items.push(item);
+          }
+          break;
+        }
+        case 'tool': {
+          const item = cards[m.tool_call_id];
+          if (item) Object.assign(item, { done: true, content, is_error: false });
+          break;
+        }
+        default: break;
+      }
+    });
+    return items;
+  }
+
   // A conversation, restored from `store` (which it also keeps up to date).
   function createConversation(store) {
     store = store || NO_STORE;
@@ -74,6 +171,14 @@
     function setApproval(value) {
       approval = value;
       store.save(KEYS.approval, approval);
+    }
+    // Calls that no answer will come for are answered by a note (see the head of this file).
+    function settleOpenCalls() {
+      const settled = answerOpenCalls(history);
+      if (settled.length !== history.length) {
+        history = settled;
+        store.save(KEYS.history, history);
+      }
     }
     let current = null; // the running chat: {id, input, hooks: [hook frames' messages]}
     let counter = 0;
@@ -118,6 +223,7 @@
         id = id || 'c' + Date.now().toString(36) + (++counter);
         current = { id, input, hooks: [] };
         if (approval) setApproval(null); // a new message instead of a decision
+        settleOpenCalls();
         const frame = { type: 'chat', id, messages: history.slice(), input, enable_tools: tools };
         if (skills !== null) frame.skills = skills.slice();
         if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
@@ -133,6 +239,8 @@
         if (current) throw new Error('a chat is already running: ' + current.id);
         id = id || 'k' + Date.now().toString(36) + (++counter);
         current = { id, input: null, hooks: [] };
+        if (approval) setApproval(null);
+        settleOpenCalls();
         return { type: 'compact', id, messages: history.slice() };
       },
 
@@ -193,6 +301,16 @@
             setApproval({ id: frame.id, calls: frame.calls, state: frame.state });
             return { kind: 'approval', frame, ended: false };
           case 'done': {
+            if (Array.isArray(frame.turn)) {
+              if (current.resume) setApproval(null);
+              const added = frame.turn.slice();
+              if (added.length) {
+                history = history.concat(added);
+                store.save(KEYS.history, history);
+              }
+              current = null;
+              return { kind: 'done', frame, ended: true, added };
+            }
             if (current.resume) {
               setApproval(null);
               const added = current.hooks.concat([frame.message]);
@@ -211,11 +329,18 @@
             current = null;
             return { kind: 'done', frame, ended: true, added };
           }
-          case 'error':
+          case 'error': {
             // A refused resume (expired, changed, …) cannot be tried again.
             if (current.resume) setApproval(null);
+            // What the chat did before it failed is kept (docs/protocol.md §13).
+            const added = list(frame.turn).slice();
+            if (added.length) {
+              history = history.concat(added);
+              store.save(KEYS.history, history);
+            }
             current = null;
-            return { kind: 'error', frame, ended: true };
+            return { kind: 'error', frame, ended: true, added };
+          }
           default:
             if (!SHOWN.includes(frame.type)) return IGNORED;
         }
@@ -227,6 +352,20 @@
         const was = current !== null;
         current = null;
         return was;
+      },
+
+      /**
+       * Keeps only the first `length` messages of the history (for Retry, Regenerate and Edit:
+       * the conversation goes on from an earlier point). A waiting approval is dropped with the
+       * messages it belonged to. Nothing else changes (session hooks stay).
+       */
+      truncate(length) {
+        if (current) throw new Error('a chat is running: ' + current.id);
+        if (!Number.isInteger(length) || length < 0) throw new Error('the length must be a whole number');
+        if (length >= history.length) return;
+        history = history.slice(0, length);
+        store.save(KEYS.history, history);
+        if (approval) setApproval(null);
       },
 
       /** A new conversation: no history, no session hooks (skills and tools stay). */
@@ -726,14 +865,19 @@
   }
 
   // The access token of a server that has `auth_token` set (README "Security model"): taken from
-  // the page's own URL once (`?token=…`), kept in `session` (sessionStorage: gone with the tab),
-  // and removed from the address bar. Returns `{token, cleanUrl}`: `cleanUrl` is the address to
-  // show instead (null when the URL had no token).
+  // the page's own URL once, from its fragment (`/#token=…`: a fragment never leaves the browser,
+  // so no proxy or server log holds it; a `?token=` query is not read), kept in `session`
+  // (sessionStorage: gone with the tab), and removed from the address bar. Returns
+  // `{token, cleanUrl}`: `cleanUrl` is the address to show instead (null when the URL had no
+  // token).
   function takeToken(href, session) {
     const url = new URL(href);
-    const fromUrl = url.searchParams.get('token');
+    const fragment = new URLSearchParams(url.hash.replace(/^#/, ''));
+    const fromUrl = fragment.get('token');
     if (fromUrl !== null) {
-      url.searchParams.delete('token');
+      fragment.delete('token');
+      const rest = fragment.toString();
+      url.hash = rest ? '#' + rest : '';
       session.save(TOKEN_KEY, fromUrl);
       return { token: fromUrl || null, cleanUrl: url.toString() };
     }
@@ -741,11 +885,19 @@
     return { token: typeof kept === 'string' && kept ? kept : null, cleanUrl: null };
   }
 
-  // Where the page opens its WebSocket: the same host, `?token=` when there is one (a browser
-  // cannot set headers on a WebSocket).
-  function socketUrl(location, token) {
+  // Where the page opens its WebSocket: the same host, never with the token in the URL.
+  function socketUrl(location) {
     const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
-    return scheme + location.host + '/ws' + (token ? '?token=' + encodeURIComponent(token) : '');
+    return scheme + location.host + '/ws';
+  }
+
+  // The subprotocols the page offers (a browser cannot set headers on a WebSocket, but it sends
+  // these in `Sec-WebSocket-Protocol`): `hookwire`, which the server answers, and the token as
+  // `hookwire.token.<token>`, percent-encoded down to the characters a protocol name may hold.
+  function socketProtocols(token) {
+    if (!token) return ['hookwire'];
+    const encoded = encodeURIComponent(token).replace(/[()]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+    return ['hookwire', 'hookwire.token.' + encoded];
   }
 
   // The headers of the page's API requests.
@@ -775,9 +927,50 @@
     return groups;
   }
 
+  // ─── compaction in the transcript ───
+
+  const SUMMARY_OPEN = '<summary of the earlier conversation>';
+  const SUMMARY_CLOSE = '</summary of the earlier conversation>';
+
+  /** A summary's text without the tags it reaches the model in. */
+  function summaryText(content) {
+    let text = String(content || '');
+    if (text.startsWith(SUMMARY_OPEN) && text.endsWith(SUMMARY_CLOSE)) {
+      text = text.slice(SUMMARY_OPEN.length, text.length - SUMMARY_CLOSE.length).trim();
+    }
+    return text;
+  }
+
+  /**
+   * Places a compaction's `divider` item in `transcript` (changed in place) where the summarised
+   * messages were: before the first `user` item whose history place `at` is at or past `count`
+   * (the first kept one, or the running chat's own input), else at the end. Every item before
+   * it that is not folded yet (an older divider too: its summary was summarised again) becomes
+   * `folded`; the kept user items' places move as the history did (`count` messages gave way to
+   * the summary and `pinned` hook messages). A user item without `at` (stored before places
+   * were kept) counts as summarised. Returns the divider's index.
+   */
+  function placeCompaction(transcript, divider, count, pinned) {
+    const items = list(transcript);
+    const kept = (item) => item && item.kind === 'user' && Number.isInteger(item.at) && item.at >= count;
+    let cut = items.findIndex(kept);
+    if (cut < 0) cut = items.length;
+    for (let i = 0; i < cut; i++) {
+      if (items[i] && typeof items[i] === 'object') items[i].folded = true;
+    }
+    const shift = 1 + (Number.isInteger(pinned) && pinned > 0 ? pinned : 0) - count;
+    for (let i = cut; i < items.length; i++) {
+      if (kept(items[i])) items[i].at += shift;
+    }
+    items.splice(cut, 0, divider);
+    return cut;
+  }
+
   global.HookwireProtocol = {
-    KEYS, createConversation, takeToken, socketUrl, authHeaders,
+    placeCompaction, summaryText,
+    KEYS, createConversation, takeToken, socketUrl, socketProtocols, authHeaders,
     createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
     traceRow, traceSummary, turnLine, usageOf, finalText, formatMs, hookLevels, shortPath, toolGroups,
+    answerOpenCalls, itemsOf,
   };
 })(globalThis);

@@ -2,12 +2,14 @@
 //! opaque `state` an `approval` frame carries. The state holds what the agent loop needs to go on
 //! (the chat's messages from its user input on, the round, the pending calls), is bound to the
 //! conversation it came from (the length and SHA-256 of the history the chat started with; the
-//! history sent back must start with it), expires, and is signed, so any replica that shares the
-//! secret can resume it and nobody can change it.
+//! history sent back must start with it), expires, and is sealed: encrypted and authenticated
+//! (XChaCha20-Poly1305), so the client can neither read it (it holds the operator's system
+//! prompt) nor change it, and any replica that shares the secret can resume it.
 //!
-//! Text: `v1.{j|z}.{base64url payload}.{hex HMAC}`; `z` = the JSON deflated (states over 512
-//! bytes), `j` = plain JSON. The MAC covers `approval_state\n` and everything before the last dot.
-
+//! Text: `v2.{j|z}.{base64url(nonce ‖ ciphertext ‖ tag)}`; `z` = the JSON deflated (states over
+//! 512 bytes) before it is sealed, `j` = plain JSON. The associated data is
+//! `approval_state\nv2.{kind}`. The key is HKDF-SHA256 over the secret (its own `info`, so it is
+//! not the key hook messages are signed with); without a secret, random per process.
 use std::io::{Read, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +17,9 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::hooks::signing::{ApprovalStateSignature, SigningKey};
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+
 use crate::types::{HookTag, Message, PendingCall, Role, ToolCall};
 
 /// `tools.require_approval` and `approval:`.
@@ -46,8 +50,52 @@ impl ApprovalSettings {
     }
 }
 
-/// The version tag of the state's text.
-const VERSION: &str = "v1";
+/// The version tag of the state's text (`v1` was signed only, and is refused).
+const VERSION: &str = "v2";
+/// The length of an XChaCha20 nonce.
+const NONCE_BYTES: usize = 24;
+/// HKDF's `info` for the state's key: no other key derived from the secret equals it.
+const KEY_INFO: &[u8] = b"hookwire approval_state v2 xchacha20poly1305";
+
+/// The key approval states are sealed with. Cheap to clone; its `Debug` never shows the key.
+#[derive(Clone)]
+pub(crate) struct StateKey {
+    cipher: XChaCha20Poly1305,
+}
+
+impl StateKey {
+    /// The key every replica with `secret` derives alike.
+    pub(crate) fn from_secret(secret: &str) -> Self {
+        let hkdf = hkdf::Hkdf::<Sha256>::new(Some(b"hookwire"), secret.as_bytes());
+        let mut key = [0u8; 32];
+        // 32 bytes is far below HKDF-SHA256's limit of 255 × 32.
+        if hkdf.expand(KEY_INFO, &mut key).is_err() {
+            unreachable!("HKDF-SHA256 gives 32 bytes");
+        }
+        Self {
+            cipher: XChaCha20Poly1305::new(&key.into()),
+        }
+    }
+
+    /// A key of this process only (no secret): only it can resume its states.
+    pub(crate) fn random() -> Self {
+        Self {
+            cipher: XChaCha20Poly1305::new(&XChaCha20Poly1305::generate_key(&mut OsRng)),
+        }
+    }
+}
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateKey(..)")
+    }
+}
+
+/// What the tag covers besides the ciphertext: the kind of text, so `j` and `z` cannot be
+/// swapped.
+fn associated_data(kind: &str) -> String {
+    format!("approval_state\n{VERSION}.{kind}")
+}
 /// States larger than this (as JSON) are deflated.
 const COMPRESS_OVER: usize = 512;
 /// A state's text may not be longer, nor inflate to more: a client cannot make the server
@@ -78,8 +126,29 @@ impl HistoryBinding {
                 hook.map(|h| h.timing.as_str()),
                 hook.map(|h| h.sig.as_str()),
                 count.as_deref(),
-                compact.map(|c| c.sig.as_str()),
             ] {
+                match field {
+                    Some(text) => {
+                        hash.update((text.len() as u64 + 1).to_le_bytes());
+                        hash.update(text.as_bytes());
+                    }
+                    None => hash.update(0u64.to_le_bytes()),
+                }
+            }
+            // Tool calls and results are history too (PROTOCOL section 13).
+            hash.update((message.tool_calls.len() as u64).to_le_bytes());
+            let calls = message.tool_calls.iter().flat_map(|c| {
+                [
+                    Some(c.id.as_str()),
+                    Some(c.name.as_str()),
+                    Some(c.arguments.as_str()),
+                ]
+            });
+            let answer = [
+                message.tool_call_id.as_deref(),
+                message.tool_name.as_deref(),
+            ];
+            for field in calls.chain(answer) {
                 match field {
                     Some(text) => {
                         hash.update((text.len() as u64 + 1).to_le_bytes());
@@ -130,6 +199,8 @@ pub(super) struct StateMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     hook: Option<(String, String, String, String)>,
 }
 
@@ -144,6 +215,7 @@ impl From<&Message> for StateMessage {
                 .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
                 .collect(),
             tool_call_id: message.tool_call_id.clone(),
+            tool_name: message.tool_name.clone(),
             hook: message.hook.as_ref().map(|h| {
                 (
                     h.name.clone(),
@@ -176,6 +248,7 @@ impl StateMessage {
             })
             .collect();
         message.tool_call_id = self.tool_call_id;
+        message.tool_name = self.tool_name;
         message.hook = self.hook.map(|(name, skill, timing, sig)| HookTag {
             name,
             skill,
@@ -191,7 +264,7 @@ impl StateMessage {
 pub(super) enum StateError {
     #[error("the approval state is not one this server wrote (malformed)")]
     Malformed,
-    #[error("the approval state was changed (its signature does not verify)")]
+    #[error("the approval state was changed or sealed with another key (it does not open)")]
     Tampered,
     #[error("the approval state expired {0} s ago; ask again")]
     Expired(u64),
@@ -203,8 +276,8 @@ pub(super) fn now_secs() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-/// The state's text, signed with `key`.
-pub(super) fn encode(state: &LoopState, key: &SigningKey) -> String {
+/// The state's text, sealed with `key`.
+pub(super) fn encode(state: &LoopState, key: &StateKey) -> String {
     // Serializing these types cannot fail: strings, numbers, JSON values.
     let json = serde_json::to_vec(state).unwrap_or_default();
     let (kind, payload) = if json.len() > COMPRESS_OVER {
@@ -215,35 +288,58 @@ pub(super) fn encode(state: &LoopState, key: &SigningKey) -> String {
     } else {
         ("j", json)
     };
-    let body = format!(
-        "{VERSION}.{kind}.{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload)
+    let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+    let aad = associated_data(kind);
+    let sealed = key.cipher.encrypt(
+        &nonce,
+        Payload {
+            msg: &payload,
+            aad: aad.as_bytes(),
+        },
     );
-    let sig = key.sign(&ApprovalStateSignature { body: &body });
-    format!("{body}.{sig}")
+    // Encryption fails only past ChaCha's 256 GiB per message; a state is capped far below.
+    let sealed = sealed.unwrap_or_default();
+    let mut bytes = Vec::with_capacity(NONCE_BYTES + sealed.len());
+    bytes.extend_from_slice(&nonce);
+    bytes.extend_from_slice(&sealed);
+    format!(
+        "{VERSION}.{kind}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
 }
 
-/// The state in `text` if `key` signed it and it has not expired at `now`.
-pub(super) fn decode(text: &str, key: &SigningKey, now: u64) -> Result<LoopState, StateError> {
+/// The state in `text` if `key` sealed it and it has not expired at `now`.
+pub(super) fn decode(text: &str, key: &StateKey, now: u64) -> Result<LoopState, StateError> {
     if text.len() > MAX_STATE_BYTES {
         return Err(StateError::Malformed);
     }
-    let (body, sig) = text.rsplit_once('.').ok_or(StateError::Malformed)?;
-    if !key.verify(&ApprovalStateSignature { body }, sig) {
-        return Err(StateError::Tampered);
-    }
-    let mut parts = body.splitn(3, '.');
-    let (Some(VERSION), Some(kind), Some(payload)) = (parts.next(), parts.next(), parts.next())
+    let mut parts = text.splitn(3, '.');
+    let (Some(VERSION), Some(kind @ ("j" | "z")), Some(payload)) =
+        (parts.next(), parts.next(), parts.next())
     else {
         return Err(StateError::Malformed);
     };
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload)
         .map_err(|_| StateError::Malformed)?;
+    if bytes.len() < NONCE_BYTES {
+        return Err(StateError::Malformed);
+    }
+    let (nonce, sealed) = bytes.split_at(NONCE_BYTES);
+    let aad = associated_data(kind);
+    let opened = key
+        .cipher
+        .decrypt(
+            XNonce::from_slice(nonce),
+            Payload {
+                msg: sealed,
+                aad: aad.as_bytes(),
+            },
+        )
+        .map_err(|_| StateError::Tampered)?;
     let json = match kind {
-        "j" => bytes,
-        "z" => inflate(&bytes).map_err(|_| StateError::Malformed)?,
-        _ => return Err(StateError::Malformed),
+        "z" => inflate(&opened).map_err(|_| StateError::Malformed)?,
+        _ => opened,
     };
     let state: LoopState = serde_json::from_slice(&json).map_err(|_| StateError::Malformed)?;
     if now > state.expires {
@@ -269,6 +365,95 @@ fn inflate(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::other("the state inflates too far"));
     }
     Ok(out)
+}
+
+/// What sealing costs, for `cargo bench` (not an API: hidden from the docs): one state of a
+/// given size sealed and opened, against the signed-only way of `v1` (deflate, base64, HMAC;
+/// then verify, decode, inflate, parse).
+#[doc(hidden)]
+pub struct StateCost {
+    state: LoopState,
+    key: StateKey,
+    mac: hmac::Hmac<Sha256>,
+}
+
+impl StateCost {
+    /// A state whose JSON is about `bytes` long (a varied text: it deflates as prose does).
+    pub fn new(bytes: usize) -> Self {
+        use hmac::Mac;
+        let mut text = String::with_capacity(bytes + 64);
+        let mut i: u64 = 0;
+        while text.len() < bytes {
+            i += 1;
+            text.push_str(&format!(
+                "step {i} read {:x}; ",
+                i.wrapping_mul(2_654_435_761)
+            ));
+        }
+        let state = LoopState {
+            expires: u64::MAX,
+            history: HistoryBinding::of(&[]),
+            model: "m".into(),
+            system: "You are the operator's assistant.".into(),
+            tail: vec![StateMessage::from(&Message::user(text))],
+            round: 1,
+            retries: 0,
+            pending: Vec::new(),
+        };
+        let mac = match <hmac::Hmac<Sha256> as Mac>::new_from_slice(
+            b"a bench secret of 32 bytes, long",
+        ) {
+            Ok(mac) => mac,
+            Err(_) => unreachable!("HMAC takes keys of any length"),
+        };
+        Self {
+            state,
+            key: StateKey::from_secret("a bench secret of 32 bytes, long"),
+            mac,
+        }
+    }
+
+    /// The JSON's length.
+    pub fn json_bytes(&self) -> usize {
+        serde_json::to_vec(&self.state).map_or(0, |json| json.len())
+    }
+
+    /// Seals and opens the state once; the sealed text's length (0 if it did not open).
+    pub fn seal_and_open(&self) -> usize {
+        let text = encode(&self.state, &self.key);
+        match decode(&text, &self.key, 0) {
+            Ok(_) => text.len(),
+            Err(_) => 0,
+        }
+    }
+
+    /// Signs and verifies the state once as `v1` did; the signed text's length.
+    pub fn sign_and_verify(&self) -> usize {
+        use hmac::Mac;
+        let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let json = serde_json::to_vec(&self.state).unwrap_or_default();
+        let body = format!("v1.z.{}", engine.encode(deflate(&json).unwrap_or_default()));
+        let mut mac = self.mac.clone();
+        mac.update(format!("approval_state\n{body}").as_bytes());
+        let text = format!("{body}.{}", hex::encode(mac.finalize().into_bytes()));
+        // The other side: check the MAC, then decode, inflate, parse.
+        let Some((body, sig)) = text.rsplit_once('.') else {
+            return 0;
+        };
+        let mut mac = self.mac.clone();
+        mac.update(format!("approval_state\n{body}").as_bytes());
+        let verified = hex::decode(sig).is_ok_and(|tag| mac.verify_slice(&tag).is_ok());
+        let opened = body
+            .get(5..)
+            .and_then(|payload| engine.decode(payload).ok())
+            .and_then(|packed| inflate(&packed).ok())
+            .and_then(|json| serde_json::from_slice::<LoopState>(&json).ok());
+        if verified && opened.is_some() {
+            text.len()
+        } else {
+            0
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,14 +32,12 @@ impl ChatRun {
         tools: Vec<ToolSpec>,
         mode: TextMode,
     ) -> Outcome<LlmResponse> {
+        let messages = self.request_messages().await?;
         let mut request = LlmRequest {
             phase,
-            messages: self.ctx.messages.clone(),
+            messages,
             tools,
         };
-        if let CallPhase::Agent { .. } = phase {
-            self.micro_compact(&mut request.messages).await;
-        }
         if let Flow::Stop { reason } = self
             .hooks
             .pre_llm_request(&mut self.ctx, &mut request)
@@ -57,42 +55,39 @@ impl ChatRun {
         self.step_has_text = false;
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
-        let model = self.inner.model.clone();
-        let stream = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-            stream = model.stream(model_request) => stream.map_err(upstream_error)?,
-        };
+        let stream = self.open_stream(model_request).await?;
         self.read_reply(stream, phase, mode, started).await
     }
 
-    /// Micro compaction of this call's messages (PROTOCOL section 10), between its hooks: a
-    /// `pre_micro_compact` stop skips it.
-    async fn micro_compact(&mut self, messages: &mut Vec<Message>) {
-        let settings = &self.inner.config.context;
-        let keep = settings.micro_keep_rounds;
-        let mut compacted = messages.clone();
-        let stubbed = context::micro_compact(&mut compacted, keep);
-        if stubbed == 0 {
-            return;
+    /// The messages of this call (PROTOCOL sections 10 and 13), judged by the estimate of what
+    /// would be sent: at the compaction threshold the client's history is compacted first,
+    /// wherever the chat is; at the micro threshold old tool results are stubbed in the copy
+    /// sent, between the micro compaction hooks (a `pre_micro_compact` stop skips it).
+    async fn request_messages(&mut self) -> Outcome<Vec<Message>> {
+        let inner = self.inner.clone();
+        let settings = &inner.config.context;
+        let mut sendable =
+            context::Sendable::of(&self.ctx.messages, None, settings, &self.ctx.model);
+        if sendable.estimated() >= settings.threshold_for(&self.ctx.model)
+            && self.compact_before_call(sendable.estimated()).await?
+        {
+            sendable = context::Sendable::of(&self.ctx.messages, None, settings, &self.ctx.model);
         }
-        let info = context::info(
-            settings,
-            &self.ctx.model,
-            messages,
-            &compacted,
-            stubbed,
-            keep,
-        );
-        if let Flow::Stop { reason } = self.hooks.pre_micro_compact(&mut self.ctx, &info).await {
+        let Some((compacted, stubbed, after)) = sendable.micro else {
+            return Ok(self.ctx.messages.clone());
+        };
+        let info = context::micro_info(settings, &self.ctx.model, sendable.full, after, stubbed);
+        let pre = self.hooks.pre_micro_compact(&mut self.ctx, &info).await;
+        if let Flow::Stop { reason } = pre {
             tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped micro compaction");
-            return;
+            return Ok(self.ctx.messages.clone());
         }
         metrics::counter!("hookwire_compactions_total", "kind" => "micro", "trigger" => "auto")
             .increment(1);
         // Its hooks see the call's compacted messages as the chat's, and may replace them.
         let history = std::mem::replace(&mut self.ctx.messages, compacted);
         self.hooks.post_micro_compact(&mut self.ctx, &info).await;
-        *messages = std::mem::replace(&mut self.ctx.messages, history);
+        Ok(std::mem::replace(&mut self.ctx.messages, history))
     }
 
     /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.
@@ -186,11 +181,12 @@ impl ChatRun {
 
 /// An upstream error; one that says the input is over the model's window is
 /// `context_too_long` (the estimate said it fits, the model disagreed).
-fn upstream_error(error: LlmError) -> Interrupt {
+pub(super) fn upstream_error(error: LlmError) -> Interrupt {
     let code = match &error {
         LlmError::Status {
             status: 400 | 413,
             body,
+            ..
         } if says_too_long(body) => ErrorCode::ContextTooLong,
         _ => ErrorCode::Upstream,
     };

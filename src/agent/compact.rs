@@ -1,18 +1,21 @@
-//! Auto and manual compaction of the client's history (PROTOCOL section 10): when the chat's
-//! input would reach `compact_threshold` of the window, the oldest message groups are replaced by
-//! one summary (made by one extra model call) followed by the persistent hook messages they held,
-//! verbatim; the client learns it by a `compact` frame sent before any text.
+//! Auto and manual compaction of the client's history (PROTOCOL sections 10 and 13): when a
+//! model call's input (as it would be sent, micro-compacted) would reach `compact_threshold` of
+//! the window, the oldest message groups of the history the client sent are replaced by one
+//! summary (made by one extra model call), a `user` message in `<summary of the earlier
+//! conversation>` tags, followed by the persistent hook messages they held, verbatim; the client
+//! learns it by a `compact` frame.
 //!
-//! It runs at the start of a chat, before any hook has touched the list (seed 004: compaction
-//! comes before `before_context_build`), so the summary input is the client's history and
-//! nothing else: no temporary injection of this chat can enter it.
+//! It is checked at the start of a chat, before any hook has touched the list (seed 004:
+//! compaction comes before `before_context_build`), and again before every model call: a long
+//! agent loop compacts mid-chat. Only the client's history is summarised (this chat's own
+//! messages stay), so no temporary injection of this chat can enter a summary.
 
 use std::ops::Range;
 use std::time::Instant;
 
 use super::call::TextMode;
+use super::context::Sendable;
 use super::run::{ChatRun, Interrupt, Outcome};
-use crate::hooks::signing::{HookSignature, SigningKey};
 use crate::hooks::{CallPhase, CompactInfo, Flow};
 use crate::llm::{estimate_tokens, ModelRequest};
 use crate::types::{ChatError, ChatEvent, CompactTag, ErrorCode, Message, NoticeLevel, Role};
@@ -44,13 +47,14 @@ impl Trigger {
 }
 
 /// The groups of a history: a user message and everything up to the next user message, so a
-/// hook message stays with the turn it belongs to. What comes before the first user message
-/// (an earlier summary, its pinned hooks) belongs to the first group.
+/// hook message, an assistant's tool calls and their results stay with the turn they belong to.
+/// What comes before the first user message, and an earlier summary (a user message with
+/// `_compact`) with its pinned hooks, belong to the first group.
 pub(super) fn groups(history: &[Sent]) -> Vec<Range<usize>> {
     let mut starts: Vec<usize> = history
         .iter()
         .enumerate()
-        .filter(|(_, sent)| sent.message.role == Role::User)
+        .filter(|(_, sent)| sent.message.role == Role::User && sent.message.compact.is_none())
         .map(|(at, _)| at)
         .collect();
     match starts.first_mut() {
@@ -62,6 +66,16 @@ pub(super) fn groups(history: &[Sent]) -> Vec<Range<usize>> {
     starts.iter().zip(ends).map(|(&s, e)| s..e).collect()
 }
 
+/// How a compaction attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Compacted {
+    Yes,
+    /// Nothing to summarise (no more groups than are kept).
+    NothingToDo,
+    /// A hook skipped it, or the summary call failed.
+    Skipped,
+}
+
 /// What a compaction replaces.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Plan {
@@ -71,8 +85,8 @@ pub(super) struct Plan {
     pub(super) summarised: Vec<Message>,
     /// The persistent hook messages among the replaced ones: they follow the summary, verbatim.
     pub(super) pinned: Vec<Message>,
-    /// The messages kept as they are.
-    pub(super) recent: Vec<Message>,
+    /// The messages kept as they are, with their places.
+    pub(super) recent: Vec<Sent>,
     /// How many groups are kept.
     pub(super) kept_groups: usize,
 }
@@ -99,86 +113,91 @@ pub(super) fn plan(history: &[Sent], sent_len: usize, keep: usize) -> Option<Pla
         count: recent.first().map_or(sent_len, |sent| sent.index),
         summarised,
         pinned,
-        recent: recent.iter().map(|sent| sent.message.clone()).collect(),
+        recent: recent.to_vec(),
         kept_groups,
     })
 }
 
+/// The longest tool result the summary call reads (in characters); the rest is cut.
+const TRANSCRIPT_TOOL_RESULT: usize = 2_000;
+
 /// The summary call's input: the summarised messages as one readable transcript (one user
-/// message, so any chat template takes it).
+/// message, so any chat template takes it), tool calls and their results included. The demo
+/// model knows a summary call by its first sentence (`llm/demo/side.rs`).
 pub(super) fn transcript(messages: &[Message]) -> String {
     let mut text =
         String::from("Summarise this earlier part of the conversation.\n\n<conversation>\n");
     for message in messages {
         let who = match (message.role, &message.compact) {
-            (Role::System, Some(_)) => "summary of an even earlier part",
+            (_, Some(_)) => "summary of an even earlier part",
             (role, _) => role.as_str(),
         };
-        text.push_str(&format!("[{who}]\n{}\n\n", message.content.trim_end()));
+        let content = message.content.trim_end();
+        let cut = content.char_indices().nth(TRANSCRIPT_TOOL_RESULT);
+        match cut {
+            Some((at, _)) if message.role == Role::Tool => text.push_str(&format!(
+                "[{who}]\n{}\n[… {} more characters]\n",
+                &content[..at],
+                content[at..].chars().count()
+            )),
+            _ if content.is_empty() => text.push_str(&format!("[{who}]\n")),
+            _ => text.push_str(&format!("[{who}]\n{content}\n")),
+        }
+        for call in &message.tool_calls {
+            text.push_str(&format!("(called {} {})\n", call.name, call.arguments));
+        }
+        text.push('\n');
     }
     text.push_str("</conversation>");
     text
 }
 
-/// The summary as the client stores it: a system message with its signed `_compact`.
-pub(super) fn summary_message(content: String, count: usize, key: Option<&SigningKey>) -> Message {
-    let sig = key.map_or_else(String::new, |key| {
-        key.sign(&HookSignature::summary(&content))
-    });
-    let mut message = Message::system(content);
-    message.compact = Some(CompactTag { count, sig });
+/// The tags around a summary: it is user text, and says so.
+pub(super) const SUMMARY_OPEN: &str = "<summary of the earlier conversation>";
+pub(super) const SUMMARY_CLOSE: &str = "</summary of the earlier conversation>";
+
+/// The summary as the client stores it and the model reads it: a `user` message in its tags,
+/// with an informative `_compact` (never signed: it has the trust of anything a user types).
+pub(super) fn summary_message(summary: &str, count: usize) -> Message {
+    let mut message = Message::user(format!("{SUMMARY_OPEN}\n{summary}\n{SUMMARY_CLOSE}"));
+    message.compact = Some(CompactTag { count });
     message
 }
 
 impl ChatRun {
-    /// Compacts the history when the chat's input reaches the threshold (`Trigger::Auto`) or on
-    /// request (`Trigger::Manual`), then refuses an input that still does not fit the window
-    /// with `context_too_long`. `ctx.messages` is the system prompt and the history (`kept`: the
-    /// place of each of its messages in the list the client sent); `input` is the user message
-    /// to come.
-    pub(super) async fn compact_history(
-        &mut self,
-        kept: Vec<usize>,
-        sent_len: usize,
-        input: &str,
-        trigger: Trigger,
-    ) -> Outcome<()> {
-        let settings = self.inner.config.context.clone();
+    /// At the start of a chat: compacts the history when the first call's input (the system
+    /// prompt, the history and `input`, the user message to come, as they would be sent)
+    /// reaches the threshold (`Trigger::Auto`) or on request (`Trigger::Manual`), then refuses
+    /// an input that still does not fit the window with `context_too_long`. `ctx.messages` is
+    /// the system prompt and the history (no hook has run yet).
+    pub(super) async fn compact_history(&mut self, input: &str, trigger: Trigger) -> Outcome<()> {
+        let inner = self.inner.clone();
+        let settings = &inner.config.context;
         let model = self.ctx.model.clone();
         let window = settings.window_for(&model);
-        // The list as the first call would send it: without copying it to add the input.
         let input_message = (!input.is_empty()).then(|| Message::user(input));
-        let with_input =
-            |messages: &[Message]| estimate_tokens(messages.iter().chain(&input_message));
-        let estimated = with_input(&self.ctx.messages);
+        let sendable = |messages: &[Message]| {
+            Sendable::of(messages, input_message.as_ref(), settings, &model).estimated()
+        };
+        let estimated = sendable(&self.ctx.messages);
         let mut needed = estimated;
         if trigger == Trigger::Manual || estimated >= settings.threshold_for(&model) {
-            // The history is `ctx.messages` after the system prompt (no hook has run yet), each
-            // at its place in the list as sent.
-            let history: Vec<Sent> = kept
-                .iter()
-                .zip(self.ctx.messages.iter().skip(1))
-                .map(|(&index, message)| Sent {
-                    index,
-                    message: message.clone(),
-                })
-                .collect();
-            match plan(&history, sent_len, settings.keep_recent_groups) {
-                Some(plan) => self.compact(plan, trigger, estimated, &with_input).await?,
-                None if trigger == Trigger::Manual => {
-                    self.notice(
-                        NoticeLevel::Info,
-                        format!(
-                            "nothing to compact: the history has no more than the {} message group(s) compaction keeps",
-                            settings.keep_recent_groups
-                        ),
-                    )
-                    .await?;
-                }
-                None => {}
+            let compacted = self
+                .compact_at(1, trigger, estimated, input_message.as_ref())
+                .await?;
+            if compacted == Compacted::NothingToDo && trigger == Trigger::Manual {
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "nothing to compact: the history has no more than the {} message group(s) compaction keeps",
+                        settings.keep_recent_groups
+                    ),
+                )
+                .await?;
             }
-            // Counted again only when the list may have changed.
-            needed = with_input(&self.ctx.messages);
+            if compacted == Compacted::Yes {
+                needed = sendable(&self.ctx.messages);
+            }
         }
         if trigger == Trigger::Auto && needed >= window {
             return Err(Interrupt::Failed(ChatError::new(
@@ -193,33 +212,101 @@ impl ChatRun {
         Ok(())
     }
 
-    /// One compaction by `plan`, between its hooks: a pre hook may skip it; a failed summary
-    /// call leaves the history as it was (with a `warn` notice).
+    /// Before a model call whose input (as it would be sent) reaches the threshold, anywhere in
+    /// the chat: the client's history, wherever it now is in the list, is compacted (this
+    /// chat's own messages stay). `Ok(true)` = the list changed. After a failed or skipped
+    /// compaction the chat does not try again (each try would be one more model call).
+    pub(super) async fn compact_before_call(&mut self, estimated: u64) -> Outcome<bool> {
+        if self.auto_compaction_off || self.history_places.is_empty() {
+            return Ok(false);
+        }
+        let Some(at) = self.history_at() else {
+            tracing::warn!(chat = %self.ctx.run_id, "the client's history was changed by a hook; it is not compacted in this chat");
+            self.auto_compaction_off = true;
+            return Ok(false);
+        };
+        let compacted = self.compact_at(at, Trigger::Auto, estimated, None).await?;
+        Ok(compacted == Compacted::Yes)
+    }
+
+    /// Where the client's history (`history_places` of `client_history`) starts in
+    /// `ctx.messages`: found again, since hooks may have put messages before it.
+    fn history_at(&self) -> Option<usize> {
+        let history = || {
+            self.history_places
+                .iter()
+                .map(|&place| self.client_history.get(place))
+        };
+        let first = history().next()??;
+        let len = self.history_places.len();
+        (0..self.ctx.messages.len())
+            .filter(|&at| &self.ctx.messages[at] == first)
+            .find(|&at| {
+                self.ctx.messages.get(at..at + len).is_some_and(|slice| {
+                    slice
+                        .iter()
+                        .zip(history())
+                        .all(|(message, sent)| Some(message) == sent)
+                })
+            })
+    }
+
+    /// One compaction of the history found at `at` in `ctx.messages` (`extra`: the input still
+    /// to come, counted in the estimates).
+    async fn compact_at(
+        &mut self,
+        at: usize,
+        trigger: Trigger,
+        estimated: u64,
+        extra: Option<&Message>,
+    ) -> Outcome<Compacted> {
+        let history: Vec<Sent> = self
+            .history_places
+            .iter()
+            .zip(self.ctx.messages.iter().skip(at))
+            .map(|(&index, message)| Sent {
+                index,
+                message: message.clone(),
+            })
+            .collect();
+        let keep = self.inner.config.context.keep_recent_groups;
+        match plan(&history, self.client_history.len(), keep) {
+            Some(plan) => self.compact(plan, trigger, estimated, at, extra).await,
+            None => Ok(Compacted::NothingToDo),
+        }
+    }
+
+    /// One compaction by `plan` of the history found at `at`, between its hooks: a pre hook may
+    /// skip it; a failed summary call leaves the history as it was (with a `warn` notice).
     async fn compact(
         &mut self,
         plan: Plan,
         trigger: Trigger,
         estimated: u64,
-        with_input: &(dyn Fn(&[Message]) -> u64 + Sync),
-    ) -> Outcome<()> {
-        let settings = &self.inner.config.context;
+        at: usize,
+        extra: Option<&Message>,
+    ) -> Outcome<Compacted> {
+        let inner = self.inner.clone();
+        let settings = &inner.config.context;
         let model = self.ctx.model.clone();
-        let system = self.ctx.messages.first().cloned();
-        let rebuilt = |summary: Option<Message>| -> Vec<Message> {
-            system
-                .iter()
-                .cloned()
-                .chain(summary)
-                .chain(plan.pinned.iter().cloned())
-                .chain(plan.recent.iter().cloned())
-                .collect()
+        let end = at + self.history_places.len();
+        let after = |messages: &[Message], summary: Option<&Message>| {
+            estimate_tokens(
+                messages[..at]
+                    .iter()
+                    .chain(summary)
+                    .chain(&plan.pinned)
+                    .chain(plan.recent.iter().map(|sent| &sent.message))
+                    .chain(&messages[end.min(messages.len())..])
+                    .chain(extra),
+            )
         };
         let mut info = CompactInfo {
             trigger: trigger.as_str().into(),
             context_window_tokens: settings.window_for(&model),
             compact_threshold_tokens: settings.threshold_for(&model),
             estimated_input_tokens: estimated,
-            estimated_post_compact_tokens: with_input(&rebuilt(None)),
+            estimated_post_compact_tokens: after(&self.ctx.messages, None),
             summarized_message_count: plan.summarised.len(),
             keep_recent_group_count: plan.kept_groups,
         };
@@ -231,6 +318,7 @@ impl ChatRun {
         self.flush_outbox().await?;
         if let Flow::Stop { reason } = pre {
             tracing::info!(chat = %self.ctx.run_id, trigger = trigger.as_str(), %reason, "a hook skipped the compaction");
+            self.auto_compaction_off = true;
             if trigger == Trigger::Manual {
                 self.notice(
                     NoticeLevel::Warn,
@@ -238,34 +326,48 @@ impl ChatRun {
                 )
                 .await?;
             }
-            return Ok(());
+            return Ok(Compacted::Skipped);
         }
         let mut summary = match self.summarise(prompt, &plan.summarised).await? {
             Ok(summary) => summary,
             Err(why) => {
                 tracing::warn!(chat = %self.ctx.run_id, %why, "the compaction's summary call failed");
-                return self
-                    .notice(
-                        NoticeLevel::Warn,
-                        format!("the history could not be compacted: {why}"),
-                    )
-                    .await;
+                self.auto_compaction_off = true;
+                self.notice(
+                    NoticeLevel::Warn,
+                    format!("the history could not be compacted: {why}"),
+                )
+                .await?;
+                return Ok(Compacted::Skipped);
             }
         };
-        let key = self.inner.config.secret.as_deref().map(SigningKey::new);
-        self.ctx.messages = rebuilt(Some(summary_message(
-            summary.clone(),
-            plan.count,
-            key.as_ref(),
-        )));
-        info.estimated_post_compact_tokens = with_input(&self.ctx.messages);
+        // The list: what came before the history, the summary, the pinned hooks, the kept
+        // groups, and everything after the history (this chat's own messages) as it was.
+        let old_len = self.history_places.len();
+        let new_len = 1 + plan.pinned.len() + plan.recent.len();
+        let tail = self
+            .ctx
+            .messages
+            .split_off(end.min(self.ctx.messages.len()));
+        self.ctx.messages.truncate(at);
+        self.ctx
+            .messages
+            .push(summary_message(&summary, plan.count));
+        self.ctx.messages.extend(plan.pinned.iter().cloned());
+        self.ctx
+            .messages
+            .extend(plan.recent.iter().map(|sent| sent.message.clone()));
+        self.ctx.messages.extend(tail);
+        if self.input_at >= end {
+            self.input_at = self.input_at - old_len + new_len;
+        }
+        info.estimated_post_compact_tokens = estimate_tokens(self.ctx.messages.iter().chain(extra));
         self.hooks
             .post_auto_compact(&mut self.ctx, &info, &mut summary)
             .await;
         self.flush_outbox().await?;
-        // A post hook may have rewritten the summary: the list and the frame carry the new one,
-        // signed again.
-        let message = summary_message(summary, plan.count, key.as_ref());
+        // A post hook may have rewritten the summary: the list and the frame carry the new one.
+        let message = summary_message(&summary, plan.count);
         if let Some(slot) = self.ctx.messages.iter_mut().find(|m| m.compact.is_some()) {
             *slot = message.clone();
         }
@@ -280,7 +382,9 @@ impl ChatRun {
             after = info.estimated_post_compact_tokens,
             "compacted the history"
         );
-        // The client's history from now on: what an approval state is bound to.
+        // The client's history from now on (what an approval state is bound to, and what the
+        // count of a later compaction in this chat refers to): the summary, the pinned hooks,
+        // and what followed the summarised messages; the places of the kept ones move with it.
         let rest = self
             .client_history
             .split_off(plan.count.min(self.client_history.len()));
@@ -288,12 +392,22 @@ impl ChatRun {
             .chain(plan.pinned.iter().cloned())
             .chain(rest)
             .collect();
+        let shift = 1 + plan.pinned.len();
+        self.history_places = (0..shift)
+            .chain(
+                plan.recent
+                    .iter()
+                    .map(|sent| sent.index - plan.count + shift),
+            )
+            .collect();
+        self.binding = None;
         self.send(ChatEvent::Compact {
             count: plan.count,
             message,
             pinned: plan.pinned,
         })
-        .await
+        .await?;
+        Ok(Compacted::Yes)
     }
 
     /// The summary call: no tools, nothing streamed, its usage counted. `Ok(Err(why))` = it

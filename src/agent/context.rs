@@ -1,6 +1,7 @@
-//! The context settings (PROTOCOL section 10) and micro compaction: inside the agent loop, tool
-//! results older than the last `micro_keep_rounds` rounds are replaced, in the upstream request
-//! only, by a one-line stub; the chat's own list (and so the client's history) keeps them.
+//! The context settings (PROTOCOL section 10) and micro compaction: when a model call's estimated
+//! input reaches `micro_threshold` of the window, tool results outside the last
+//! `micro_keep_rounds` rounds (of the chat and of the history) are replaced, in the upstream
+//! request only, by a one-line stub; the chat's own list (and so the client's history) keeps them.
 
 use crate::hooks::CompactInfo;
 use crate::types::{Message, Role};
@@ -15,6 +16,8 @@ pub struct ContextSettings {
     /// The fraction of the window at which compaction starts (reported to compaction hooks as
     /// `compact_threshold_tokens`).
     pub compact_threshold: f64,
+    /// The fraction of the window at which old tool results are stubbed in the request.
+    pub micro_threshold: f64,
     /// Agent rounds whose tool results reach the model in full; older ones are stubbed.
     pub micro_keep_rounds: usize,
     /// Message groups of the history that auto compaction keeps as they are (a group: a user
@@ -29,6 +32,7 @@ impl Default for ContextSettings {
         Self {
             window_tokens: None,
             compact_threshold: 0.8,
+            micro_threshold: 0.6,
             micro_keep_rounds: 2,
             keep_recent_groups: 4,
             summary_prompt: super::prompts::DEFAULT_COMPACT_PROMPT.to_string(),
@@ -42,6 +46,11 @@ impl ContextSettings {
         (self.window_for(model) as f64 * self.compact_threshold) as u64
     }
 
+    /// The window times the micro threshold: at or above it, old tool results are stubbed.
+    pub fn micro_threshold_for(&self, model: &str) -> u64 {
+        (self.window_for(model) as f64 * self.micro_threshold) as u64
+    }
+
     /// The window in use for `model`.
     pub fn window_for(&self, model: &str) -> u64 {
         self.window_tokens
@@ -49,14 +58,30 @@ impl ContextSettings {
     }
 }
 
-/// The stub that stands for a compacted tool result.
-pub(super) fn stub(tool: &str) -> String {
-    format!("[the result of {tool} was removed to save context; call {tool} again if you need it]")
+/// The longest arguments a stub quotes (in characters); longer ones are cut with `…`.
+const STUB_ARGUMENTS: usize = 120;
+
+/// The stub that stands for a compacted tool result: the tool, its arguments and what was cut.
+pub(super) fn stub(tool: &str, arguments: &str, removed_chars: usize) -> String {
+    let arguments = arguments.trim();
+    let mut quoted: String = arguments.chars().take(STUB_ARGUMENTS).collect();
+    if quoted.len() < arguments.len() {
+        quoted.push('…');
+    }
+    let call = if quoted.is_empty() {
+        tool.to_string()
+    } else {
+        format!("{tool} {quoted}")
+    };
+    format!(
+        "[the result of {call} ({removed_chars} characters) was removed to save context; call {tool} again if you need it]"
+    )
 }
 
 /// Stubs, in `messages`, the tool results of every round but the last `keep_rounds` (a round:
-/// an assistant message with tool calls and the results that follow it), unless a result is
-/// no longer than its stub. Returns how many results were stubbed.
+/// an assistant message with tool calls and the results that follow it, in the history the
+/// client sent or in this chat), unless a result is no longer than its stub. Returns how many
+/// results were stubbed. Whether to call it at all is the estimate's decision (the caller's).
 pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usize {
     let rounds: Vec<usize> = messages
         .iter()
@@ -77,19 +102,24 @@ pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usi
     for message in &mut messages[..cutoff] {
         if message.role == Role::Assistant {
             for call in &message.tool_calls {
-                tool_of.insert(call.id.clone(), call.name.clone());
+                tool_of.insert(call.id.clone(), (call.name.clone(), call.arguments.clone()));
             }
             continue;
         }
         if message.role != Role::Tool {
             continue;
         }
-        let tool = message
+        let (tool, arguments) = message
             .tool_call_id
             .as_ref()
             .and_then(|id| tool_of.get(id))
-            .map_or("the tool", String::as_str);
-        let stub = stub(tool);
+            .map_or(("the tool", ""), |(name, arguments)| {
+                (name.as_str(), arguments.as_str())
+            });
+        if is_stub(&message.content) {
+            continue;
+        }
+        let stub = stub(tool, arguments, message.content.chars().count());
         // A result shorter than its stub stays: stubbing it would only grow the request.
         if message.content.len() > stub.len() {
             message.content = stub;
@@ -99,24 +129,71 @@ pub(super) fn micro_compact(messages: &mut [Message], keep_rounds: usize) -> usi
     stubbed
 }
 
-/// The metadata of a compaction (`trigger` `auto`: hookwire decided it, not the client).
-pub(super) fn info(
+/// Whether a result is already a stub (a stub stays a stub, it is not stubbed again).
+fn is_stub(content: &str) -> bool {
+    content.starts_with("[the result of ") && content.ends_with(" again if you need it]")
+}
+
+/// A call's messages as they would be sent: their estimate, and, when it reaches the micro
+/// threshold and a result could be stubbed, the micro-compacted copy with its own estimate (no
+/// hook has been asked yet: [`Sendable::estimated`] is what decides on auto compaction).
+pub(super) struct Sendable {
+    /// The estimate of the messages as they are.
+    pub(super) full: u64,
+    /// The copy with old tool results stubbed, how many were, and its estimate.
+    pub(super) micro: Option<(Vec<Message>, usize, u64)>,
+}
+
+impl Sendable {
+    /// The messages (and `extra`, the user input still to come, at the start of a chat) of one
+    /// model call. Below the micro threshold nothing is copied.
+    pub(super) fn of(
+        messages: &[Message],
+        extra: Option<&Message>,
+        settings: &ContextSettings,
+        model: &str,
+    ) -> Self {
+        let full = crate::llm::estimate_tokens(messages.iter().chain(extra));
+        if full < settings.micro_threshold_for(model) {
+            return Self { full, micro: None };
+        }
+        let mut copy: Vec<Message> = messages.iter().chain(extra).cloned().collect();
+        let stubbed = micro_compact(&mut copy, settings.micro_keep_rounds);
+        if stubbed == 0 {
+            return Self { full, micro: None };
+        }
+        let estimate = crate::llm::estimate_tokens(&copy);
+        Self {
+            full,
+            micro: Some((copy, stubbed, estimate)),
+        }
+    }
+
+    /// The estimate of what would be sent (micro-compacted when it applies).
+    pub(super) fn estimated(&self) -> u64 {
+        self.micro
+            .as_ref()
+            .map_or(self.full, |(_, _, estimate)| *estimate)
+    }
+}
+
+/// The metadata of a micro compaction (`trigger` `auto`: hookwire decided it, not the client;
+/// `compact_threshold_tokens` is the micro threshold that was reached).
+pub(super) fn micro_info(
     settings: &ContextSettings,
     model: &str,
-    before: &[Message],
-    after: &[Message],
-    summarized: usize,
-    kept: usize,
+    before: u64,
+    after: u64,
+    stubbed: usize,
 ) -> CompactInfo {
-    let window = settings.window_for(model);
     CompactInfo {
         trigger: "auto".into(),
-        context_window_tokens: window,
-        compact_threshold_tokens: (window as f64 * settings.compact_threshold) as u64,
-        estimated_input_tokens: crate::llm::estimate_tokens(before),
-        estimated_post_compact_tokens: crate::llm::estimate_tokens(after),
-        summarized_message_count: summarized,
-        keep_recent_group_count: kept,
+        context_window_tokens: settings.window_for(model),
+        compact_threshold_tokens: settings.micro_threshold_for(model),
+        estimated_input_tokens: before,
+        estimated_post_compact_tokens: after,
+        summarized_message_count: stubbed,
+        keep_recent_group_count: settings.micro_keep_rounds,
     }
 }
 
@@ -129,7 +206,7 @@ mod tests {
         let call = ToolCall {
             id: id.into(),
             name: tool.into(),
-            arguments: "{}".into(),
+            arguments: format!(r#"{{"path":"{id}.rs"}}"#),
         };
         let mut message = Message::new(Role::Tool, result);
         message.tool_call_id = Some(id.into());
@@ -146,9 +223,18 @@ mod tests {
         messages.extend(round("d", "list_dir", "short"));
         let mut compacted = messages.clone();
         assert_eq!(micro_compact(&mut compacted, 2), 2);
-        assert_eq!(compacted[3].content, stub("read_file"));
-        assert!(compacted[3].content.contains("read_file again"));
-        assert_eq!(compacted[5].content, stub("list_dir"));
+        assert_eq!(
+            compacted[3].content,
+            stub("read_file", r#"{"path":"a.rs"}"#, 300)
+        );
+        assert_eq!(
+            compacted[3].content,
+            r#"[the result of read_file {"path":"a.rs"} (300 characters) was removed to save context; call read_file again if you need it]"#
+        );
+        assert_eq!(
+            compacted[5].content,
+            stub("list_dir", r#"{"path":"b.rs"}"#, 300)
+        );
         assert_eq!(compacted[7].content, long("CCC"));
         assert_eq!(compacted[9].content, "short");
         assert_eq!(micro_compact(&mut compacted, 2), 0, "a stub stays a stub");
@@ -162,12 +248,51 @@ mod tests {
         let mut all = messages.clone();
         assert_eq!(micro_compact(&mut all, 4), 0);
         assert_eq!(all, messages);
-        let settings = ContextSettings::default();
-        let info = info(&settings, "gpt-4o", &messages, &compacted, 2, 2);
-        assert_eq!(info.context_window_tokens, 128_000);
-        assert_eq!(info.compact_threshold_tokens, 102_400);
-        assert!(info.estimated_post_compact_tokens > 0);
-        assert!(info.estimated_post_compact_tokens < info.estimated_input_tokens);
-        assert!(info.estimated_post_compact_tokens < info.estimated_input_tokens);
+    }
+
+    #[test]
+    fn nothing_is_stubbed_below_the_micro_threshold() {
+        let mut messages = vec![Message::system("s"), Message::user("u")];
+        for id in ["a", "b", "c"] {
+            messages.extend(round(id, "read_file", &"word ".repeat(100)));
+        }
+        let full = crate::llm::estimate_tokens(&messages);
+        let settings = |window: u64| ContextSettings {
+            window_tokens: Some(window),
+            ..ContextSettings::default()
+        };
+        // 0.6 × window just above the estimate: nothing is copied or stubbed.
+        let below = Sendable::of(&messages, None, &settings(full * 10 / 6 + 10), "m");
+        assert!(below.micro.is_none());
+        assert_eq!(below.estimated(), full);
+        // At the threshold: the first round's result is stubbed, the estimate drops.
+        let above = Sendable::of(&messages, None, &settings(full * 10 / 6 - 10), "m");
+        let (copy, stubbed, estimate) = above.micro.as_ref().unwrap();
+        assert_eq!(*stubbed, 1);
+        assert!(copy[3].content.starts_with("[the result of read_file"));
+        assert!(*estimate < full);
+        assert_eq!(above.estimated(), *estimate);
+        let extra = Message::user("next");
+        let with_input = Sendable::of(&messages, Some(&extra), &settings(1_000_000), "m");
+        assert_eq!(
+            with_input.full,
+            crate::llm::estimate_tokens(messages.iter().chain([&extra]))
+        );
+        let info = micro_info(&settings(1000), "m", 700, 400, 1);
+        assert_eq!(info.compact_threshold_tokens, 600);
+        assert_eq!(info.keep_recent_group_count, 2);
+    }
+
+    #[test]
+    fn a_stub_quotes_long_arguments_cut() {
+        let long = format!(r#"{{"pattern":"{}"}}"#, "x".repeat(500));
+        let stub = stub("search_text", &long, 9000);
+        assert!(stub.contains("(9000 characters)"), "{stub}");
+        assert!(stub.contains("x…"), "{stub}");
+        assert!(stub.len() < 300, "{stub}");
+        assert_eq!(
+            super::stub("list_dir", "", 10),
+            "[the result of list_dir (10 characters) was removed to save context; call list_dir again if you need it]"
+        );
     }
 }

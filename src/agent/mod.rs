@@ -55,11 +55,13 @@ mod marker;
 mod phases;
 pub(crate) mod prompts;
 mod resume;
+mod retry;
 mod run;
 mod sessions;
 #[cfg(test)]
 mod tests;
 mod tool_step;
+mod turn;
 
 use crate::types::panic_message;
 pub use crate::types::{
@@ -68,7 +70,10 @@ pub use crate::types::{
     Usage,
 };
 pub use approval::ApprovalSettings;
+#[doc(hidden)]
+pub use approval::StateCost;
 pub use context::ContextSettings;
+pub use retry::RetryPolicy;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -111,6 +116,9 @@ pub struct AgentConfig {
     pub max_retries: usize,
     /// Tool calls run in one round; further calls get an `is_error` result instead.
     pub max_tool_calls_per_round: usize,
+    /// A tool result longer than this (in characters) is cut in the chat's `turn`, with a
+    /// marker saying how much was left out (the `ToolResult` event has it whole).
+    pub history_tool_result_chars: usize,
     /// How long one hook call may take (a hook that never answers cannot hang a chat).
     pub hook_timeout: std::time::Duration,
     /// The workspace root (the `cwd` hooks see).
@@ -122,6 +130,27 @@ pub struct AgentConfig {
     pub context: ContextSettings,
     /// Which tool calls wait for the person's approval, and how long a decision may take.
     pub approval: ApprovalSettings,
+    /// Retries and fallback models of a model call that failed before it streamed anything.
+    pub retry: RetryPolicy,
+    /// How a chat with tools decides whether it needs them (`agent.planning`).
+    pub planning: Planning,
+    /// The prompt of the `native` planning call (it offers the tools; no marker).
+    pub native_planning_prompt: String,
+}
+
+/// `agent.planning`: how a chat with tools decides whether it needs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Planning {
+    /// A planning call without tools; a reply that starts with the marker asks for the agent
+    /// loop, any other reply is the answer.
+    #[default]
+    Marker,
+    /// The first call offers the tools (`tool_choice: "auto"`): a tool call there is the agent
+    /// loop's round 1, a plain answer ends the chat. For models trained for tool calling, which
+    /// decide that way on their own (small models rarely write a marker).
+    Native,
+    /// No planning call: the agent loop from round 1, with the tools.
+    Off,
 }
 
 impl Default for AgentConfig {
@@ -139,11 +168,15 @@ impl Default for AgentConfig {
             summary_on_limit: true,
             max_retries: 2,
             max_tool_calls_per_round: 16,
+            history_tool_result_chars: 16_000,
             hook_timeout: crate::hooks::DEFAULT_HOOK_BUDGET,
             workspace: PathBuf::from("."),
             secret: None,
             context: ContextSettings::default(),
             approval: ApprovalSettings::default(),
+            retry: RetryPolicy::default(),
+            planning: Planning::default(),
+            native_planning_prompt: prompts::DEFAULT_NATIVE_PLANNING_PROMPT.into(),
         }
     }
 }
@@ -157,9 +190,9 @@ pub(crate) struct AgentInner {
     /// The shared hooks and the connection hooks: what `session_start` / `session_end` call.
     pub(crate) session_hooks: HookStack,
     pub(crate) factories: Vec<Arc<dyn HookFactory>>,
-    /// Signs approval states: the secret's key, or (without a secret) a random one of this
-    /// process, so only it can resume its own states.
-    pub(crate) approval_key: crate::hooks::signing::SigningKey,
+    /// Seals approval states: the key derived from the secret, or (without a secret) a random
+    /// one of this process, so only it can resume its own states.
+    pub(crate) approval_key: approval::StateKey,
     /// The connection events' runs.
     pub(crate) sessions: sessions::SessionEvents,
 }
@@ -411,12 +444,8 @@ impl AgentClientBuilder {
             .model
             .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
         let approval_key = match config.secret.as_deref() {
-            Some(secret) => crate::hooks::signing::SigningKey::new(secret),
-            None => crate::hooks::signing::SigningKey::new(&format!(
-                "{}{}",
-                uuid::Uuid::new_v4().simple(),
-                uuid::Uuid::new_v4().simple()
-            )),
+            Some(secret) => approval::StateKey::from_secret(secret),
+            None => approval::StateKey::random(),
         };
         AgentClient {
             inner: Arc::new(AgentInner {

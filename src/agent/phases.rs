@@ -72,8 +72,15 @@ impl ChatRun {
             if retry {
                 continue;
             }
-            // A plan cut short never streamed as text: nothing of it is kept.
             let plan = needs_tools || has_marker(&response.content);
+            // A plan cut short never streamed as text, and the loop does not run: the plan is
+            // kept as the chat's answer, so the person still has it.
+            if plan && response.finish_reason.as_deref() == Some("length") {
+                let cut = strip_marker(&response.content, &marker).trim().to_string();
+                if !cut.is_empty() {
+                    self.kept.push(cut);
+                }
+            }
             if self.cut_off(&response, !plan).await? {
                 return Ok(DoneReason::Length);
             }
@@ -81,7 +88,8 @@ impl ChatRun {
                 let plan = strip_marker(&response.content, &marker).to_string();
                 self.send(ChatEvent::Plan(plan.clone())).await?;
                 if !plan.is_empty() {
-                    self.ctx.messages.push(Message::assistant(plan));
+                    self.ctx.messages.push(Message::assistant(plan.clone()));
+                    self.turn.plan(&plan);
                 }
                 return self.agent_loop(1).await;
             }
@@ -92,11 +100,61 @@ impl ChatRun {
         }
     }
 
+    /// `agent.planning: native`: the planning call offers the tools. A reply that calls some is
+    /// the agent loop's round 1 (its calls run, the loop goes on from round 2); a plain reply is
+    /// the answer. The planning hooks (`before_planning`, `after_planning`) frame the call, as
+    /// in the marker's planning round.
+    pub(super) async fn native_planning(&mut self) -> Outcome<DoneReason> {
+        loop {
+            self.hooks.before_planning(&mut self.ctx).await;
+            let prompt = self.inner.config.native_planning_prompt.clone();
+            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
+            let tools = self.ctx.active_tools();
+            let result = self
+                .call(CallPhase::Planning, tools, TextMode::Stream)
+                .await;
+            PromptHookManager::remove_prompt(&mut self.ctx, prompt_id);
+            let retry = match result {
+                Ok(mut response) => self
+                    .after_response(&mut response)
+                    .await
+                    .map(|retry| (retry, response)),
+                Err(interrupt) => Err(interrupt),
+            };
+            self.hooks.after_planning(&mut self.ctx).await;
+            let (retry, response) = retry?;
+            if retry {
+                continue;
+            }
+            if self.cut_off(&response, true).await? {
+                return Ok(DoneReason::Length);
+            }
+            if response.tool_calls.is_empty() {
+                if self.finish_or_continue(response.content).await? {
+                    continue;
+                }
+                return Ok(DoneReason::Completed);
+            }
+            self.ctx.iteration = 1;
+            let result = match self.round_tools(1, response).await {
+                Ok(true) => Ok(DoneReason::ApprovalRequired),
+                Ok(false) => self.agent_rounds(2).await,
+                Err(interrupt) => Err(interrupt),
+            };
+            return self.end_agent_loop(result).await;
+        }
+    }
+
     /// Rounds with tools until a round calls none, or a limit (`max_steps`, `max_total_tokens`);
     /// at a limit, the summary call follows the end of the loop scope.
     /// From round `first_round` (1, or the round after the one a resumed chat stopped at).
     pub(super) async fn agent_loop(&mut self, first_round: usize) -> Outcome<DoneReason> {
         let result = self.agent_rounds(first_round).await;
+        self.end_agent_loop(result).await
+    }
+
+    /// The end of the loop scope (`after_agent_loop`), then the summary at a limit.
+    async fn end_agent_loop(&mut self, result: Outcome<DoneReason>) -> Outcome<DoneReason> {
         self.hooks.after_agent_loop(&mut self.ctx).await;
         match result? {
             reason @ (DoneReason::MaxSteps | DoneReason::MaxTokens)
@@ -150,17 +208,25 @@ impl ChatRun {
                 }
                 return Ok(DoneReason::Completed);
             }
-            let tools = self.run_tools(response).await?;
-            self.hooks
-                .after_tool_call(&mut self.ctx, &tools.names)
-                .await;
-            self.flush_outbox().await?;
-            if !tools.pending.is_empty() {
-                self.ask_approval(round, tools.pending).await?;
+            if self.round_tools(round, response).await? {
                 return Ok(DoneReason::ApprovalRequired);
             }
         }
         Ok(DoneReason::MaxSteps)
+    }
+
+    /// A round's tool calls, their hooks, and the approval they may wait for (`Ok(true)`).
+    async fn round_tools(&mut self, round: usize, response: LlmResponse) -> Outcome<bool> {
+        let tools = self.run_tools(response).await?;
+        self.hooks
+            .after_tool_call(&mut self.ctx, &tools.names)
+            .await;
+        self.flush_outbox().await?;
+        if !tools.pending.is_empty() {
+            self.ask_approval(round, tools.pending).await?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The last call at a limit: no tools, the summary prompt, the text streamed and kept. The

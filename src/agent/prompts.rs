@@ -18,6 +18,11 @@ workspace), answer the user now, in full, as you normally would. Do not mention 
 use, on what, and why, one step a line. Do not answer the question yet and do not call any tool in \
 this reply.";
 
+/// The first call of `agent.planning: native`, which offers the tools.
+pub(crate) const DEFAULT_NATIVE_PLANNING_PROMPT: &str = "If you need tools to answer the last user \
+message well (files of the workspace, searches), call them now. Otherwise answer the user directly, \
+in full, as you normally would.";
+
 pub(crate) const DEFAULT_FIRST_STEP_PROMPT: &str =
     "Carry out the plan above. Call the tools you need; several \
 independent calls may go in one reply. When you have what you need, answer the user's question \

@@ -93,7 +93,11 @@ impl ChatRun {
             ));
         }
         let decided = decisions(&state.pending, resume.decisions).map_err(bad_frame)?;
-        let prefix = self.verified_history(&sent[..state.history.len]);
+        let mut sent = sent;
+        sent.truncate(state.history.len);
+        let prefix = self.verified_history(&sent);
+        self.history_places = prefix.iter().map(|kept| kept.index).collect();
+        self.client_history = sent;
         let tail = state
             .tail
             .into_iter()
@@ -104,7 +108,7 @@ impl ChatRun {
             .chain(prefix.into_iter().map(|sent| sent.message))
             .collect();
         self.input_at = self.ctx.messages.len();
-        self.ctx.messages.extend(tail);
+        self.rebuild(tail).await?;
         self.binding = Some(state.history);
         self.retries = state.retries;
         // The chat already called the model: a hook's stop now ends it with `done` `stopped`.
@@ -123,6 +127,34 @@ impl ChatRun {
         self.hooks.after_tool_call(&mut self.ctx, &names).await;
         self.flush_outbox().await?;
         self.agent_loop(state.round + 1).await
+    }
+}
+
+impl ChatRun {
+    /// Puts the loop's messages back as the chat had them (PROTOCOL section 13): the user
+    /// input, then `post_send_message` again (the request-scoped `after_user_input` hooks, a
+    /// Rust hook's run start), the messages up to round 1, `before_first_agent` again, then
+    /// the rest. The hooks see `replaying()`, so nothing the state carries is added twice.
+    async fn rebuild(&mut self, tail: Vec<Message>) -> Outcome<()> {
+        let mut tail = tail.into_iter().peekable();
+        let Some(input) = tail.next_if(|m| m.role == crate::types::Role::User) else {
+            self.ctx.messages.extend(tail);
+            return Ok(());
+        };
+        self.ctx.messages.push(input);
+        self.ctx.set_replaying(true);
+        self.hooks.post_send_message(&mut self.ctx).await;
+        while let Some(message) = tail.next_if(|m| m.tool_calls.is_empty()) {
+            self.ctx.messages.push(message);
+        }
+        if tail.peek().is_some() {
+            self.ctx.iteration = 1;
+            self.hooks.before_first_agent(&mut self.ctx).await;
+        }
+        self.ctx.set_replaying(false);
+        self.ctx.messages.extend(tail);
+        // Nothing persistent was injected; notices and traces still go out.
+        self.flush_outbox().await
     }
 }
 

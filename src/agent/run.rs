@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
+use super::turn::TurnRecord;
 use super::AgentInner;
 use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
@@ -45,10 +46,20 @@ pub(super) struct ChatRun {
     /// The history as the client holds it (after this chat's `compact` frame, if any): what an
     /// approval state is bound to.
     pub(super) client_history: Vec<Message>,
+    /// The places, in `client_history`, of the history messages `ctx.messages` holds (a forged
+    /// message that was dropped leaves a gap): what compaction may summarise.
+    pub(super) history_places: Vec<usize>,
+    /// A compaction was skipped by a hook or failed: not tried again in this chat.
+    pub(super) auto_compaction_off: bool,
     /// A resumed chat's binding, carried over from its state.
     pub(super) binding: Option<HistoryBinding>,
     /// Where this chat's own messages start in `ctx.messages` (its user input).
     pub(super) input_at: usize,
+    /// What this chat adds to the conversation (`done.turn`).
+    pub(super) turn: TurnRecord,
+    /// The chat's request without its history or input, with the session hooks it runs so far:
+    /// what hook factories are asked when the model registers a hook.
+    pub(super) about: ChatRequest,
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
@@ -95,6 +106,7 @@ pub(crate) async fn run_chat(
     ));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
+    let inner_limit = inner.config.history_tool_result_chars;
     let mut run = ChatRun {
         inner,
         hooks,
@@ -107,8 +119,20 @@ pub(crate) async fn run_chat(
         model_called: false,
         retries: 0,
         client_history: Vec::new(),
+        history_places: Vec::new(),
+        auto_compaction_off: false,
         binding: None,
         input_at: 0,
+        turn: TurnRecord::new(inner_limit),
+        about: ChatRequest {
+            session_id: request.session_id.clone(),
+            skills: request.skills.clone(),
+            enable_tools: request.enable_tools,
+            session_hooks: request.session_hooks.clone(),
+            cancel: request.cancel.clone(),
+            trace: request.trace,
+            ..ChatRequest::new(request.id.clone(), String::new())
+        },
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
@@ -128,27 +152,25 @@ impl ChatRun {
         if let Some(resume) = request.resume.take() {
             return self.resume(sent, resume).await;
         }
-        let sent_len = sent.len();
         let history = self.verified_history(&sent);
         self.client_history = sent;
-        let kept: Vec<usize> = history.iter().map(|sent| sent.index).collect();
+        self.history_places = history.iter().map(|sent| sent.index).collect();
         self.ctx.messages =
             std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
                 .chain(history.into_iter().map(|sent| sent.message))
                 .collect();
         if request.compact_only {
-            self.compact_history(kept, sent_len, "", Trigger::Manual)
-                .await?;
+            self.compact_history("", Trigger::Manual).await?;
             return Ok(DoneReason::Completed);
         }
-        self.compact_history(kept, sent_len, &request.input, Trigger::Auto)
-            .await?;
+        self.compact_history(&request.input, Trigger::Auto).await?;
         let mut input = request.input;
         if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await
         {
             return Err(Interrupt::Stopped(reason));
         }
         self.ctx.messages.push(Message::user(input.clone()));
+        self.turn.user(&input);
         self.hooks.post_send_message(&mut self.ctx).await;
         self.flush_outbox().await?;
         // Hooks may have moved things around the input: it is found again, not assumed last.
@@ -164,7 +186,11 @@ impl ChatRun {
         if self.ctx.tools().is_empty() {
             return self.direct().await;
         }
-        self.planning().await
+        match self.inner.config.planning {
+            super::Planning::Marker => self.planning().await,
+            super::Planning::Native => self.native_planning().await,
+            super::Planning::Off => self.agent_loop(1).await,
+        }
     }
 
     /// The client's history without the forged messages (a system message whose mark does not
@@ -199,9 +225,13 @@ impl ChatRun {
         .await
     }
 
-    /// Sends what hooks emitted since the last flush.
+    /// Sends what hooks emitted since the last flush; a persistent hook message joins the turn
+    /// where it was injected.
     pub(super) async fn flush_outbox(&mut self) -> Outcome<()> {
         for event in self.ctx.take_outbox() {
+            if let ChatEvent::Hook(hook) = &event {
+                self.turn.hook(hook);
+            }
             self.send(event).await?;
         }
         Ok(())
@@ -224,7 +254,8 @@ impl ChatRun {
                     content: self.visible_text.clone(),
                     usage: self.ctx.usage(),
                 };
-                self.finish_done(output).await;
+                let turn = std::mem::take(&mut self.turn).cancelled(&self.visible_text);
+                self.finish_done(output, turn).await;
                 return;
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
@@ -254,11 +285,13 @@ impl ChatRun {
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
-        self.finish_done(output).await;
+        let pending = reason == DoneReason::ApprovalRequired;
+        let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
+        self.finish_done(output, turn).await;
     }
 
     /// `on_run_end` on a `done`, then the `done` with the output as the hooks left it.
-    async fn finish_done(&mut self, output: RunOutput) {
+    async fn finish_done(&mut self, output: RunOutput, turn: Vec<Message>) {
         let output = match self.end(RunOutcome::Done(output.clone())).await {
             RunOutcome::Done(changed) => changed,
             // The kind of the end is the chat's: a hook changes its output only.
@@ -269,11 +302,14 @@ impl ChatRun {
                 reason: output.reason,
                 content: output.content,
                 usage: output.usage,
+                turn,
             })
             .await;
     }
 
-    async fn fail(&mut self, error: ChatError) {
+    async fn fail(&mut self, mut error: ChatError) {
+        let streamed = !self.visible_text.is_empty();
+        error.turn = std::mem::take(&mut self.turn).failed(&self.kept, streamed);
         self.hooks.run_failed(&mut self.ctx, &error).await;
         let error = match self.end(RunOutcome::Failed(error.clone())).await {
             RunOutcome::Failed(changed) => changed,

@@ -29,6 +29,12 @@ impl ChatRun {
     /// error result each: every call of the assistant message needs its tool message, and the
     /// model learns why.
     pub(super) async fn run_tools(&mut self, response: LlmResponse) -> Outcome<Round> {
+        self.turn.calls(
+            &response.content,
+            &response.tool_calls,
+            &self.kept,
+            self.visible_text.len(),
+        );
         if !response.content.is_empty() {
             self.kept.push(response.content.clone());
         }
@@ -143,11 +149,11 @@ impl ChatRun {
         Ok(None)
     }
 
-    /// Why a call of `tool` waits for the person's approval: `tools.require_approval` lists it,
-    /// or the tool itself asks (an MCP server's tool not in its `auto_approve`).
+    /// Why a call of `tool` waits for the person's approval, in words for them (the card shows
+    /// it): `tools.require_approval` lists it, or the tool itself asks (an MCP server's tool not in its `auto_approve`).
     fn approval_needed(&self, tool: &str) -> Option<String> {
         if self.inner.config.approval.requires(tool) {
-            return Some(format!("tools.require_approval lists {tool}"));
+            return Some(format!("this server asks you before it runs {tool}"));
         }
         self.inner.tools.get(tool)?.needs_approval()
     }
@@ -184,7 +190,14 @@ impl ChatRun {
         };
         metrics::counter!("hookwire_tool_calls_total", "tool" => info.name.clone(), "outcome" => outcome).increment(1);
         for event in std::mem::take(&mut output.events) {
+            let registered = match &event {
+                ChatEvent::SessionHook(spec) => Some(spec.clone()),
+                _ => None,
+            };
             self.send(event).await?;
+            if let Some(spec) = registered {
+                self.adopt_session_hook(spec);
+            }
         }
         let mut result = ToolResultInfo {
             call_id: info.call_id.clone(),
@@ -204,6 +217,21 @@ impl ChatRun {
             Flow::Stop { reason } => Err(Interrupt::Stopped(reason)),
             Flow::Continue => Ok(()),
         }
+    }
+
+    /// A hook the model registered applies from the chat's next event on (PROTOCOL section
+    /// 13); the client gets it for later chats through the `session_hook` event.
+    fn adopt_session_hook(&mut self, spec: Value) {
+        let mut added = 0;
+        for factory in &self.inner.factories {
+            let hooks = factory.hooks_for_registered(&self.about, &spec);
+            added += hooks.len();
+            self.hooks.extend(hooks);
+        }
+        if added > 0 {
+            tracing::info!(chat = %self.ctx.run_id, "a registered session hook runs from now on in this chat");
+        }
+        self.about.session_hooks.push(spec);
     }
 
     /// Runs the tool; `true` = it panicked. A panic is isolated like a hook's: the model gets an
@@ -272,6 +300,7 @@ impl ChatRun {
         self.ctx
             .messages
             .push(Message::tool_result(call_id.clone(), content.clone()));
+        self.turn.tool(&call_id, &name, &content);
         self.flush_outbox().await?;
         self.send(ChatEvent::ToolResult {
             call_id,

@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
+
+use super::{MessageStyleSetting, PlanningSetting};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -115,6 +117,40 @@ pub struct CliSettings {
     /// `text` or `json`; the level comes from RUST_LOG.
     #[arg(long, env = "HOOKWIRE_LOG_FORMAT", global = true)]
     pub log_format: Option<LogFormat>,
+    /// How OpenAI-compatible requests are laid out: `auto` (default), `strict` or `openai`.
+    #[arg(long, env = "HOOKWIRE_MESSAGE_STYLE", global = true)]
+    pub message_style: Option<MessageStyleSetting>,
+    /// How a chat with tools decides to use them: `marker` (default), `native` or `off`.
+    #[arg(long, env = "HOOKWIRE_PLANNING", global = true)]
+    pub planning: Option<PlanningSetting>,
+}
+
+impl Cli {
+    /// The environment variables of the flags (`HOOKWIRE_LLM_BASE_URL`, …).
+    pub fn flag_variables() -> Vec<String> {
+        let command = Cli::command();
+        let mut names: Vec<String> = command
+            .get_arguments()
+            .chain(command.get_subcommands().flat_map(|c| c.get_arguments()))
+            .filter_map(|arg| arg.get_env())
+            .map(|name| name.to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The flags' variables that are set to the empty string: they count as unset (an
+    /// `HOOKWIRE_LLM_BASE_URL=` left in a shell is not a URL). clap reads an empty value as
+    /// given, so the binary removes them before parsing.
+    pub fn empty_flag_variables(
+        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Vec<String> {
+        Self::flag_variables()
+            .into_iter()
+            .filter(|name| lookup(name).is_some_and(|value| value.is_empty()))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]

@@ -29,6 +29,8 @@ pub struct FileConfig {
     pub allowed_hosts: Option<Vec<String>>,
     /// The token `/ws`, `/api/*` and `/metrics` need (else `HOOKWIRE_AUTH_TOKEN`).
     pub auth_token: Option<String>,
+    /// The token `/api/hooks` and `/metrics` need instead (else `HOOKWIRE_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
     /// Trust every workspace hook file without review (else `HOOKWIRE_TRUST_WORKSPACE_HOOKS`).
     pub trust_workspace_hooks: Option<bool>,
     /// Where `trust.json` lives (else `HOOKWIRE_STATE_DIR`, `$XDG_STATE_HOME/hookwire`,
@@ -45,6 +47,8 @@ pub struct FileConfig {
     /// Named agents that `agent` hooks may ask (`agent: NAME`; seed 004).
     #[serde(default)]
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
+    #[serde(default)]
+    pub agent: AgentFile,
     #[serde(default)]
     pub planning: PlanningFile,
     #[serde(default)]
@@ -134,24 +138,32 @@ pub struct ApprovalFile {
 pub struct UpstreamFile {
     /// `openai` (default) or `anthropic` (else `--provider` / `HOOKWIRE_PROVIDER`).
     pub provider: Option<Provider>,
-    /// `openai` (default), `strict` or `auto`.
+    /// `auto` (default), `strict` or `openai` (else `--message-style` /
+    /// `HOOKWIRE_MESSAGE_STYLE`).
     pub message_style: Option<MessageStyleSetting>,
     /// `false` for a model whose chat template has no system role (strict style only).
     pub system_role: Option<bool>,
     /// The reply's length limit sent with every call (Anthropic requires one).
     pub max_tokens: Option<u32>,
+    /// Tries after a retryable failure, before anything reached the client (2).
+    pub retries: Option<usize>,
+    /// The longest wait before a retry, the server's `Retry-After` included (20).
+    pub max_retry_wait_seconds: Option<f64>,
+    /// Models tried in turn once the retries of a retryable failure are used up.
+    pub fallback_models: Option<Vec<String>>,
 }
 
 /// `upstream.message_style`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStyleSetting {
     /// Messages as the agent built them (what OpenAI's API takes).
-    #[default]
     Openai,
     /// One leading system message, no two messages of the same role in a row (chat templates).
     Strict,
-    /// `strict` unless the base URL is OpenAI's.
+    /// `strict` unless the base URL is OpenAI's (or Azure's): the default, since local servers
+    /// render chat templates.
+    #[default]
     Auto,
 }
 
@@ -163,6 +175,8 @@ pub struct ContextFile {
     pub window_tokens: Option<u64>,
     /// The fraction of the window at which compaction starts (0.8).
     pub compact_threshold: Option<f64>,
+    /// The fraction of the window at which old tool results are stubbed (0.6).
+    pub micro_threshold: Option<f64>,
     /// Agent rounds whose tool results the model sees in full (2).
     pub micro_keep_rounds: Option<usize>,
     /// Message groups of the history that auto compaction keeps as they are (4).
@@ -201,6 +215,29 @@ pub struct HttpHooksFile {
 pub struct PlanningFile {
     pub marker: Option<String>,
     pub prompt: Option<String>,
+    /// The prompt of the `native` planning call.
+    pub native_prompt: Option<String>,
+}
+
+/// `agent:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// `marker` (default), `native` or `off` (else `--planning` / `HOOKWIRE_PLANNING`).
+    pub planning: Option<PlanningSetting>,
+}
+
+/// `agent.planning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanningSetting {
+    /// A planning call without tools; the marker asks for the agent loop.
+    #[default]
+    Marker,
+    /// The first call offers the tools; a tool call starts the agent loop.
+    Native,
+    /// No planning call: the agent loop with the tools from the start.
+    Off,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -238,4 +275,6 @@ pub struct LimitsFile {
     pub max_pending_connections: Option<usize>,
     /// Runs of `async: true` hooks that may wait for a worker (default 1024).
     pub async_hook_queue: Option<usize>,
+    /// Tool results longer than this (characters) are cut in `done.turn` (default 16 000).
+    pub history_tool_result_chars: Option<usize>,
 }

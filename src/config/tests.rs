@@ -166,10 +166,10 @@ fn key_without_url_means_openai() {
 }
 
 #[test]
-fn upstream_defaults_are_todays_openai_layout() {
+fn upstream_defaults_are_openai_with_the_auto_layout() {
     let config = Config::resolve(&CliSettings::default(), FileConfig::default(), no_env).unwrap();
     assert_eq!(config.llm.provider, Provider::Openai);
-    assert_eq!(config.llm.message_style, MessageStyleSetting::Openai);
+    assert_eq!(config.llm.message_style, MessageStyleSetting::Auto);
     assert_eq!(config.llm.message_style(), MessageStyle::OpenAi);
     assert!(config.llm.system_role);
     assert_eq!(config.llm.max_tokens, DEFAULT_MAX_TOKENS);
@@ -210,7 +210,7 @@ fn upstream_settings_are_checked() {
             .map(|_| ())
             .unwrap_err()
     };
-    let wrong = error("upstream: {system_role: false}\n");
+    let wrong = error("upstream: {message_style: openai, system_role: false}\n");
     assert_eq!(wrong.setting(), Some("upstream.system_role"));
     assert!(wrong.to_string().contains("strict"), "{wrong}");
     assert_eq!(
@@ -221,10 +221,64 @@ fn upstream_settings_are_checked() {
     let unknown: Result<FileConfig, _> =
         serde_saphyr::from_str_with_options("upstream: {message_style: loose}\n", options);
     assert!(unknown.is_err());
-    // Anthropic named with neither key nor URL: an error, not the demo model.
+    // Anthropic named with neither key nor URL: an error, not the demo model, that says what
+    // to set.
+    let missing = error("upstream: {provider: anthropic}\n");
+    assert_eq!(missing.setting(), Some("provider"));
+    assert!(
+        missing
+            .to_string()
+            .starts_with("provider anthropic needs an API key: set ANTHROPIC_API_KEY"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn an_anthropic_key_alone_selects_anthropic() {
+    let only_anthropic = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant".to_string());
+    let config = Config::resolve(&CliSettings::default(), file(""), only_anthropic).unwrap();
+    assert_eq!(config.llm.provider, Provider::Anthropic);
+    assert_eq!(config.llm.api_key.as_deref(), Some("sk-ant"));
+    assert_eq!(config.agent.model, DEFAULT_ANTHROPIC_MODEL);
+    // Any OpenAI setting keeps OpenAI (the default provider) in charge.
+    let both = |name: &str| match name {
+        "ANTHROPIC_API_KEY" => Some("sk-ant".to_string()),
+        "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".to_string()),
+        _ => None,
+    };
+    let config = Config::resolve(&CliSettings::default(), file(""), both).unwrap();
+    assert_eq!(config.llm.provider, Provider::Openai);
+    let flag = CliSettings {
+        llm_base_url: Some("http://127.0.0.1:9/v1".into()),
+        ..Default::default()
+    };
+    let config = Config::resolve(&flag, file(""), only_anthropic).unwrap();
+    assert_eq!(config.llm.provider, Provider::Openai);
+    // An empty key is no key.
+    let empty = |name: &str| (name == "ANTHROPIC_API_KEY").then(String::new);
+    let config = Config::resolve(&CliSettings::default(), file(""), empty).unwrap();
+    assert!(config.llm.is_demo());
+}
+
+#[test]
+fn the_message_style_flag_wins_over_the_file() {
+    let cli = CliSettings {
+        llm_base_url: Some("http://127.0.0.1:9/v1".into()),
+        message_style: Some(MessageStyleSetting::Openai),
+        ..Default::default()
+    };
+    let config =
+        Config::resolve(&cli, file("upstream: {message_style: strict}\n"), no_env).unwrap();
+    assert_eq!(config.llm.message_style(), MessageStyle::OpenAi);
+    let cli = CliSettings {
+        llm_base_url: Some("http://127.0.0.1:9/v1".into()),
+        ..Default::default()
+    };
+    let config = Config::resolve(&cli, file(""), no_env).unwrap();
     assert_eq!(
-        error("upstream: {provider: anthropic}\n").setting(),
-        Some("provider")
+        config.llm.message_style(),
+        MessageStyle::Strict { system_role: true },
+        "a local server gets the strict layout by default"
     );
 }
 
@@ -364,15 +418,17 @@ fn context_settings_default_and_come_from_the_file() {
     assert_eq!(context.window_tokens, None);
     assert_eq!(context.compact_threshold, 0.8);
     assert_eq!(context.micro_keep_rounds, 2);
+    assert_eq!(context.micro_threshold, 0.6);
     assert_eq!(context.keep_recent_groups, 4);
     assert!(context.summary_prompt.contains("what remains"));
     assert_eq!(context.window_for("gpt-4o-mini"), 128_000);
-    let yaml = "context:\n  window_tokens: 32000\n  compact_threshold: 0.5\n  micro_keep_rounds: 1\n  keep_recent_groups: 0\n  summary_prompt: Be short.\n";
+    let yaml = "context:\n  window_tokens: 32000\n  compact_threshold: 0.5\n  micro_threshold: 0.3\n  micro_keep_rounds: 1\n  keep_recent_groups: 0\n  summary_prompt: Be short.\n";
     let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
     let context = &config.agent.context;
     assert_eq!(context.window_for("gpt-4o-mini"), 32_000);
     assert_eq!(context.compact_threshold, 0.5);
     assert_eq!(context.micro_keep_rounds, 1);
+    assert_eq!(context.micro_threshold, 0.3);
     assert_eq!(context.keep_recent_groups, 0);
     assert_eq!(context.summary_prompt, "Be short.");
     let empty = "context:\n  summary_prompt: ' '\n";
@@ -425,6 +481,10 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "context:\n  micro_keep_rounds: 0\n",
             "context.micro_keep_rounds must be at least 1",
+        ),
+        (
+            "context:\n  micro_threshold: 0\n",
+            "context.micro_threshold must be a fraction of the window above 0 and at most 1, got \"0\"",
         ),
         (
             "context:\n  compact_threshold: 1.5\n",
@@ -526,4 +586,49 @@ fn mcp_servers_are_read_and_checked_by_name() {
         assert!(error.to_string().contains(message), "{yaml}: {error}");
         assert_eq!(error.setting(), Some("mcp_servers"));
     }
+}
+
+#[test]
+fn retries_and_fallbacks_are_read() {
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.agent.retry, crate::agent::RetryPolicy::default());
+    assert_eq!(defaults.agent.retry.retries, 2);
+    assert_eq!(defaults.agent.retry.max_wait, Duration::from_secs(20));
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("upstream:\n  retries: 5\n  max_retry_wait_seconds: 3\n  fallback_models: [a, b]\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.agent.retry.retries, 5);
+    assert_eq!(config.agent.retry.max_wait, Duration::from_secs(3));
+    assert_eq!(config.agent.retry.fallback_models, ["a", "b"]);
+    let error = Config::resolve(
+        &CliSettings::default(),
+        file("upstream: {fallback_models: [\"\"]}\n"),
+        no_env,
+    )
+    .unwrap_err();
+    assert_eq!(error.setting(), Some("upstream.fallback_models"));
+}
+
+#[test]
+fn planning_is_read_from_the_flag_or_the_file() {
+    use crate::agent::Planning;
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.agent.planning, Planning::Marker);
+    let native = Config::resolve(
+        &CliSettings::default(),
+        file("agent: {planning: native}\nplanning: {native_prompt: P}\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(native.agent.planning, Planning::Native);
+    assert_eq!(native.agent.native_planning_prompt, "P");
+    let cli = CliSettings {
+        planning: Some(PlanningSetting::Off),
+        ..Default::default()
+    };
+    let off = Config::resolve(&cli, file("agent: {planning: native}\n"), no_env).unwrap();
+    assert_eq!(off.agent.planning, Planning::Off);
 }

@@ -93,6 +93,8 @@ pub struct HookContext {
     /// The client asked for `hook_trace` events.
     trace: bool,
     config: RunConfig,
+    /// An approval resume is rebuilding the chat's start (see [`HookContext::replaying`]).
+    replaying: bool,
 }
 
 /// The chat's settings, as its hooks may read them (`ctx.config()`); a hook cannot change them.
@@ -182,6 +184,7 @@ impl HookContext {
             next_injection: 0,
             trace: false,
             config: RunConfig::default(),
+            replaying: false,
         }
     }
 
@@ -374,6 +377,17 @@ impl HookContext {
     /// A `hook` frame: the client appends `message` to its history.
     pub fn emit_hook(&mut self, message: HookMessage) {
         self.outbox.push(ChatEvent::Hook(message));
+    }
+    /// `true` while an approval resume rebuilds the chat as it was (PROTOCOL section 13):
+    /// `post_send_message` and `before_first_agent` run again so that what lasts only for the
+    /// request is there again; what the client or the chat already keeps (persistent hook
+    /// messages, additions to the system prompt, which the resumed state carries) must not be
+    /// added a second time.
+    pub fn replaying(&self) -> bool {
+        self.replaying
+    }
+    pub(crate) fn set_replaying(&mut self, on: bool) {
+        self.replaying = on;
     }
     /// Whether the client asked for `hook_trace` events.
     pub fn tracing(&self) -> bool {

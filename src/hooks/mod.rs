@@ -288,4 +288,16 @@ pub trait HookFactory: Send + Sync {
     fn uses_session_start(&self) -> bool {
         false
     }
+
+    /// The hooks a session hook registered during the chat (`register_hook`'s `spec`) adds to
+    /// it, from the chat's next event on (PROTOCOL section 13); `request.session_hooks` are the
+    /// ones the chat already runs. Default: none.
+    fn hooks_for_registered(
+        &self,
+        request: &ChatRequest,
+        spec: &serde_json::Value,
+    ) -> Vec<Arc<dyn AgentHook>> {
+        let _ = (request, spec);
+        Vec::new()
+    }
 }

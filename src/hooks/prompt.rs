@@ -127,7 +127,14 @@ impl PromptHookManager {
         let mut persistent = Vec::new();
         let mark = ctx.new_injection_id();
         let mut injected_any = false;
-        for hook in self.hooks.iter().filter(|h| h.spec.timing == timing) {
+        // A resume rebuilding the chat injects what lasts for the request only: the persistent
+        // messages are in its state already.
+        let replaying = ctx.replaying();
+        for hook in self
+            .hooks
+            .iter()
+            .filter(|h| h.spec.timing == timing && !(replaying && h.spec.persistent))
+        {
             if let (Timing::AfterToolCall, Some(filter)) = (timing, &hook.spec.tool_filter) {
                 if !filter.iter().any(|name| tools.contains(name)) {
                     continue;
@@ -258,7 +265,7 @@ impl AgentHook for PromptHookManager {
             .filter(|(_, d)| !d.is_empty())
             .map(|(skill, description)| format!("- {skill}: {description}"))
             .collect();
-        if !described.is_empty() {
+        if !described.is_empty() && !ctx.replaying() {
             ctx.append_to_system_prompt(&format!("Enabled skills:\n{}", described.join("\n")));
         }
         self.inject(ctx, Timing::AfterUserInput, &[]);

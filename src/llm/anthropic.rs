@@ -60,21 +60,22 @@ impl Default for AnthropicConfig {
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     http: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     config: AnthropicConfig,
 }
 
 impl AnthropicClient {
-    /// A client for `config`; fails only when the HTTP client cannot be built (no TLS
-    /// provider).
+    /// A client for `config`; fails when the base URL is not an http(s) URL or the HTTP client
+    /// cannot be built (no TLS provider).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
         let http = http::client(config.connect_timeout)?;
-        let root = config.base_url.trim_end_matches('/');
-        let url = if root.ends_with("/v1") {
-            format!("{root}/messages")
+        let root = http::endpoint(&config.base_url, &[])?;
+        let segments: &[&str] = if root.path().trim_end_matches('/').ends_with("/v1") {
+            &["messages"]
         } else {
-            format!("{root}/v1/messages")
+            &["v1", "messages"]
         };
+        let url = http::endpoint(&config.base_url, segments)?;
         Ok(Self { http, url, config })
     }
 }
@@ -84,7 +85,7 @@ impl ChatModel for AnthropicClient {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("anthropic-version", ANTHROPIC_VERSION)
             .json(&request_body(&request, self.config.max_tokens));
@@ -164,6 +165,7 @@ pub(super) fn request_body(request: &ModelRequest, max_tokens: u32) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        body["tool_choice"] = json!({"type": "auto"});
     }
     body
 }
@@ -644,7 +646,7 @@ mod tests {
             request_body(&request, 100),
             json!({
                 "model": "claude", "max_tokens": 100, "stream": true,
-                "system": "base\n\nskill hook\n\nstep prompt",
+                "system": "base\n\nskill hook",
                 "messages": [
                     {"role":"user","content":[{"type":"text","text":"question"}]},
                     {"role":"assistant","content":[
@@ -655,10 +657,11 @@ mod tests {
                     {"role":"user","content":[
                         {"type":"tool_result","tool_use_id":"t1","content":"one"},
                         {"type":"tool_result","tool_use_id":"t2"},
-                        {"type":"text","text":"after tools"},
+                        {"type":"text","text":"after tools\n\n<system-reminder>\nstep prompt\n</system-reminder>"},
                     ]},
                 ],
                 "tools": [{"name":"read_file","description":"reads","input_schema":{"type":"object"}}],
+                "tool_choice": {"type": "auto"},
             })
         );
         // No system text, no tools: neither field.
@@ -683,6 +686,7 @@ mod tests {
             })
             .unwrap()
             .url
+            .to_string()
         };
         assert_eq!(
             url("https://api.anthropic.com"),
@@ -692,6 +696,10 @@ mod tests {
         assert_eq!(
             url("http://127.0.0.1:9/v1"),
             "http://127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:9/v1/?key=K"),
+            "http://127.0.0.1:9/v1/messages?key=K"
         );
     }
 }

@@ -39,11 +39,54 @@ pub(super) trait Decoder: Send + 'static {
     fn end(&mut self) -> Result<ModelEvent, LlmError>;
 }
 
+/// The endpoint under an API root: `segments` appended to the root's path, its query kept
+/// (`http://h/v1?key=X` + `chat/completions` → `http://h/v1/chat/completions?key=X`).
+pub(super) fn endpoint(base_url: &str, segments: &[&str]) -> Result<reqwest::Url, LlmError> {
+    let not_a_base =
+        |why: &str| LlmError::Setup(format!("the base URL {} {why}", redact_url(base_url)));
+    let mut url = reqwest::Url::parse(base_url.trim())
+        .map_err(|e| not_a_base(&format!("is not an absolute URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(not_a_base("is not http:// or https://"));
+    }
+    url.set_fragment(None);
+    url.path_segments_mut()
+        .map_err(|()| not_a_base("cannot have a path"))?
+        .pop_if_empty()
+        .extend(segments);
+    Ok(url)
+}
+
+/// A URL as a client may see it: without user name, password, query and fragment (where keys
+/// hide). Text that is not a URL is not quoted at all.
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url.trim()) {
+        Ok(url) if url.has_host() => redacted(&url),
+        _ => "(not a URL)".into(),
+    }
+}
+
+/// [`redact_url`] of a parsed URL.
+pub(super) fn redacted(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    // Fails only for URLs that cannot have credentials, which then have none.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    let text = url.to_string();
+    // `https://h` parses with the path `/`; quote it as written.
+    match url.path() {
+        "/" => text.trim_end_matches('/').to_string(),
+        _ => text,
+    }
+}
+
 /// Sends `request` and reads its streamed reply with `decoder`. Errors before the first event
 /// (connect, HTTP status, no headers within `idle`) come back here; later ones as stream items.
 pub(super) async fn stream<D: Decoder>(
     request: reqwest::RequestBuilder,
-    url: &str,
+    url: &reqwest::Url,
     idle: Duration,
     max_bytes: usize,
     decoder: D,
@@ -52,15 +95,16 @@ pub(super) async fn stream<D: Decoder>(
         Err(_) => return Err(LlmError::Timeout(idle)),
         Ok(Err(error)) if error.is_connect() || error.is_timeout() => {
             return Err(LlmError::Connect {
-                url: url.to_string(),
-                reason: root_cause(&error),
+                url: redacted(url),
+                reason: root_cause(&error.without_url()),
             })
         }
-        Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error))),
+        Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error.without_url()))),
         Ok(Ok(response)) => response,
     };
     let status = response.status();
     if !status.is_success() {
+        let retry_after = retry_after(response.headers());
         let body = match tokio::time::timeout(idle, response.text()).await {
             Ok(Ok(body)) => status_body_text(&body),
             _ => String::from("(no readable body)"),
@@ -68,6 +112,7 @@ pub(super) async fn stream<D: Decoder>(
         return Err(LlmError::Status {
             status: status.as_u16(),
             body,
+            retry_after,
         });
     }
     let received = Arc::new(AtomicUsize::new(0));
@@ -132,8 +177,27 @@ fn stream_error(error: EventStreamError<reqwest::Error>) -> LlmError {
     match error {
         EventStreamError::Utf8(e) => LlmError::Malformed(format!("invalid UTF-8: {e}")),
         EventStreamError::Parser(e) => LlmError::Malformed(e.to_string()),
-        EventStreamError::Transport(e) => LlmError::Stream(root_cause(&e)),
+        EventStreamError::Transport(e) => LlmError::Stream(root_cause(&e.without_url())),
     }
+}
+
+/// The wait a failed response asks for: `retry-after-ms` (OpenAI's), else `Retry-After` in
+/// seconds. An HTTP date is not read (the back-off applies then).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number("retry-after"))
+        .map(|secs| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
 /// The most specific text of an error's source chain ("Connection refused (os error 111)").
@@ -195,5 +259,63 @@ mod tests {
         assert_eq!(status_body_text(r#"{"message":"bad model"}"#), "bad model");
         let long = "x".repeat(2000);
         assert_eq!(status_body_text(&long).chars().count(), MAX_ERROR_TEXT + 1);
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_or_milliseconds() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = reqwest::header::HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, reqwest::header::HeaderValue::from_static(value));
+            }
+            retry_after(&map)
+        };
+        assert_eq!(
+            headers(&[("retry-after", "2")]),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            headers(&[("retry-after", "1"), ("retry-after-ms", "250")]),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+            None
+        );
+        assert_eq!(headers(&[("retry-after", "-1")]), None);
+        assert_eq!(headers(&[]), None);
+    }
+
+    #[test]
+    fn endpoints_keep_the_query_after_the_path() {
+        let url = |base: &str, segments: &[&str]| endpoint(base, segments).unwrap().to_string();
+        assert_eq!(
+            url("http://h/v1?key=X", &["chat", "completions"]),
+            "http://h/v1/chat/completions?key=X"
+        );
+        assert_eq!(
+            url("http://h:8080/v1/", &["chat", "completions"]),
+            "http://h:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            url("https://h", &["v1", "messages"]),
+            "https://h/v1/messages"
+        );
+        for bad in ["", "/v1", "127.0.0.1:8080/v1", "ftp://h/v1", "mailto:a@b"] {
+            let error = endpoint(bad, &["x"]).unwrap_err();
+            assert!(matches!(error, LlmError::Setup(_)), "{bad}: {error}");
+        }
+        let error = endpoint("ftp://user:canary@h/v1?key=canary", &["x"]).unwrap_err();
+        assert!(!error.to_string().contains("canary"), "{error}");
+    }
+
+    #[test]
+    fn redaction_drops_credentials_and_queries() {
+        assert_eq!(
+            redact_url("https://user:pass@h.example/v1?key=K&x=1#frag"),
+            "https://h.example/v1"
+        );
+        assert_eq!(redact_url("http://127.0.0.1:9/v1"), "http://127.0.0.1:9/v1");
+        assert_eq!(redact_url("user:pass with spaces"), "(not a URL)");
     }
 }

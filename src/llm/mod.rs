@@ -15,6 +15,7 @@ mod sse;
 mod tokens;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig, ANTHROPIC_VERSION};
+pub use http::redact_url;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use shape::MessageStyle;
 pub use tokens::{
@@ -62,7 +63,12 @@ pub enum LlmError {
     #[error("could not connect to the model API at {url}: {reason}")]
     Connect { url: String, reason: String },
     #[error("the model API answered HTTP {status}: {body}")]
-    Status { status: u16, body: String },
+    Status {
+        status: u16,
+        body: String,
+        /// The server's `Retry-After` (or `retry-after-ms`), when it sent one.
+        retry_after: Option<Duration>,
+    },
     #[error("the model API sent no data for {0:?} (timeout)")]
     Timeout(Duration),
     #[error("the model API sent a malformed event: {0}")]
@@ -76,6 +82,28 @@ pub enum LlmError {
     /// The client could not be set up (e.g. no TLS provider).
     #[error("the model client could not be built: {0}")]
     Setup(String),
+}
+
+impl LlmError {
+    /// Whether the same call may succeed if sent again: the server could not be reached, or it
+    /// answered 408, 409, 429, 500, 502, 503, 504 or 529 (overloaded).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Connect { .. } => true,
+            LlmError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
+            _ => false,
+        }
+    }
+
+    /// How long the server asked to wait before the next try.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
 }
 
 /// A chat model that streams. Implemented by the OpenAI-compatible and Anthropic clients and the

@@ -48,16 +48,16 @@ impl Default for OpenAiConfig {
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
     http: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     config: OpenAiConfig,
 }
 
 impl OpenAiClient {
-    /// A client for `config`; fails only when the HTTP client cannot be built (no TLS
-    /// provider).
+    /// A client for `config`; fails when the base URL is not an http(s) URL or the HTTP client
+    /// cannot be built (no TLS provider).
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         let http = http::client(config.connect_timeout)?;
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let url = http::endpoint(&config.base_url, &["chat", "completions"])?;
         Ok(Self { http, url, config })
     }
 }
@@ -118,7 +118,7 @@ impl ChatModel for OpenAiClient {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .json(&request_body(&request, self.config.message_style));
         if let Some(key) = &self.config.api_key {

@@ -60,7 +60,10 @@ impl MessageStyle {
 /// - every system text, in order, joined by a blank line into one leading system message (or, with
 ///   `system_role: false`, at the head of the first user message: a user message of its own when
 ///   the list does not start with one);
-/// - except the system texts after a final assistant message (the first agent round's step
+/// - except the system texts after a final user message (the call's own prompts and hooks):
+///   they close that message as a `<system-reminder>` block, after the person's words where a
+///   model heeds them, in a turn every template renders;
+/// - and the system texts after a final assistant message (the first agent round's step
 ///   prompt after the plan): they become a final user message, because a request that ends with
 ///   an assistant message asks Anthropic and llama.cpp's server to continue that message (a
 ///   prefill) rather than to answer, and Mistral's own validator refuses it;
@@ -89,7 +92,9 @@ fn strict(messages: &[Message], system_role: bool) -> Vec<Message> {
         .iter()
         .rposition(|m| m.role != Role::System)
         .map_or(0, |i| i + 1);
-    let ends_with_assistant = tail_start > 0 && messages[tail_start - 1].role == Role::Assistant;
+    let last_role = tail_start.checked_sub(1).map(|i| messages[i].role);
+    let ends_with_assistant = last_role == Some(Role::Assistant);
+    let ends_with_user = last_role == Some(Role::User);
     let mut system = Vec::new();
     let mut trailing = Vec::new();
     let mut out: Vec<Message> = Vec::new();
@@ -98,13 +103,24 @@ fn strict(messages: &[Message], system_role: bool) -> Vec<Message> {
             push_merged(&mut out, wire(message));
         } else if message.content.trim().is_empty() {
             continue;
-        } else if ends_with_assistant && index >= tail_start {
+        } else if (ends_with_assistant || ends_with_user) && index >= tail_start {
             trailing.push(message.content.as_str());
         } else {
             system.push(message.content.as_str());
         }
     }
-    if !trailing.is_empty() {
+    if !trailing.is_empty() && ends_with_user {
+        // The call's own instructions after the person's words, where a model heeds them
+        // (recency), in a block that says they are not the person's: the reminder Claude Code
+        // puts in the user turn. Every template renders a user turn.
+        let reminder = format!(
+            "<system-reminder>\n{}\n</system-reminder>",
+            trailing.join("\n\n")
+        );
+        if let Some(last) = out.last_mut() {
+            last.content = joined(&last.content, &reminder);
+        }
+    } else if !trailing.is_empty() {
         push_merged(&mut out, Message::user(trailing.join("\n\n")));
     }
     if system.is_empty() {
@@ -224,10 +240,10 @@ mod tests {
         assert_eq!(
             lines(&shaped),
             [
-                "system: base prompt\n\npersistent rule\n\nskill hook\n\nbefore planning\n\nplanning prompt",
+                "system: base prompt\n\npersistent rule\n\nskill hook",
                 "user: earlier question",
                 "assistant: earlier answer",
-                "user: the input\n\nuser-role hook",
+                "user: the input\n\nuser-role hook\n\n<system-reminder>\nbefore planning\n\nplanning prompt\n</system-reminder>",
             ]
         );
         assert!(shaped
@@ -241,9 +257,9 @@ mod tests {
         assert_eq!(
             lines(&shaped),
             [
-                "user: base prompt\n\npersistent rule\n\nskill hook\n\nbefore planning\n\nplanning prompt\n\nearlier question",
+                "user: base prompt\n\npersistent rule\n\nskill hook\n\nearlier question",
                 "assistant: earlier answer",
-                "user: the input\n\nuser-role hook",
+                "user: the input\n\nuser-role hook\n\n<system-reminder>\nbefore planning\n\nplanning prompt\n</system-reminder>",
             ]
         );
         // A list that starts with an assistant message gets a user message of its own first.
@@ -357,10 +373,10 @@ mod tests {
         assert_eq!(
             lines(&shape(&messages, STRICT)),
             [
-                "system: base prompt\n\nplanning prompt",
+                "system: base prompt",
                 "user: the input",
                 "assistant: a bad answer",
-                "user: feedback\n\nmore feedback",
+                "user: feedback\n\nmore feedback\n\n<system-reminder>\nplanning prompt\n</system-reminder>",
             ]
         );
     }

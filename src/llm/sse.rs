@@ -35,6 +35,9 @@ pub(super) fn request_body(request: &ModelRequest, style: MessageStyle) -> Value
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        // OpenAI's default, said out loud: the model decides whether to call (the `native`
+        // planning call relies on it; some servers default otherwise).
+        body["tool_choice"] = json!("auto");
     }
     body
 }
@@ -50,14 +53,33 @@ fn message_json(message: &Message, style: MessageStyle) -> Value {
         let calls: Vec<Value> = message
             .tool_calls
             .iter()
-            .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
+            .map(|call| json!({"id": wire_id(&call.id, style), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
             .collect();
         value["tool_calls"] = Value::Array(calls);
     }
     if let Some(id) = &message.tool_call_id {
-        value["tool_call_id"] = json!(id);
+        value["tool_call_id"] = json!(wire_id(id, style));
     }
     value
+}
+
+/// A tool call's id as sent in `style`. Strict: 9 letters and digits, what Mistral's templates
+/// demand (llama.cpp's ids have 32); an id that already is one stays, any other becomes 9
+/// characters of its SHA-256, so a call and its result keep matching in every request without
+/// any state. The chat, its hooks and the client keep the model's own ids: only the wire
+/// changes.
+fn wire_id(id: &str, style: MessageStyle) -> String {
+    let fits = id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !style.is_strict() || fits {
+        return id.to_string();
+    }
+    use sha2::Digest;
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    sha2::Sha256::digest(id.as_bytes())
+        .iter()
+        .take(9)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
 }
 
 /// One `chat.completion.chunk`, accepting what real servers send: missing `object`, empty or
@@ -299,6 +321,40 @@ mod tests {
             panic!()
         };
         assert!(message.contains("oops"), "{message}");
+    }
+
+    #[test]
+    fn strict_tool_call_ids_are_nine_letters_or_digits() {
+        let strict = MessageStyle::Strict { system_role: true };
+        let long = "Xq7Hd0mK2LpA9sT4vB6nC8eF1gJ3rW5y";
+        let short = wire_id(long, strict);
+        assert_eq!(short.len(), 9);
+        assert!(short.bytes().all(|b| b.is_ascii_alphanumeric()), "{short}");
+        assert_eq!(wire_id(long, strict), short, "the same in every request");
+        assert_ne!(wire_id("call_2", strict), wire_id("call_1", strict));
+        assert_eq!(wire_id("abc123XYZ", strict), "abc123XYZ");
+        assert_eq!(wire_id(long, MessageStyle::OpenAi), long);
+        let messages = [
+            Message::assistant_with_tools(
+                "",
+                vec![crate::types::ToolCall {
+                    id: long.into(),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                }],
+            ),
+            Message::tool_result(long, "text"),
+        ];
+        let body = request_body(
+            &ModelRequest {
+                model: "m".into(),
+                messages: messages.to_vec(),
+                tools: Vec::new(),
+            },
+            strict,
+        );
+        assert_eq!(body["messages"][0]["tool_calls"][0]["id"], short.as_str());
+        assert_eq!(body["messages"][1]["tool_call_id"], short.as_str());
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub(crate) struct Connection {
     /// A stdio server's process; `None` for HTTP.
     child: Option<ServerChild>,
     stderr: Arc<StderrTail>,
+    /// The server's name, for the log.
+    server: String,
 }
 
 /// The last lines a stdio server wrote on stderr.
@@ -144,21 +146,24 @@ pub(crate) async fn connect(
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(500), child.wait()).await
                     {
-                        reason.push_str(&format!(" ({command} {})", exit_text(status)));
+                        reason.push_str(&format!("; {command} {}", exit_text(status)));
                         // It exited: its stderr ends too; what it said is read to the end
                         // before it is quoted (not raced).
                         if let Some(reader) = stderr_reader.as_mut() {
                             let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
                         }
                     }
-                    let last = stderr.last();
-                    if !last.is_empty() {
-                        reason.push_str(&format!("; its stderr: {last}"));
-                    }
+                    log_stderr(&settings.name, &stderr);
+                    reason.push_str(SEE_THE_LOG);
                     return Err(reason);
                 }
             };
-            Ok(Connection::new(service, Some(child), stderr))
+            Ok(Connection::new(
+                service,
+                Some(child),
+                stderr,
+                &settings.name,
+            ))
         }
         McpTransport::Http { url, headers } => {
             let mut custom = HashMap::new();
@@ -177,7 +182,12 @@ pub(crate) async fn connect(
                 .serve(transport)
                 .await
                 .map_err(|error| format!("cannot connect to {url}: {}", plain(error)))?;
-            Ok(Connection::new(service, None, Arc::default()))
+            Ok(Connection::new(
+                service,
+                None,
+                Arc::default(),
+                &settings.name,
+            ))
         }
     }
 }
@@ -199,6 +209,7 @@ impl Connection {
         service: RunningService<RoleClient, Handler>,
         child: Option<ServerChild>,
         stderr: Arc<StderrTail>,
+        server: &str,
     ) -> Self {
         let peer = service.peer().clone();
         let cancel = Some(service.cancellation_token());
@@ -209,6 +220,7 @@ impl Connection {
             quit: None,
             child,
             stderr,
+            server: server.to_string(),
         }
     }
 
@@ -250,10 +262,11 @@ impl Connection {
                 self.quit.clone().unwrap_or_default()
             }
         };
-        match self.stderr.last() {
-            last if last.is_empty() => reason,
-            last => format!("{reason}; its stderr: {last}"),
+        if self.child.is_none() {
+            return reason;
         }
+        log_stderr(&self.server, &self.stderr);
+        format!("{reason}{SEE_THE_LOG}")
     }
 
     /// Closes the session: a stdio server's stdin is closed and it gets [`EXIT_GRACE`] to exit,
@@ -280,6 +293,18 @@ pub(crate) fn plain(error: impl std::fmt::Display) -> String {
         text.replace_range(start..start + length + 2, "");
     }
     text
+}
+
+/// What a stdio server's end says instead of its stderr: a server may print anything there (its
+/// token too), and `/api/info` and the model see the reason; the log is the operator's.
+const SEE_THE_LOG: &str = "; see the server log";
+
+/// A stdio server's last stderr lines, to the log only (at `warn`: it ended).
+fn log_stderr(server: &str, stderr: &StderrTail) {
+    let last = stderr.last();
+    if !last.is_empty() {
+        tracing::warn!(server = %server, "MCP server's last stderr lines: {last}");
+    }
 }
 
 /// `exited with status 1`, `was killed by signal 9`.

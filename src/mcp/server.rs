@@ -22,6 +22,7 @@ use super::connection::{connect, plain, Connection};
 use super::content::{output, tool_name};
 use super::settings::McpServerSettings;
 use crate::tools::{Tool, ToolLimits, ToolOutput, ToolSpec};
+use crate::types::redact;
 
 /// Connecting, the handshake and the first tool list may take this long (a stdio server may
 /// be fetched by its package runner first, as `npx -y` does).
@@ -236,7 +237,8 @@ impl McpServer {
             }
             let wait = format!("{reason}; restarting in {:.1}s", backoff.as_secs_f64());
             tracing::warn!(server = %self.settings.name, "MCP server down: {wait}");
-            self.set_phase(Phase::Down(wait));
+            // What `/api/info` and a call's result show: no URL's secrets (the log has them).
+            self.set_phase(Phase::Down(redact::urls_in(&wait)));
             tokio::select! {
                 _ = self.stop.cancelled() => {
                     self.set_phase(Phase::Stopped);
@@ -454,7 +456,7 @@ impl Tool for McpTool {
                     "the MCP server {} failed the call of {}: {}",
                     server.name(),
                     self.remote,
-                    plain(&error)
+                    redact::urls_in(&plain(&error))
                 );
                 if matches!(
                     error,

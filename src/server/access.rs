@@ -1,15 +1,22 @@
 //! Who may talk to the server (README "Security model"): one middleware in front of every route.
 //!
 //! In order, each check refusing with its own status and a `warn` log line:
-//! 1. **Host** (DNS rebinding): with `allowed_hosts` set, the request's `Host` must be one of
-//!    them; unset and bound to a loopback address, it must be `localhost`, `127.0.0.1` or
-//!    `[::1]` (any port). Otherwise any Host. → 403.
-//! 2. **Origin** (a web page the user visits): with `allowed_origins` set, an `Origin` header must
-//!    be one of them; unset, its `host[:port]` must equal the `Host` header (same origin). No
-//!    `Origin` header (a non-browser client) passes. → 403.
-//! 3. **Token**: with `auth_token` set, `/ws`, `/api/*` and `/metrics` need
-//!    `Authorization: Bearer TOKEN` or `?token=TOKEN`, compared in constant time. `/healthz`,
-//!    `/livez` and the page stay open (the page brings the token itself). → 401.
+//! 1. **Host** (DNS rebinding): a Host that is not `name[:port]` or `[ipv6][:port]` (e.g.
+//!    `[::1].evil.example`) is refused. With `allowed_hosts` set, the request's `Host` must be one
+//!    of them; unset and bound to a loopback address, it must be `localhost`, `127.0.0.1` or
+//!    `[::1]` (any port); unset and bound to a wildcard address (`0.0.0.0`, `[::]`), it must be
+//!    an IP literal or a loopback name (a DNS name could be an attacker's, rebound to this
+//!    machine). Otherwise any Host. → 403.
+//! 2. **Origin** (a web page the user visits): more than one `Origin` header is refused. With
+//!    `allowed_origins` set, an `Origin` header must be one of them; unset, its `host[:port]`
+//!    must equal the `Host` header (same origin). No `Origin` header (a non-browser client)
+//!    passes. → 403.
+//! 3. **Token**: with `auth_token` set, `/ws`, `/api/*` and `/metrics` need it, compared in
+//!    constant time, as `Authorization: Bearer TOKEN`, as the WebSocket subprotocol
+//!    `hookwire.token.TOKEN` (percent-encoded; the page's way: no URL, so no proxy log, holds
+//!    it) or as `?token=TOKEN` (other clients). With `admin_token` set, `/api/hooks` and
+//!    `/metrics` need that one instead (`Authorization: Bearer` only). `/healthz`, `/livez`
+//!    and the page stay open (the page brings the token itself). → 401.
 
 use std::sync::Arc;
 
@@ -22,15 +29,48 @@ use sha2::{Digest, Sha256};
 /// The access rules, resolved from the config once at start.
 #[derive(Debug, Clone, Default)]
 pub(super) struct AccessPolicy {
-    /// Hosts a request may name; `None` = see [`AccessPolicy::loopback_only`].
+    /// Hosts a request may name; `None` = see [`AccessPolicy::bound`].
     pub(crate) allowed_hosts: Option<Vec<String>>,
-    /// Without `allowed_hosts`: only loopback names (the server is bound to loopback).
-    pub(crate) loopback_only: bool,
+    /// Without `allowed_hosts`: which Hosts the address the server is bound to answers.
+    pub(crate) bound: Bound,
     /// Origins a browser request may come from; `None` = same origin only.
     pub(crate) allowed_origins: Option<Vec<String>>,
     /// The bearer token `/ws`, `/api/*` and `/metrics` need.
     pub(crate) auth_token: Option<String>,
+    /// The bearer token `/api/hooks` and `/metrics` need instead of `auth_token`.
+    pub(crate) admin_token: Option<String>,
 }
+
+/// What kind of address the server listens on, for the Host rule without `allowed_hosts`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Bound {
+    /// A loopback address: loopback names only.
+    Loopback,
+    /// `0.0.0.0` or `[::]`: IP literals and loopback names only.
+    Wildcard,
+    /// One other address: any Host.
+    #[default]
+    Address,
+}
+
+impl Bound {
+    pub(super) fn of(ip: std::net::IpAddr) -> Self {
+        // `[::ffff:127.0.0.1]` is loopback too.
+        let ip = ip.to_canonical();
+        if ip.is_loopback() {
+            Bound::Loopback
+        } else if ip.is_unspecified() {
+            Bound::Wildcard
+        } else {
+            Bound::Address
+        }
+    }
+}
+
+/// The WebSocket subprotocol the page speaks; the server answers it.
+pub(super) const SUBPROTOCOL: &str = "hookwire";
+/// The prefix of the subprotocol that carries the token.
+const TOKEN_SUBPROTOCOL: &str = "hookwire.token.";
 
 /// Why a request was refused: the status and the line the client and the log get.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,11 +89,21 @@ impl AccessPolicy {
             .map(str::trim)
             .or_else(|| uri.authority().map(|a| a.as_str()));
         self.check_host(host)?;
-        if let Some(origin) = headers.get(header::ORIGIN) {
+        let mut origins = headers.get_all(header::ORIGIN).iter();
+        if let Some(origin) = origins.next() {
+            if origins.next().is_some() {
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    reason: "origin",
+                    message: "more than one Origin header".into(),
+                });
+            }
             let origin = origin.to_str().unwrap_or("");
             self.check_origin(origin, host)?;
         }
-        if self.auth_token.is_some() && needs_token(uri.path()) {
+        if self.admin_token.is_some() && is_admin_route(uri.path()) {
+            self.check_admin_token(headers)?;
+        } else if self.auth_token.is_some() && needs_token(uri.path()) {
             self.check_token(uri, headers)?;
         }
         Ok(())
@@ -61,14 +111,23 @@ impl AccessPolicy {
 
     fn check_host(&self, host: Option<&str>) -> Result<(), Refusal> {
         let allowed = match (&self.allowed_hosts, host) {
-            (_, None) => !self.loopback_only && self.allowed_hosts.is_none(),
+            (_, None) => self.bound == Bound::Address && self.allowed_hosts.is_none(),
+            // Not `name[:port]` / `[v6][:port]`: nothing may read it another way than we do.
+            (_, Some(host)) if host_name(host).is_none() => false,
             (Some(list), Some(host)) => {
-                let name = host_name(host);
+                let name = host_name(host).unwrap_or(host);
                 list.iter().any(|entry| {
                     entry.eq_ignore_ascii_case(host) || entry.eq_ignore_ascii_case(name)
                 })
             }
-            (None, Some(host)) => !self.loopback_only || is_loopback_name(host_name(host)),
+            (None, Some(host)) => {
+                let name = host_name(host).unwrap_or(host);
+                match self.bound {
+                    Bound::Loopback => is_loopback_name(name),
+                    Bound::Wildcard => is_loopback_name(name) || is_ip_literal(name),
+                    Bound::Address => true,
+                }
+            }
         };
         if allowed {
             return Ok(());
@@ -118,7 +177,9 @@ impl AccessPolicy {
                 .find(|(key, _)| *key == "token")
                 .map(|(_, value)| percent_decode(value))
         });
-        let given = from_header.or(from_query);
+        let given = from_header
+            .or_else(|| subprotocol_token(headers))
+            .or(from_query);
         match given {
             Some(given) if same_secret(&given, expected) => Ok(()),
             Some(_) => Err(Refusal {
@@ -134,6 +195,44 @@ impl AccessPolicy {
             }),
         }
     }
+
+    /// The admin routes with `admin_token` set: its bearer only (`auth_token` does not do).
+    fn check_admin_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(expected) = &self.admin_token else {
+            return Ok(());
+        };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match given {
+            Some(given) if same_secret(given, expected) => Ok(()),
+            Some(_) => Err(Refusal {
+                status: StatusCode::UNAUTHORIZED,
+                reason: "token",
+                message: "wrong admin token".into(),
+            }),
+            None => Err(Refusal {
+                status: StatusCode::UNAUTHORIZED,
+                reason: "token",
+                message: "this route needs the admin token: Authorization: Bearer ADMIN_TOKEN"
+                    .into(),
+            }),
+        }
+    }
+}
+
+/// The token of a `Sec-WebSocket-Protocol: hookwire, hookwire.token.TOKEN` offer, percent-decoded
+/// (a protocol name holds only token characters; `+` stays a plus).
+fn subprotocol_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|offer| offer.trim().strip_prefix(TOKEN_SUBPROTOCOL))
+        .map(|token| percent_decode(&token.replace('+', "%2B")))
 }
 
 /// The middleware: refuses with the status and a one-line body, logs why, counts it.
@@ -170,22 +269,42 @@ fn needs_token(path: &str) -> bool {
     path == "/ws" || path == "/metrics" || path == "/api" || path.starts_with("/api/")
 }
 
-/// `host` without its port: `localhost:8080` → `localhost`, `[::1]:80` → `[::1]`.
-fn host_name(host: &str) -> &str {
+/// The routes for the operator: what runs and how it fares, behind `admin_token` when set.
+fn is_admin_route(path: &str) -> bool {
+    path == "/metrics" || path == "/api/hooks" || path.starts_with("/api/hooks/")
+}
+
+/// `host` without its port (`localhost:8080` → `localhost`, `[::1]:80` → `[::1]`), or `None`
+/// when it is not one name with an optional port (`[::1].evil.example`, `a:b:c`, `[::1`).
+fn host_name(host: &str) -> Option<&str> {
+    let digits = |port: &str| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
     if host.starts_with('[') {
-        return match host.find(']') {
-            Some(end) => &host[..=end],
-            None => host,
-        };
+        let end = host.find(']')?;
+        let rest = &host[end + 1..];
+        let port_ok = rest.is_empty() || rest.strip_prefix(':').is_some_and(digits);
+        return port_ok.then_some(&host[..=end]);
     }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    }
+    let (name, port) = match host.split_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    };
+    let name_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    (name_ok && port.is_none_or(digits)).then_some(name)
 }
 
 fn is_loopback_name(name: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "[::1]"
+}
+
+/// `192.0.2.1` or `[2001:db8::1]`: a name no DNS answer can point elsewhere.
+fn is_ip_literal(name: &str) -> bool {
+    match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => name.parse::<std::net::Ipv4Addr>().is_ok(),
+    }
 }
 
 /// The `host[:port]` of an Origin (`http://localhost:8080` → `localhost:8080`); `None` for
@@ -252,7 +371,7 @@ mod tests {
 
     fn loopback() -> AccessPolicy {
         AccessPolicy {
-            loopback_only: true,
+            bound: Bound::Loopback,
             ..AccessPolicy::default()
         }
     }
@@ -297,7 +416,7 @@ mod tests {
             .is_ok());
         let listed = AccessPolicy {
             allowed_hosts: Some(vec!["chat.example".into()]),
-            loopback_only: true,
+            bound: Bound::Loopback,
             ..AccessPolicy::default()
         };
         assert!(listed
@@ -382,10 +501,111 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_bind_answers_ip_literals_and_loopback_names_only() {
+        let policy = AccessPolicy {
+            bound: Bound::Wildcard,
+            ..AccessPolicy::default()
+        };
+        for host in [
+            "192.0.2.7:8080",
+            "[2001:db8::1]:80",
+            "localhost",
+            "127.0.0.1",
+        ] {
+            assert!(
+                policy.check(&uri("/"), &headers(&[("host", host)])).is_ok(),
+                "{host}"
+            );
+        }
+        for host in [
+            "evil.example",
+            "rebind.evil.example:8080",
+            "[::1].evil.example",
+        ] {
+            let refusal = policy
+                .check(&uri("/"), &headers(&[("host", host)]))
+                .unwrap_err();
+            assert_eq!(refusal.reason, "host", "{host}");
+        }
+        assert_eq!(
+            Bound::of("0.0.0.0".parse().unwrap()),
+            Bound::Wildcard,
+            "and [::]"
+        );
+        assert_eq!(Bound::of("::".parse().unwrap()), Bound::Wildcard);
+        assert_eq!(
+            Bound::of("::ffff:127.0.0.1".parse().unwrap()),
+            Bound::Loopback
+        );
+    }
+
+    #[test]
+    fn a_second_origin_header_is_refused() {
+        let mut map = headers(&[("host", "127.0.0.1:8080")]);
+        map.append("origin", "http://127.0.0.1:8080".parse().unwrap());
+        map.append("origin", "http://evil.example".parse().unwrap());
+        let refusal = loopback().check(&uri("/ws"), &map).unwrap_err();
+        assert_eq!(
+            (refusal.status, refusal.reason),
+            (StatusCode::FORBIDDEN, "origin")
+        );
+    }
+
+    #[test]
+    fn the_token_may_come_as_a_subprotocol_and_the_admin_token_guards_its_routes() {
+        let policy = AccessPolicy {
+            auth_token: Some("chat+tok/1".into()),
+            admin_token: Some("admin-tok".into()),
+            ..loopback()
+        };
+        let offer = headers(&[
+            ("host", "localhost"),
+            (
+                "sec-websocket-protocol",
+                "hookwire, hookwire.token.chat+tok%2F1",
+            ),
+        ]);
+        assert!(policy.check(&uri("/ws"), &offer).is_ok());
+        let wrong = headers(&[
+            ("host", "localhost"),
+            ("sec-websocket-protocol", "hookwire, hookwire.token.nope"),
+        ]);
+        assert!(policy.check(&uri("/ws"), &wrong).is_err());
+        let chat = headers(&[
+            ("host", "localhost"),
+            ("authorization", "Bearer chat+tok/1"),
+        ]);
+        let admin = headers(&[("host", "localhost"), ("authorization", "Bearer admin-tok")]);
+        for path in ["/api/hooks", "/metrics"] {
+            assert_eq!(
+                policy.check(&uri(path), &chat).unwrap_err().status,
+                StatusCode::UNAUTHORIZED,
+                "{path}"
+            );
+            assert!(policy.check(&uri(path), &admin).is_ok(), "{path}");
+        }
+        assert!(policy.check(&uri("/api/info"), &chat).is_ok());
+        assert!(policy.check(&uri("/api/info"), &admin).is_err());
+    }
+
+    #[test]
     fn helpers() {
-        assert_eq!(host_name("localhost:8080"), "localhost");
-        assert_eq!(host_name("[::1]:8080"), "[::1]");
-        assert_eq!(host_name("example"), "example");
+        assert_eq!(host_name("localhost:8080"), Some("localhost"));
+        assert_eq!(host_name("[::1]:8080"), Some("[::1]"));
+        assert_eq!(host_name("example"), Some("example"));
+        for bad in [
+            "[::1].evil.example",
+            "[::1]x",
+            "a:b:c",
+            "[::1",
+            "a b",
+            "",
+            "h:",
+        ] {
+            assert_eq!(host_name(bad), None, "{bad}");
+        }
+        assert!(is_ip_literal("192.0.2.1") && is_ip_literal("[2001:db8::1]"));
+        assert!(!is_ip_literal("evil.example") && !is_ip_literal("1.2.3.4.evil"));
         assert_eq!(
             origin_authority("http://a.example:1/x"),
             Some("a.example:1")

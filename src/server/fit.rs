@@ -2,8 +2,8 @@
 //! can make arbitrarily large are cut with a marker that says so; long `text` deltas are split
 //! into several frames, so the client still gets every character. Signed values (persistent hook
 //! messages, session hooks) cannot be cut without breaking their signature: one that does not
-//! fit is replaced by a `notice` saying it was not sent. `done.message` is the client's history
-//! and is never cut (the socket's write buffer has no cap of its own).
+//! fit is replaced by a `notice` saying it was not sent. `done` (its `message` and `turn`) is the
+//! client's history and is never cut (the socket's write buffer has no cap of its own).
 
 use serde_json::Value;
 
@@ -100,7 +100,7 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
             vec![not_sent(
                 id,
                 format!(
-                    "persistent hook {:?} ({size} bytes) is over the frame limit of {max_bytes} bytes and was not sent; it is not in your history",
+                    "persistent hook {:?} ({size} bytes) is over the frame limit of {max_bytes} bytes: its hook frame was not sent (the message is in the chat's done.turn)",
                     hook.name
                 ),
             )]
@@ -301,6 +301,9 @@ mod tests {
             message: super::super::frames::WireMessage {
                 role: "system",
                 content,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                name: None,
                 hook: None,
                 compact: None,
             },

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::Limits;
+use crate::types::ToolCall;
 use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
 use crate::types::{ChatEvent, ErrorCode, HookMessage};
 
@@ -178,11 +179,14 @@ fn parse_chat(
                     limits.max_history_messages
                 ));
             }
-            items
+            let messages: Vec<Message> = items
                 .iter()
                 .enumerate()
                 .map(|(i, item)| parse_message(i, item))
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_, _>>()?;
+            // A resumed chat's history may end with the calls that wait for the decisions.
+            check_tool_answers(&messages, resume.is_some())?;
+            messages
         }
         Some(_) => return Err("field \"messages\" must be an array".into()),
     };
@@ -280,31 +284,127 @@ fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
     Ok(Some(Resume { state, decisions }))
 }
 
+/// Every `tool` message answers a call an earlier assistant message made, once; every call is
+/// answered before the next user message (and, unless `open_tail`, before the end).
+fn check_tool_answers(messages: &[Message], open_tail: bool) -> Result<(), String> {
+    // The calls made and not yet answered, with where they were made, in order.
+    let mut open: Vec<(&str, usize)> = Vec::new();
+    let mut answered: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let unanswered = |open: &[(&str, usize)], before: &str| {
+        open.first().map(|(id, at)| {
+            format!(
+                "the tool call {id:?} of messages[{at}] has no tool message answering it {before}"
+            )
+        })
+    };
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::Assistant => {
+                for call in &message.tool_calls {
+                    if open.iter().any(|(id, _)| *id == call.id)
+                        || answered.contains(call.id.as_str())
+                    {
+                        return Err(format!(
+                            "messages[{index}] repeats the tool call id {:?}",
+                            call.id
+                        ));
+                    }
+                    open.push((call.id.as_str(), index));
+                }
+            }
+            Role::Tool => {
+                let id = message.tool_call_id.as_deref().unwrap_or_default();
+                match open.iter().position(|(open_id, _)| *open_id == id) {
+                    Some(at) => {
+                        open.remove(at);
+                        answered.insert(id);
+                    }
+                    None if answered.contains(id) => {
+                        return Err(format!(
+                            "messages[{index}] answers the tool call {id:?} a second time"
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "messages[{index}] is a tool result for the call {id:?}, which no earlier assistant message made"
+                        ))
+                    }
+                }
+            }
+            Role::User => {
+                if let Some(error) = unanswered(
+                    &open,
+                    &format!("before the next user message (messages[{index}])"),
+                ) {
+                    return Err(error);
+                }
+            }
+            Role::System => {}
+        }
+    }
+    match unanswered(&open, "(the history ends first)") {
+        Some(error) if !open_tail => Err(error),
+        _ => Ok(()),
+    }
+}
+
 fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
     let Value::Object(object) = item else {
         return Err(format!("messages[{index}] must be an object"));
     };
+    const ROLES: &str = "\"system\", \"user\", \"assistant\" or \"tool\"";
     let role = match object.get("role").and_then(Value::as_str) {
         Some("system") => Role::System,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
+        Some("tool") => Role::Tool,
         Some(other) => {
             return Err(format!(
-            "messages[{index}].role must be \"system\", \"user\" or \"assistant\", got {other:?}"
-        ))
+                "messages[{index}].role must be {ROLES}, got {other:?}"
+            ))
         }
-        None => {
+        None => return Err(format!("messages[{index}].role must be {ROLES}")),
+    };
+    let tool_calls = match (role, object.get("tool_calls")) {
+        (_, None | Some(Value::Null)) => Vec::new(),
+        (Role::Assistant, Some(Value::Array(calls))) => calls
+            .iter()
+            .enumerate()
+            .map(|(at, call)| parse_tool_call(index, at, call))
+            .collect::<Result<_, _>>()?,
+        (Role::Assistant, Some(_)) => {
+            return Err(format!("messages[{index}].tool_calls must be an array"))
+        }
+        (_, Some(_)) => {
             return Err(format!(
-                "messages[{index}].role must be \"system\", \"user\" or \"assistant\""
+                "messages[{index}] has tool_calls, which only an assistant message may have"
             ))
         }
     };
     let content = match object.get("content") {
         Some(Value::String(content)) => content.clone(),
+        // An assistant message that only calls tools, as OpenAI writes it.
+        None | Some(Value::Null) if !tool_calls.is_empty() => String::new(),
         Some(_) => return Err(format!("messages[{index}].content must be a string")),
         None => return Err(format!("missing field messages[{index}].content")),
     };
     let mut message = Message::new(role, content);
+    message.tool_calls = tool_calls;
+    if role == Role::Tool {
+        message.tool_call_id = match object.get("tool_call_id") {
+            Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+            _ => {
+                return Err(format!(
+                    "messages[{index}].tool_call_id must name the call this tool message answers"
+                ))
+            }
+        };
+        message.tool_name = match object.get("name") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(_) => return Err(format!("messages[{index}].name must be a string")),
+        };
+    }
     message.hook = match (role, parse_hook_tag(index, object.get("_hook"))) {
         (_, Ok(tag)) => tag,
         (Role::System, Err(why)) => return Err(why),
@@ -318,13 +418,24 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
             None
         }
     };
+    // Tool traffic is the model's and the tools' text, never a hook's message (PROTOCOL
+    // section 13): a mark on it is dropped.
+    if message.hook.is_some() && (role == Role::Tool || !message.tool_calls.is_empty()) {
+        tracing::warn!(
+            role = role.as_str(),
+            "ignored the _hook mark of a tool call or result in the history"
+        );
+        message.hook = None;
+    }
+    // A summary is a user message (PROTOCOL section 13); a system message's `_compact` is kept
+    // only so the history check can drop it by name (old signed summaries are not system text).
     message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
-        (Role::System, tag) => tag?,
+        (Role::User | Role::System, tag) => tag?,
         (_, Ok(None)) => None,
         (_, _) => {
             tracing::warn!(
                 role = role.as_str(),
-                "ignored the _compact mark of a history message: only a system message has one"
+                "ignored the _compact mark of a history message: only a summary (a user message) has one"
             );
             None
         }
@@ -332,7 +443,43 @@ fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
     Ok(message)
 }
 
-/// A summary's `_compact` mark: `{count, sig}` (PROTOCOL section 10).
+/// One call of an assistant message: `{id, type: "function", function: {name, arguments}}`,
+/// `arguments` a JSON string (an object is taken too, and written as its text).
+fn parse_tool_call(index: usize, at: usize, call: &Value) -> Result<ToolCall, String> {
+    let field = format!("messages[{index}].tool_calls[{at}]");
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| format!("{field}.id must be a non-empty string"))?;
+    match call.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if kind == "function" => {}
+        Some(_) => return Err(format!("{field}.type must be \"function\"")),
+    }
+    let function = call
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{field}.function must be an object"))?;
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .ok_or_else(|| format!("{field}.function.name must be a non-empty string"))?;
+    let arguments = match function.get("arguments") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(arguments)) => arguments.clone(),
+        Some(value @ Value::Object(_)) => value.to_string(),
+        Some(_) => return Err(format!("{field}.function.arguments must be a JSON string")),
+    };
+    Ok(ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        arguments,
+    })
+}
+
+/// A summary's `_compact` mark: `{count}` (PROTOCOL section 13); an old `sig` is ignored.
 fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<CompactTag>, String> {
     let tag = match value {
         None | Some(Value::Null) => return Ok(None),
@@ -344,12 +491,7 @@ fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<Compa
         .and_then(Value::as_u64)
         .and_then(|count| usize::try_from(count).ok())
         .ok_or_else(|| format!("messages[{index}]._compact.count must be a whole number"))?;
-    let sig = match tag.get("sig") {
-        Some(Value::String(sig)) => sig.clone(),
-        None | Some(Value::Null) => String::new(),
-        Some(_) => return Err(format!("messages[{index}]._compact.sig must be a string")),
-    };
-    Ok(Some(CompactTag { count, sig }))
+    Ok(Some(CompactTag { count }))
 }
 
 fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>, String> {
@@ -446,6 +588,8 @@ pub(super) enum ServerFrame {
         reason: &'static str,
         message: WireMessage,
         usage: WireUsage,
+        /// What the chat added to the conversation (PROTOCOL section 13).
+        turn: Vec<WireMessage>,
     },
     Error(ErrorFrame),
     Pong {
@@ -462,6 +606,9 @@ pub(super) struct ErrorFrame {
     pub(crate) message: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) fatal: bool,
+    /// What a chat that failed after text or tools had added (PROTOCOL section 13).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) turn: Option<Vec<WireMessage>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -484,16 +631,38 @@ pub(super) struct WireHookTag {
 pub(super) struct WireMessage {
     pub(crate) role: &'static str,
     pub(crate) content: String,
+    /// An assistant message's calls, as OpenAI writes them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tool_calls: Vec<WireToolCall>,
+    /// A tool message: the call it answers, and the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<String>,
     #[serde(rename = "_hook", skip_serializing_if = "Option::is_none")]
     pub(crate) hook: Option<WireHookTag>,
     #[serde(rename = "_compact", skip_serializing_if = "Option::is_none")]
     pub(crate) compact: Option<WireCompactTag>,
 }
 
+/// `{id, type: "function", function: {name, arguments}}`, `arguments` a JSON string.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(super) struct WireToolCall {
+    pub(crate) id: String,
+    #[serde(rename = "type")]
+    pub(crate) kind: &'static str,
+    pub(crate) function: WireFunction,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(super) struct WireFunction {
+    pub(crate) name: String,
+    pub(crate) arguments: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(super) struct WireCompactTag {
     pub(crate) count: usize,
-    pub(crate) sig: String,
 }
 
 impl WireMessage {
@@ -502,16 +671,29 @@ impl WireMessage {
         WireMessage {
             role: message.role.as_str(),
             content: message.content,
+            tool_calls: message
+                .tool_calls
+                .into_iter()
+                .map(|call| WireToolCall {
+                    id: call.id,
+                    kind: "function",
+                    function: WireFunction {
+                        name: call.name,
+                        arguments: call.arguments,
+                    },
+                })
+                .collect(),
+            tool_call_id: message.tool_call_id,
+            name: message.tool_name,
             hook: message.hook.map(|tag| WireHookTag {
                 name: tag.name,
                 skill: tag.skill,
                 timing: tag.timing,
                 sig: tag.sig,
             }),
-            compact: message.compact.map(|tag| WireCompactTag {
-                count: tag.count,
-                sig: tag.sig,
-            }),
+            compact: message
+                .compact
+                .map(|tag| WireCompactTag { count: tag.count }),
         }
     }
 }
@@ -529,6 +711,7 @@ impl ServerFrame {
             code: code.as_str(),
             message: message.into(),
             fatal: false,
+            turn: None,
         })
     }
 
@@ -572,6 +755,9 @@ impl ServerFrame {
                 message: WireMessage {
                     role: role.as_str(),
                     content,
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                    name: None,
                     hook: Some(WireHookTag {
                         name: tag.name,
                         skill: tag.skill,
@@ -615,21 +801,31 @@ impl ServerFrame {
                 reason,
                 content,
                 usage,
+                turn,
             } => ServerFrame::Done {
                 id,
                 reason: reason.as_str(),
-                message: WireMessage {
-                    role: "assistant",
-                    content,
-                    hook: None,
-                    compact: None,
-                },
+                message: WireMessage::from_message(Message::assistant(content)),
                 usage: WireUsage {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
                 },
+                turn: turn.into_iter().map(WireMessage::from_message).collect(),
             },
-            ChatEvent::Error(error) => ServerFrame::error(Some(id), error.code, error.message),
+            ChatEvent::Error(error) => {
+                let turn = (!error.turn.is_empty()).then(|| {
+                    error
+                        .turn
+                        .into_iter()
+                        .map(WireMessage::from_message)
+                        .collect()
+                });
+                let mut frame = ServerFrame::error(Some(id), error.code, error.message);
+                if let ServerFrame::Error(frame) = &mut frame {
+                    frame.turn = turn;
+                }
+                frame
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! `GET /api/hooks` (PROTOCOL section 12): every loaded hook with where it comes from, what it
 //! runs and its figures; the skills' prompt hooks; the workspace files not loaded for want of
-//! trust, with the command that trusts them.
+//! trust, with the command that trusts them. Commands and URLs are shown with their secrets
+//! hidden (`types::redact`; docs/protocol.md §16).
 
 use axum::extract::State;
 use axum::Json;
@@ -9,6 +10,7 @@ use serde_json::{json, Value};
 use super::AppState;
 use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::stats;
+use crate::types::redact;
 
 /// Longer handler texts are cut for the list (the file has them whole).
 const SHOWN_CHARS: usize = 160;
@@ -66,8 +68,9 @@ fn describe(hook: &HookDef) -> Value {
         }
     };
     let (command, url, prompt) = match &hook.handler {
-        Handler::Command { command, .. } => (Some(shorten(command)), None, None),
-        Handler::Http { url, .. } => (None, Some(url.clone()), None),
+        // Hidden first, then cut: a cut cannot leave half a secret unrecognised.
+        Handler::Command { command, .. } => (Some(shorten(&redact::command(command))), None, None),
+        Handler::Http { url, .. } => (None, Some(redact::url(url)), None),
         Handler::Llm { prompt, .. } | Handler::Agent { prompt, .. } => {
             (None, None, Some(shorten(prompt)))
         }

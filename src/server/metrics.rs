@@ -95,7 +95,7 @@ const KNOWN_SERIES: &[(&str, &str, &[&str])] = &[
         "reason",
         &[
             "bad_signature",
-            "bad_summary_signature",
+            "system_summary",
             "malformed_hook_tag",
             "unsigned_system_message",
         ],

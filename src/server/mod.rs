@@ -106,10 +106,10 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
     let policy = Arc::new(access::AccessPolicy {
         allowed_hosts: config.allowed_hosts.clone(),
-        // `[::ffff:127.0.0.1]` is loopback too.
-        loopback_only: bound.ip().to_canonical().is_loopback(),
+        bound: access::Bound::of(bound.ip()),
         allowed_origins: config.allowed_origins.clone(),
         auth_token: config.auth_token.clone(),
+        admin_token: config.admin_token.clone(),
     });
     let static_files = ServeDir::new(&config.static_dir);
     Router::new()
@@ -262,7 +262,10 @@ async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Respons
     // The write buffer has no cap of its own (tungstenite's default): outgoing frames are
     // bounded by `limits.max_frame_bytes` (see `fit`) and `done` carries the whole answer, which
     // must not be refused. A client that stops reading is caught by the write-stall watchdog.
-    ws.read_buffer_size(READ_BUFFER_BYTES)
+    // A client that offers `hookwire` (the page: `hookwire, hookwire.token.…`) gets it back; the
+    // token's offer is never echoed.
+    ws.protocols([access::SUBPROTOCOL])
+        .read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(0)
         .max_message_size(limit)
         .max_frame_size(limit)
@@ -347,6 +350,14 @@ impl RunningServer {
 /// Runs the server until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), StartError> {
     crate::hooks::external::process::guard_server_process();
+    let workspace = config
+        .workspace
+        .canonicalize()
+        .unwrap_or_else(|_| config.workspace.clone());
+    crate::hooks::external::dialect::transcript::prepare_folders(&workspace);
+    if let Some(warning) = config.secret_warning() {
+        tracing::warn!("{warning}");
+    }
     let state = AppState::from_config(config)?;
     if state.demo {
         tracing::warn!("no model API configured: running the built-in demo model (set OPENAI_BASE_URL / OPENAI_API_KEY for a real one)");
@@ -365,6 +376,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         _ = server.shutdown() => tracing::info!("drained"),
         _ = shutdown_signal() => tracing::warn!("second signal: stopping without waiting for running chats"),
     }
+    crate::hooks::external::dialect::transcript::remove_process_folder();
     Ok(())
 }
 

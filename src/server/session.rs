@@ -355,6 +355,7 @@ fn handle_frame(
                     message: "the server is shutting down; send the chat again on a new connection"
                         .into(),
                     fatal: running.is_none(),
+                    turn: None,
                 }));
             }
             if let Some(running) = running {

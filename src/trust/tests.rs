@@ -109,6 +109,12 @@ fn a_state_dir_inside_the_workspace_is_refused() {
 fn what_a_person_reads_cannot_hide_itself() {
     assert_eq!(printable("a\u{1b}[2Kb\rc\nd"), "a\\u{1b}[2Kb\\rc\\nd");
     assert_eq!(printable_with("a\nb\u{202e}", true), "a\nb\\u{202e}");
+    // Format characters (Cf) hide text as well as control characters do: zero-width space,
+    // word joiner, byte order mark, soft hyphen, a tag character.
+    assert_eq!(
+        printable("rm\u{200b} -rf\u{2060}\u{feff}\u{ad}\u{e0041}"),
+        "rm\\u{200b} -rf\\u{2060}\\u{feff}\\u{ad}\\u{e0041}"
+    );
     assert_eq!(shell_word(Path::new("/a b/it's")), "'/a b/it'\\''s'");
     assert_eq!(shell_word(Path::new("/plain/ws-1")), "/plain/ws-1");
 }

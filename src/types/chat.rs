@@ -161,6 +161,10 @@ impl ErrorCode {
 pub struct ChatError {
     pub code: ErrorCode,
     pub message: String,
+    /// What the chat added to the conversation before it failed, when text had streamed or a
+    /// tool had run (the failed step is not in it); empty otherwise. See `ChatEvent::Done`'s
+    /// `turn`.
+    pub turn: Vec<Message>,
 }
 
 impl ChatError {
@@ -168,6 +172,7 @@ impl ChatError {
         Self {
             code,
             message: message.into(),
+            turn: Vec::new(),
         }
     }
 }
@@ -247,9 +252,15 @@ pub enum ChatEvent {
     },
     Done {
         reason: DoneReason,
-        /// The assistant text the client keeps in its history.
+        /// The final assistant text.
         content: String,
         usage: Usage,
+        /// Every message the chat added to the conversation, in order, as the client appends
+        /// them to the history it sent: the user input as the model saw it, persistent hook
+        /// messages where they were injected, assistant messages with their tool calls, tool
+        /// results (long ones cut), the final answer. After a resume: what the resumed part
+        /// added.
+        turn: Vec<Message>,
     },
     Error(ChatError),
 }

@@ -32,16 +32,15 @@ pub struct HookTag {
     pub sig: String,
 }
 
-/// The `_compact` mark of a compaction summary (PROTOCOL section 10): how many messages of the
-/// client's history it replaced, and its signature (empty without a secret).
+/// The `_compact` mark of a compaction summary (PROTOCOL sections 10 and 13): how many messages
+/// of the client's history it replaced. Informative only: a summary is user text, never signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactTag {
     pub count: usize,
-    pub sig: String,
 }
 
 /// A tool call the model asked for. `arguments` is the raw JSON text the model produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -60,7 +59,7 @@ impl ToolCall {
 }
 
 /// One message of `full_messages`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub role: Role,
     pub content: String,
@@ -68,6 +67,8 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     /// Tool messages only: the call this message answers.
     pub tool_call_id: Option<String>,
+    /// Tool messages only: the tool that answered (the `name` of an OpenAI tool message).
+    pub tool_name: Option<String>,
     /// A persistent hook's mark; kept for the client, never sent upstream.
     pub hook: Option<HookTag>,
     /// Set on messages a hook manager injected, so it can take exactly those out again.
@@ -83,6 +84,7 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            tool_name: None,
             hook: None,
             injection: None,
             compact: None,
@@ -109,6 +111,17 @@ impl Message {
         Self {
             tool_call_id: Some(call_id.into()),
             ..Self::new(Role::Tool, content)
+        }
+    }
+    /// The answer to one tool call, with the tool's name (as a chat's `turn` holds it).
+    pub fn named_tool_result(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool_name: Some(name.into()),
+            ..Self::tool_result(call_id, content)
         }
     }
 }

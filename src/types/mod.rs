@@ -5,6 +5,7 @@
 mod chat;
 mod message;
 mod problem;
+pub(crate) mod redact;
 mod tool;
 
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};

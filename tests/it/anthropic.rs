@@ -275,7 +275,8 @@ async fn http_errors_show_anthropics_own_message() {
         json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
             .to_string(),
     ));
-    let server = server(&upstream, |_| {}).await;
+    // 529 is retried by default (tests/it/retries.rs); here its text is the point.
+    let server = server(&upstream, |c| c.agent.retry.retries = 0).await;
     let message = upstream_error(&direct(&server).await);
     assert!(
         message.contains("529") && message.contains("Overloaded"),
@@ -285,6 +286,44 @@ async fn http_errors_show_anthropics_own_message() {
     assert!(
         message.contains("401") && message.contains("invalid x-api-key"),
         "{message}"
+    );
+    server.shutdown().await;
+}
+
+/// A history with an earlier chat's tool call and result (PROTOCOL section 13), in OpenAI's form
+/// as `done.turn` has it, reaches the Messages API as a `tool_use` block and its `tool_result`.
+#[tokio::test]
+async fn tool_calls_and_results_in_the_history_become_tool_use_and_tool_result_blocks() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(text_reply(&["The other one is the readme."]));
+    let server = server(&upstream, |_| {}).await;
+    let history = json!([
+        {"role": "user", "content": "open b.txt"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "toolu_01", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\":\"b.txt\"}"}}]},
+        {"role": "tool", "tool_call_id": "toolu_01", "name": "read_file", "content": "bee"},
+        {"role": "assistant", "content": "It says bee."}
+    ]);
+    let frames = chat(
+        &server,
+        json!({"type": "chat", "input": "and the other?", "enable_tools": false, "messages": history}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let body = &upstream.requests()[0].body;
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(
+        messages[1]["content"],
+        json!([{"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "b.txt"}}])
+    );
+    assert_eq!(
+        messages[2]["content"],
+        json!([{"type": "tool_result", "tool_use_id": "toolu_01", "content": "bee"}])
     );
     server.shutdown().await;
 }

@@ -93,9 +93,9 @@ async fn an_allowed_call_runs_on_resume_and_the_loop_goes_on() {
     assert_eq!(
         approval["calls"],
         json!([{"call_id":"r1","name":"read_file","arguments":{"path":"a.txt"},
-                "reason":"tools.require_approval lists read_file"}])
+                "reason":"this server asks you before it runs read_file"}])
     );
-    assert!(approval["state"].as_str().unwrap().starts_with("v1."));
+    assert!(approval["state"].as_str().unwrap().starts_with("v2."));
     let done = frames.last().unwrap();
     assert_eq!(done["reason"], "approval_required");
     assert_eq!(upstream.requests().len(), 2, "nothing ran past the round");
@@ -226,33 +226,145 @@ async fn in_a_mixed_round_the_free_calls_run_and_only_the_others_wait() {
     assert_eq!(tool_result(round2, "r2"), "BRAVO CONTENT");
 }
 
-/// Decodes a state's payload, changes it with `edit`, and signs it again with `secret`.
-fn re_signed(state: &str, secret: &str, edit: impl FnOnce(&mut Value)) -> String {
-    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let (body, _) = state.rsplit_once('.').unwrap();
-    let mut parts = body.splitn(3, '.');
+/// The state's key as docs/protocol.md §16 derives it: HKDF-SHA256 over the secret.
+fn state_key(secret: &str) -> chacha20poly1305::XChaCha20Poly1305 {
+    use chacha20poly1305::KeyInit;
+    let mut key = [0u8; 32];
+    hkdf::Hkdf::<sha2::Sha256>::new(Some(b"hookwire"), secret.as_bytes())
+        .expand(b"hookwire approval_state v2 xchacha20poly1305", &mut key)
+        .unwrap();
+    chacha20poly1305::XChaCha20Poly1305::new(&key.into())
+}
+
+/// The JSON of a state sealed with `secret`'s key.
+fn opened(state: &str, secret: &str) -> Value {
+    use chacha20poly1305::aead::{Aead, Payload};
+    let mut parts = state.splitn(3, '.');
     let (version, kind, payload) = (
         parts.next().unwrap(),
         parts.next().unwrap(),
         parts.next().unwrap(),
     );
-    let bytes = engine.decode(payload).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    let (nonce, sealed) = bytes.split_at(24);
+    let aad = format!("approval_state\n{version}.{kind}");
+    let plain = state_key(secret)
+        .decrypt(
+            chacha20poly1305::XNonce::from_slice(nonce),
+            Payload {
+                msg: sealed,
+                aad: aad.as_bytes(),
+            },
+        )
+        .unwrap();
     let json = match kind {
-        "j" => bytes,
+        "j" => plain,
         _ => {
             use std::io::Read;
             let mut out = Vec::new();
-            flate2::read::DeflateDecoder::new(&bytes[..])
+            flate2::read::DeflateDecoder::new(&plain[..])
                 .read_to_end(&mut out)
                 .unwrap();
             out
         }
     };
-    let mut value: Value = serde_json::from_slice(&json).unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+/// Opens a state, changes it with `edit`, and seals it again with `secret`'s key.
+fn re_sealed(state: &str, secret: &str, edit: impl FnOnce(&mut Value)) -> String {
+    use chacha20poly1305::aead::{Aead, AeadCore, OsRng, Payload};
+    let mut value = opened(state, SECRET);
     edit(&mut value);
-    let body = format!("{version}.j.{}", engine.encode(value.to_string()));
-    let sig = mac_hex(secret, &["approval_state", &body]);
-    format!("{body}.{sig}")
+    let nonce = chacha20poly1305::XChaCha20Poly1305::generate_nonce(&mut OsRng);
+    let json = value.to_string();
+    let sealed = state_key(secret)
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: json.as_bytes(),
+                aad: b"approval_state\nv2.j",
+            },
+        )
+        .unwrap();
+    let mut bytes = nonce.to_vec();
+    bytes.extend(sealed);
+    format!(
+        "v2.j.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+#[tokio::test]
+async fn a_decoded_state_shows_no_prompt_text_and_a_changed_one_is_refused() {
+    const PROMPT: &str = "OPERATOR-PROMPT-CANARY: never tell the user about project Bluebird";
+    let upstream = FakeUpstream::start().await;
+    let files = |dir: &std::path::Path| std::fs::write(dir.join("a.txt"), "ALPHA").unwrap();
+    let server = start_with_hook_file(&upstream, None, files, |c| {
+        c.agent.secret = Some(SECRET.into());
+        c.agent.system_prompt = PROMPT.into();
+        c.agent.approval.require_approval = vec!["read_file".into()];
+    })
+    .await;
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    let state = frame_of(&frames, "approval")["state"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // What a client can do with the text: split it, base64-decode it, inflate it.
+    let mut readable = state.clone();
+    for part in state.split('.') {
+        let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part) else {
+            continue;
+        };
+        readable.push_str(&String::from_utf8_lossy(&bytes));
+        for skip in [0, 24] {
+            use std::io::Read;
+            let mut out = Vec::new();
+            let _ = flate2::read::DeflateDecoder::new(bytes.get(skip..).unwrap_or_default())
+                .read_to_end(&mut out);
+            readable.push_str(&String::from_utf8_lossy(&out));
+        }
+    }
+    for secret_text in ["OPERATOR-PROMPT-CANARY", "Bluebird", "read the files"] {
+        assert!(
+            !readable.contains(secret_text),
+            "{secret_text} readable in the state"
+        );
+    }
+    // The server (holding the secret) still reads it: the prompt is in it.
+    assert!(opened(&state, SECRET)["system"]
+        .as_str()
+        .unwrap()
+        .contains("Bluebird"));
+    // One byte of the ciphertext flipped: refused.
+    let mut bytes = state.into_bytes();
+    let at = bytes.len() - 5;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(bytes).unwrap();
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","id":"c2","messages":after(&frames),
+                     "resume":{"state":flipped,"decisions":[{"call_id":"r1","decision":"allow"}]}}))
+        .await;
+    let last = frames.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["code"]),
+        (&json!("error"), &json!("bad_frame")),
+        "{frames:#?}"
+    );
+    assert!(
+        last["message"].as_str().unwrap().contains("was changed"),
+        "{last}"
+    );
 }
 
 #[tokio::test]
@@ -273,20 +385,19 @@ async fn a_changed_expired_foreign_or_mismatched_state_is_bad_frame_saying_which
     let attempt = |state: String, messages: Vec<Value>, decisions: Value| json!({"type":"chat","id":"c2","messages":messages,"resume":{"state":state,"decisions":decisions}});
     let cases = [
         (
-            // The arguments changed to another file, keeping the old signature.
-            {
-                let forged = re_signed(&state, "not the secret", |v| {
+            // The arguments changed to another file, sealed without the secret.
+            attempt(
+                re_sealed(&state, "not the secret", |v| {
                     v["pending"][0]["arguments"]["path"] = json!("b.txt")
-                });
-                let (body, _) = forged.rsplit_once('.').unwrap();
-                let (_, sig) = state.rsplit_once('.').unwrap();
-                attempt(format!("{body}.{sig}"), after(&frames), allow.clone())
-            },
+                }),
+                after(&frames),
+                allow.clone(),
+            ),
             "was changed",
         ),
         (
             attempt(
-                re_signed(&state, SECRET, |v| v["expires"] = json!(1)),
+                re_sealed(&state, SECRET, |v| v["expires"] = json!(1)),
                 after(&frames),
                 allow.clone(),
             ),
@@ -294,7 +405,7 @@ async fn a_changed_expired_foreign_or_mismatched_state_is_bad_frame_saying_which
         ),
         (
             attempt(
-                re_signed(&state, "another replica's secret", |_| {}),
+                re_sealed(&state, "another replica's secret", |_| {}),
                 after(&frames),
                 allow.clone(),
             ),

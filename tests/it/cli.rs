@@ -154,15 +154,17 @@ fn check_shows_the_context_window_in_use() {
     assert!(
         stdout.contains("window 200000 tokens (built-in table for claude-sonnet-4-5)")
             && stdout.contains("threshold 160000 tokens")
+            && stdout.contains("micro threshold 120000 tokens (context.micro_threshold 0.6)")
             && stdout.contains("last 2 agent round(s)"),
         "{stdout}"
     );
     let stdout = run(
-        "model: my-model\ncontext:\n  window_tokens: 50000\n  compact_threshold: 0.5\n  micro_keep_rounds: 3\n",
+        "model: my-model\ncontext:\n  window_tokens: 50000\n  compact_threshold: 0.5\n  micro_threshold: 0.4\n  micro_keep_rounds: 3\n",
     );
     assert!(
         stdout.contains("window 50000 tokens (context.window_tokens)")
             && stdout.contains("threshold 25000 tokens")
+            && stdout.contains("micro threshold 20000 tokens (context.micro_threshold 0.4)")
             && stdout.contains("last 3 agent round(s)"),
         "{stdout}"
     );
@@ -230,8 +232,94 @@ fn check_prints_the_upstream_and_its_message_style() {
         "the key is never printed: {out}"
     );
     // A setting that cannot work is refused, naming it.
-    let (ok, out) = run("upstream: {system_role: false}\n", &[], &[]);
+    let (ok, out) = run(
+        "upstream: {message_style: openai, system_role: false}\n",
+        &[],
+        &[],
+    );
     assert!(!ok && out.contains("upstream.system_role"), "{out}");
+}
+
+/// `hookwire check` in an empty folder with exactly `env` (and PATH): its exit and output.
+fn check_with_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .arg("check")
+        .args(["--workspace", dir.path().to_str().unwrap()])
+        .args(["--skills-dir", dir.path().to_str().unwrap()])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+#[test]
+fn empty_variables_count_as_unset() {
+    let (ok, out) = check_with_env(
+        &[],
+        &[
+            ("HOOKWIRE_LLM_BASE_URL", ""),
+            ("HOOKWIRE_LLM_API_KEY", ""),
+            ("HOOKWIRE_LLM_TIMEOUT", ""),
+            ("HOOKWIRE_MODEL", ""),
+            ("HOOKWIRE_PROVIDER", ""),
+            ("HOOKWIRE_MESSAGE_STYLE", ""),
+            ("OPENAI_BASE_URL", ""),
+            ("ANTHROPIC_API_KEY", ""),
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("upstream: the built-in demo model"),
+        "an empty base URL is no URL: {out}"
+    );
+    // The same variable with a value is used.
+    let (ok, out) = check_with_env(&[], &[("HOOKWIRE_LLM_BASE_URL", "http://127.0.0.1:9/v1")]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("upstream: openai at http://127.0.0.1:9/v1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_says_what_anthropic_needs() {
+    let (ok, out) = check_with_env(&["--provider", "anthropic"], &[]);
+    assert!(!ok);
+    assert_eq!(
+        out.trim(),
+        "hookwire: provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
+         HOOKWIRE_LLM_API_KEY), or a base URL (--llm-base-url) of a server that speaks the \
+         Messages API"
+    );
+}
+
+#[tokio::test]
+async fn an_anthropic_key_alone_selects_anthropic() {
+    let (ok, out) = check_with_env(&[], &[("ANTHROPIC_API_KEY", "sk-ant-canary")]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("upstream: anthropic at https://api.anthropic.com, model claude-sonnet-4-5"),
+        "{out}"
+    );
+    assert!(!out.contains("sk-ant-canary"), "{out}");
+    let (mut child, addr) = spawn_server(
+        &["serve", "--addr", "127.0.0.1:0"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-canary")],
+    );
+    let (_, body) = http_get(addr, "/api/info").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let info: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(info["demo"], false, "{info}");
+    assert_eq!(info["model"], "claude-sonnet-4-5", "{info}");
 }
 
 #[test]

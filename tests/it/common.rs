@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -64,6 +64,8 @@ impl Gate {
 pub enum Reply {
     Sse(Vec<Piece>),
     Status(u16, String),
+    /// A status with response headers (`Retry-After`).
+    StatusWith(u16, Vec<(&'static str, String)>, String),
     /// Waits this long before sending the response headers.
     Delay(Duration, Box<Reply>),
     /// Waits for the gate before sending the response headers.
@@ -139,6 +141,8 @@ impl Reply {
 pub struct Recorded {
     pub body: Value,
     pub headers: HeaderMap,
+    /// The path and query asked for.
+    pub uri: Uri,
 }
 
 impl Recorded {
@@ -272,6 +276,7 @@ fn sse_body(
 
 async fn completions(
     State(state): State<UpstreamState>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -280,7 +285,7 @@ async fn completions(
         .requests
         .lock()
         .unwrap()
-        .push(Recorded { body, headers });
+        .push(Recorded { body, headers, uri });
     let reply = state
         .script
         .lock()
@@ -303,6 +308,13 @@ async fn respond(mut reply: Reply, dropped: Arc<AtomicUsize>) -> Response {
             }
             Reply::Status(code, text) => {
                 return (StatusCode::from_u16(code).unwrap(), text).into_response();
+            }
+            Reply::StatusWith(code, headers, text) => {
+                let mut response = Response::builder().status(code);
+                for (name, value) in headers {
+                    response = response.header(name, value);
+                }
+                return response.body(Body::from(text)).unwrap();
             }
             Reply::Sse(pieces) => {
                 return Response::builder()
@@ -394,7 +406,10 @@ pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path)
         model: Some("fake-model".into()),
         ..Default::default()
     };
-    Config::resolve(&cli, FileConfig::default(), |_| None).unwrap()
+    let mut config = Config::resolve(&cli, FileConfig::default(), |_| None).unwrap();
+    // The tests assert the request as the agent built it; those about layouts choose theirs.
+    config.llm.message_style = hookwire::config::MessageStyleSetting::Openai;
+    config
 }
 
 impl TestServer {

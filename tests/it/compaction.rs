@@ -1,11 +1,16 @@
-//! Context compaction (PROTOCOL section 10): micro compaction of old tool results in the
-//! request the upstream receives, its hooks, and a reply cut at the model's output limit.
+//! Context compaction (PROTOCOL sections 10 and 13): micro compaction of old tool results in the
+//! request the upstream receives, only past `context.micro_threshold`, its hooks, and a reply
+//! cut at the model's output limit.
 
 use serde_json::{json, Value};
 
 use crate::common::*;
 
-/// A workspace with three files to read and a server whose hook file is `hooks_yaml`.
+/// A micro threshold every call is past (one token of the default window).
+const ALWAYS: f64 = 1.0 / 128_000.0;
+
+/// A workspace with three files to read and a server whose hook file is `hooks_yaml`, past the
+/// micro threshold from the first call.
 async fn server(upstream: &FakeUpstream, hooks_yaml: &str) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path());
@@ -14,7 +19,10 @@ async fn server(upstream: &FakeUpstream, hooks_yaml: &str) -> TestServer {
     TestServer::start_in(
         dir,
         Some(upstream),
-        move |c| c.hooks_file = Some(hooks_file),
+        move |c| {
+            c.hooks_file = Some(hooks_file);
+            c.agent.context.micro_threshold = ALWAYS;
+        },
         |b| b,
     )
     .await
@@ -116,7 +124,10 @@ async fn micro_compaction_stubs_old_rounds_upstream_only_and_fires_its_hooks_onc
             meta["context_window_tokens"], 128_000,
             "fake-model: the default"
         );
-        assert_eq!(meta["compact_threshold_tokens"], 102_400);
+        assert_eq!(
+            meta["compact_threshold_tokens"], 1,
+            "the micro threshold that was reached"
+        );
         assert_eq!(meta["summarized_message_count"], 1);
         assert_eq!(meta["keep_recent_group_count"], 2);
         let before = meta["estimated_input_tokens"].as_u64().unwrap();
@@ -136,7 +147,10 @@ async fn micro_keep_rounds_is_read_from_the_config() {
     let server = TestServer::start_in(
         dir,
         Some(&upstream),
-        |c| c.agent.context.micro_keep_rounds = 1,
+        |c| {
+            c.agent.context.micro_keep_rounds = 1;
+            c.agent.context.micro_threshold = ALWAYS;
+        },
         |b| b,
     )
     .await;
@@ -183,6 +197,56 @@ post_micro_compact:
         log.lines().collect::<Vec<_>>(),
         ["pre"],
         "no post after a skip"
+    );
+}
+
+/// Micro compaction follows the estimate, not the rounds: with one round kept, a call under
+/// `micro_threshold` × window sends every result whole, and only the call past it gets stubs
+/// (naming the tool, its arguments and the size cut).
+#[tokio::test]
+async fn micro_stubs_appear_only_past_the_threshold() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path());
+    // The third file is large: only the answer's call (with its result) is past 3 000 tokens.
+    let large = format!("CHARLIE {}", "word ".repeat(4_000));
+    std::fs::write(dir.path().join("c.txt"), &large).unwrap();
+    let server = TestServer::start_in(
+        dir,
+        Some(&upstream),
+        |c| {
+            c.agent.context.window_tokens = Some(10_000);
+            c.agent.context.compact_threshold = 1.0;
+            c.agent.context.micro_threshold = 0.3;
+            c.agent.context.micro_keep_rounds = 1;
+        },
+        |b| b,
+    )
+    .await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"read all three"}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 5);
+    // Round 3's call: two rounds, one kept, but far under the threshold: nothing stubbed.
+    assert!(tool_content(&requests[3], "c1").contains("ALPHA"));
+    assert!(tool_content(&requests[3], "c2").contains("BRAVO"));
+    // The answer's call is past it: the rounds before the last one are stubbed.
+    let stub = tool_content(&requests[4], "c1");
+    assert!(
+        stub.starts_with(r#"[the result of read_file {"path":"a.txt"} ("#)
+            && stub.contains(" characters) was removed to save context"),
+        "{stub}"
+    );
+    assert!(!tool_content(&requests[4], "c2").contains("BRAVO"));
+    let last = tool_content(&requests[4], "c3");
+    assert!(
+        last.contains("CHARLIE") && last.len() >= large.len() - 1,
+        "whole"
     );
 }
 

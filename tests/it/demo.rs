@@ -116,8 +116,8 @@ async fn list_the_files_lists_the_workspace_and_counts_its_entries() {
     let kinds = types_of(&frames);
     assert!(kinds.contains(&"plan".to_string()), "{kinds:?}");
     assert!(
-        kinds.contains(&"hook".to_string()),
-        "the skills are on: {kinds:?}"
+        !kinds.contains(&"hook".to_string()),
+        "the default skills add no persistent hook: {kinds:?}"
     );
     assert_eq!(
         tool_calls(&frames),
@@ -196,5 +196,68 @@ async fn hello_is_answered_directly_without_tools() {
         "{answer}"
     );
     assert_no_hook_text(&frames);
+    server.shutdown().await;
+}
+
+/// A compaction against the demo model gets a summary of what it summarised (not the demo's
+/// greeting), and an `llm` hook's prompt gets `{}`: the example hooks' judge passes every chat
+/// at once instead of failing twice (a usable answer on the first call, no retry, no error).
+#[tokio::test]
+async fn the_demo_answers_summary_calls_and_hook_prompts() {
+    let dir = workspace();
+    let hooks = dir.path().join("server-hooks.yaml");
+    std::fs::write(
+        &hooks,
+        "stop:\n  - name: judge\n    type: llm\n    prompt: |\n      Question: {{user_input}}\n      Answer: {{assistant_output}}\n      Reply {} when the answer addresses the question.\n",
+    )
+    .unwrap();
+    let server = TestServer::start_in(
+        dir,
+        None,
+        move |c| {
+            c.skills_dir = skills_dir();
+            c.hooks_file = Some(hooks);
+            c.agent.context.keep_recent_groups = 1;
+        },
+        |b| b,
+    )
+    .await;
+    let mut client = server.connect().await;
+    let history = json!([
+        {"role":"user","content":"list the files"},{"role":"assistant","content":"The workspace has 4 entries."},
+        {"role":"user","content":"search for TODO"},{"role":"assistant","content":"Found 3 matches."},
+        {"role":"user","content":"hello"},{"role":"assistant","content":"Hello!"},
+    ]);
+    let frames = client
+        .chat(json!({"type":"compact","id":"k1","messages":history}))
+        .await;
+    let summary = frame_of(&frames, "compact")["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        summary.starts_with(
+            "<summary of the earlier conversation>\nThe user asked: \"list the files\"; \"search for TODO\"."
+        )
+            && !summary.contains("demo model: I run offline"),
+        "{summary}"
+    );
+
+    let frames = client
+        .chat(json!({"type":"chat","id":"c1","messages":[],"input":"hello","enable_tools":false,"trace":true}))
+        .await;
+    let judge: Vec<&Value> = frames
+        .iter()
+        .filter(|f| {
+            f["type"] == "hook_trace" && f["hook"].as_str().is_some_and(|h| h.contains("judge"))
+        })
+        .collect();
+    assert_eq!(judge.len(), 1, "the judge ran once: {frames:#?}");
+    assert_eq!(judge[0]["outcome"], "success", "{:?}", judge[0]);
+    assert!(
+        !frames.iter().any(|f| f["type"] == "notice"),
+        "no hook failure to tell: {frames:#?}"
+    );
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
     server.shutdown().await;
 }

@@ -329,6 +329,31 @@ fn the_shipped_deploy_files_agree_with_the_code() {
     }
     let nginx_conf = compose["services"]["nginx"]["volumes"][0].as_str().unwrap();
     assert!(nginx_conf.starts_with("./nginx.conf:"), "{nginx_conf}");
+    // nginx's access log names the path, never the query (`/ws?token=…`).
+    let conf = std::fs::read_to_string(repo("deploy/nginx.conf")).unwrap();
+    let formats: Vec<&str> = conf
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| line.contains('$'))
+        .collect();
+    assert!(
+        formats.iter().any(|line| line.contains("$uri")),
+        "the log format names $uri: {formats:#?}"
+    );
+    for forbidden in [
+        "$request ",
+        "$request\"",
+        "$request_uri",
+        "$args",
+        "$query_string",
+        "$arg_",
+    ] {
+        assert!(
+            !formats.iter().any(|line| line.contains(forbidden)),
+            "{forbidden} would log the token: {formats:#?}"
+        );
+    }
 
     // Dockerfile: a placeholder for every bench target (cargo refuses a manifest whose targets
     // are missing), and the health check needs no curl.

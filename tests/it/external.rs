@@ -990,7 +990,7 @@ async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
 #[tokio::test]
 async fn run_failed_fires_when_the_chat_fails() {
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Status(503, "down for maintenance".into()));
+    upstream.push(Reply::Status(501, "down for maintenance".into()));
     let yaml = "run_failed:\n  - command: 'cat > failed.json'\nrun_completed:\n  - command: 'touch completed'\n";
     let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
     let frames = chat(

@@ -560,7 +560,8 @@ async fn workspace_http_hooks_may_call_only_the_allowed_urls() {
     let config = workspace.path().join("config.yaml");
     std::fs::write(
         &config,
-        format!("http_hooks:\n  allowed_urls: ['{base}/allowed/']\n"),
+        // The openai style: the request shows the input as the hook left it, nothing appended.
+        format!("upstream:\n  message_style: openai\nhttp_hooks:\n  allowed_urls: ['{base}/allowed/']\n"),
     )
     .unwrap();
     let server = Hookwire::start_in(

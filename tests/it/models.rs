@@ -1,6 +1,7 @@
 //! Models as they really are. The requests hookwire sends (a planning call, a retry with a
 //! hook's feedback, two agent rounds with a tool call and its result, a direct call with a
-//! persistent hook in the history), laid out as `upstream.message_style` says, and rendered
+//! persistent hook in the history, a direct call whose history holds an earlier chat's tool call
+//! and result), laid out as `upstream.message_style` says, and rendered
 //! through the real chat templates of Llama 3.1, Mistral Nemo, Gemma 2 and 4, Qwen 2.5 and
 //! DeepSeek (tests/data/chat_templates/) with minijinja, the engine Rust model servers use.
 
@@ -23,7 +24,7 @@ use crate::common::*;
 const CALL_ID: &str = "abc123XYZ";
 
 /// Every text hookwire injects into the scenario's calls, and the person's inputs.
-const INJECTED: [&str; 14] = [
+const INJECTED: [&str; 15] = [
     "PROMPT:system",
     "PROMPT:planning",
     "PROMPT:first",
@@ -38,6 +39,7 @@ const INJECTED: [&str; 14] = [
     "FEEDBACK:retry",
     "INPUT:one",
     "INPUT:two",
+    "INPUT:three",
 ];
 
 /// A skill `s` with a hook at every checkpoint, `TEXT:<name>` each; `keep` is persistent, and
@@ -107,13 +109,15 @@ impl AgentHook for RetryOnce {
 
 /// What one run of the scenario sent upstream, and the roles its hooks saw.
 struct Run {
-    /// Planning, planning after the retry, agent round 1, agent round 2, the direct call.
+    /// Planning, planning after the retry, agent round 1, agent round 2, the direct call, the
+    /// direct call after a history with a tool call and its result.
     requests: Vec<Recorded>,
     hook_roles: Vec<Vec<String>>,
 }
 
-/// Two chats: one that plans, is sent back once, reads a file and answers; then one without
-/// tools whose history holds the first chat and its persistent hook.
+/// Three chats: one that plans, is sent back once, reads a file and answers; then one without
+/// tools whose history holds the first chat and its persistent hook; then one without tools
+/// whose history is the first chat's `turn` (its tool call and result included).
 async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first try"]));
@@ -125,6 +129,7 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
     )]));
     upstream.push(Reply::text(&["ANSWER:one"]));
     upstream.push(Reply::text(&["ANSWER:two"]));
+    upstream.push(Reply::text(&["ANSWER:three"]));
     let dir = workspace();
     let skills = dir.path().join("skills");
     write_skill(&skills, after_tool_role);
@@ -149,6 +154,7 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
         .chat(json!({"type": "chat", "id": "one", "input": "INPUT:one", "skills": ["s"]}))
         .await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let turn = frames.last().unwrap()["turn"].clone();
     let hook = frames.iter().find(|f| f["type"] == "hook").unwrap();
     let history = json!([
         {"role": "user", "content": "INPUT:one"},
@@ -162,9 +168,16 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
         )
         .await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let frames = client
+        .chat(
+            json!({"type": "chat", "id": "three", "input": "INPUT:three", "skills": ["s"],
+                     "enable_tools": false, "messages": turn}),
+        )
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     server.shutdown().await;
     let requests = upstream.requests();
-    assert_eq!(requests.len(), 5);
+    assert_eq!(requests.len(), 6);
     let hook_roles = seen.lock().unwrap().clone();
     Run {
         requests,
@@ -269,18 +282,6 @@ fn assert_strict(request: &Recorded) {
     );
 }
 
-/// Whether `texts` appear in `haystack` in this order.
-fn in_order(haystack: &str, texts: &[&str]) -> bool {
-    let mut from = 0;
-    for text in texts {
-        match haystack[from..].find(text) {
-            Some(at) => from += at + text.len(),
-            None => return false,
-        }
-    }
-    true
-}
-
 #[tokio::test]
 async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     let openai = scenario("user", |_| {}).await;
@@ -288,31 +289,34 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     for request in &run.requests {
         assert_strict(request);
     }
-    // The planning call: every system text in order, then the input with its user-role hook.
+    // The planning call: the system texts of the conversation in order, then the input with its
+    // user-role hook, then the texts injected after it (hooks, the planning prompt) as a
+    // reminder block in the same turn.
     let planning = run.requests[0].messages();
     assert_eq!(planning.len(), 2, "{planning:?}");
-    assert!(
-        in_order(
-            &planning[0].1,
-            &[
-                "PROMPT:system",
-                "TEXT:aui",
-                "TEXT:keep",
-                "TEXT:bp",
-                "PROMPT:planning [NEED_TOOL]"
-            ]
-        ),
-        "{planning:?}"
-    );
-    assert_eq!(planning[1], ("user".into(), "INPUT:one\n\nTEXT:uin".into()));
-    // The retry: the rejected reply, then the hook's feedback, as turns.
-    let retry = run.requests[1].messages();
     assert_eq!(
-        retry[2..],
-        [
-            ("assistant".into(), "first try".into()),
-            ("user".into(), "FEEDBACK:retry".into())
-        ]
+        planning[0],
+        ("system".into(), "PROMPT:system\n\nTEXT:aui".into())
+    );
+    assert_eq!(
+        planning[1],
+        (
+            "user".into(),
+            "INPUT:one\n\nTEXT:uin\n\n<system-reminder>\nTEXT:keep\n\nTEXT:bp\n\nPROMPT:planning [NEED_TOOL]\n</system-reminder>"
+                .into()
+        )
+    );
+    // The retry: the rejected reply, then the hook's feedback, as turns; the reminder follows
+    // the feedback.
+    let retry = run.requests[1].messages();
+    assert_eq!(retry[2], ("assistant".into(), "first try".into()));
+    assert_eq!(retry[3].0, "user");
+    assert!(
+        retry[3]
+            .1
+            .starts_with("FEEDBACK:retry\n\n<system-reminder>\n")
+            && retry[3].1.contains("PROMPT:planning"),
+        "{retry:?}"
     );
     // Round 1: after the plan, the round's prompts as the user's turn, not a prefill.
     let round1 = run.requests[2].messages();
@@ -325,7 +329,7 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
     );
     assert!(!round1[0].1.contains("PROMPT:first"));
     // Round 2: the plan and its tool call are one message, the result right after it, then the
-    // user-role hook; the step prompt and the round's hooks once each, in the system message.
+    // user-role hook with the step prompt and the round's hooks once each as its reminder.
     let body = &run.requests[3].body["messages"];
     let call = body
         .as_array()
@@ -343,22 +347,35 @@ async fn strict_style_sends_one_leading_system_message_and_alternating_turns() {
         .contains("hello from the readme"));
     assert_eq!(
         body[call + 2],
-        json!({"role": "user", "content": "TEXT:atc"})
+        json!({"role": "user", "content":
+            "TEXT:atc\n\n<system-reminder>\nTEXT:bea\n\nPROMPT:each\n</system-reminder>"})
     );
     let system = body[0]["content"].as_str().unwrap();
+    assert!(system.contains("TEXT:bfa"), "{system}");
     assert!(
-        in_order(system, &["TEXT:bfa", "TEXT:bea", "PROMPT:each"]),
+        !system.contains("TEXT:bea") && !system.contains("PROMPT:each"),
         "{system}"
     );
-    assert_eq!(system.matches("TEXT:bea").count(), 1);
-    // The direct call of the second chat: the persistent hook from the history and the new
-    // copy are both in the system message (two copies, as docs/design.md §2 says).
+    // The direct call of the second chat: the persistent hook from the history in the system
+    // message, the new copy after the input (two copies, as docs/design.md §2 says).
     let direct = run.requests[4].messages();
-    assert_eq!(direct[0].1.matches("TEXT:keep").count(), 2, "{direct:?}");
+    assert_eq!(direct[0].1.matches("TEXT:keep").count(), 1, "{direct:?}");
+    assert!(direct[3]
+        .1
+        .ends_with("<system-reminder>\nTEXT:keep\n</system-reminder>"));
     assert_eq!(
         roles(&run.requests[4]),
         ["system", "user", "assistant", "user"]
     );
+    // The direct call after the first chat's turn: the plan and the call are one assistant
+    // message, its result right after it, then the answer and the new input.
+    assert_eq!(
+        roles(&run.requests[5]),
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    let body = &run.requests[5].body["messages"];
+    assert_eq!(body[2]["tool_calls"][0]["id"], CALL_ID);
+    assert_eq!(body[3]["tool_call_id"], CALL_ID);
     // What is injected per call is the same in both styles: only its place differs.
     for (strict, built) in run.requests.iter().zip(&openai.requests) {
         assert_eq!(injected_in(strict), injected_in(built));
@@ -398,16 +415,23 @@ const TEMPLATES: [&str; 7] = [
 /// Nemo's renders the system message only with a last user message, so its texts go into the
 /// first user message instead.
 const MATRIX: [(&str, bool, &[usize]); 7] = [
-    ("llama-3.1", true, &[0, 1, 2, 3, 4]),
-    ("mistral-nemo", false, &[0, 1, 2, 3, 4]),
+    ("llama-3.1", true, &[0, 1, 2, 3, 4, 5]),
+    ("mistral-nemo", false, &[0, 1, 2, 3, 4, 5]),
     ("gemma-2", false, &[0, 1, 2, 4]),
-    ("gemma-4", true, &[0, 1, 2, 3, 4]),
-    ("qwen-2.5", true, &[0, 1, 2, 3, 4]),
-    ("deepseek-v3.1", true, &[0, 1, 2, 3, 4]),
-    ("deepseek-r1-distill", true, &[0, 1, 2, 3, 4]),
+    ("gemma-4", true, &[0, 1, 2, 3, 4, 5]),
+    ("qwen-2.5", true, &[0, 1, 2, 3, 4, 5]),
+    ("deepseek-v3.1", true, &[0, 1, 2, 3, 4, 5]),
+    ("deepseek-r1-distill", true, &[0, 1, 2, 3, 4, 5]),
 ];
 
-const CALLS: [&str; 5] = ["planning", "retry", "round 1", "round 2", "direct"];
+const CALLS: [&str; 6] = [
+    "planning",
+    "retry",
+    "round 1",
+    "round 2",
+    "direct",
+    "tools in history",
+];
 
 #[tokio::test]
 async fn every_template_renders_the_strict_requests_and_keeps_every_injected_text() {
@@ -425,6 +449,13 @@ async fn every_template_renders_the_strict_requests_and_keeps_every_injected_tex
                 .unwrap_or_else(|e| panic!("{template}, {}: {e}", CALLS[call]));
             let expected = injected_in(&reference.requests[call]);
             assert!(expected.len() >= 6, "{expected:?}");
+            if call == 5 {
+                // The earlier chat's tool result is in what the model reads.
+                assert!(
+                    rendered.contains("hello from the readme"),
+                    "{template}: the tool result lost in\n{rendered}"
+                );
+            }
             for text in expected {
                 assert!(
                     rendered.contains(text),
@@ -446,7 +477,9 @@ async fn every_template_renders_the_strict_requests_and_keeps_every_injected_tex
 #[tokio::test]
 async fn todays_openai_layout_is_refused_or_garbled_by_chat_templates() {
     let run = scenario("system", |_| {}).await;
-    for (request, call) in run.requests.iter().zip(CALLS) {
+    // The calls this test was written for (the history with tool calls came later).
+    let requests = &run.requests[..5];
+    for (request, call) in requests.iter().zip(CALLS) {
         let error = render("gemma-2", request).unwrap_err();
         assert!(
             error.contains("System role not supported"),
@@ -467,7 +500,7 @@ async fn todays_openai_layout_is_refused_or_garbled_by_chat_templates() {
         .into_iter()
         .filter(|t| ["llama-3.1", "qwen-2.5", "deepseek-v3.1", "gemma-4"].contains(t))
     {
-        for request in &run.requests {
+        for request in requests {
             assert!(render(template, request).is_ok(), "{template}");
         }
     }
@@ -497,4 +530,40 @@ async fn a_user_message_after_tool_results_is_refused_by_mistral_nemo_only() {
             render(template, round2(system_role)).unwrap_or_else(|e| panic!("{template}: {e}"));
         assert!(rendered.contains("TEXT:atc"), "{template}: {rendered}");
     }
+}
+
+/// llama.cpp's tool-call ids have 32 characters; Mistral's template demands 9. In strict style
+/// they go upstream as 9 letters or digits, the same for a call and its result, while the
+/// client sees the model's own id.
+#[tokio::test]
+async fn strict_style_sends_nine_character_tool_call_ids() {
+    const LONG_ID: &str = "Xq7Hd0mK2LpA9sT4vB6nC8eF1gJ3rW5y";
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] PLAN:read"]));
+    upstream.push(Reply::tool_calls(&[(
+        LONG_ID,
+        "read_file",
+        json!({"path": "README.md"}),
+    )]));
+    upstream.push(Reply::text(&["ANSWER"]));
+    let server = TestServer::start_in(workspace(), Some(&upstream), strict(false), |b| b).await;
+    let frames = chat(&server, json!({"type": "chat", "input": "read it"})).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(
+        frame_of(&frames, "tool_call")["call_id"],
+        LONG_ID,
+        "{frames:?}"
+    );
+    let round2 = &upstream.requests()[2];
+    let body = round2.body["messages"].as_array().unwrap();
+    let call = body.iter().find(|m| m["tool_calls"].is_array()).unwrap();
+    let id = call["tool_calls"][0]["id"].as_str().unwrap();
+    assert!(
+        id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+        "{id}"
+    );
+    let result = body.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], id);
+    render("mistral-nemo", round2).unwrap_or_else(|e| panic!("{e}"));
+    server.shutdown().await;
 }

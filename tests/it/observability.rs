@@ -76,7 +76,7 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
     assert!(guard["command"]
         .as_str()
         .unwrap()
-        .contains("no reading of secrets"));
+        .contains(r#"echo "***" >&2; exit 2"#));
     assert_eq!(guard["trusted"], true);
     assert_eq!(guard["metrics"]["runs"], 0);
     assert!(guard["metrics"]["p50_ms"].is_null());
@@ -256,7 +256,7 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("guard") && out.contains("block"), "{out}");
-    assert!(out.contains("no reading of secrets"), "{out}");
+    assert!(out.contains(r#"echo "***" >&2; exit 2"#), "{out}");
 
     // A rewrite: exit 0, the change shown as a diff.
     let (code, out) = hooks_test(

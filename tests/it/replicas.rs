@@ -5,7 +5,7 @@
 //! must accept what another one signed. Then one replica dies between chats, and another is
 //! stopped with SIGTERM during a chat: the conversation goes on, the chat finishes. On the way, a
 //! chat that waits for approval is resumed on another replica, and a history compacted on one
-//! replica comes back to another with its signed summary.
+//! replica comes back to another with its summary.
 //!
 //! Without nginx the test says it was skipped (outside CI); under `CI=true` it fails.
 
@@ -48,8 +48,11 @@ fn write_skill(skills: &Path) {
 }
 
 /// Every replica's config: `list_dir` waits for approval; a 4 000-token window, compacted at
-/// half of it, keeping the last group.
+/// half of it, keeping the last group; the `openai` message style, so the request shows each
+/// persistent hook message as its own system message.
 const CONFIG: &str = "\
+upstream:
+  message_style: openai
 tools:
   require_approval: [list_dir]
 context:
@@ -175,7 +178,7 @@ fn assert_signed_state_accepted(requests: &[Recorded], n: usize, answer: &str) {
 }
 
 /// A chat that waits for approval on one replica is resumed on the next (the signed `state`);
-/// a history compacted on one replica comes back to another with its signed summary.
+/// a history compacted on one replica comes back to another with its summary (user text).
 async fn approval_and_compaction_cross_replicas(lb: SocketAddr, upstream: &FakeUpstream) {
     let history = json!([{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]);
     upstream.push(Reply::text(&["[NEED_TOOL] list the files"]));
@@ -264,10 +267,10 @@ async fn approval_and_compaction_cross_replicas(lb: SocketAddr, upstream: &FakeU
     );
     let sent = upstream.requests()[before].messages();
     assert!(
-        sent.iter()
-            .any(|(role, content)| role == "system"
-                && content == "SUMMARY: q1 was answered at length."),
-        "the signed summary was accepted: {sent:#?}"
+        sent.iter().any(|(role, content)| role == "user"
+            && content
+                == "<summary of the earlier conversation>\nSUMMARY: q1 was answered at length.\n</summary of the earlier conversation>"),
+        "the summary was accepted: {sent:#?}"
     );
 }
 

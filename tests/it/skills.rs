@@ -554,7 +554,7 @@ async fn hot_reload_add_change_break_remove() {
 }
 
 #[tokio::test]
-async fn the_demo_chat_shows_a_hook_frame_with_the_example_skills() {
+async fn the_example_skills_add_no_persistent_hook_to_a_demo_chat() {
     let dir = workspace();
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
     let server = TestServer::start_in(dir, None, move |c| c.skills_dir = skills, |b| b).await;
@@ -563,7 +563,7 @@ async fn the_demo_chat_shows_a_hook_frame_with_the_example_skills() {
         .chat(json!({"type":"chat","input":"please read README.md"}))
         .await;
     let kinds = types_of(&frames);
-    assert!(kinds.contains(&"hook".to_string()), "{kinds:?}");
+    assert!(!kinds.contains(&"hook".to_string()), "{kinds:?}");
     assert!(kinds.contains(&"tool_call".to_string()), "{kinds:?}");
     server.shutdown().await;
 }

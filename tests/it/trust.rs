@@ -322,8 +322,13 @@ fn unsafe_settings_refuse_to_start_and_check_names_them() {
     std::fs::write(&empty_in_file, "secret: ''\n").unwrap();
     /// Arguments, environment, what the refusal says.
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         (&[], &[("HOOKWIRE_SECRET", "")], "secret must not be empty"),
+        (
+            &[],
+            &[("HOOKWIRE_SECRET", " \t ")],
+            "secret must not be empty",
+        ),
         (
             &["--config", empty_in_file.to_str().unwrap()],
             &[],

@@ -33,7 +33,8 @@ async fn refused_connection() {
         listener.local_addr().unwrap().port()
     };
     let server = TestServer::start(None, |c| {
-        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"))
+        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+        c.agent.retry.retries = 0;
     })
     .await;
     let message = upstream_error(&server).await;
@@ -65,7 +66,7 @@ async fn http_401_shows_the_upstream_error_text() {
 async fn http_500_with_a_text_body() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "model overloaded".into()));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::start(Some(&upstream), |c| c.agent.retry.retries = 0).await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("500") && message.contains("model overloaded"),
@@ -178,5 +179,50 @@ async fn a_stream_split_into_single_bytes_still_parses() {
         .await;
     assert_eq!(text_of(&frames), "wörds → ok");
     assert_eq!(frames.last().unwrap()["type"], "done");
+    server.shutdown().await;
+}
+
+/// A URL's credentials never reach the client: not the user name, the password, nor a key in
+/// the query, whatever failed.
+#[tokio::test]
+async fn no_credential_of_the_base_url_reaches_an_error_frame() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let server = TestServer::start(None, |c| {
+        c.llm.base_url = Some(format!(
+            "http://canaryuser:canarypass@127.0.0.1:{port}/v1?key=canarykey"
+        ));
+        c.agent.retry.retries = 0;
+    })
+    .await;
+    let message = upstream_error(&server).await;
+    assert!(
+        message.contains(&format!("http://127.0.0.1:{port}/v1")),
+        "the server is named: {message}"
+    );
+    assert!(!message.contains("canary"), "{message}");
+    server.shutdown().await;
+
+    // Through a server that answers: the key stays in the query, after the path; the error the
+    // server answers does not quote it.
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::Status(403, "forbidden".into()));
+    let base = upstream
+        .base_url
+        .replace("http://", "http://canaryuser:canarypass@");
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.llm.base_url = Some(format!("{base}?key=canarykey"));
+    })
+    .await;
+    let message = upstream_error(&server).await;
+    assert!(
+        message.contains("403") && !message.contains("canary"),
+        "{message}"
+    );
+    let request = &upstream.requests()[0];
+    assert_eq!(request.uri.path(), "/v1/chat/completions");
+    assert_eq!(request.uri.query(), Some("key=canarykey"));
     server.shutdown().await;
 }

@@ -258,3 +258,24 @@ test('two pages on one store: neither loses the other\'s conversations', () => {
   two.touch(two.current, 'still here');
   assert.deepEqual(createLibrary(store, { newId: ids }).list().map((m) => m.id).sort(), [made.id, two.current].sort());
 });
+
+test('exports hold the tool calls and results of done.turn (docs/protocol.md §13)', () => {
+  const { itemsOf } = globalThis.HookwireProtocol;
+  const library = createLibrary(memoryStore(), fixtures());
+  const conversation = library.open();
+  const turn = [
+    { role: 'user', content: 'list the files' },
+    { role: 'assistant', content: '', tool_calls: [{ id: 'k1', type: 'function', function: { name: 'list_dir', arguments: '{"path":"."}' } }] },
+    { role: 'tool', tool_call_id: 'k1', name: 'list_dir', content: 'a.txt\nb.txt' },
+    { role: 'assistant', content: 'Two files.' },
+  ];
+  conversation.startChat('list the files', 'c1');
+  conversation.receive({ ...done('c1', 'Two files.'), turn });
+  const parsed = library.exportJson('a', {});
+  assert.deepEqual(parsed.messages, turn);
+  // With no drawn transcript (a reload that lost it), the Markdown comes from the history.
+  const md = exportMarkdown({ title: 'files' }, itemsOf(parsed.messages), {});
+  assert.match(md, /list_dir/);
+  assert.match(md, /b\.txt/);
+  assert.match(md, /Two files\./);
+});

@@ -277,17 +277,21 @@ test('storage that holds something odd falls back to the defaults', () => {
   assert.deepEqual(bare.history, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }]);
 });
 
-test('the access token comes from the URL once, then from the tab, and leaves the address bar', () => {
-  const { takeToken, socketUrl, authHeaders } = globalThis.HookwireProtocol;
+test('the access token comes from the URL fragment once, then from the tab, and leaves the address bar', () => {
+  const { takeToken, socketUrl, socketProtocols, authHeaders } = globalThis.HookwireProtocol;
   const session = memoryStore();
-  const first = takeToken('http://127.0.0.1:8080/?token=a%20b%2Fc&x=1#top', session);
-  assert.deepEqual(first, { token: 'a b/c', cleanUrl: 'http://127.0.0.1:8080/?x=1#top' });
+  const first = takeToken('http://127.0.0.1:8080/?x=1#token=a%20b%2Fc&view=top', session);
+  assert.deepEqual(first, { token: 'a b/c', cleanUrl: 'http://127.0.0.1:8080/?x=1#view=top' });
   assert.equal(session.get('hookwire.token'), 'a b/c');
   assert.deepEqual(takeToken('http://127.0.0.1:8080/', session), { token: 'a b/c', cleanUrl: null });
-  assert.deepEqual(takeToken('http://127.0.0.1:8080/', memoryStore()), { token: null, cleanUrl: null });
+  assert.deepEqual(takeToken('http://127.0.0.1:8080/#token=t', memoryStore()), { token: 't', cleanUrl: 'http://127.0.0.1:8080/' });
+  // The query is never read: a token there would already be in every log on the way.
+  assert.deepEqual(takeToken('http://127.0.0.1:8080/?token=q', memoryStore()), { token: null, cleanUrl: null });
   const location = { protocol: 'http:', host: '127.0.0.1:8080' };
-  assert.equal(socketUrl(location, 'a b/c'), 'ws://127.0.0.1:8080/ws?token=a%20b%2Fc');
-  assert.equal(socketUrl({ protocol: 'https:', host: 'h' }, null), 'wss://h/ws');
+  assert.equal(socketUrl(location), 'ws://127.0.0.1:8080/ws');
+  assert.equal(socketUrl({ protocol: 'https:', host: 'h' }), 'wss://h/ws');
+  assert.deepEqual(socketProtocols('a b/c(1)+'), ['hookwire', 'hookwire.token.a%20b%2Fc%281%29%2B']);
+  assert.deepEqual(socketProtocols(null), ['hookwire']);
   assert.deepEqual(authHeaders('t'), { Authorization: 'Bearer t' });
   assert.deepEqual(authHeaders(null), {});
 });
@@ -302,7 +306,11 @@ test('a compact frame replaces the first N messages by the summary and the pinne
   const chat = createConversation(store);
   const frame = chat.startChat('q3', 'c1');
   assert.deepEqual(frame.messages, history);
-  const summary = { role: 'system', content: 'they said hi', _compact: { count: 3, sig: 'cd'.repeat(32) } };
+  const summary = { role: 'user', content: '<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>', _compact: { count: 3 } };
+  chat.receive({ type: 'text', id: 'c1', delta: 'reading' });
+  chat.receive({ type: 'tool_call', id: 'c1', call_id: 't1', name: 'list_dir', arguments: {} });
+  chat.receive({ type: 'tool_result', id: 'c1', call_id: 't1', content: 'a.txt', is_error: false });
+  // In the middle of the chat (after text and tool frames): the history changes at once.
   const update = chat.receive({ type: 'compact', id: 'c1', count: 3, message: summary, pinned: [BREVITY] });
   assert.deepEqual([update.kind, update.ended, update.count], ['compact', false, 3]);
   const compacted = [summary, BREVITY, { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' }];
@@ -316,6 +324,47 @@ test('a compact frame replaces the first N messages by the summary and the pinne
   assert.equal(chat.history.length, 6);
 });
 
+test('a summary is shown without its tags', () => {
+  const { summaryText } = globalThis.HookwireProtocol;
+  assert.equal(summaryText('<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>'), 'they said hi');
+  assert.equal(summaryText('an old summary'), 'an old summary');
+  assert.equal(summaryText(undefined), '');
+});
+
+test('a compaction divider goes where the summarised messages were, and they are folded', () => {
+  const { placeCompaction } = globalThis.HookwireProtocol;
+  // Three chats (history places 0, 2, 4), the third running: a tool card and text so far.
+  const transcript = [
+    { kind: 'user', text: 'q1', at: 0 }, { kind: 'assistant', text: 'a1' }, { kind: 'turn' },
+    { kind: 'user', text: 'q2', at: 2 }, { kind: 'assistant', text: 'a2' },
+    { kind: 'user', text: 'q3', at: 4 }, { kind: 'tool', name: 'read_file' }, { kind: 'assistant', text: 'reading' },
+  ];
+  const divider = { kind: 'compact', count: 2, text: 's' };
+  // Mid-chat: the first group (2 messages, a pinned hook among them) is summarised.
+  assert.equal(placeCompaction(transcript, divider, 2, 1), 3);
+  assert.deepEqual(transcript.map((i) => i.kind + (i.folded ? ':folded' : '')), [
+    'user:folded', 'assistant:folded', 'turn:folded', 'compact',
+    'user', 'assistant', 'user', 'tool', 'assistant',
+  ]);
+  // The kept user items moved with the history: summary + pinned hook, then q2 at 2, q3 at 4.
+  assert.deepEqual(transcript.filter((i) => i.kind === 'user').map((i) => i.at), [0, 2, 4]);
+  // A later compaction of everything before the running chat (its input is at 4): the older
+  // divider is folded too, the new one goes right before the running chat's input.
+  const again = { kind: 'compact', count: 4, text: 't' };
+  assert.equal(placeCompaction(transcript, again, 4, 0), 6);
+  assert.deepEqual(transcript.map((i) => i.kind + (i.folded ? ':folded' : '')), [
+    'user:folded', 'assistant:folded', 'turn:folded', 'compact:folded',
+    'user:folded', 'assistant:folded', 'compact',
+    'user', 'tool', 'assistant',
+  ]);
+  assert.equal(transcript[7].at, 1, 'after the summary');
+  // A manual compaction of the whole history: the divider goes at the end; items stored
+  // without places count as summarised.
+  const old = [{ kind: 'user', text: 'hi' }, { kind: 'assistant', text: 'hello' }];
+  assert.equal(placeCompaction(old, { kind: 'compact', count: 2 }, 2, 0), 2);
+  assert.deepEqual(old.map((i) => !!i.folded), [true, true, false]);
+});
+
 test('a manual compaction sends the history and its done adds nothing', () => {
   const store = memoryStore({ [KEYS.history]: OLD });
   const chat = createConversation(store);
@@ -323,7 +372,7 @@ test('a manual compaction sends the history and its done adds nothing', () => {
   assert.deepEqual(frame, { type: 'compact', id: 'k1', messages: OLD });
   assert.equal(chat.running, 'k1');
   assert.throws(() => chat.startChat('x'), /already running/);
-  const summary = { role: 'system', content: 'greetings', _compact: { count: 2, sig: '' } };
+  const summary = { role: 'user', content: '<summary of the earlier conversation>\ngreetings\n</summary of the earlier conversation>', _compact: { count: 2 } };
   chat.receive({ type: 'compact', id: 'k1', count: 2, message: summary, pinned: [] });
   const update = chat.receive({ type: 'done', id: 'k1', reason: 'completed', message: { role: 'assistant', content: '' } });
   assert.deepEqual([update.kind, update.ended, update.added], ['done', true, []]);
@@ -335,7 +384,7 @@ test('an approval is kept across a reload, resumed with decisions, and its done 
   const store = memoryStore({ [KEYS.history]: OLD });
   let chat = createConversation(store);
   chat.startChat('read a.txt', 'c1');
-  const calls = [{ call_id: 'r1', name: 'read_file', arguments: { path: 'a.txt' }, reason: 'tools.require_approval lists read_file' }];
+  const calls = [{ call_id: 'r1', name: 'read_file', arguments: { path: 'a.txt' }, reason: 'this server asks you before it runs read_file' }];
   const update = chat.receive({ type: 'approval', id: 'c1', calls, state: 'v1.j.xyz.sig' });
   assert.deepEqual([update.kind, update.ended], ['approval', false]);
   chat.receive({ type: 'done', id: 'c1', reason: 'approval_required', message: { role: 'assistant', content: '' } });
@@ -376,4 +425,72 @@ test('a refused resume or a new message drops the approval; a lost connection ke
   approve('b');
   chat.startChat('something else', 'c');
   assert.equal(chat.approval, null, 'a new message instead of a decision');
+});
+
+// ─── the conversation carries the agent's work (docs/protocol.md §13) ───
+
+const { answerOpenCalls, itemsOf } = globalThis.HookwireProtocol;
+const CALL = { id: 'call_ls', type: 'function', function: { name: 'list_dir', arguments: '{"path":"."}' } };
+const TURN = [
+  { role: 'user', content: 'list the files' },
+  BREVITY,
+  { role: 'assistant', content: '', tool_calls: [CALL] },
+  { role: 'tool', tool_call_id: 'call_ls', name: 'list_dir', content: 'a.txt\nb.txt' },
+  { role: 'assistant', content: 'Two files.' },
+];
+
+test('done.turn is what the history gains, in place of the input, hooks and done.message', () => {
+  const store = memoryStore({ [KEYS.history]: OLD });
+  const c = createConversation(store);
+  c.startChat('list the files', 'c1');
+  c.receive(hookFrame('c1', BREVITY));
+  const update = c.receive({ ...done('c1', 'Two files.'), turn: TURN });
+  assert.deepEqual(update.added, TURN);
+  assert.deepEqual(c.history, OLD.concat(TURN));
+  assert.deepEqual(store.get(KEYS.history), OLD.concat(TURN));
+  // The next chat sends the tool call and its result back.
+  const frame = c.startChat('open the second one', 'c2');
+  assert.deepEqual(frame.messages, OLD.concat(TURN));
+});
+
+test('an error with a turn keeps what happened before the failure', () => {
+  const c = createConversation(memoryStore());
+  c.startChat('look', 'c1');
+  const turn = TURN.slice(0, 4);
+  const update = c.receive({ type: 'error', id: 'c1', code: 'upstream', message: 'down', turn });
+  assert.equal(update.kind, 'error');
+  assert.deepEqual(c.history, turn);
+  c.startChat('again', 'c2');
+  c.receive({ type: 'error', id: 'c2', code: 'upstream', message: 'down' });
+  assert.deepEqual(c.history, turn);
+});
+
+test('calls left waiting when the person sends a new message are answered by a note', () => {
+  const waiting = [TURN[0], { role: 'assistant', content: '', tool_calls: [CALL, { ...CALL, id: 'call_2' }] },
+    { role: 'tool', tool_call_id: 'call_ls', name: 'list_dir', content: 'a.txt' }];
+  const c = createConversation(memoryStore({ [KEYS.history]: waiting }));
+  const frame = c.startChat('never mind', 'c1');
+  assert.equal(frame.messages.length, 4);
+  assert.equal(frame.messages[3].role, 'tool');
+  assert.equal(frame.messages[3].tool_call_id, 'call_2');
+  assert.equal(frame.messages[3].name, 'list_dir');
+  assert.match(frame.messages[3].content, /did not run/);
+  // A history whose calls are all answered is left as it is.
+  assert.deepEqual(answerOpenCalls(TURN), TURN);
+  // An answer missing before a later user message goes right after the call's other answers.
+  const middle = answerOpenCalls([waiting[1], { role: 'user', content: 'x' }]);
+  assert.deepEqual(middle.map((m) => m.role), ['assistant', 'tool', 'tool', 'user']);
+});
+
+test('the view is rebuilt from the history: messages, hook chips, tool cards with results', () => {
+  const items = itemsOf(TURN);
+  assert.deepEqual(items.map((i) => i.kind), ['user', 'hook', 'tool', 'assistant']);
+  assert.deepEqual(items[2], {
+    kind: 'tool', call_id: 'call_ls', name: 'list_dir', arguments: { path: '.' },
+    done: true, content: 'a.txt\nb.txt', is_error: false,
+  });
+  assert.equal(items[1].name, 'brevity');
+  // A plan before the round's calls is drawn as a plan.
+  const planned = itemsOf([TURN[0], { role: 'assistant', content: 'list them' }, ...TURN.slice(2)]);
+  assert.deepEqual(planned.map((i) => i.kind), ['user', 'plan', 'tool', 'assistant']);
 });

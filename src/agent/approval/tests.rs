@@ -27,17 +27,24 @@ fn state(tail_text: &str) -> LoopState {
             call_id: "c1".into(),
             name: "read_file".into(),
             arguments: json!({"path": "a.rs"}),
-            reason: "tools.require_approval lists read_file".into(),
+            reason: "this server asks you before it runs read_file".into(),
         }],
     }
 }
 
 #[test]
 fn a_state_round_trips_small_and_large_and_large_ones_are_deflated() {
-    let key = SigningKey::new("k");
+    let key = StateKey::from_secret("k");
     let small = state("read a.rs");
     let text = encode(&small, &key);
-    assert!(text.starts_with("v1.j."), "{text}");
+    assert!(text.starts_with("v2.j."), "{text}");
+    assert!(!text.contains("read a.rs") && !text.contains("be helpful"));
+    let replica = StateKey::from_secret("k");
+    assert_eq!(
+        decode(&text, &replica, 1_000),
+        Ok(small.clone()),
+        "replicas with one secret agree"
+    );
     assert_eq!(decode(&text, &key, 1_000), Ok(small.clone()));
     let messages: Vec<Message> = small
         .tail
@@ -49,7 +56,7 @@ fn a_state_round_trips_small_and_large_and_large_ones_are_deflated() {
 
     let large = state(&"read every file ".repeat(500));
     let text = encode(&large, &key);
-    assert!(text.starts_with("v1.z."), "deflated");
+    assert!(text.starts_with("v2.z."), "deflated");
     let json_len = serde_json::to_vec(&large).unwrap().len();
     assert!(text.len() < json_len / 4, "{} vs {json_len}", text.len());
     assert_eq!(decode(&text, &key, 1_000), Ok(large));
@@ -57,43 +64,65 @@ fn a_state_round_trips_small_and_large_and_large_ones_are_deflated() {
 
 #[test]
 fn a_changed_foreign_expired_or_malformed_state_is_refused_with_its_reason() {
-    let key = SigningKey::new("k");
+    let key = StateKey::from_secret("k");
     let text = encode(&state("x"), &key);
-    let (body, sig) = text.rsplit_once('.').unwrap();
     // One character of the payload changed.
-    let mut changed: Vec<char> = body.chars().collect();
+    let mut changed: Vec<char> = text.chars().collect();
     let at = changed.len() - 3;
     changed[at] = if changed[at] == 'A' { 'B' } else { 'A' };
     let changed: String = changed.into_iter().collect();
+    assert_eq!(decode(&changed, &key, 1_000), Err(StateError::Tampered));
+    // The kind swapped: the associated data no longer matches.
+    let swapped = text.replacen("v2.j.", "v2.z.", 1);
+    assert_eq!(decode(&swapped, &key, 1_000), Err(StateError::Tampered));
     assert_eq!(
-        decode(&format!("{changed}.{sig}"), &key, 1_000),
+        decode(&text, &StateKey::from_secret("another"), 1_000),
         Err(StateError::Tampered)
     );
     assert_eq!(
-        decode(&text, &SigningKey::new("another"), 1_000),
+        decode(&text, &StateKey::random(), 1_000),
         Err(StateError::Tampered)
     );
     assert_eq!(decode(&text, &key, 2_500), Err(StateError::Expired(500)));
     assert_eq!(decode("nonsense", &key, 0), Err(StateError::Malformed));
-    // Signed but not a state.
-    let body = "v1.j.bm90IGpzb24";
-    let signed = format!("{body}.{}", key.sign(&ApprovalStateSignature { body }));
-    assert_eq!(decode(&signed, &key, 0), Err(StateError::Malformed));
+    assert_eq!(decode("v2.j.AAAA", &key, 0), Err(StateError::Malformed));
+    // Sealed but not a state.
+    assert_eq!(
+        decode(&seal(&key, "j", b"not json"), &key, 0),
+        Err(StateError::Malformed)
+    );
+}
+
+/// `bytes` sealed as a state of `kind` would be.
+fn seal(key: &StateKey, kind: &str, bytes: &[u8]) -> String {
+    let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+    let aad = associated_data(kind);
+    let sealed = key
+        .cipher
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: bytes,
+                aad: aad.as_bytes(),
+            },
+        )
+        .unwrap();
+    let mut all = nonce.to_vec();
+    all.extend(sealed);
+    format!(
+        "v2.{kind}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(all)
+    )
 }
 
 #[test]
 fn a_state_that_inflates_without_bound_is_refused() {
-    let key = SigningKey::new("k");
+    let key = StateKey::from_secret("k");
     let bomb = deflate(&vec![b' '; MAX_STATE_BYTES + 10]).unwrap();
-    let body = format!(
-        "v1.z.{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bomb)
+    assert_eq!(
+        decode(&seal(&key, "z", &bomb), &key, 0),
+        Err(StateError::Malformed)
     );
-    let text = format!(
-        "{body}.{}",
-        key.sign(&ApprovalStateSignature { body: &body })
-    );
-    assert_eq!(decode(&text, &key, 0), Err(StateError::Malformed));
 }
 
 #[test]

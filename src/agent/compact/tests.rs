@@ -65,7 +65,16 @@ fn a_plan_summarises_the_old_groups_pins_their_hooks_and_counts_as_sent() {
     assert_eq!(plan.pinned, vec![hook("be brief")]);
     assert_eq!(
         plan.recent,
-        vec![Message::user("q3"), Message::assistant("a3")]
+        vec![
+            Sent {
+                index: 6,
+                message: Message::user("q3")
+            },
+            Sent {
+                index: 7,
+                message: Message::assistant("a3")
+            }
+        ]
     );
     assert_eq!(plan.kept_groups, 1);
 
@@ -84,34 +93,55 @@ fn a_plan_summarises_the_old_groups_pins_their_hooks_and_counts_as_sent() {
 }
 
 #[test]
-fn the_transcript_names_roles_and_earlier_summaries() {
-    let mut earlier = Message::system("they talked about a.rs");
-    earlier.compact = Some(CompactTag {
-        count: 3,
-        sig: String::new(),
-    });
-    let text = transcript(&[earlier, Message::user("and b.rs?")]);
-    assert!(text.contains("[summary of an even earlier part]\nthey talked about a.rs"));
-    assert!(text.contains("[user]\nand b.rs?"));
+fn groups_keep_tool_rounds_with_their_turn_and_a_summary_with_the_first() {
+    let call = crate::types::ToolCall {
+        id: "c1".into(),
+        name: "list_dir".into(),
+        arguments: "{}".into(),
+    };
+    let history = sent(vec![
+        summary_message("they talked about a.rs", 3),
+        hook("pinned"),
+        Message::user("q1"),
+        Message::assistant_with_tools("", vec![call]),
+        Message::tool_result("c1", "a.rs b.rs"),
+        Message::assistant("a1"),
+        Message::user("q2"),
+    ]);
+    assert_eq!(groups(&history), vec![0..6, 6..7]);
 }
 
 #[test]
-fn a_summary_message_is_signed_when_there_is_a_key() {
-    let key = SigningKey::new("k");
-    let message = summary_message("notes".into(), 4, Some(&key));
-    assert_eq!(message.role, Role::System);
-    let tag = message.compact.clone().unwrap();
-    assert_eq!(tag.count, 4);
-    assert_eq!(tag.sig, key.sign(&HookSignature::summary("notes")));
-    assert_eq!(
-        crate::hooks::signing::check_history_message(&key, &message),
-        Ok(())
+fn the_transcript_names_roles_summaries_tool_calls_and_cuts_long_results() {
+    let earlier = summary_message("they talked about a.rs", 3);
+    let call = crate::types::ToolCall {
+        id: "c1".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"b.rs"}"#.into(),
+    };
+    let text = transcript(&[
+        earlier,
+        Message::user("and b.rs?"),
+        Message::assistant_with_tools("", vec![call]),
+        Message::tool_result("c1", "x".repeat(5000)),
+    ]);
+    assert!(text.contains("[summary of an even earlier part]\n<summary of the earlier conversation>\nthey talked about a.rs"));
+    assert!(text.contains("[user]\nand b.rs?"));
+    assert!(
+        text.contains(r#"(called read_file {"path":"b.rs"})"#),
+        "{text}"
     );
+    assert!(text.contains("[… 3000 more characters]"), "{text}");
+}
+
+#[test]
+fn a_summary_is_an_unsigned_user_message_in_its_tags() {
+    let message = summary_message("notes", 4);
+    assert_eq!(message.role, Role::User);
     assert_eq!(
-        summary_message("notes".into(), 4, None)
-            .compact
-            .unwrap()
-            .sig,
-        ""
+        message.content,
+        "<summary of the earlier conversation>\nnotes\n</summary of the earlier conversation>"
     );
+    assert_eq!(message.compact, Some(CompactTag { count: 4 }));
+    assert!(message.hook.is_none());
 }

@@ -313,12 +313,13 @@ async fn an_upstream_failure_ends_with_one_error_and_no_done() {
     let cases = [
         (
             Reply::Refuse(LlmError::Status {
-                status: 500,
+                status: 400,
                 body: "boom".into(),
+                retry_after: None,
             }),
             vec![
                 "start",
-                "error:upstream:the model API answered HTTP 500: boom",
+                "error:upstream:the model API answered HTTP 400: boom",
             ],
         ),
         (

@@ -283,6 +283,7 @@ pub(crate) fn show(event: &ChatEvent) -> String {
             reason,
             content,
             usage,
+            ..
         } => format!(
             "done:{}:{content}:{}+{}",
             reason.as_str(),

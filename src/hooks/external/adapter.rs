@@ -14,7 +14,6 @@
 //! What a session's `session_start` hooks left ([`SessionCarry`]) goes into each of its chats.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -117,7 +116,16 @@ impl ExternalHooks {
     /// `event`'s chain; `None` when the event has no hooks. Its async hooks' notices go to
     /// `notices` (the chat's).
     fn chain(&self, event: Event, notices: Option<LateEvents>) -> Option<Chain<'_>> {
-        let hooks = self.set.hooks(event);
+        self.chain_of(event, self.set.hooks(event), notices)
+    }
+
+    /// A chain of `hooks` (all or some of `event`'s).
+    fn chain_of<'a>(
+        &'a self,
+        event: Event,
+        hooks: &'a [Arc<super::config::HookDef>],
+        notices: Option<LateEvents>,
+    ) -> Option<Chain<'a>> {
         (!hooks.is_empty()).then_some(Chain {
             event,
             hooks,
@@ -134,7 +142,21 @@ impl ExternalHooks {
     /// the chain's to log.
     async fn fire<A: Decision>(&self, ctx: &mut HookContext, call: Call<'_>) -> HookResult<A> {
         let event = call.event();
-        let Some(chain) = self.chain(event, ctx.late_events()) else {
+        let all = self.set.hooks(event);
+        // After a compaction, only Claude Code's `SessionStart` hooks fire (with source
+        // `compact`): the other dialects have no such source.
+        let claude: Vec<_>;
+        let hooks = if matches!(call, Call::SessionStartAfterCompact(_)) {
+            claude = all
+                .iter()
+                .filter(|hook| hook.dialect == Dialect::Claude)
+                .cloned()
+                .collect();
+            &claude[..]
+        } else {
+            all
+        };
+        let Some(chain) = self.chain_of(event, hooks, ctx.late_events()) else {
             return Ok(A::default());
         };
         let mut state = call.state(ctx);
@@ -256,6 +278,12 @@ impl ExternalHooks {
         self.fire::<()>(ctx, Call::AfterContextBuild).await
     }
 
+    /// After a compaction (its post hooks have run): Claude Code's `SessionStart` hooks fire
+    /// again with source `compact`; their context goes into the rest of the chat.
+    async fn session_start_after_compact(&self, ctx: &mut HookContext, info: &CompactInfo) {
+        let _: HookResult = self.fire(ctx, Call::SessionStartAfterCompact(info)).await;
+    }
+
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
     /// What `session_start` hooks leave for the session's chats is returned.
     pub(super) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
@@ -283,7 +311,7 @@ impl ExternalHooks {
 /// cannot be written is logged; the hooks then get an empty path.
 fn write_transcript(chat: &mut ChatState, ctx: &HookContext, last: Option<&str>) -> Option<String> {
     if chat.transcript.is_none() {
-        let dir = transcript_dir(&ctx.cwd)?;
+        let dir = super::dialect::transcript::folder_for(&ctx.cwd)?;
         match Transcript::create(&dir) {
             Ok(transcript) => chat.transcript = Some(transcript),
             Err(error) => {
@@ -302,18 +330,6 @@ fn write_transcript(chat: &mut ChatState, ctx: &HookContext, last: Option<&str>)
     }
 }
 
-/// Where transcripts go: the temporary directory, unless it is inside the workspace (then
-/// nowhere: a transcript must not be a file of the workspace).
-fn transcript_dir(workspace: &Path) -> Option<std::path::PathBuf> {
-    let dir = std::env::temp_dir();
-    let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    if real.starts_with(workspace) {
-        tracing::warn!(dir = %dir.display(), "the temporary directory is inside the workspace; Claude Code hooks get no transcript");
-        return None;
-    }
-    Some(dir)
-}
-
 /// A chat event with the values of its call, borrowed: the event's values are read from them
 /// and the hooks' changes written back to them.
 enum Call<'a> {
@@ -326,6 +342,8 @@ enum Call<'a> {
     ApprovalRequired(&'a [PendingCall]),
     PreAutoCompact(&'a CompactInfo, &'a mut String),
     PostAutoCompact(&'a CompactInfo, &'a mut String),
+    /// Claude Code's `SessionStart` with source `compact`, after a compaction.
+    SessionStartAfterCompact(&'a CompactInfo),
     PreMicroCompact(&'a CompactInfo),
     PostMicroCompact(&'a CompactInfo),
     PreToolExecution(&'a mut ToolCallInfo),
@@ -348,6 +366,7 @@ impl Call<'_> {
             Call::ApprovalRequired(_) => Event::Notification,
             Call::PreAutoCompact(..) => Event::PreAutoCompact,
             Call::PostAutoCompact(..) => Event::PostAutoCompact,
+            Call::SessionStartAfterCompact(_) => Event::SessionStart,
             Call::PreMicroCompact(_) => Event::PreMicroCompact,
             Call::PostMicroCompact(_) => Event::PostMicroCompact,
             Call::PreToolExecution(_) => Event::PreToolExecution,
@@ -421,7 +440,9 @@ impl Call<'_> {
             },
             // Before: the chat's messages as they stand; after: the call's, compacted (the
             // agent puts them in `ctx.messages` while the hooks run).
-            Call::PreMicroCompact(info) | Call::PostMicroCompact(info) => EventState {
+            Call::PreMicroCompact(info)
+            | Call::PostMicroCompact(info)
+            | Call::SessionStartAfterCompact(info) => EventState {
                 messages: chat(),
                 compaction: Some((*info).clone()),
                 ..EventState::default()
@@ -502,6 +523,7 @@ impl Call<'_> {
             | Call::ApprovalRequired(_)
             | Call::PostSendMessage
             | Call::PreMicroCompact(_)
+            | Call::SessionStartAfterCompact(_)
             | Call::RunFailed(_) => {}
         }
     }
@@ -619,11 +641,12 @@ impl Decision for StopAction {
 
 /// The [`AgentHook`] impl as a table. A row: a chat method, its values besides `ctx`, its
 /// answer, the [`Call`] it fires, what runs `first` (the two `send_message` methods: the chat's
-/// start, or what follows the input, then an observe-only seed 004 event) and what runs `then`
+/// start, or what follows the input, then an observe-only seed 004 event), what runs `after` it
+/// (another event that follows: `SessionStart` after a compaction) and what runs `then`
 /// (the chat's end). Every row takes the one path, [`ExternalHooks::fire`].
 macro_rules! chat_events {
     ($($method:ident($($arg:ident: $ty:ty),*) -> $answer:ty
-        => $call:expr $(, first $first:ident)? $(, then $then:ident)?;)*) => {
+        => $call:expr $(, first $first:ident)? $(, after $after:ident($($after_arg:ident),*))? $(, then $then:ident)?;)*) => {
         #[async_trait]
         impl AgentHook for ExternalHooks {
             fn name(&self) -> &str {
@@ -648,8 +671,13 @@ macro_rules! chat_events {
                 ctx: &mut HookContext,
                 $($arg: $ty),*
             ) -> HookResult<$answer> {
+                // An approval resume rebuilding the chat does not run the hook files again.
+                if ctx.replaying() {
+                    return Ok(Default::default());
+                }
                 $(self.$first(ctx).await?;)?
                 let answer = self.fire(ctx, $call).await;
+                $(self.$after(ctx, $($after_arg),*).await;)?
                 $(self.$then(ctx);)?
                 answer
             })*
@@ -671,7 +699,7 @@ chat_events! {
     pre_auto_compact(info: &CompactInfo, summary_prompt: &mut String) -> Flow
         => Call::PreAutoCompact(info, summary_prompt);
     post_auto_compact(info: &CompactInfo, summary: &mut String) -> ()
-        => Call::PostAutoCompact(info, summary);
+        => Call::PostAutoCompact(info, summary), after session_start_after_compact(info);
     pre_micro_compact(info: &CompactInfo) -> Flow
         => Call::PreMicroCompact(info);
     post_micro_compact(info: &CompactInfo) -> ()

@@ -237,6 +237,8 @@ impl HookDef {
         use Dialect::*;
         Some(match (event, self.dialect) {
             (Event::RunCompleted | Event::RunFailed, _) => super::protocol::TRIGGER_TYPE,
+            // A compaction's trigger: the `SessionStart` that follows a compaction.
+            (Event::SessionStart, Claude) if trigger.is_some() => "compact",
             (Event::SessionStart, Claude | Gemini) => "startup",
             (Event::SessionEnd, Claude) => "other",
             (Event::SessionEnd, Gemini) => "exit",

@@ -1,6 +1,7 @@
 //! `register_hook`: the model adds a hook for the rest of the conversation (a session hook).
 //! The hook is checked, signed and sent to the client as a `session_hook` frame; it applies from
-//! the next chat on, when the client sends it back.
+//! the chat's next event on (the agent adds it to the running chat) and in later chats, when the
+//! client sends it back.
 
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ impl Tool for RegisterHook {
         ToolSpec {
             name: "register_hook".into(),
             description: format!(
-                "Register a hook that runs at an event of every later chat of this conversation, e.g. a check \
+                "Register a hook that runs at an event from now on, in this chat and every later chat of this conversation, e.g. a check \
                  of each answer before it is final. Handler type: {handlers}. An llm hook's `prompt` may use \
                  {{{{user_input}}}}, {{{{assistant_output}}}}, {{{{tool_name}}}}, {{{{tool_arguments}}}}, {{{{tool_result}}}}."
             ),
@@ -80,7 +81,7 @@ impl Tool for RegisterHook {
         spec["sig"] = json!(sig);
         let event = spec["event"].as_str().unwrap_or_default().to_string();
         let mut output = ToolOutput::ok(format!(
-            "registered a session hook on {event}; it runs from the next message of this conversation on"
+            "registered a session hook on {event}; it runs from now on, in this chat and the later ones"
         ));
         output.events.push(ChatEvent::SessionHook(spec));
         output

@@ -208,10 +208,7 @@ impl HookFactory for SessionHookFactory {
             }
             // The same hook sent twice (the same signature, or without a secret the same spec)
             // runs once.
-            let identity = match &self.key {
-                Some(_) => spec.get("sig").map(Value::to_string).unwrap_or_default(),
-                None => SessionHookSignature { spec }.canonical(),
-            };
+            let identity = self.identity(spec);
             if !seen.insert(identity) {
                 drop_spec(request, "duplicate", "the same hook was sent again");
                 continue;
@@ -244,6 +241,57 @@ impl HookFactory for SessionHookFactory {
             ));
         }
         Ok(hooks)
+    }
+
+    fn hooks_for_registered(&self, request: &ChatRequest, spec: &Value) -> Vec<Arc<dyn AgentHook>> {
+        registered_hooks(self, request, spec)
+    }
+}
+
+impl SessionHookFactory {
+    /// A spec's identity: the same hook sent twice runs once.
+    fn identity(&self, spec: &Value) -> String {
+        match &self.key {
+            Some(_) => spec.get("sig").map(Value::to_string).unwrap_or_default(),
+            None => SessionHookSignature { spec }.canonical(),
+        }
+    }
+}
+
+/// `hooks_for_registered`: a hook the model registered joins the running chat under the same
+/// rules as one sent back (signature, expiry, handler, once, the per-chat cap).
+pub(crate) fn registered_hooks(
+    factory: &SessionHookFactory,
+    request: &ChatRequest,
+    spec: &Value,
+) -> Vec<Arc<dyn AgentHook>> {
+    if !factory.settings.enabled {
+        return Vec::new();
+    }
+    if let Some((reason, why)) = factory.refusal(spec, unix_now()) {
+        drop_spec(request, reason, &why);
+        return Vec::new();
+    }
+    let identity = factory.identity(spec);
+    if request
+        .session_hooks
+        .iter()
+        .any(|sent| factory.identity(sent) == identity)
+    {
+        return Vec::new();
+    }
+    if request.session_hooks.len() >= factory.settings.max_per_chat {
+        drop_spec(request, "over_limit", "more session hooks than a chat runs");
+        return Vec::new();
+    }
+    match parse_spec(spec) {
+        Ok(set) => vec![Arc::new(
+            ExternalHooks::new(set, factory.runner.clone()).with_label("session"),
+        )],
+        Err(error) => {
+            drop_spec(request, "refused", &error);
+            Vec::new()
+        }
     }
 }
 

@@ -33,9 +33,18 @@ impl<'a> Conversation<'a> {
             let content = m.content.trim_start();
             plan::read(content.strip_prefix(marker).unwrap_or(content))
         };
-        let plan_at = messages.iter().rposition(|m| {
+        let is_plan = |m: &Message| {
             m.role == Role::Assistant && m.tool_calls.is_empty() && !plan_of(m).is_empty()
-        });
+        };
+        // The history holds earlier chats' turns too: a plan followed by a final answer (an
+        // assistant message that is neither a plan nor a call) belongs to an earlier chat.
+        let answered_at = messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant && m.tool_calls.is_empty() && !is_plan(m));
+        let plan_at = messages
+            .iter()
+            .rposition(is_plan)
+            .filter(|&at| answered_at.is_none_or(|answer| answer < at));
         let end = [prompt_at, plan_at]
             .into_iter()
             .flatten()
@@ -126,6 +135,29 @@ mod tests {
         retried.push(Message::user("be more careful"));
         retried.push(planning_prompt());
         assert_eq!(Conversation::read(&retried, MARKER).input, "list the files");
+    }
+
+    #[test]
+    fn an_earlier_chats_plan_in_the_history_is_not_this_chats() {
+        let call = ToolCall {
+            id: "call_demo_1".into(),
+            name: "list_dir".into(),
+            arguments: r#"{"path":"."}"#.into(),
+        };
+        let messages = vec![
+            Message::system("system prompt"),
+            Message::user("list the files"),
+            a_plan(),
+            Message::assistant_with_tools("", vec![call]),
+            Message::tool_result("call_demo_1", "a.txt\nsrc/"),
+            Message::assistant("The workspace has 2 entries."),
+            Message::user("read a.txt"),
+            planning_prompt(),
+        ];
+        let read = Conversation::read(&messages, MARKER);
+        assert_eq!(read.input, "read a.txt");
+        assert!(read.plan.is_none());
+        assert!(read.made.is_empty(), "{:?}", read.made);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod answers;
 mod conversation;
 mod intent;
 mod plan;
+mod side;
 
 use std::time::Duration;
 
@@ -49,6 +50,9 @@ impl DemoModel {
     }
 
     fn reply(&self, request: &ModelRequest) -> Reply {
+        if let Some(text) = side::answer(&request.messages) {
+            return Reply::Text(text);
+        }
         let conversation = Conversation::read(&request.messages, &self.marker);
         if request.tools.is_empty() {
             // The planning round, or a direct call (tools off).

@@ -140,12 +140,16 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     assert_eq!(guard["name"], "guard");
     assert_eq!(guard["event"], "pre_tool_execution");
     assert_eq!(guard["matcher"], "read_file");
-    assert_eq!(guard["tags"], json!(["command", "hookwire", "trusted"]));
+    assert_eq!(
+        guard["tags"],
+        json!(["command", "hookwire"]),
+        "trust is the workspace's question: no tag on the server's own hooks"
+    );
     assert!(
         guard["what"]
             .as_str()
             .unwrap()
-            .contains("no reading of secrets"),
+            .contains(r#"echo "***" >&2; exit 2"#),
         "{guard}"
     );
     assert!(
@@ -179,7 +183,9 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
             .as_array()
             .unwrap()
             .iter()
-            .any(|h| h["name"] == "concise/brevity" && h["event"] == "after_user_input"),
+            .any(|h| h["name"] == "concise/brevity"
+                && h["event"] == "after_user_input"
+                && h["tags"] == json!(["prompt"])),
         "{tab:#}"
     );
     assert_eq!(tab["session"]["count"], "0");
@@ -280,7 +286,7 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
         "{guard}"
     );
     assert!(
-        rows[position("concise/brevity")].contains("changed messages"),
+        rows[position("concise/brevity")].contains("→ no wait → changed messages"),
         "{rows:#?}"
     );
     assert!(position("concise/brevity") < position("guard"), "{rows:#?}");
@@ -364,8 +370,8 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
 }
 
 /// The demo model with hooks at every level: "list the files", then "read secret.txt", which the
-/// server's guard blocks, traced. Its screenshots are the README's: `target/browser/
-/// chromium-hooks-tab.png` is `docs/hooks-tab.png`, `chromium-demo-trace.png` is `docs/trace.png`.
+/// server's guard blocks, traced (the README's screenshots of these views come from
+/// `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -399,7 +405,10 @@ async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
         .eval("document.querySelectorAll('.msg.assistant')[1].innerText")
         .await;
     assert!(
-        answer.as_str().unwrap().contains("no reading of secrets"),
+        answer
+            .as_str()
+            .unwrap()
+            .contains(r#"echo "***" >&2; exit 2"#),
         "the demo model answers from the refusal: {answer}"
     );
     browser.screenshot("chromium-hooks-tab.png").await;

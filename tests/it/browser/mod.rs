@@ -10,6 +10,8 @@ mod conversations;
 mod driver;
 mod firefox;
 mod hooks_tab;
+mod page;
+mod token;
 
 use std::time::Duration;
 
@@ -131,24 +133,33 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .as_str()
         .unwrap()
         .contains("hello from the readme"));
-    assert!(
-        page["chips"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c.as_str().unwrap().contains("concise/brevity")),
-        "{page}"
+    assert_eq!(
+        page["chips"],
+        json!([]),
+        "the example skills' hooks are per call: no chip"
     );
     let history = page["history"].as_array().unwrap();
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        history.len(),
-        3,
-        "user, hook message, done message: {history:?}"
+        roles,
+        ["user", "assistant", "assistant", "tool", "assistant"],
+        "done.turn: the input, the plan, the call, its result, the answer: {history:?}"
     );
-    assert_eq!(history[1]["_hook"]["name"], "brevity");
+    assert_eq!(history[2]["tool_calls"][0]["id"], "c1");
     assert_eq!(
         page["loaded"],
-        json!(["markdown.js", "protocol.js", "app.js"]),
+        json!([
+            "theme.js",
+            "vendor/markdown-it.min.js",
+            "vendor/purify.min.js",
+            "vendor/highlight.min.js",
+            "markdown.js",
+            "protocol.js",
+            "app.js"
+        ]),
         "the view loads after what it uses"
     );
     assert_eq!(page["outside"], json!([]), "nothing loaded from outside");
@@ -157,7 +168,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     // Reload: everything is still there, and the next chat sends the history back.
     browser.reload_and_wait().await;
     let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
-    assert_eq!(after, json!([1, 1, 1]));
+    assert_eq!(after, json!([0, 1, 1]));
     upstream.push(Reply::text(&["Second answer."]));
     browser.type_and_enter("and again").await;
     browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;
@@ -174,7 +185,10 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
         .iter()
         .filter(|(_, c)| c == brevity.trim_end())
         .count();
-    assert_eq!(copies, 2, "the hook from history plus the new injection");
+    assert_eq!(
+        copies, 1,
+        "the default skill's hook is not persistent: one copy, never more"
+    );
     browser
         .screenshot(&format!("{name}-after-reload.png"))
         .await;
@@ -352,7 +366,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
         return;
     };
     let upstream = FakeUpstream::start().await;
-    upstream.push(Reply::Status(500, "model overloaded".into()));
+    upstream.push(Reply::Status(400, "model overloaded".into()));
     let server = TestServer::start_in(
         workspace(),
         Some(&upstream),
@@ -510,8 +524,8 @@ async fn the_page_reconnects_when_the_server_comes_back() {
 }
 
 /// A real demo conversation with the repository's skills on and hooks traced, after an earlier
-/// conversation: "list the files", then "search for TODO". Its screenshot,
-/// `target/browser/chromium-demo.png`, is the README's `docs/screenshot.png`.
+/// conversation: "list the files", then "search for TODO" (the README's screenshot of it comes
+/// from `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn a_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -583,8 +597,8 @@ async fn a_demo_conversation_in_chromium() {
     );
     assert_eq!(
         texts("chips").len(),
-        2,
-        "one persistent hook per chat: {page}"
+        0,
+        "no persistent hook, no chip: {page}"
     );
     browser.screenshot("chromium-demo.png").await;
     server.shutdown().await;
@@ -606,7 +620,7 @@ async fn the_page_brings_the_access_token_in_firefox() {
     the_page_brings_the_access_token(&mut browser).await;
 }
 
-/// A server with `auth_token`: the page opened as `/?token=…` keeps the token for the tab, takes
+/// A server with `auth_token`: the page opened as `/#token=…` keeps the token for the tab, takes
 /// it out of the address bar, chats with it, still has it after a reload, and without it says
 /// what to do.
 async fn the_page_brings_the_access_token(browser: &mut impl Page) {
@@ -617,10 +631,10 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
         |b| b,
     )
     .await;
-    browser.open(&server.url("/?token=tok%20en%2F1")).await;
+    browser.open(&server.url("/#token=tok%20en%2F1")).await;
     assert_eq!(
         browser
-            .eval("[location.search, sessionStorage.getItem('hookwire.token'), document.body.dataset.info]")
+            .eval("[location.hash, sessionStorage.getItem('hookwire.token'), document.body.dataset.info]")
             .await,
         json!(["", "\"tok en/1\"", "loaded"]),
         "the token left the address bar for the tab's storage, and the API answered"
@@ -668,8 +682,10 @@ async fn compaction_dividers_and_the_compact_action_in_firefox() {
     compaction_dividers_and_the_compact_action(&mut browser).await;
 }
 
-/// An auto compaction shows a divider that expands to the summary and survives a reload; the
-/// Compact button compacts on request; the compacted history is what the next chat sends.
+/// An auto compaction shows a divider where the summarised messages were (they are folded) that
+/// expands to the summary and survives a reload; the Compact button compacts on request; the
+/// compacted history is what the next chat sends; a compaction in the middle of an agent loop
+/// (after its tool card) puts its divider where the summarised messages were, not after the card.
 async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let long_answer = "alpha ".repeat(700);
@@ -713,6 +729,7 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     assert_eq!(divider["open"], true);
     assert_eq!(divider["text"], "SUMMARY ONE: a long alpha answer.");
     let history = divider["history"].as_array().unwrap();
+    assert_eq!(history[0]["role"], "user", "{divider}");
     assert_eq!(history[0]["_compact"]["count"], 2, "{divider}");
     assert_eq!(history[1]["content"], "two");
     assert_eq!(
@@ -721,8 +738,25 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
         "summary, two, short two, three, short three"
     );
 
+    // The divider is where the first chat was: before "two", after the folded "one" and its answer.
+    let place = "(() => { const d = document.querySelector('.compact-divider');
+        const users = [...document.querySelectorAll('.msg.user')];
+        const next = d.nextElementSibling;
+        return {next: next && next.innerText, before: d.previousElementSibling.classList.contains('folded') || d.previousElementSibling.previousElementSibling.classList.contains('folded'),
+                folded: users.map((u) => u.classList.contains('folded')),
+                answer: document.querySelector('.msg.assistant').classList.contains('folded')}; })()";
+    let shown = browser.eval(place).await;
+    assert_eq!(shown["next"], "two", "{shown}");
+    assert_eq!(shown["folded"], json!([true, false, false]), "{shown}");
+    assert_eq!(shown["answer"], true, "{shown}");
+
     // After a reload the divider is still there; the Compact button summarises on request.
     browser.reload_and_wait().await;
+    assert_eq!(
+        browser.eval(place).await["folded"],
+        json!([true, false, false]),
+        "folded after a reload"
+    );
     browser
         .wait_for("document.body.dataset.state === 'idle'")
         .await;
@@ -756,23 +790,53 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
         json!("3 earlier messages summarised")
     );
 
-    // The next chat sends the compacted history, and the server accepts the signed summary.
+    // The next chat sends the compacted history, the summary as user text.
     upstream.push(Reply::text(&["short four"]));
     browser.type_and_enter("four").await;
     browser.wait_for(&answers(4)).await;
-    let sent: Vec<String> = upstream
-        .requests()
-        .pop()
-        .unwrap()
-        .messages()
-        .into_iter()
-        .map(|(_, c)| c)
-        .collect();
+    let sent = upstream.requests().pop().unwrap().messages();
+    let summary = "<summary of the earlier conversation>\nSUMMARY TWO: alpha, then two.\n</summary of the earlier conversation>";
     assert!(
-        sent.contains(&"SUMMARY TWO: alpha, then two.".to_string()),
+        sent.contains(&("user".to_string(), summary.to_string())),
         "{sent:?}"
     );
-    assert!(!sent.iter().any(|c| c.contains("alpha alpha")), "{sent:?}");
+    assert!(
+        !sent.iter().any(|(_, c)| c.contains("alpha alpha")),
+        "{sent:?}"
+    );
+
+    // An agent loop whose tool result crosses the threshold: the compaction comes after the
+    // tool card, and its divider goes before the kept group ("four"), not after the card.
+    let big = format!("BIGFILE {}", "word ".repeat(700));
+    std::fs::write(server.workspace.path().join("big.txt"), big).unwrap();
+    upstream.push(Reply::text(&["[NEED_TOOL] read it"]));
+    upstream.push(Reply::tool_calls(&[(
+        "t1",
+        "read_file",
+        json!({"path":"big.txt"}),
+    )]));
+    upstream.push(Reply::text(&["SUMMARY THREE: three and four."]));
+    upstream.push(Reply::text(&["it is big"]));
+    browser.type_and_enter("read big.txt").await;
+    browser.wait_for(&answers(5)).await;
+    let shown = browser
+        .eval("(() => { const dividers = [...document.querySelectorAll('.compact-divider')];
+            const last = dividers[dividers.length - 1];
+            const card = document.querySelector('.tool-card');
+            return {count: dividers.length, next: last.nextElementSibling.innerText,
+                    before_card: !!(last.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING),
+                    card_folded: card.classList.contains('folded'),
+                    folded: [...document.querySelectorAll('.msg.user')].map((u) => u.classList.contains('folded'))}; })()")
+        .await;
+    assert_eq!(shown["count"], 3, "{shown}");
+    assert_eq!(shown["next"], "four", "{shown}");
+    assert_eq!(shown["before_card"], true, "{shown}");
+    assert_eq!(shown["card_folded"], false, "{shown}");
+    assert_eq!(
+        shown["folded"],
+        json!([true, true, true, false, false]),
+        "{shown}"
+    );
     server.shutdown().await;
 }
 
@@ -828,7 +892,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         text.contains("read_file") && text.contains("notes.txt"),
         "{text}"
     );
-    assert!(text.contains("tools.require_approval"), "{text}");
+    assert!(
+        text.contains("Waiting for your approval")
+            && text.contains("this server asks you before it runs read_file"),
+        "the reason in words for the person: {text}"
+    );
     assert_eq!(card["role"], "group");
     // Keyboard: focus Approve and press Enter (a real button takes it).
     upstream.push(Reply::text(&["Your notes say SECRET NOTES."]));
@@ -844,6 +912,7 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
             "({answer: document.querySelector('.msg.assistant').innerText,
                  tool: document.querySelector('.tool-card').innerText,
                  outcome: document.querySelector('.approval-outcome').innerText,
+                 title: document.querySelector('.approval-title').innerText,
                  approval: localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')})",
         )
         .await;
@@ -855,7 +924,11 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         after["tool"].as_str().unwrap().contains("read_file"),
         "{after}"
     );
-    assert_eq!(after["outcome"], "approved");
+    assert_eq!(after["outcome"], "Approved");
+    assert_eq!(
+        after["title"], "You approved this call",
+        "the title says what was decided"
+    );
     assert_eq!(after["approval"], "null");
 
     // A second call waits; the page is reloaded before the decision; Deny with a reason.
@@ -894,6 +967,17 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
         denied.contains("denied") && denied.contains("not twice"),
         "{denied}"
     );
+    // The second card says it was denied, and why, also after a reload.
+    for _ in 0..2 {
+        let card = browser
+            .eval("(() => { const c = document.querySelectorAll('.approval-card')[1]; return [c.querySelector('.approval-title').innerText, c.querySelector('.approval-outcome').innerText, c.querySelectorAll('button').length]; })()")
+            .await;
+        assert_eq!(
+            card,
+            json!(["You denied this call", "Denied, because: not twice", 0])
+        );
+        browser.reload_and_wait().await;
+    }
     // The history the page keeps has both answers and no waiting approval.
     let stored = browser
         .eval("[JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')).map(m => m.content), localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.approval')]")
@@ -948,5 +1032,75 @@ async fn the_page_lists_mcp_tools_by_server_in_chromium() {
         !groups[0].contains("mcp__"),
         "MCP tools only under their server: {groups:?}"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_follow_up_uses_an_earlier_tool_result_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    a_follow_up_uses_an_earlier_tool_result(&mut browser).await;
+}
+
+#[tokio::test]
+async fn a_follow_up_uses_an_earlier_tool_result_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    a_follow_up_uses_an_earlier_tool_result(&mut browser).await;
+}
+
+/// List the files, reload (the tool card is rebuilt from the history even when the drawn
+/// transcript is gone), ask about the second file: the upstream request carries the earlier
+/// tool call and its result (docs/protocol.md §13).
+async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    tool_round(
+        &upstream,
+        &[("call_ls", "list_dir", json!({"path": "."}))],
+        "There are two files.",
+    );
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser.type_and_enter("list the files").await;
+    browser
+        .wait_for(
+            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
+        )
+        .await;
+    // Forget what was drawn: the view comes back from the history alone.
+    browser
+        .eval("(localStorage.removeItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.transcript'), true)")
+        .await;
+    browser.reload_and_wait().await;
+    let card = browser
+        .eval("(() => { const c = document.querySelector('.tool-card'); return c && [c.querySelector('summary').innerText, c.querySelector('.result') && c.querySelector('.result').textContent, document.querySelectorAll('.msg.user').length, document.querySelectorAll('.msg.assistant').length]; })()")
+        .await;
+    assert!(card[0].as_str().unwrap().contains("list_dir"), "{card}");
+    assert!(card[1].as_str().unwrap().contains("b.txt"), "{card}");
+    assert_eq!(
+        (card[2].as_u64(), card[3].as_u64()),
+        (Some(1), Some(1)),
+        "{card}"
+    );
+
+    upstream.push(Reply::text(&["It says bee."]));
+    browser.type_and_enter("what is in the second file?").await;
+    browser
+        .wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'")
+        .await;
+    let last = upstream.requests().pop().unwrap();
+    let messages = last.body["messages"].as_array().unwrap().clone();
+    let call = messages
+        .iter()
+        .position(|m| m["tool_calls"][0]["id"] == "call_ls")
+        .unwrap_or_else(|| panic!("no earlier call in {messages:?}"));
+    assert_eq!(messages[call + 1]["role"], "tool");
+    assert_eq!(messages[call + 1]["tool_call_id"], "call_ls");
+    assert!(messages[call + 1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("b.txt"));
     server.shutdown().await;
 }

@@ -81,7 +81,13 @@ pub(super) fn input(
             );
         }
         Event::SessionStart => {
-            put("source", json!("startup"));
+            // Fired again after a compaction, as Claude Code does (PROTOCOL section 13).
+            let source = if state.compaction.is_some() {
+                "compact"
+            } else {
+                "startup"
+            };
+            put("source", json!(source));
             put("model", json!(envelope.model));
         }
         Event::SessionEnd => put("reason", json!("other")),

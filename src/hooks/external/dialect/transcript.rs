@@ -1,8 +1,12 @@
 //! Claude Code's `transcript_path`: the chat so far as a JSONL file in Claude Code's format, so
 //! that a hook written for Claude Code can read it. One file per chat, made when a
 //! Claude-dialect hook first needs it, rewritten before each such hook runs, outside the
-//! workspace (the temporary directory, mode 0600), removed when the chat ends (the
-//! [`Transcript`] is dropped).
+//! workspace, removed when the chat ends (the [`Transcript`] is dropped).
+//!
+//! The files live in a folder of this process (`$TMPDIR/hookwire-transcripts-{pid}-{start}`, mode
+//! 0700; files 0600), removed when the server exits ([`remove_process_folder`]) and, for a
+//! process that is gone (killed, crashed), at the next start ([`remove_stale_folders`]): a
+//! transcript holds the whole chat, and must not outlive the server that wrote it.
 //!
 //! Claude Code does not document the lines; they follow what its own transcripts hold: one
 //! object per message, `type` `user` / `assistant`, the API-shaped `message`, and `uuid`,
@@ -19,6 +23,129 @@ use serde_json::{json, Value};
 use super::tools;
 use crate::hooks::external::event::Dialect;
 use crate::types::{Message, Role};
+
+/// The start of every transcript folder's name.
+const FOLDER_PREFIX: &str = "hookwire-transcripts-";
+
+/// This process's folder, made at first use (`None` when it cannot be made; logged).
+static PROCESS_FOLDER: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// Where a chat in `workspace` writes its transcript: this process's folder in the temporary
+/// directory, unless that is inside the workspace (then nowhere: a transcript must not be a
+/// file of the workspace).
+pub(crate) fn folder_for(workspace: &Path) -> Option<PathBuf> {
+    let temp = std::env::temp_dir();
+    let real = temp.canonicalize().unwrap_or_else(|_| temp.clone());
+    if real.starts_with(workspace) {
+        tracing::warn!(dir = %temp.display(), "the temporary directory is inside the workspace; Claude Code hooks get no transcript");
+        return None;
+    }
+    process_folder(&temp)
+}
+
+/// At the server's start: the folders of servers that are gone removed, this one's made.
+pub(crate) fn prepare_folders(workspace: &Path) {
+    remove_stale_folders(&std::env::temp_dir());
+    let _ = folder_for(workspace);
+}
+
+/// This process's transcript folder under `temp`, made (owner-only) the first time.
+fn process_folder(temp: &Path) -> Option<PathBuf> {
+    PROCESS_FOLDER
+        .get_or_init(|| {
+            let pid = std::process::id();
+            let dir = temp.join(format!("{FOLDER_PREFIX}{pid}-{}", start_time(pid).unwrap_or(0)));
+            match make_private_dir(&dir) {
+                Ok(()) => Some(dir),
+                Err(error) => {
+                    tracing::warn!(dir = %dir.display(), %error, "cannot make the transcript folder; Claude Code hooks get no transcript");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+/// A new folder only its owner can enter; an existing one is taken only if it is a real folder
+/// of ours with that mode (in a shared `/tmp`, someone else could have made it first).
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::symlink_metadata(dir)?;
+            let ours = meta.is_dir()
+                && meta.uid() == rustix::process::geteuid().as_raw()
+                && meta.permissions().mode() & 0o077 == 0;
+            if ours {
+                Ok(())
+            } else {
+                Err(std::io::Error::other(
+                    "it exists and is not a private folder of ours",
+                ))
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Removes this process's folder and what is left in it (at exit).
+pub(crate) fn remove_process_folder() {
+    if let Some(Some(dir)) = PROCESS_FOLDER.get() {
+        if let Err(error) = std::fs::remove_dir_all(dir) {
+            if error.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %dir.display(), %error, "cannot remove the transcript folder");
+            }
+        }
+    }
+}
+
+/// Removes the transcript folders under `temp` of processes that are gone (a server killed
+/// before it could remove its own). Only ours: another user's are neither readable nor ours
+/// to remove.
+fn remove_stale_folders(temp: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(FOLDER_PREFIX)) else {
+            continue;
+        };
+        let Some((pid, start)) = rest
+            .split_once('-')
+            .and_then(|(pid, start)| Some((pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?)))
+        else {
+            continue;
+        };
+        let alive = pid == std::process::id() || start_time(pid).is_some_and(|now| now == start);
+        let ours = entry
+            .metadata()
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if alive || !ours {
+            continue;
+        }
+        match std::fs::remove_dir_all(entry.path()) {
+            Ok(()) => {
+                tracing::info!(dir = %entry.path().display(), "removed the transcript folder of a server that is gone")
+            }
+            Err(error) => {
+                tracing::warn!(dir = %entry.path().display(), %error, "cannot remove a stale transcript folder")
+            }
+        }
+    }
+}
+
+/// When process `pid` started (clock ticks since boot, `/proc/PID/stat` field 22): with the
+/// pid, it names one process even when pids are reused. `None` when there is no such process.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, which may hold anything): state is field 3.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
 
 /// A chat's transcript file; removed when dropped.
 #[derive(Debug)]
