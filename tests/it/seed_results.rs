@@ -7,6 +7,15 @@ use crate::common::*;
 
 /// A server whose server-level hook file is `yaml`, in a workspace with three files to read.
 async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
+    server_with(upstream, yaml, |_| {}).await
+}
+
+/// The same, with `tweak` on its config.
+async fn server_with(
+    upstream: &FakeUpstream,
+    yaml: &str,
+    tweak: impl FnOnce(&mut hookwire::config::Config),
+) -> TestServer {
     let dir = crate::agent::workspace();
     for (name, word) in [
         ("a.txt", "ALPHA "),
@@ -17,7 +26,16 @@ async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
     }
     let file = dir.path().join("server-hooks.yaml");
     std::fs::write(&file, yaml).unwrap();
-    TestServer::start_in(dir, Some(upstream), |c| c.hooks_file = Some(file), |b| b).await
+    TestServer::start_in(
+        dir,
+        Some(upstream),
+        |c| {
+            c.hooks_file = Some(file);
+            tweak(c);
+        },
+        |b| b,
+    )
+    .await
 }
 
 /// Planning, three rounds that each read one file, then the final answer.
@@ -52,7 +70,11 @@ post_micro_compact:
   - command: |
       jq -c '{messages: [.messages[0], {"role":"user","content":"MICRO-REWRITE"}]}'
 "#;
-    let server = server(&upstream, yaml).await;
+    // Past the micro threshold from the first call (one token of the window).
+    let server = server_with(&upstream, yaml, |c| {
+        c.agent.context.micro_threshold = 1.0 / 128_000.0
+    })
+    .await;
     let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
     let requests = upstream.requests();
