@@ -258,6 +258,11 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     assert!(out.contains("guard") && out.contains("block"), "{out}");
     // The hook's reason (what it printed), not its command, is what `hooks test` shows.
     assert!(out.contains("no reading of secrets"), "{out}");
+    // A tool refused by a block is a denial, not a skip.
+    assert!(
+        out.contains("decision: deny: no reading of secrets"),
+        "{out}"
+    );
 
     // A rewrite: exit 0, the change shown as a diff.
     let (code, out) = hooks_test(
