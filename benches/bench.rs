@@ -21,11 +21,22 @@
 //!    request bytes per turn with micro compaction vs without, and the token estimate of a call
 //!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
 //!
-//! 8. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
-//!    (`parallel: true`) vs one after another.
+//! 8. A chat with 16 session `llm` hooks on `pre_tool_execution` and 128 tool calls (the
+//!    amplification chat of PROTOCOL section 15): upstream calls and wall time with
+//!    `limits.max_hook_model_calls` at its default (32) vs raised out of reach.
+//!
+//! 9. Voice: the time from the text that completes the first sentence to that sentence's
+//!    `audio` frame, with espeak-ng as the speech command, vs running espeak-ng alone on it.
+//!
+//! 10. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
+//!     that discards what it gets) vs the same chat with it off.
+//!
+//! 11. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
+//!     (`parallel: true`) vs one after another.
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6); `-- micro` only (7); `-- hooks` only (8).
+//! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
+//! `-- telemetry` only (10); `-- hooks` only (11).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -67,6 +78,18 @@ fn main() {
         runtime.block_on(micro::bench_micro_compaction());
         return;
     }
+    if std::env::args().any(|arg| arg == "hook_cost") {
+        runtime.block_on(bench_hook_cost());
+        return;
+    }
+    if std::env::args().any(|arg| arg == "voice") {
+        runtime.block_on(bench_voice());
+        return;
+    }
+    if std::env::args().any(|arg| arg == "telemetry") {
+        runtime.block_on(bench_telemetry());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -79,10 +102,59 @@ fn main() {
         runtime.block_on(bench_mcp_round());
     }
     if !only_tokens && !only_mcp {
-        runtime.block_on(bench_parallel_hooks());
         bench_approval_state();
         runtime.block_on(micro::bench_micro_compaction());
+        runtime.block_on(bench_hook_cost());
+        runtime.block_on(bench_voice());
+        runtime.block_on(bench_telemetry());
+        runtime.block_on(bench_parallel_hooks());
     }
+}
+
+const TELEMETRY_CHATS: usize = 50;
+
+/// (10): chats with export on vs off, interleaved on two servers, one upstream each.
+async fn bench_telemetry() {
+    let app = axum::Router::new().fallback(|| async { "" });
+    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+        eprintln!("telemetry: cannot bind a receiver; skipped");
+        return;
+    };
+    let Ok(receiver) = listener.local_addr() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let (upstream_on, upstream_off) = (FakeUpstream::start().await, FakeUpstream::start().await);
+    let on = TestServer::start(Some(&upstream_on), move |c| {
+        c.telemetry.otlp_endpoint = Some(format!("http://{receiver}"));
+        c.telemetry.batch_delay = Some(Duration::from_millis(200));
+    })
+    .await;
+    let off = TestServer::start(Some(&upstream_off), |_| {}).await;
+    for server in [&on, &off] {
+        std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
+    }
+    let (mut ws_on, mut ws_off) = (on.connect().await, off.connect().await);
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    let note = || json!({"path":"note.txt"});
+    for i in 0..TELEMETRY_CHATS {
+        baseline.push(tool_chat(&mut ws_off, &upstream_off, i, "read_file", note()).await);
+        ours.push(tool_chat(&mut ws_on, &upstream_on, i, "read_file", note()).await);
+    }
+    on.shutdown().await;
+    off.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "chat with one tool round (median of {TELEMETRY_CHATS}): traces exported {ours:?}, telemetry off {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
 }
 
 const STATE_BYTES: usize = 100 * 1024;
@@ -116,6 +188,155 @@ fn bench_approval_state() {
     );
 }
 
+const VOICE_CHATS: usize = 15;
+const FIRST_SENTENCE: &str = "The quick brown fox jumps over the lazy dog. ";
+
+/// espeak-ng alone on the first sentence: text on stdin, the WAV read to its end.
+fn espeak_alone() -> Option<Duration> {
+    use std::io::Write;
+    let started = Instant::now();
+    let mut child = std::process::Command::new("espeak-ng")
+        .arg("--stdout")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(FIRST_SENTENCE.as_bytes())
+        .ok()?;
+    let output = child.wait_with_output().ok()?;
+    (output.status.success() && !output.stdout.is_empty()).then(|| started.elapsed())
+}
+
+async fn bench_voice() {
+    if espeak_alone().is_none() {
+        eprintln!("voice: espeak-ng is not installed; skipped");
+        return;
+    }
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.voice.tts = Some(hookwire::voice::settings::TtsSettings {
+            engine: hookwire::voice::settings::TtsEngine::Command {
+                command: "espeak-ng --stdout".into(),
+                env: Default::default(),
+            },
+            format: "wav".into(),
+            timeout: Duration::from_secs(30),
+            concurrency: 2,
+        });
+    })
+    .await;
+    let mut ws = server.connect().await;
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    for i in 0..VOICE_CHATS {
+        upstream.push(Reply::text(&[FIRST_SENTENCE, "Then it rests."]));
+        ws.send(json!({"type":"chat","id":format!("v{i}"),"input":"speak","voice":true}))
+            .await;
+        let mut first_text = None;
+        loop {
+            let frame = ws.frame().await;
+            match frame["type"].as_str() {
+                Some("text") if first_text.is_none() => first_text = Some(Instant::now()),
+                Some("audio") if frame["seq"] == 0 => {
+                    if let Some(at) = first_text {
+                        ours.push(at.elapsed());
+                    }
+                }
+                Some("done" | "error") => break,
+                _ => {}
+            }
+        }
+        if let Some(alone) = espeak_alone() {
+            baseline.push(alone);
+        }
+    }
+    server.shutdown().await;
+    if ours.is_empty() || baseline.is_empty() {
+        eprintln!("voice: no audio frame came; skipped");
+        return;
+    }
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours, baseline) = (median(ours), median(baseline));
+    println!(
+        "voice, first sentence's text to its audio frame (median of {VOICE_CHATS}): {ours:?}, espeak-ng alone {baseline:?}, ratio {:.2}, added {:.3} ms",
+        ours.as_secs_f64() / baseline.as_secs_f64(),
+        (ours.as_secs_f64() - baseline.as_secs_f64()) * 1000.0
+    );
+}
+
+const HOOK_COST_CHATS: usize = 5;
+
+/// The amplification chat on a server whose chats' hooks may make `max_hook_model_calls` model
+/// calls: (upstream calls per chat, median wall time).
+async fn hook_cost_run(max_hook_model_calls: usize) -> Option<(usize, Duration)> {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start(Some(&upstream), |c| {
+        c.agent.max_tool_calls_per_round = 128;
+        c.agent.max_hook_model_calls = max_hook_model_calls;
+    })
+    .await;
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs()
+        + 3600;
+    // No secret on this server: the client's session hooks are taken as sent.
+    let hooks: Vec<serde_json::Value> = (0..16)
+        .map(|n| {
+            json!({"event":"pre_tool_execution","type":"llm",
+                        "prompt":format!("check {n}: {{{{tool_name}}}}"),"expires_at":expires})
+        })
+        .collect();
+    let ids: Vec<String> = (0..128).map(|n| format!("l{n}")).collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "list_dir", json!({"path":"."})))
+        .collect();
+    let mut ws = server.connect().await;
+    let mut times = Vec::new();
+    let mut requests = 0;
+    for i in 0..HOOK_COST_CHATS {
+        let before = upstream.requests().len();
+        upstream.push(Reply::text(&["[NEED_TOOL] list"]));
+        upstream.push(Reply::tool_calls(&calls));
+        let started = Instant::now();
+        let frames = ws
+            .chat(json!({"type":"chat","id":format!("h{i}"),"input":"list","session_hooks":hooks}))
+            .await;
+        times.push(started.elapsed());
+        if frames.last().map(|f| f["type"].clone()) != Some(json!("done")) {
+            eprintln!("the amplification chat did not end with done: {frames:?}");
+            return None;
+        }
+        requests = upstream.requests().len() - before;
+    }
+    server.shutdown().await;
+    times.sort();
+    Some((requests, times[times.len() / 2]))
+}
+
+async fn bench_hook_cost() {
+    let Some((capped_calls, capped)) = hook_cost_run(32).await else {
+        return;
+    };
+    let Some((open_calls, open)) = hook_cost_run(1_000_000).await else {
+        return;
+    };
+    println!(
+        "amplification chat (16 session llm hooks x 128 tool calls, median of {HOOK_COST_CHATS}): \
+         max_hook_model_calls 32: {capped_calls} upstream calls, {capped:?}; \
+         raised out of reach: {open_calls} upstream calls, {open:?}; \
+         ratio calls {:.3}, time {:.3}",
+        capped_calls as f64 / open_calls as f64,
+        capped.as_secs_f64() / open.as_secs_f64()
+    );
+}
+
 const HOOK_CHATS: usize = 20;
 
 /// A hook file with 5 guards of 20 ms on `pre_llm_request`, side by side or not.
@@ -124,6 +345,7 @@ fn five_guards(parallel: bool) -> String {
     format!("pre_llm_request:\n  parallel: {parallel}\n  hooks:\n{hooks}")
 }
 
+/// (11): the same short chat on two servers, the guards side by side vs one after another.
 async fn bench_parallel_hooks() {
     let upstream = FakeUpstream::start().await;
     let sequential_yaml = five_guards(false);

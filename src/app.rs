@@ -255,6 +255,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         workspace.root().to_path_buf(),
     )
     .with_chain_budget(config.limits.hook_chain_timeout)
+    .with_max_hook_model_calls(config.agent.max_hook_model_calls)
     .with_http_hook_urls(config.http_hook_urls.clone());
     // The named agents `agent` hooks may ask (seed 004): each a bounded sub-run of its own.
     for (name, settings) in &config.hook_agents {
@@ -278,6 +279,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     let async_hooks = Arc::new(AsyncHooks::serving(
         runner.clone(),
         config.limits.async_hook_queue,
+        config.limits.async_hook_queue_per_connection,
     ));
     let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
@@ -296,6 +298,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         signing_key.clone(),
     );
     let builder = AgentClient::builder()
+        .telemetry(telemetry(config))
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .tool_source(mcp.clone())
@@ -325,6 +328,23 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             mcp: Some(mcp),
         },
     })
+}
+
+/// The trace exporter the config asks for; off (with a warning) when it cannot be built: traces
+/// never keep the server from starting.
+fn telemetry(config: &Config) -> crate::telemetry::Telemetry {
+    match crate::telemetry::Telemetry::start(&config.telemetry) {
+        Ok(telemetry) => {
+            if telemetry.is_on() {
+                tracing::info!("exporting traces over OTLP/HTTP");
+            }
+            telemetry
+        }
+        Err(error) => {
+            tracing::warn!(%error, "telemetry is off");
+            crate::telemetry::Telemetry::off()
+        }
+    }
 }
 
 /// Starts reloading the skills and logs the problems they have now.

@@ -61,6 +61,9 @@ pub struct Limits {
     /// Runs of `async: true` hooks waiting for a worker; a run that finds the queue full is
     /// dropped (counted in `hookwire_async_hook_drops_total`).
     pub async_hook_queue: usize,
+    /// Of those, the runs one connection may hold; more from it are dropped (or wait, for a
+    /// hook with `on_full: wait`).
+    pub async_hook_queue_per_connection: usize,
 }
 
 impl Default for Limits {
@@ -79,6 +82,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             max_pending_connections: 1024,
             async_hook_queue: crate::hooks::external::DEFAULT_QUEUE,
+            async_hook_queue_per_connection: crate::hooks::external::DEFAULT_QUEUE_PER_CONNECTION,
         }
     }
 }
@@ -190,6 +194,10 @@ pub struct Config {
     /// The config file's MCP servers, in name order (a trusted workspace's `.mcp.json` adds
     /// its own when the server starts).
     pub mcp_servers: Vec<McpServerSettings>,
+    /// `voice:`: speech synthesis and transcription, when configured.
+    pub voice: crate::voice::VoiceSettings,
+    /// OpenTelemetry export (off unless an endpoint is set).
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// What the model may do with `register_hook` (README "Security model").
@@ -596,7 +604,7 @@ impl Config {
     /// value counts as unset, except for the secret, where it is refused.
     pub fn resolve(
         cli: &CliSettings,
-        file: FileConfig,
+        mut file: FileConfig,
         raw_env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let env = |name: &str| raw_env(name).filter(|v| !v.is_empty());
@@ -723,6 +731,10 @@ impl Config {
                 .limits
                 .async_hook_queue
                 .unwrap_or(defaults.async_hook_queue),
+            async_hook_queue_per_connection: file
+                .limits
+                .async_hook_queue_per_connection
+                .unwrap_or(defaults.async_hook_queue_per_connection),
         };
         at_least("limits.max_message_bytes", limits.max_message_bytes, 1024)?;
         at_least("limits.max_frame_bytes", limits.max_frame_bytes, 4096)?;
@@ -733,6 +745,24 @@ impl Config {
         )?;
         at_least("limits.max_connections", limits.max_connections, 1)?;
         at_least("limits.async_hook_queue", limits.async_hook_queue, 1)?;
+        at_least(
+            "limits.async_hook_queue_per_connection",
+            limits.async_hook_queue_per_connection,
+            1,
+        )?;
+        let voice = crate::voice::VoiceSettings::resolve(
+            std::mem::take(&mut file.voice),
+            &crate::voice::settings::Upstream {
+                base_url: llm.base_url.as_deref(),
+                api_key: llm.api_key.as_deref(),
+            },
+            &env,
+        )
+        .map_err(|e| ConfigError::Invalid {
+            setting: e.setting,
+            expected: e.expected,
+            value: e.value,
+        })?;
         let workspace = cli
             .workspace
             .clone()
@@ -771,6 +801,10 @@ impl Config {
                 .unwrap_or(agent_defaults.summary_prompt),
             max_steps: file.limits.max_steps.unwrap_or(agent_defaults.max_steps),
             max_total_tokens: file.limits.max_total_tokens,
+            max_hook_model_calls: file
+                .limits
+                .max_hook_model_calls
+                .unwrap_or(agent_defaults.max_hook_model_calls),
             summary_on_limit: file
                 .limits
                 .summary_on_limit
@@ -863,6 +897,12 @@ impl Config {
             allow_session_command_hooks,
             hook_agents: file.hook_agents,
             mcp_servers: mcp_servers(file.mcp_servers)?,
+            voice,
+            telemetry: crate::telemetry::TelemetrySettings {
+                otlp_endpoint: file.telemetry.otlp_endpoint,
+                capture_content: file.telemetry.capture_content.unwrap_or(false),
+                batch_delay: file.telemetry.batch_delay_ms.map(Duration::from_millis),
+            },
             config_file: cli.config.clone(),
         })
     }

@@ -23,6 +23,7 @@
 //! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
 //!   hooks to before serving it.
 //! - [`server`]: serving an agent ([`server::RunningServer`], [`server::serve`]).
+//! - [`voice`]: the `voice:` settings (spoken answers, transcription; docs/voice.md).
 //! - [`check`], [`trust_command`], [`hooks_command`]: the `hookwire check`, `hookwire trust` and
 //!   `hookwire hooks test` commands.
 //!
@@ -61,10 +62,12 @@ pub mod mcp;
 mod reload;
 pub mod server;
 mod skills;
+pub mod telemetry;
 pub mod tools;
 mod trust;
 pub mod trust_command;
 mod types;
+pub mod voice;
 
 pub use agent::{
     AgentClient, AgentClientBuilder, AgentConfig, ChatEvent, ChatRequest, Message, Role,

@@ -173,11 +173,16 @@
     const rows = Array.isArray(item.trace) ? item.trace : [];
     const summary = P.traceSummary(rows);
     const line = P.turnLine(item);
-    if (!rows.length) return el('div', 'turn', line);
+    if (!rows.length && !item.trace_id) return el('div', 'turn', line);
     const node = el('details', 'turn traced' + (summary.blocked ? ' has-block' : ''));
     const head = el('summary');
     head.appendChild(el('span', 'turn-line', line));
     node.appendChild(head);
+    if (item.trace_id) {
+      const id = el('p', 'trace-id', 'trace ');
+      id.appendChild(el('code', null, item.trace_id));
+      node.appendChild(id);
+    }
     const list = el('ol', 'trace');
     list.setAttribute('aria-label', 'Hook runs of this turn');
     for (const row of rows) {
@@ -339,12 +344,15 @@
   }
 
   function startChat(text) {
-    const frame = conversation.startChat(text);
+    const spoken = voice.tts && V.spoken(library.current);
+    const frame = conversation.startChat(text, undefined, { voice: spoken });
     const empty = transcriptEl.querySelector('.empty');
     if (empty) empty.remove();
     library.touch(library.current, text);
     renderConversations();
     view.chat = newChat();
+    view.chat.voice = spoken;
+    voice.queue.stop();
     // `at`: where its message starts in the history: a compaction cuts there, and Retry,
     // Regenerate and Edit go on from there.
     push({ kind: 'user', text, at: frame.messages.length });
@@ -452,7 +460,8 @@
     closeBubble(chat);
     if (ending) push(ending);
     const trace = chat ? chat.trace : [];
-    if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace });
+    const traceId = chat && chat.traceId ? chat.traceId : null;
+    if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace, trace_id: traceId });
     view.chat = null;
     setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
     $('input').focus();
@@ -465,6 +474,54 @@
     return usage && (usage.prompt || usage.completion) ? usage : null;
   }
 
+  function drawHook(frame) {
+    push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
+  }
+
+  // ─── voice (voice.js): the speaker toggle, the audio queue, the microphone ───
+
+  const V = window.HookwireVoice;
+  const voice = { tts: false, stt: false, recording: null, queue: V.createAudioQueue({ onHook: drawHook }) };
+  window.hookwireAudio = voice.queue; // what played, in order (the browser tests read it)
+
+  function renderSpeaker() {
+    const on = voice.tts && V.spoken(library.current);
+    $('speaker').hidden = !voice.tts;
+    $('speaker').setAttribute('aria-pressed', on ? 'true' : 'false');
+    $('speaker').textContent = on ? 'Voice on' : 'Voice off';
+  }
+
+  $('speaker').addEventListener('click', () => {
+    V.setSpoken(library.current, !V.spoken(library.current));
+    if (!V.spoken(library.current)) voice.queue.stop();
+    renderSpeaker();
+  });
+
+  $('mic').addEventListener('click', async () => {
+    const button = $('mic');
+    if (voice.recording) {
+      const recording = voice.recording;
+      voice.recording = null;
+      button.setAttribute('aria-pressed', 'false');
+      button.textContent = 'Mic';
+      try {
+        const text = await V.transcribe(await recording.stop(), P.authHeaders(access.token));
+        if (text) $('input').value = ($('input').value ? $('input').value + ' ' : '') + text;
+        $('input').focus();
+      } catch (error) {
+        toast('error', 'transcription failed: ' + error.message);
+      }
+      return;
+    }
+    try {
+      voice.recording = await V.record();
+      button.setAttribute('aria-pressed', 'true');
+      button.textContent = 'Stop mic';
+    } catch (error) {
+      toast('error', 'the microphone is not available: ' + error.message);
+    }
+  });
+
   function onFrame(frame) {
     showFrame(frame);
     updateWorking();
@@ -475,6 +532,10 @@
     const chat = view.chat;
     switch (update.kind) {
       case 'stray_error': toast('error', frame.code + ': ' + frame.message); break;
+      case 'start':
+        // The chat's OpenTelemetry trace (when the server exports traces), for the turn's details.
+        if (chat && typeof frame.trace_id === 'string') chat.traceId = frame.trace_id;
+        break;
       case 'text': appendText(chat, frame.delta); break;
       case 'plan':
         closeBubble(chat);
@@ -497,7 +558,12 @@
         break;
       }
       case 'hook':
-        push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
+        // A spoken answer shows its hook when playback reaches it.
+        if (chat && chat.voice) voice.queue.push({ type: 'hook', frame });
+        else drawHook(frame);
+        break;
+      case 'audio':
+        if (chat && chat.voice) voice.queue.push({ type: 'audio', seq: frame.seq, format: frame.format, text: frame.text, data: frame.data });
         break;
       case 'session_hook':
         push({ kind: 'session_hook', event: frame.hook.event });
@@ -713,6 +779,8 @@
     if (id && id !== library.current) library.switchTo(id);
     conversation = library.open();
     own = library.storeFor();
+    voice.queue.stop();
+    renderSpeaker();
     view.transcript = loadTranscript();
     view.chat = null;
     redrawAll();
@@ -1036,6 +1104,10 @@
       $('model').textContent = view.model || '';
       $('model').hidden = !view.model;
       renderTools(info);
+      voice.tts = !!(info.voice && info.voice.tts);
+      voice.stt = !!(info.voice && info.voice.stt);
+      $('mic').hidden = !voice.stt || !(navigator.mediaDevices && window.MediaRecorder);
+      renderSpeaker();
       const skills = await api('/api/skills');
       renderSkills(skills);
       document.body.dataset.info = 'loaded';
@@ -1063,6 +1135,7 @@
   $('stop').addEventListener('click', () => {
     const cancel = conversation.cancelFrame();
     if (cancel && view.ws) view.ws.send(JSON.stringify(cancel));
+    voice.queue.stop();
   });
   $('compact').addEventListener('click', () => {
     if (conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;

@@ -64,7 +64,35 @@
   const IGNORED = Object.freeze({ kind: 'ignored', ended: false });
 
   // Frames of the running chat that the client shows but that change no state here.
-  const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice', 'hook_trace'];
+  const SHOWN = ['start', 'text', 'plan', 'tool_call', 'tool_result', 'notice', 'hook_trace', 'audio'];
+
+  // A spoken chat's history, as its audio queue plays it (docs/protocol.md §18): `done.message`
+  // (every round's text) is cut where the sentences spoken before each persistent hook end, and
+  // the hook stored there; the rest of the answer follows it. Null when no hook came after some
+  // speech, or the spoken sentences are not found in the answer (then the usual order).
+  function spokenHistory(spoken, answer) {
+    const lastHook = spoken.map((item) => !!item.hook).lastIndexOf(true);
+    if (lastHook < 0 || !spoken.slice(0, lastHook).some((item) => item.text)) return null;
+    const content = typeof answer.content === 'string' ? answer.content : '';
+    const out = [];
+    let cursor = 0;
+    let start = 0;
+    for (const item of spoken.slice(0, lastHook + 1)) {
+      if (item.text) {
+        const at = content.indexOf(item.text, cursor);
+        if (at < 0) return null;
+        cursor = at + item.text.length;
+        continue;
+      }
+      const said = content.slice(start, cursor).trim();
+      if (said) out.push({ role: 'assistant', content: said });
+      start = cursor;
+      out.push(item.hook);
+    }
+    const rest = content.slice(start).trim();
+    if (rest) out.push(Object.assign({}, answer, { content: rest }));
+    return out;
+  }
 
   function list(value) {
     return Array.isArray(value) ? value : [];
@@ -217,17 +245,19 @@
       },
 
       /** Starts a chat: returns the `chat` frame to send. One chat runs at a time. */
-      startChat(input, id) {
+      startChat(input, id, options) {
         if (current) throw new Error('a chat is already running: ' + current.id);
         if (typeof input !== 'string' || input === '') throw new Error('the input must be a non-empty string');
         id = id || 'c' + Date.now().toString(36) + (++counter);
-        current = { id, input, hooks: [] };
+        const voice = !!(options && options.voice);
+        current = { id, input, hooks: [], voice, spoken: [] };
         if (approval) setApproval(null); // a new message instead of a decision
         settleOpenCalls();
         const frame = { type: 'chat', id, messages: history.slice(), input, enable_tools: tools };
         if (skills !== null) frame.skills = skills.slice();
         if (sessionHooks.length) frame.session_hooks = sessionHooks.slice();
         if (trace) frame.trace = true;
+        if (voice) frame.voice = true; // docs/protocol.md §18: `audio` frames too
         return frame;
       },
 
@@ -284,6 +314,11 @@
         switch (frame.type) {
           case 'hook':
             current.hooks.push(frame.message);
+            if (current.voice) current.spoken.push({ hook: frame.message });
+            break;
+          case 'audio':
+            // What was spoken before each hook: the hook is stored where playback reaches it.
+            if (current.voice && typeof frame.text === 'string') current.spoken.push({ text: frame.text });
             break;
           case 'session_hook':
             sessionHooks.push(frame.hook);
@@ -323,7 +358,8 @@
               current = null;
               return { kind: 'done', frame, ended: true, added: [] };
             }
-            const added = [{ role: 'user', content: current.input }].concat(current.hooks, [frame.message]);
+            const said = current.voice ? spokenHistory(current.spoken, frame.message) : null;
+            const added = [{ role: 'user', content: current.input }].concat(said || current.hooks, said ? [] : [frame.message]);
             history = history.concat(added);
             store.save(KEYS.history, history);
             current = null;

@@ -11,6 +11,7 @@ use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::telemetry;
 use crate::tools::ToolSpec;
 use crate::types::{ChatError, ChatEvent, ErrorCode, Message};
 
@@ -51,12 +52,67 @@ impl ChatRun {
             messages: request.messages,
             tools: request.tools,
         };
+        if let Some(spend) = &self.hook_call_of {
+            spend.try_call().map_err(|exhausted| {
+                Interrupt::Failed(ChatError::new(
+                    ErrorCode::HookBlocked,
+                    format!("no model call left for hooks: {exhausted}"),
+                ))
+            })?;
+        }
         self.model_called = true;
         self.step_has_text = false;
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
-        let stream = self.open_stream(model_request).await?;
-        self.read_reply(stream, phase, mode, started).await
+        let span = self.model_span(&model_request);
+        // The span is the parent of the upstream request (its `traceparent`).
+        let reply: Outcome<LlmResponse> = span
+            .run(async {
+                let stream = self.open_stream(model_request).await?;
+                self.read_reply(stream, phase, mode, started).await
+            })
+            .await;
+        self.end_model_span(span, &reply);
+        reply
+    }
+
+    /// The span of one model call (`chat {model}`), a child of the current one.
+    pub(super) fn model_span(&self, request: &ModelRequest) -> telemetry::Span {
+        let provider = self.inner.model.provider_name();
+        let span = telemetry::Span::start(
+            || format!("chat {}", request.model),
+            telemetry::Kind::Client,
+            || telemetry::model_call_attributes(provider, &request.model),
+        );
+        span.set_content("gen_ai.input.messages", || {
+            let messages: Vec<serde_json::Value> = request
+                .messages
+                .iter()
+                .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+                .collect();
+            serde_json::Value::Array(messages).to_string()
+        });
+        span
+    }
+
+    /// Ends a model call's span with what the reply says (usage, finish reason) or its error.
+    pub(super) fn end_model_span(&self, span: telemetry::Span, reply: &Outcome<LlmResponse>) {
+        match reply {
+            Ok(response) => {
+                span.set(|| {
+                    telemetry::model_reply_attributes(
+                        &self.ctx.model,
+                        response.usage.prompt_tokens,
+                        response.usage.completion_tokens,
+                        response.finish_reason.as_deref(),
+                    )
+                });
+                span.set_content("gen_ai.output.messages", || response.content.clone());
+            }
+            Err(Interrupt::Failed(error)) => span.error(|| error.message.clone()),
+            Err(_) => {}
+        }
+        span.end();
     }
 
     /// The messages of this call (PROTOCOL sections 10 and 13), judged by the estimate of what
@@ -142,6 +198,9 @@ impl ChatRun {
                     }
                     let usage = usage.unwrap_or_default();
                     self.ctx.record_usage(usage);
+                    if let Some(spend) = &self.hook_call_of {
+                        spend.record(usage);
+                    }
                     metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt")
                         .increment(usage.prompt_tokens);
                     metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion")

@@ -271,7 +271,18 @@ impl ChatRun {
             .collect();
         let keep = self.inner.config.context.keep_recent_groups;
         match plan(&history, self.client_history.len(), keep) {
-            Some(plan) => self.compact(plan, trigger, estimated, at, extra).await,
+            Some(plan) => {
+                let span = crate::telemetry::Span::start(
+                    || "compact".into(),
+                    crate::telemetry::Kind::Internal,
+                    || crate::telemetry::compaction_attributes(trigger.as_str(), estimated),
+                );
+                let compacted = span
+                    .run(self.compact(plan, trigger, estimated, at, extra))
+                    .await;
+                span.end();
+                compacted
+            }
             None => Ok(Compacted::NothingToDo),
         }
     }
@@ -425,18 +436,20 @@ impl ChatRun {
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();
         let model = self.inner.model.clone();
+        let span = self.model_span(&request);
         let stream = tokio::select! {
             _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-            stream = model.stream(request) => stream,
+            stream = span.run(model.stream(request)) => stream,
         };
         let stream = match stream {
             Ok(stream) => stream,
             Err(error) => return Ok(Err(error.to_string())),
         };
-        match self
-            .read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started)
-            .await
-        {
+        let reply = span
+            .run(self.read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started))
+            .await;
+        self.end_model_span(span, &reply);
+        match reply {
             Ok(response) if response.content.trim().is_empty() => {
                 Ok(Err("the model's summary was empty".into()))
             }

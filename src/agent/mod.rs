@@ -109,6 +109,9 @@ pub struct AgentConfig {
     /// The chat's summed usage (prompt + completion) at which the loop ends with `max_tokens`,
     /// checked before each agent round; `None` = no limit.
     pub max_total_tokens: Option<u64>,
+    /// Model calls the hooks of one chat may make (`llm`, `prompt`, `agent` handlers, retries
+    /// included); past it, such hooks are skipped with one notice (PROTOCOL section 15).
+    pub max_hook_model_calls: usize,
     /// At `max_steps` or `max_total_tokens`, one last call without tools asks the model for a
     /// summary of what was done and what remains; it streams as text and is the kept answer.
     pub summary_on_limit: bool,
@@ -165,6 +168,7 @@ impl Default for AgentConfig {
             summary_prompt: prompts::DEFAULT_SUMMARY_PROMPT.into(),
             max_steps: 8,
             max_total_tokens: None,
+            max_hook_model_calls: crate::hooks::spend::DEFAULT_MAX_HOOK_MODEL_CALLS,
             summary_on_limit: true,
             max_retries: 2,
             max_tool_calls_per_round: 16,
@@ -195,6 +199,8 @@ pub(crate) struct AgentInner {
     pub(crate) approval_key: approval::StateKey,
     /// The connection events' runs.
     pub(crate) sessions: sessions::SessionEvents,
+    /// The trace exporter (off unless configured).
+    pub(crate) telemetry: crate::telemetry::Telemetry,
 }
 
 /// Runs chats. Cheap to clone; one per server.
@@ -225,9 +231,18 @@ impl AgentClient {
         let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
+        let span = self.inner.telemetry.chat(
+            &request.id,
+            request.conversation_id.as_deref(),
+            request.traceparent.as_deref(),
+        );
         let task = tokio::spawn(async move {
-            inner.session_started(&request).await;
-            run::run_chat(inner, request, tx).await
+            let trace = span.run(async {
+                inner.session_started(&request).await;
+                run::run_chat(inner, request, tx, None, span.trace_id()).await
+            });
+            let outcome = trace.await;
+            span.end(outcome);
         });
         ChatStream {
             rx,
@@ -250,6 +265,11 @@ impl AgentClient {
     pub async fn session_ended(&self, session: &SessionInfo) {
         let hooks = self.inner.session_hooks.clone();
         self.inner.sessions.end(hooks, session.clone());
+    }
+
+    /// Exports the spans still waiting and stops the exporter (the server's last step).
+    pub async fn shutdown_telemetry(&self) {
+        self.inner.telemetry.shutdown().await;
     }
 
     /// Lets the connection hooks still running finish within `grace`, then ends them (a
@@ -284,11 +304,28 @@ impl AgentInner {
 /// `agent` hooks run a bounded sub-chat of their own: the final answer is the hook's result.
 #[async_trait::async_trait]
 impl crate::hooks::external::runner::SubAgent for AgentClient {
-    async fn answer(&self, task: String) -> Result<String, String> {
+    /// Its model calls are the calling chat's hook calls: each takes a slot of `spend` (none
+    /// left: the sub-run fails) and adds its tokens there.
+    async fn answer(
+        &self,
+        task: String,
+        spend: Arc<crate::hooks::spend::HookSpend>,
+    ) -> Result<String, String> {
         use futures::StreamExt;
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());
-        let mut events = self.chat_stream(request);
+        let (tx, rx) = mpsc::channel(64);
+        let chat_id = request.id.clone();
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move {
+            run::run_chat(inner, request, tx, Some(spend), None).await;
+        });
+        let mut events = ChatStream {
+            rx,
+            task: Some(task),
+            chat_id,
+            ended: false,
+        };
         while let Some(event) = events.next().await {
             match event {
                 ChatEvent::Done { content, .. } => return Ok(content),
@@ -383,9 +420,16 @@ pub struct AgentClientBuilder {
     hooks: HookStack,
     connection_hooks: Vec<Arc<dyn AgentHook>>,
     factories: Vec<Arc<dyn HookFactory>>,
+    telemetry: crate::telemetry::Telemetry,
 }
 
 impl AgentClientBuilder {
+    /// Where chats' spans go (PROTOCOL section 17); off by default.
+    pub fn telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
     /// The model; without one, the offline demo model.
     pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
         self.model = Some(model);
@@ -457,6 +501,7 @@ impl AgentClientBuilder {
                 hooks: self.hooks,
                 factories: self.factories,
                 sessions: Default::default(),
+                telemetry: self.telemetry,
             }),
         }
     }

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 
 use super::approval::{self, HistoryBinding, LoopState, StateMessage};
 use super::run::{ChatRun, Interrupt, Outcome};
+use crate::hooks::Flow;
+use crate::types::MAX_DENY_REASON_CHARS;
 use crate::types::{ChatError, ChatEvent, DoneReason, ErrorCode, Message, PendingCall, Resume};
 
 impl ChatRun {
@@ -111,6 +113,7 @@ impl ChatRun {
         self.rebuild(tail).await?;
         self.binding = Some(state.history);
         self.retries = state.retries;
+        let decided = self.guard_reasons(decided).await?;
         // The chat already called the model: a hook's stop now ends it with `done` `stopped`.
         self.model_called = true;
         self.ctx.iteration = state.round;
@@ -127,6 +130,35 @@ impl ChatRun {
         self.hooks.after_tool_call(&mut self.ctx, &names).await;
         self.flush_outbox().await?;
         self.agent_loop(state.round + 1).await
+    }
+
+    /// A deny reason is the person's text on its way to the model: it passes the input guards
+    /// (`pre_send_message`, Claude Code's `UserPromptSubmit`, Gemini CLI's `BeforeAgent`) like a
+    /// chat's input. A guard's stop refuses the resume (`hook_blocked`: the model is not asked);
+    /// a rewrite is the reason the model gets. It is not a new turn: what the guards did to the
+    /// chat's messages is not kept.
+    async fn guard_reasons(&mut self, mut decided: Vec<Decided>) -> Outcome<Vec<Decided>> {
+        if decided.iter().all(|(_, decision)| decision.is_ok()) {
+            return Ok(decided);
+        }
+        let messages = self.ctx.messages.clone();
+        let mut stopped = None;
+        for (call, decision) in &mut decided {
+            let Err(reason) = decision else { continue };
+            if let Flow::Stop { reason: why } =
+                self.hooks.pre_send_message(&mut self.ctx, reason).await
+            {
+                tracing::info!(chat = %self.ctx.run_id, call = %call.call_id, "an input guard refused a deny reason");
+                stopped = Some(why);
+                break;
+            }
+        }
+        self.ctx.messages = messages;
+        self.flush_outbox().await?;
+        match stopped {
+            Some(why) => Err(Interrupt::Stopped(why)),
+            None => Ok(decided),
+        }
     }
 }
 
@@ -191,6 +223,16 @@ fn decisions(
                     call.call_id, call.name
                 )
             })?;
+            // The server refuses a longer one in the frame already; a library caller too.
+            if let Some(reason) = &decision.reason {
+                let chars = reason.chars().count();
+                if chars > MAX_DENY_REASON_CHARS {
+                    return Err(format!(
+                        "the deny reason of the call {:?} is {chars} characters long; the limit is {MAX_DENY_REASON_CHARS}",
+                        call.call_id
+                    ));
+                }
+            }
             let result = if decision.allow {
                 Ok(())
             } else {

@@ -13,6 +13,7 @@ use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
 use super::turn::TurnRecord;
 use super::AgentInner;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use crate::types::{Message, Role};
@@ -60,14 +61,21 @@ pub(super) struct ChatRun {
     /// The chat's request without its history or input, with the session hooks it runs so far:
     /// what hook factories are asked when the model registers a hook.
     pub(super) about: ChatRequest,
+    /// Set when this chat is an `agent` hook's sub-run: its model calls are the calling chat's
+    /// hook calls, charged there.
+    pub(super) hook_call_of: Option<Arc<HookSpend>>,
 }
 
-/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`.
+/// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
+/// `hook_call_of`, the chat is an `agent` hook's sub-run, whose model calls are charged to the
+/// chat that ran the hook.
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
     tx: mpsc::Sender<ChatEvent>,
-) {
+    hook_call_of: Option<Arc<HookSpend>>,
+    trace_id: Option<String>,
+) -> &'static str {
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
         match factory.hooks_for(&request) {
@@ -75,12 +83,12 @@ pub(crate) async fn run_chat(
             Err(error) => {
                 metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
                 let _ = tx.send(ChatEvent::Error(error)).await;
-                return;
+                return "refused";
             }
         }
     }
-    if tx.send(ChatEvent::Started).await.is_err() {
-        return;
+    if tx.send(ChatEvent::Started { trace_id }).await.is_err() {
+        return "cancelled";
     }
     let tools = if request.enable_tools {
         inner.tools.specs()
@@ -104,6 +112,10 @@ pub(crate) async fn run_chat(
         inner.config.max_tool_calls_per_round,
         inner.config.summary_on_limit,
     ));
+    ctx.set_hook_spend(Arc::new(HookSpend::new(
+        inner.config.max_hook_model_calls,
+        inner.config.max_total_tokens,
+    )));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(&tx);
     let inner_limit = inner.config.history_tool_result_chars;
@@ -131,8 +143,11 @@ pub(crate) async fn run_chat(
             session_hooks: request.session_hooks.clone(),
             cancel: request.cancel.clone(),
             trace: request.trace,
+            traceparent: None,
+            conversation_id: None,
             ..ChatRequest::new(request.id.clone(), String::new())
         },
+        hook_call_of,
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
@@ -142,8 +157,9 @@ pub(crate) async fn run_chat(
         _ = cancel.cancelled() => Err(Interrupt::Cancelled),
         result = run.execute(request) => result,
     };
-    run.finish(result).await;
+    let outcome = run.finish(result).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
+    outcome
 }
 
 impl ChatRun {
@@ -242,8 +258,9 @@ impl ChatRun {
         self.tx.send(event).await.map_err(|_| Interrupt::Cancelled)
     }
 
-    /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`.
-    async fn finish(&mut self, result: Outcome<DoneReason>) {
+    /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`;
+    /// returns the `done` reason or error code.
+    async fn finish(&mut self, result: Outcome<DoneReason>) -> &'static str {
         let _ = self.flush_outbox().await;
         let reason = match result {
             Ok(reason) => reason,
@@ -255,13 +272,12 @@ impl ChatRun {
                     usage: self.ctx.usage(),
                 };
                 let turn = std::mem::take(&mut self.turn).cancelled(&self.visible_text);
-                self.finish_done(output, turn).await;
-                return;
+                return self.finish_done(output, turn).await;
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
-                self.fail(ChatError::new(ErrorCode::HookBlocked, reason))
+                return self
+                    .fail(ChatError::new(ErrorCode::HookBlocked, reason))
                     .await;
-                return;
             }
             Err(Interrupt::Stopped(reason)) => {
                 let _ = self
@@ -273,10 +289,7 @@ impl ChatRun {
                     .await;
                 DoneReason::Stopped
             }
-            Err(Interrupt::Failed(error)) => {
-                self.fail(error).await;
-                return;
-            }
+            Err(Interrupt::Failed(error)) => return self.fail(error).await,
         };
         let mut output = RunOutput {
             reason,
@@ -287,11 +300,12 @@ impl ChatRun {
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
         let pending = reason == DoneReason::ApprovalRequired;
         let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
-        self.finish_done(output, turn).await;
+        self.finish_done(output, turn).await
     }
 
     /// `on_run_end` on a `done`, then the `done` with the output as the hooks left it.
-    async fn finish_done(&mut self, output: RunOutput, turn: Vec<Message>) {
+    async fn finish_done(&mut self, output: RunOutput, turn: Vec<Message>) -> &'static str {
+        let reason = output.reason;
         let output = match self.end(RunOutcome::Done(output.clone())).await {
             RunOutcome::Done(changed) => changed,
             // The kind of the end is the chat's: a hook changes its output only.
@@ -305,9 +319,10 @@ impl ChatRun {
                 turn,
             })
             .await;
+        reason.as_str()
     }
 
-    async fn fail(&mut self, mut error: ChatError) {
+    async fn fail(&mut self, mut error: ChatError) -> &'static str {
         let streamed = !self.visible_text.is_empty();
         error.turn = std::mem::take(&mut self.turn).failed(&self.kept, streamed);
         self.hooks.run_failed(&mut self.ctx, &error).await;
@@ -316,7 +331,9 @@ impl ChatRun {
             _ => error,
         };
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
+        let code = error.code.as_str();
         let _ = self.send(ChatEvent::Error(error)).await;
+        code
     }
 
     /// `on_run_end`, then what hooks emitted, before the chat's last event; the outcome as the

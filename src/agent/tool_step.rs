@@ -6,6 +6,7 @@
 //! round's other calls run; on a resume, the approved calls run here and the denied ones are
 //! answered with the reason.
 
+use crate::telemetry;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -251,12 +252,31 @@ impl ChatRun {
         };
         let tool = tool.clone();
         let arguments = info.arguments.clone();
-        let run =
-            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.run(arguments)));
+        let span = telemetry::Span::start(
+            || format!("execute_tool {}", info.name),
+            telemetry::Kind::Internal,
+            || telemetry::tool_attributes(&info.name, &info.call_id),
+        );
+        span.set_content("gen_ai.tool.call.arguments", || arguments.to_string());
+        let run = span.run(futures::FutureExt::catch_unwind(
+            std::panic::AssertUnwindSafe(tool.run(arguments)),
+        ));
         let result = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+            _ = self.cancel.cancelled() => {
+                span.error(|| "cancelled".into());
+                span.end();
+                return Err(Interrupt::Cancelled);
+            }
             result = run => result,
         };
+        if let Ok(output) = &result {
+            span.set_content("gen_ai.tool.call.result", || output.content.clone());
+            if output.is_error {
+                span.error(|| "the tool answered is_error".into());
+            }
+        }
+        let result = result.inspect_err(|_| span.error(|| "the tool panicked".into()));
+        span.end();
         Ok(match result {
             Ok(output) => (output, false),
             Err(panic) => {

@@ -67,6 +67,25 @@ pub struct FileConfig {
     /// `mcp__<name>__<tool>`).
     #[serde(default)]
     pub mcp_servers: std::collections::BTreeMap<String, McpServerFile>,
+    /// Spoken answers and transcribed speech (docs/voice.md).
+    #[serde(default)]
+    pub voice: crate::voice::VoiceFile,
+    /// `telemetry:` (PROTOCOL section 17).
+    #[serde(default)]
+    pub telemetry: TelemetryFile,
+}
+
+/// `telemetry:`: OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryFile {
+    /// The OTLP/HTTP base URL; `OTEL_EXPORTER_OTLP_ENDPOINT` wins over it.
+    pub otlp_endpoint: Option<String>,
+    /// Prompts, answers, tool arguments and results on the spans (off: they may hold secrets).
+    pub capture_content: Option<bool>,
+    /// How long finished spans wait to be sent together, in milliseconds (else
+    /// `OTEL_BSP_SCHEDULE_DELAY`, else 5000).
+    pub batch_delay_ms: Option<u64>,
 }
 
 /// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable
@@ -277,4 +296,8 @@ pub struct LimitsFile {
     pub async_hook_queue: Option<usize>,
     /// Tool results longer than this (characters) are cut in `done.turn` (default 16 000).
     pub history_tool_result_chars: Option<usize>,
+    /// Of those, the runs one connection may hold (default 64).
+    pub async_hook_queue_per_connection: Option<usize>,
+    /// Model calls the hooks of one chat may make (default 32; 0 = hooks never call the model).
+    pub max_hook_model_calls: Option<usize>,
 }

@@ -353,6 +353,24 @@ fn the_async_hook_queue_is_read() {
 }
 
 #[test]
+fn what_one_chat_may_cost_is_read() {
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert_eq!(defaults.limits.async_hook_queue_per_connection, 64);
+    assert_eq!(defaults.agent.max_hook_model_calls, 32);
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("limits:\n  async_hook_queue_per_connection: 4\n  max_hook_model_calls: 0\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.limits.async_hook_queue_per_connection, 4);
+    assert_eq!(
+        config.agent.max_hook_model_calls, 0,
+        "0: hooks never call the model"
+    );
+}
+
+#[test]
 fn file_sections_are_read_and_unknown_keys_refused() {
     let config = Config::resolve(
         &CliSettings::default(),
@@ -473,6 +491,10 @@ fn limits_below_their_minimum_are_refused_with_the_same_text() {
         (
             "limits:\n  async_hook_queue: 0\n",
             "limits.async_hook_queue must be at least 1",
+        ),
+        (
+            "limits:\n  async_hook_queue_per_connection: 0\n",
+            "limits.async_hook_queue_per_connection must be at least 1",
         ),
         (
             "context:\n  window_tokens: 0\n",

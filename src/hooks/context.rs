@@ -82,6 +82,9 @@ pub struct HookContext {
     // `usage()`, `tool_calls_count()`) but not make the `done` usage or a later hook's view lie.
     steps: Vec<Step>,
     usage: Usage,
+    /// What the chat's hooks spent on model calls (shared with the chains, the async queue and
+    /// `agent` hooks' sub-agents), and what they may still spend.
+    hook_spend: std::sync::Arc<super::spend::HookSpend>,
     tool_calls_count: usize,
     tools: Vec<ToolSpec>,
     disabled_tools: BTreeSet<String>,
@@ -176,6 +179,7 @@ impl HookContext {
             store: Map::new(),
             steps: Vec::new(),
             usage: Usage::default(),
+            hook_spend: Default::default(),
             tool_calls_count: 0,
             tools,
             disabled_tools: BTreeSet::new(),
@@ -194,13 +198,27 @@ impl HookContext {
     pub fn steps(&self) -> &[Step] {
         &self.steps
     }
-    /// Tokens used so far by every model call of this chat.
+    /// Tokens used so far by every model call of this chat, its hooks' included (and
+    /// itemised: `hook_calls`, `hook_prompt_tokens`, `hook_completion_tokens`).
     pub fn usage(&self) -> Usage {
-        self.usage
+        let mut usage = self.usage;
+        usage += self.hook_spend.usage();
+        usage
     }
-    /// Prompt and completion tokens of every model call so far (seed 002's `total_tokens`).
+    /// Prompt and completion tokens of every model call so far, its hooks' included (seed
+    /// 002's `total_tokens`).
     pub fn total_tokens(&self) -> u64 {
-        self.usage.prompt_tokens + self.usage.completion_tokens
+        let usage = self.usage();
+        usage.prompt_tokens + usage.completion_tokens
+    }
+    /// The meter of the hooks' model calls (see [`super::spend`]).
+    pub(crate) fn hook_spend(&self) -> &std::sync::Arc<super::spend::HookSpend> {
+        &self.hook_spend
+    }
+    /// The chat's limits on its hooks' model calls (`limits.max_hook_model_calls`,
+    /// `limits.max_total_tokens`); set before any hook runs.
+    pub(crate) fn set_hook_spend(&mut self, spend: std::sync::Arc<super::spend::HookSpend>) {
+        self.hook_spend = spend;
     }
     /// The newest step (seed 002's `get_last_step()`).
     pub fn last_step(&self) -> Option<&Step> {
@@ -260,6 +278,7 @@ impl HookContext {
     /// The agent loop adds one model call's usage.
     pub(crate) fn record_usage(&mut self, usage: Usage) {
         self.usage += usage;
+        self.hook_spend.record_chat(usage);
     }
     /// The agent loop counts one handled tool call.
     pub(crate) fn count_tool_call(&mut self) {

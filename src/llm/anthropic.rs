@@ -82,6 +82,10 @@ impl AnthropicClient {
 
 #[async_trait]
 impl ChatModel for AnthropicClient {
+    fn provider_name(&self) -> &'static str {
+        "anthropic"
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
@@ -427,6 +431,7 @@ impl Reply {
             (reply.prompt_tokens.is_some() || reply.completion_tokens.is_some()).then(|| Usage {
                 prompt_tokens: reply.prompt_tokens.unwrap_or(0),
                 completion_tokens: reply.completion_tokens.unwrap_or(0),
+                ..Usage::default()
             });
         Ok(ModelEvent::Finished {
             tool_calls,
@@ -513,7 +518,8 @@ mod tests {
                 finish_reason: Some("stop".into()),
                 usage: Some(Usage {
                     prompt_tokens: 25,
-                    completion_tokens: 7
+                    completion_tokens: 7,
+                    ..Usage::default()
                 }),
             })]
         );

@@ -91,6 +91,7 @@ pub(super) async fn stream<D: Decoder>(
     max_bytes: usize,
     decoder: D,
 ) -> Result<ModelStream, LlmError> {
+    let request = crate::telemetry::with_traceparent(request);
     let response = match tokio::time::timeout(idle, request.send()).await {
         Err(_) => return Err(LlmError::Timeout(idle)),
         Ok(Err(error)) if error.is_connect() || error.is_timeout() => {

@@ -113,4 +113,9 @@ pub trait ChatModel: Send + Sync {
     /// Starts a streamed call. Errors before the first event (connect, HTTP status, first-byte
     /// timeout) come back here; later ones come as stream items.
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError>;
+
+    /// The `gen_ai.provider.name` of its spans (OpenTelemetry's names: `openai`, `anthropic`).
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
 }

@@ -169,6 +169,7 @@ impl ChunkAccumulator {
             self.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
+                ..Usage::default()
             });
         }
         let mut text = String::new();
@@ -256,7 +257,8 @@ mod tests {
             acc.usage,
             Some(Usage {
                 prompt_tokens: 9,
-                completion_tokens: 2
+                completion_tokens: 2,
+                ..Usage::default()
             })
         );
         assert_eq!(acc.into_tool_calls().unwrap(), vec![]);

@@ -132,6 +132,12 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
                 "your history was not compacted",
             )
         }
+        // Audio cut short is noise: too big, it is not sent, and the client is told.
+        ServerFrame::Audio { ref id, seq, .. } => {
+            let id = id.clone();
+            let what = format!("the audio of sentence {seq}");
+            whole_or_notice(frame, id, max_bytes, &what, "playback skips it")
+        }
         // Nor can an approval state: the person could not resume, so the chat says so.
         ServerFrame::Approval { ref id, .. } => {
             let id = id.clone();

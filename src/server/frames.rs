@@ -7,10 +7,13 @@ use serde_json::{Map, Value};
 use crate::config::Limits;
 use crate::types::ToolCall;
 use crate::types::{ApprovalDecision, CompactTag, HookTag, Message, PendingCall, Resume, Role};
-use crate::types::{ChatEvent, ErrorCode, HookMessage};
+use crate::types::{ChatEvent, ErrorCode, HookMessage, MAX_DENY_REASON_CHARS};
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(super) const MAX_JSON_DEPTH: usize = 64;
+
+/// The longest `traceparent` / `conversation_id` a chat frame may carry.
+const MAX_TRACE_FIELD_BYTES: usize = 256;
 
 /// Session hooks one chat may carry.
 pub(super) const MAX_SESSION_HOOKS: usize = 100;
@@ -34,6 +37,13 @@ pub(super) struct ChatFrame {
     pub(crate) resume: Option<Resume>,
     /// `hook_trace` frames for every hook run.
     pub(crate) trace: bool,
+    /// `audio` frames of the answer, spoken (docs/protocol.md §18).
+    pub(crate) voice: bool,
+    /// A W3C `traceparent` the chat's span is the child of (PROTOCOL section 17); the upgrade
+    /// request's when the frame has none.
+    pub(crate) traceparent: Option<String>,
+    /// The client's conversation, for `gen_ai.conversation.id`.
+    pub(crate) conversation_id: Option<String>,
 }
 
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
@@ -214,6 +224,21 @@ fn parse_chat(
         Some(Value::Bool(flag)) => *flag,
         Some(_) => return Err("field \"trace\" must be true or false".into()),
     };
+    let voice = match object.get("voice") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err("field \"voice\" must be true or false".into()),
+    };
+    let optional_text = |name: &str| match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.len() <= MAX_TRACE_FIELD_BYTES => Ok(Some(text.clone())),
+        Some(Value::String(_)) => Err(format!(
+            "field \"{name}\" is over {MAX_TRACE_FIELD_BYTES} bytes"
+        )),
+        Some(_) => Err(format!("field \"{name}\" must be a string")),
+    };
+    let traceparent = optional_text("traceparent")?;
+    let conversation_id = optional_text("conversation_id")?;
     let session_hooks = match object.get("session_hooks") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
@@ -235,6 +260,9 @@ fn parse_chat(
         compact_only,
         resume,
         trace,
+        voice,
+        traceparent,
+        conversation_id,
     })
 }
 
@@ -271,6 +299,12 @@ fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
             };
             let reason = match item.get("reason") {
                 None | Some(Value::Null) => None,
+                Some(Value::String(reason)) if reason.chars().count() > MAX_DENY_REASON_CHARS => {
+                    return Err(format!(
+                        "resume.decisions[{i}].reason is {} characters long; the limit is {MAX_DENY_REASON_CHARS}",
+                        reason.chars().count()
+                    ))
+                }
                 Some(Value::String(reason)) => Some(reason.clone()),
                 Some(_) => return Err(format!("resume.decisions[{i}].reason must be a string")),
             };
@@ -526,6 +560,9 @@ pub(super) enum ServerFrame {
         /// The server that runs the chat (README, protocol extensions); set by the session.
         #[serde(skip_serializing_if = "Option::is_none")]
         instance: Option<String>,
+        /// The chat's trace (PROTOCOL section 17), when telemetry is on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trace_id: Option<String>,
     },
     Hook {
         id: String,
@@ -559,6 +596,14 @@ pub(super) enum ServerFrame {
     Text {
         id: String,
         delta: String,
+    },
+    /// One sentence of the answer, spoken: `data` is its audio in base64.
+    Audio {
+        id: String,
+        seq: u64,
+        format: String,
+        text: String,
+        data: String,
     },
     SessionHook {
         id: String,
@@ -702,6 +747,10 @@ impl WireMessage {
 pub(super) struct WireUsage {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
+    /// What hooks' model calls took of the totals (PROTOCOL section 15).
+    pub(crate) hook_calls: u64,
+    pub(crate) hook_prompt_tokens: u64,
+    pub(crate) hook_completion_tokens: u64,
 }
 
 impl ServerFrame {
@@ -719,7 +768,11 @@ impl ServerFrame {
     pub(super) fn from_event(id: &str, event: ChatEvent) -> Self {
         let id = id.to_string();
         match event {
-            ChatEvent::Started => ServerFrame::Start { id, instance: None },
+            ChatEvent::Started { trace_id } => ServerFrame::Start {
+                id,
+                instance: None,
+                trace_id,
+            },
             ChatEvent::Text(delta) => ServerFrame::Text { id, delta },
             ChatEvent::Plan(content) => ServerFrame::Plan { id, content },
             ChatEvent::SessionHook(hook) => ServerFrame::SessionHook { id, hook },
@@ -809,6 +862,9 @@ impl ServerFrame {
                 usage: WireUsage {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
+                    hook_calls: usage.hook_calls,
+                    hook_prompt_tokens: usage.hook_prompt_tokens,
+                    hook_completion_tokens: usage.hook_completion_tokens,
                 },
                 turn: turn.into_iter().map(WireMessage::from_message).collect(),
             },

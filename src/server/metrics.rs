@@ -189,6 +189,10 @@ fn describe() {
         "hookwire_approvals_total",
         "Tool calls that waited for approval, and the decisions, by outcome."
     );
+    describe_counter!(
+        "hookwire_hook_model_calls_capped_total",
+        "Chats whose hooks were stopped from calling the model (limits.max_hook_model_calls or          limits.max_total_tokens)."
+    );
 
     // Registered at zero: an increment of 0 creates the series without changing it.
     metrics::gauge!("hookwire_connections_open").increment(0.0);
@@ -198,6 +202,7 @@ fn describe() {
         "hookwire_text_deltas_total",
         "hookwire_bad_frames_total",
         "hookwire_idle_connections_closed_total",
+        "hookwire_hook_model_calls_capped_total",
     ] {
         metrics::counter!(name).increment(0);
     }

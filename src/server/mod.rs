@@ -15,6 +15,7 @@ mod hooks;
 mod listen;
 mod metrics;
 mod session;
+mod voice;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -37,6 +38,8 @@ use crate::agent::AgentClient;
 use crate::app::{agent_parts, Sources, StartError};
 use crate::config::Config;
 use crate::types::Problem;
+use crate::voice::stt::Stt;
+use crate::voice::tts::Tts;
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
 /// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
@@ -61,6 +64,10 @@ pub struct AppState {
     /// A random id made at start: `/api/info` and every `start` frame carry it, so a client
     /// behind a load balancer can tell which replica served a chat.
     pub(crate) instance: Arc<str>,
+    /// `voice.tts`, when configured: chats with `voice: true` get `audio` frames.
+    pub(crate) tts: Option<Arc<Tts>>,
+    /// `voice.stt`, when configured: `POST /api/transcribe`.
+    pub(crate) stt: Option<Arc<Stt>>,
 }
 
 impl AppState {
@@ -80,6 +87,7 @@ impl AppState {
             tracing::warn!("another metrics recorder is installed; /metrics will be unavailable");
         }
         let sessions = Arc::new(Semaphore::new(config.limits.max_connections));
+        let (tts, stt) = voice::engines(&config);
         Self {
             config: Arc::new(config),
             agent,
@@ -89,6 +97,8 @@ impl AppState {
             tracker: TaskTracker::new(),
             sources,
             instance: new_instance_id().into(),
+            tts,
+            stt,
         }
     }
 }
@@ -119,6 +129,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/info", get(info))
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
+        .route("/api/transcribe", post(voice::transcribe))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(
@@ -191,6 +202,7 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
         "mcp_tools": mcp_tools,
         "untrusted_mcp_files": state.sources.untrusted_mcp_files(),
         "instance": &*state.instance,
+        "voice": voice::info(&state),
     }))
 }
 
@@ -246,7 +258,11 @@ async fn metrics_text() -> Response {
 
 /// The upgrade: the session cap before the 101 (access was checked in front of every route);
 /// everything else in the session.
-async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+async fn upgrade(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
     if state.shutdown.is_cancelled() {
         ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "draining")
             .increment(1);
@@ -258,6 +274,10 @@ async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Respons
         return (StatusCode::SERVICE_UNAVAILABLE, "too many open connections").into_response();
     };
     let limit = state.config.limits.max_message_bytes;
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
     let tracker = state.tracker.clone();
     // The write buffer has no cap of its own (tungstenite's default): outgoing frames are
     // bounded by `limits.max_frame_bytes` (see `fit`) and `done` carries the whole answer, which
@@ -271,7 +291,7 @@ async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Respons
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
             tracker.track_future(async move {
-                session::run_session(socket, state).await;
+                session::run_session(socket, state, traceparent).await;
                 drop(permit);
             })
         })
@@ -342,6 +362,7 @@ impl RunningServer {
         self.state.agent.finish_session_hooks(left()).await;
         self.state.sources.stop_async_hooks(left()).await;
         self.state.sources.stop_mcp_servers().await;
+        self.state.agent.shutdown_telemetry().await;
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
     }

@@ -13,6 +13,7 @@
 //! that makes no progress for `limits.write_stall_seconds` (the client stopped reading) ends the
 //! session: the chat is cancelled, its upstream request dropped, the socket closed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
@@ -22,10 +23,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+
 use super::frames::{ChatFrame, ClientFrame, ErrorFrame, ServerFrame};
 use super::AppState;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatRequest, ErrorCode};
+use crate::types::{ChatEvent, ChatRequest, ErrorCode};
+use crate::voice::pipeline::{Speech, Spoken};
 
 /// Close codes of RFC 6455 that the session uses.
 pub(super) mod close_code {
@@ -109,7 +114,9 @@ enum Ending {
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
-pub(super) async fn run_session<S, E>(socket: S, state: AppState)
+/// `traceparent`: the upgrade request's, the parent of its chats' spans (PROTOCOL section 17)
+/// when a chat frame brings none.
+pub(super) async fn run_session<S, E>(socket: S, state: AppState, traceparent: Option<String>)
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
     S::Error: std::fmt::Display,
@@ -160,7 +167,10 @@ where
                     None => break Ending::ClientGone,
                     Some(Err(error)) => break read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
-                        let frame = ClientFrame::parse(text.as_str(), &limits);
+                        let mut frame = ClientFrame::parse(text.as_str(), &limits);
+                        if let ClientFrame::Chat(chat) = &mut frame {
+                            chat.traceparent = chat.traceparent.take().or_else(|| traceparent.clone());
+                        }
                         if !handle_frame(frame, &state, &session, &outbox, &mut chat) {
                             break flooded(&session);
                         }
@@ -394,6 +404,9 @@ fn start_chat(
         compact_only,
         resume,
         trace,
+        voice,
+        traceparent,
+        conversation_id,
     } = frame;
     let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
     let cancel = CancellationToken::new();
@@ -409,40 +422,160 @@ fn start_chat(
         compact_only,
         resume,
         trace,
+        traceparent,
+        conversation_id,
     };
-    let mut events = state.agent.chat_stream(request);
-    let chat_id = id.clone();
-    let instance = state.instance.clone();
-    let forwarder = tokio::spawn(async move {
+    let events = state.agent.chat_stream(request);
+    let forward = Forward {
+        chat_id: id.clone(),
+        instance: state.instance.clone(),
+        out,
+        max_frame_bytes,
+    };
+    let forwarder = match (voice, state.tts.clone()) {
+        (true, Some(tts)) => {
+            let speech = Speech::new(tts, cancel.clone());
+            tokio::spawn(forward.spoken(events, speech))
+        }
+        (true, None) => tokio::spawn(forward.unspoken(events, true)),
+        (false, _) => tokio::spawn(forward.unspoken(events, false)),
+    };
+    RunningChat {
+        id,
+        cancel,
+        forwarder,
+    }
+}
+
+/// Where one chat's frames go.
+struct Forward {
+    chat_id: String,
+    instance: Arc<str>,
+    out: mpsc::Sender<Outbound>,
+    max_frame_bytes: usize,
+}
+
+type ChatEvents = crate::agent::ChatStream;
+
+impl Forward {
+    /// Sends one frame (fitted); `false` once the writer is gone.
+    async fn send(&self, frame: ServerFrame) -> bool {
+        for frame in super::fit::fit(frame, self.max_frame_bytes) {
+            if self
+                .out
+                .send(Outbound::Frame(Box::new(frame)))
+                .await
+                .is_err()
+            {
+                return false; // the writer is gone: nobody is left to tell
+            }
+        }
+        true
+    }
+
+    fn frame(&self, event: ChatEvent) -> ServerFrame {
+        ServerFrame::from_event(&self.chat_id, event).with_instance(&self.instance)
+    }
+
+    /// The stream promised a last event and broke the promise: the client still learns that the
+    /// chat is over.
+    fn no_end(&self) -> ServerFrame {
+        tracing::error!(chat = %self.chat_id, "a chat stream ended without done or error");
+        ServerFrame::error(
+            Some(self.chat_id.clone()),
+            ErrorCode::Internal,
+            "the chat ended without a result",
+        )
+    }
+
+    fn voice_notice(&self, message: String) -> ServerFrame {
+        ServerFrame::Notice {
+            id: self.chat_id.clone(),
+            level: "warn",
+            message,
+            source: "voice".into(),
+        }
+    }
+
+    /// Every event as its frame, in order. `voice_asked`: the chat asked for voice, which is
+    /// not configured; a notice after `start` says so and the chat goes on as text.
+    async fn unspoken(self, mut events: ChatEvents, voice_asked: bool) {
         let mut ended = false;
         while let Some(event) = events.next().await {
             ended = event.is_terminal();
-            let frame = ServerFrame::from_event(&chat_id, event).with_instance(&instance);
-            for frame in super::fit::fit(frame, max_frame_bytes) {
-                if out.send(Outbound::Frame(Box::new(frame))).await.is_err() {
-                    return; // the writer is gone: nobody is left to tell
+            let started = matches!(event, ChatEvent::Started { .. });
+            if !self.send(self.frame(event)).await {
+                return;
+            }
+            if started && voice_asked {
+                let notice = self.voice_notice(
+                    "voice was asked for, but this server has no voice.tts configured; the \
+                     answer comes as text only"
+                        .into(),
+                );
+                if !self.send(notice).await {
+                    return;
                 }
             }
             if ended {
                 return;
             }
         }
-        // The stream promises a last event; should it ever break that promise, the client
-        // still learns that the chat is over.
         if !ended {
-            tracing::error!(chat = %chat_id, "a chat stream ended without done or error");
-            let frame = ServerFrame::error(
-                Some(chat_id),
-                ErrorCode::Internal,
-                "the chat ended without a result",
-            );
-            let _ = out.send(Outbound::Frame(Box::new(frame))).await;
+            let _ = self.send(self.no_end()).await;
         }
-    });
-    RunningChat {
-        id,
-        cancel,
-        forwarder,
+    }
+
+    /// The events as frames with the answer's `audio` frames among them, in the order of
+    /// [`crate::voice::pipeline`]; everything is sent before the last frame.
+    async fn spoken(self, mut events: ChatEvents, mut speech: Speech<ServerFrame>) {
+        let mut ended = false;
+        loop {
+            tokio::select! {
+                // What is ready goes out first; the events are read meanwhile, so synthesis runs
+                // ahead while a sentence's audio is awaited.
+                biased;
+                spoken = speech.next() => {
+                    let (frame, last) = match spoken {
+                        Spoken::Frame(frame) => {
+                            let last = matches!(frame, ServerFrame::Done { .. } | ServerFrame::Error(_));
+                            (frame, last)
+                        }
+                        Spoken::Audio { seq, text, data } => (ServerFrame::Audio {
+                            id: self.chat_id.clone(),
+                            seq,
+                            format: speech.format().to_string(),
+                            text,
+                            data: BASE64.encode(data),
+                        }, false),
+                        Spoken::Failed(why) => {
+                            tracing::warn!(chat = %self.chat_id, "speech synthesis failed: {why}");
+                            (self.voice_notice(format!("the answer cannot be spoken: {why}; it goes on as text")), false)
+                        }
+                    };
+                    if !self.send(frame).await || last {
+                        return;
+                    }
+                }
+                event = events.next(), if !ended => match event {
+                    Some(ChatEvent::Text(delta)) => {
+                        let frame = self.frame(ChatEvent::Text(delta.clone()));
+                        speech.text(&delta, frame);
+                    }
+                    Some(event) => {
+                        ended = event.is_terminal();
+                        speech.frame(self.frame(event));
+                    }
+                    None => {
+                        ended = true;
+                        speech.frame(self.no_end());
+                    }
+                },
+            }
+            if ended && speech.is_empty() {
+                return;
+            }
+        }
     }
 }
 

@@ -31,6 +31,11 @@ pub struct ChatRequest {
     pub resume: Option<Resume>,
     /// `hook_trace` events for every hook run (PROTOCOL section 12).
     pub trace: bool,
+    /// A W3C `traceparent` the chat's span is the child of (the upgrade request's or the chat
+    /// frame's; PROTOCOL section 17).
+    pub traceparent: Option<String>,
+    /// The chat frame's `conversation_id`, for the `gen_ai.conversation.id` attribute.
+    pub conversation_id: Option<String>,
 }
 
 /// The `resume` of a chat frame (PROTOCOL section 11).
@@ -46,9 +51,14 @@ pub struct Resume {
 pub struct ApprovalDecision {
     pub call_id: String,
     pub allow: bool,
-    /// Why (a denied call's reason reaches the model).
+    /// Why (a denied call's reason reaches the model, so it is user text: at most
+    /// [`MAX_DENY_REASON_CHARS`], and it passes the input guards).
     pub reason: Option<String>,
 }
+
+/// The longest deny `reason` of a resume, in Unicode scalar values; a longer one is refused
+/// (`bad_frame`), never cut (PROTOCOL section 15).
+pub(crate) const MAX_DENY_REASON_CHARS: usize = 500;
 
 /// One hook run, for a chat with `trace` (PROTOCOL section 12).
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +99,8 @@ impl ChatRequest {
             compact_only: false,
             resume: None,
             trace: false,
+            traceparent: None,
+            conversation_id: None,
         }
     }
 }
@@ -208,7 +220,10 @@ pub struct HookMessage {
 #[non_exhaustive]
 pub enum ChatEvent {
     /// The chat was accepted (the `start` frame); always the first event unless it was refused.
-    Started,
+    /// `trace_id`: the chat's trace, when telemetry is on.
+    Started {
+        trace_id: Option<String>,
+    },
     /// Assistant text, as it streams.
     Text(String),
     /// The planning round decided tools are needed; its plan text.

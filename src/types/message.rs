@@ -126,16 +126,26 @@ impl Message {
     }
 }
 
-/// Token counts as the upstream reports them; summed over every call of a chat.
+/// Token counts as the upstream reports them; summed over every call of a chat. The totals
+/// include the model calls hooks made, which are also itemised (PROTOCOL section 15).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Model calls made by hooks (`llm`, `prompt`, `agent` handlers, retries included).
+    pub hook_calls: u64,
+    /// The part of `prompt_tokens` that hooks' model calls used.
+    pub hook_prompt_tokens: u64,
+    /// The part of `completion_tokens` that hooks' model calls used.
+    pub hook_completion_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.hook_calls += other.hook_calls;
+        self.hook_prompt_tokens += other.hook_prompt_tokens;
+        self.hook_completion_tokens += other.hook_completion_tokens;
     }
 }

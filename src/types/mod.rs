@@ -8,6 +8,7 @@ mod problem;
 pub(crate) mod redact;
 mod tool;
 
+pub(crate) use chat::MAX_DENY_REASON_CHARS;
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,

@@ -95,7 +95,7 @@ async fn marker_gives_a_plan_then_rounds_with_tools_in_openai_order() {
     );
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 40, "completion_tokens": 9})
+        json!({"prompt_tokens": 40, "completion_tokens": 9, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
 
     let requests = upstream.requests();

@@ -123,7 +123,7 @@ async fn a_text_reply_streams_with_its_usage() {
     // Input tokens count the cached ones too.
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 42, "completion_tokens": 9})
+        json!({"prompt_tokens": 42, "completion_tokens": 9, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
     let request = &upstream.requests()[0];
     assert_eq!(request.headers["x-api-key"], "test-key");

@@ -140,7 +140,7 @@ async fn crossing_the_threshold_summarises_the_oldest_groups_and_the_client_rule
     let done = frames.last().unwrap();
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens":20,"completion_tokens":2})
+        json!({"prompt_tokens":20,"completion_tokens":2,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0})
     );
 
     // The client rule: the first N messages give way to the summary and the pinned messages.

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules on one line are on the same level and may not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["types", "reload", "trust"],
+    &["types", "reload", "trust", "telemetry"],
     &["llm", "tools"],
     &["hooks"],
-    &["skills", "mcp"],
+    &["skills", "mcp", "voice"],
     &["agent"],
     &["config"],
     &["app"],

@@ -72,7 +72,7 @@ async fn at_max_steps_a_summary_without_tools_is_the_answer() {
     // Planning 10/1, two rounds 20/5 each, the summary 10/2.
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 60, "completion_tokens": 13})
+        json!({"prompt_tokens": 60, "completion_tokens": 13, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
     let requests = upstream.requests();
     assert_eq!(requests.len(), 4, "planning + 2 rounds + the summary");
@@ -121,7 +121,7 @@ async fn with_summary_on_limit_off_the_chat_ends_at_max_steps_without_a_call() {
     assert_eq!(done["message"]["content"], "");
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 50, "completion_tokens": 11})
+        json!({"prompt_tokens": 50, "completion_tokens": 11, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
     assert_eq!(upstream.requests().len(), 3, "planning + 2 rounds");
     server.shutdown().await;
@@ -152,7 +152,7 @@ async fn max_total_tokens_ends_the_loop_with_max_tokens_and_a_summary() {
     assert_eq!(done["message"]["content"], "Summary.");
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 40, "completion_tokens": 7})
+        json!({"prompt_tokens": 40, "completion_tokens": 7, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
     let requests = upstream.requests();
     assert_eq!(requests.len(), 3, "planning + 1 round + the summary");
@@ -180,7 +180,7 @@ async fn max_total_tokens_without_summary_ends_with_max_tokens_only() {
     assert_eq!(done["reason"], "max_tokens");
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens": 30, "completion_tokens": 6})
+        json!({"prompt_tokens": 30, "completion_tokens": 6, "hook_calls": 0, "hook_prompt_tokens": 0, "hook_completion_tokens": 0})
     );
     assert_eq!(upstream.requests().len(), 2, "planning + 1 round");
     server.shutdown().await;

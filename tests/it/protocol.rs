@@ -31,7 +31,7 @@ async fn direct_chat_streams_and_sends_history_upstream() {
     );
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens":10,"completion_tokens":3})
+        json!({"prompt_tokens":10,"completion_tokens":3,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0})
     );
 
     let requests = upstream.requests();

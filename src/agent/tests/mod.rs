@@ -58,6 +58,7 @@ fn usage(calls: u64) -> Usage {
     Usage {
         prompt_tokens: 10 * calls,
         completion_tokens: 2 * calls,
+        ..Usage::default()
     }
 }
 

@@ -21,6 +21,9 @@ use crate::types::{ChatError, ChatEvent, ToolCall, Usage};
 pub(crate) const USAGE: Usage = Usage {
     prompt_tokens: 10,
     completion_tokens: 2,
+    hook_calls: 0,
+    hook_prompt_tokens: 0,
+    hook_completion_tokens: 0,
 };
 
 /// One scripted model call.
@@ -258,7 +261,7 @@ impl AgentHook for Recorder {
 /// An event as one short line.
 pub(crate) fn show(event: &ChatEvent) -> String {
     match event {
-        ChatEvent::Started => "start".into(),
+        ChatEvent::Started { .. } => "start".into(),
         ChatEvent::Text(text) => format!("text:{text}"),
         ChatEvent::Plan(plan) => format!("plan:{plan}"),
         ChatEvent::ToolCall {

@@ -90,10 +90,12 @@ fn total_tokens_sums_prompt_and_completion() {
     ctx.record_usage(Usage {
         prompt_tokens: 10,
         completion_tokens: 2,
+        ..Usage::default()
     });
     ctx.record_usage(Usage {
         prompt_tokens: 30,
         completion_tokens: 5,
+        ..Usage::default()
     });
     assert_eq!(ctx.total_tokens(), 47);
 }

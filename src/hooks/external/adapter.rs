@@ -25,6 +25,7 @@ use super::protocol::{workspace_id, Envelope, EventState};
 use super::queue::AsyncHooks;
 use super::runner::Runner;
 use super::HookSet;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LateEvents, LlmRequest, LlmResponse,
     ResponseAction, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
@@ -115,8 +116,13 @@ impl ExternalHooks {
 
     /// `event`'s chain; `None` when the event has no hooks. Its async hooks' notices go to
     /// `notices` (the chat's).
-    fn chain(&self, event: Event, notices: Option<LateEvents>) -> Option<Chain<'_>> {
-        self.chain_of(event, self.set.hooks(event), notices)
+    fn chain(
+        &self,
+        event: Event,
+        notices: Option<LateEvents>,
+        spend: &Arc<HookSpend>,
+    ) -> Option<Chain<'_>> {
+        self.chain_of(event, self.set.hooks(event), notices, spend)
     }
 
     /// A chain of `hooks` (all or some of `event`'s).
@@ -125,8 +131,9 @@ impl ExternalHooks {
         event: Event,
         hooks: &'a [Arc<super::config::HookDef>],
         notices: Option<LateEvents>,
+        spend: &Arc<HookSpend>,
     ) -> Option<Chain<'a>> {
-        (!hooks.is_empty()).then_some(Chain {
+        (!hooks.is_empty()).then(|| Chain {
             event,
             hooks,
             budget: self.runner.chain_budget,
@@ -135,6 +142,7 @@ impl ExternalHooks {
                 notices,
                 source: self.label,
             }),
+            spend: spend.clone(),
         })
     }
 
@@ -156,7 +164,7 @@ impl ExternalHooks {
         } else {
             all
         };
-        let Some(chain) = self.chain_of(event, hooks, ctx.late_events()) else {
+        let Some(chain) = self.chain_of(event, hooks, ctx.late_events(), ctx.hook_spend()) else {
             return Ok(A::default());
         };
         let mut state = call.state(ctx);
@@ -184,6 +192,9 @@ impl ExternalHooks {
         }
         for message in std::mem::take(&mut outcome.notices) {
             ctx.notify(NoticeLevel::Info, message, self.label);
+        }
+        for message in std::mem::take(&mut outcome.warnings) {
+            ctx.notify(NoticeLevel::Warn, message, self.label);
         }
         if event == Event::Stop
             && outcome.control.is_none()
@@ -287,7 +298,9 @@ impl ExternalHooks {
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
     /// What `session_start` hooks leave for the session's chats is returned.
     pub(super) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
-        let Some(chain) = self.chain(event, None) else {
+        // No chat to count them in: the connection event's hooks have a limit of their own.
+        let spend = Arc::new(HookSpend::new(self.runner.max_hook_model_calls, None));
+        let Some(chain) = self.chain(event, None, &spend) else {
             return SessionCarry::default();
         };
         let envelope = Envelope {

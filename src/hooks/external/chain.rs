@@ -43,19 +43,33 @@ use super::event::Event;
 use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::queue::{AsyncHooks, Job};
 use super::runner::{RunResult, Runner};
+use crate::hooks::spend::{Exhausted, HookSpend};
 use crate::hooks::LateEvents;
 use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
+/// Its model calls, if it makes any, are charged to `spend` (the chat's).
 #[async_trait]
 pub(super) trait RunHook: Send + Sync {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult;
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        spend: &Arc<HookSpend>,
+    ) -> RunResult;
 }
 
 #[async_trait]
 impl RunHook for Runner {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
-        Runner::run(self, hook, input, timeout).await
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        spend: &Arc<HookSpend>,
+    ) -> RunResult {
+        Runner::run(self, hook, input, timeout, spend).await
     }
 }
 
@@ -66,6 +80,8 @@ pub(super) struct Chain<'a> {
     pub(crate) budget: Duration,
     /// Where its `async: true` hooks go; `None`: they run in line like the others.
     pub(crate) background: Option<Background<'a>>,
+    /// The chat's hook model calls: what they spent and may still spend.
+    pub(crate) spend: Arc<HookSpend>,
 }
 
 /// The queue a chain hands its `async` hooks to, and where their notices go.
@@ -90,6 +106,9 @@ pub(super) struct ChainOutcome {
     pub(crate) chat_context: Vec<String>,
     /// The hooks' `system_message`s (unless suppressed), for the person.
     pub(crate) notices: Vec<String>,
+    /// Warnings for the person (the chat's one notice that hooks that call the model are
+    /// skipped past `limits.max_hook_model_calls`).
+    pub(crate) warnings: Vec<String>,
     /// Each hook that ran, in order: how it ended, and what it changed.
     pub(crate) ran: Vec<HookRun>,
 }
@@ -192,6 +211,9 @@ impl Chain<'_> {
         while next < self.hooks.len() {
             // The hooks that run now: one, or a run of side-by-side hooks in a row.
             let mut group: Vec<&Arc<HookDef>> = Vec::new();
+            // A hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or
+            // `block` (`Some(Some(refusal))`): the chain ends after the hooks before it.
+            let mut cut: Option<Option<ChainControl>> = None;
             while let Some(hook) = self.hooks.get(next) {
                 if !group.is_empty() && !hook.parallel {
                     break;
@@ -209,7 +231,7 @@ impl Chain<'_> {
                 // and nothing of its answer but a notice comes back. It takes none of the
                 // budget.
                 if let (true, Some(background)) = (hook.run_async, &self.background) {
-                    background.queue.submit(Job {
+                    let job = Job {
                         hook: hook.clone(),
                         event,
                         input: dialect::input(hook, event, envelope, state),
@@ -217,8 +239,28 @@ impl Chain<'_> {
                         envelope: envelope.clone(),
                         notices: background.notices.clone(),
                         source: background.source,
-                    });
+                        spend: self.spend.clone(),
+                    };
+                    let wait = deadline.saturating_duration_since(Instant::now());
+                    background.queue.hand_over(job, wait).await;
                     continue;
+                }
+                // Past the chat's hook model calls (or its tokens), a hook that calls the model
+                // is left out of its group; `on_error` decides what that means (a `block` hook
+                // fails closed).
+                if hook.handler.calls_model() {
+                    if let Err(exhausted) = self.spend.room() {
+                        over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                        match hook.on_error {
+                            OnError::Skip => continue,
+                            OnError::Abort => cut = Some(None),
+                            OnError::Block => {
+                                let failure = Failure::Failed(exhausted.to_string());
+                                cut = Some(refusal(event, &hook.name, &failure));
+                            }
+                        }
+                        break;
+                    }
                 }
                 group.push(hook);
                 if !hook.parallel {
@@ -226,6 +268,10 @@ impl Chain<'_> {
                 }
             }
             if group.is_empty() {
+                if let Some(control) = cut {
+                    outcome.control = control;
+                    break;
+                }
                 continue;
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -268,7 +314,18 @@ impl Chain<'_> {
                     }
                 }
             }
-            if decision.is_some() || ended {
+            let cut_short = cut.is_some();
+            if let (false, Some(Some(control))) = (ended, cut) {
+                // The capped hook is declared after the group: it wins only over weaker
+                // decisions.
+                if decision
+                    .as_ref()
+                    .is_none_or(|kept| control.rank() > kept.rank())
+                {
+                    decision = Some(control);
+                }
+            }
+            if decision.is_some() || ended || cut_short {
                 outcome.control = decision;
                 break;
             }
@@ -346,8 +403,16 @@ impl Chain<'_> {
     ) -> (Result<HookOutput, Failure>, HookRun) {
         let input = dialect::input(hook, self.event, envelope, state);
         let timeout = hook.timeout.min(remaining);
-        let (output, ran, elapsed) =
-            run_hook(runner, hook, self.event, &input, timeout, state, envelope).await;
+        let (output, ran, elapsed) = run_hook(
+            runner,
+            hook,
+            self.event,
+            &input,
+            timeout,
+            (state, envelope),
+            &self.spend,
+        )
+        .await;
         let run = HookRun {
             name: hook.name.clone(),
             level: hook.level,
@@ -359,19 +424,50 @@ impl Chain<'_> {
     }
 }
 
-/// Runs one hook with `input` within `timeout`, reads its answer in its dialect and records how
-/// it ended (in a chain, and from the async queue).
+/// A hook that calls the model was skipped past the chat's limit: logged, and the chat's one
+/// notice the first time.
+pub(super) fn over_limit(
+    spend: &HookSpend,
+    hook: &HookDef,
+    event: Event,
+    exhausted: Exhausted,
+    warnings: &mut Vec<String>,
+) {
+    tracing::debug!(hook = %hook.name, event = event.as_str(), %exhausted, "a hook that calls the model was skipped");
+    if spend.first_skip() {
+        tracing::warn!(hook = %hook.name, event = event.as_str(), %exhausted, "hooks that call the model are skipped for the rest of the chat");
+        metrics::counter!("hookwire_hook_model_calls_capped_total").increment(1);
+        warnings.push(format!(
+            "{exhausted}: hooks that call the model are skipped for the rest of this chat"
+        ));
+    }
+}
+
+/// Runs one hook with `input` within `timeout`, reads its answer in its dialect (against the
+/// event's state and envelope) and records how it ended (in a chain, and from the async queue).
 pub(super) async fn run_hook(
     runner: &dyn RunHook,
     hook: &HookDef,
     event: Event,
     input: &Value,
     timeout: Duration,
-    state: &EventState,
-    envelope: &Envelope,
+    (state, envelope): (&EventState, &Envelope),
+    spend: &Arc<HookSpend>,
 ) -> (Result<HookOutput, Failure>, Ran, Duration) {
     let started = Instant::now();
-    let output = match runner.run(hook, input, timeout).await {
+    let span = crate::telemetry::Span::start(
+        || format!("hook {}", event.as_str()),
+        crate::telemetry::Kind::Internal,
+        || {
+            crate::telemetry::hook_attributes(
+                &hook.name,
+                event.as_str(),
+                hook.level,
+                hook.dialect.as_str(),
+            )
+        },
+    );
+    let output = match span.run(runner.run(hook, input, timeout, spend)).await {
         RunResult::Error(error) => Err(Failure::Failed(error)),
         RunResult::Timeout => Err(Failure::TimedOut(timeout)),
         answer => dialect::read(hook, event, answer, state, envelope)
@@ -392,6 +488,13 @@ pub(super) async fn run_hook(
         Err(Failure::Failed(_)) => Ran::Failure,
     };
     let elapsed = started.elapsed();
+    span.set(|| {
+        vec![crate::telemetry::Attribute::new(
+            "hookwire.hook.outcome",
+            ran.label(),
+        )]
+    });
+    span.end();
     record(hook, event, ran, elapsed);
     (output, ran, elapsed)
 }

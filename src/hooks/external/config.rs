@@ -77,6 +77,12 @@ impl Handler {
         }
     }
 
+    /// `llm`, `prompt` and `agent` hooks call the model (their calls count in the chat's
+    /// usage and against `limits.max_hook_model_calls`).
+    pub(crate) fn calls_model(&self) -> bool {
+        matches!(self, Handler::Llm { .. } | Handler::Agent { .. })
+    }
+
     pub(super) fn default_timeout(&self) -> Duration {
         match self {
             Handler::Command { .. } | Handler::Http { .. } => Duration::from_secs(10),
@@ -95,6 +101,16 @@ pub(crate) enum OnError {
     /// Fail closed: the action the hook guards is refused (a tool is skipped, a chat is
     /// stopped; see the chain engine).
     Block,
+}
+
+/// What an `async: true` hook's run does when the async queue has no room for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum OnFull {
+    /// It is dropped (logged and counted); the chat goes on at once (the default).
+    #[default]
+    Drop,
+    /// Its chat waits for room, at most what is left of the chain's budget (audit hooks).
+    Wait,
 }
 
 /// When a hook applies; all set fields must match (AND).
@@ -193,6 +209,8 @@ pub(crate) struct HookDef {
     /// Claude Code and Gemini CLI settings hook (but a Gemini `sequential` group's), and a YAML
     /// event's hooks under `parallel: true`.
     pub(crate) parallel: bool,
+    /// `on_full`: what an async run does when the queue has no room for it.
+    pub(crate) on_full: OnFull,
     /// `server`, `workspace` or `session`.
     pub(crate) level: &'static str,
     pub(crate) file: PathBuf,
@@ -274,6 +292,8 @@ struct RawHook {
     /// Run off the chat's path (PROTOCOL section 11).
     #[serde(rename = "async")]
     run_async: Option<bool>,
+    /// `drop` (the default) or `wait`: an async run that finds the queue full.
+    on_full: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -464,6 +484,7 @@ pub(super) struct Built {
     pub(crate) filter: Filter,
     pub(crate) capabilities: Option<BTreeSet<String>>,
     pub(crate) run_async: bool,
+    pub(crate) on_full: OnFull,
 }
 
 /// Where an entry was configured.
@@ -499,6 +520,7 @@ impl Built {
                 capabilities: self.capabilities.clone(),
                 run_async: self.run_async,
                 parallel: place.parallel,
+                on_full: self.on_full,
                 level: place.level,
                 file: place.file.to_path_buf(),
                 line: place.line,
@@ -677,6 +699,17 @@ fn build(
         warnings
             .push("on_error does not apply to an async hook (its failure is only logged)".into());
     }
+    let on_full = match raw.on_full.as_deref() {
+        None | Some("drop") => OnFull::Drop,
+        Some("wait") => OnFull::Wait,
+        Some(other) => {
+            errors.push(format!("on_full {other:?} must be \"drop\" or \"wait\""));
+            OnFull::Drop
+        }
+    };
+    if raw.on_full.is_some() && !run_async {
+        warnings.push("on_full applies to async hooks only (async: true); ignored".into());
+    }
     if errors.is_empty() {
         let built = Built {
             name: raw.name,
@@ -686,6 +719,7 @@ fn build(
             filter,
             capabilities,
             run_async,
+            on_full,
         };
         Ok((built, warnings))
     } else {

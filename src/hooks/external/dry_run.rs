@@ -69,6 +69,11 @@ impl HookFiles {
             decision: DryDecision::Continue,
             failed: false,
         };
+        // One limit for the whole run, as one chat would have.
+        let spend = std::sync::Arc::new(crate::hooks::spend::HookSpend::new(
+            runner.max_hook_model_calls,
+            None,
+        ));
         for hook in set.hooks(event) {
             let before = state.clone();
             let chain = Chain {
@@ -77,6 +82,7 @@ impl HookFiles {
                 budget: runner.chain_budget,
                 // An `async` hook runs in line here: the dry run shows what it does.
                 background: None,
+                spend: spend.clone(),
             };
             let outcome = chain.run(runner.as_ref(), &envelope, &mut state).await;
             let Some(ran) = outcome.ran.first() else {

@@ -37,4 +37,4 @@ pub(crate) mod stats;
 pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
 pub(crate) use files::HookFiles;
-pub(crate) use queue::{AsyncHooks, DEFAULT_QUEUE};
+pub(crate) use queue::{AsyncHooks, DEFAULT_QUEUE, DEFAULT_QUEUE_PER_CONNECTION};

@@ -163,6 +163,7 @@ fn spawn_grouped(
         .env_clear()
         .envs(env.iter().map(|(name, value)| (name, value)))
         .env(RUN_MARKER, &marker)
+        .envs(crate::telemetry::current_traceparent().map(|value| ("TRACEPARENT", value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -201,6 +202,40 @@ pub(crate) async fn execute(
     input: &Value,
     timeout: Duration,
 ) -> Result<CommandRun, String> {
+    let payload = input.to_string().into_bytes();
+    let run = execute_bytes(command, env, cwd, payload, timeout, MAX_OUTPUT_BYTES).await?;
+    Ok(CommandRun {
+        exit_code: run.exit_code,
+        stdout: String::from_utf8_lossy(&run.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
+        timed_out: run.timed_out,
+    })
+}
+
+/// How a command run by [`execute_bytes`] ended, its output as bytes.
+#[derive(Debug, Default)]
+pub(crate) struct ByteRun {
+    /// `None` when a signal ended the shell (or it was killed at its timeout).
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) stdout: Vec<u8>,
+    /// Capped at [`MAX_OUTPUT_BYTES`].
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) timed_out: bool,
+    /// More than `max_stdout` bytes were written to stdout (the rest was drained, not kept).
+    pub(crate) stdout_cut: bool,
+}
+
+/// [`execute`] for any bytes on stdin and binary output (a speech engine's audio): the same
+/// shell, environment, process group and cleanup; stdout kept up to `max_stdout` bytes. Dropping
+/// the future (a cancelled chat) kills the whole run at once.
+pub(crate) async fn execute_bytes(
+    command: &str,
+    env: &[(String, OsString)],
+    cwd: &Path,
+    payload: Vec<u8>,
+    timeout: Duration,
+    max_stdout: usize,
+) -> Result<ByteRun, String> {
     let mut shell = tokio::process::Command::new("sh");
     shell.arg("-c").arg(command);
     let (mut child, run) = spawn_grouped(shell, env, cwd, &format!("`sh -c {command}`"))?;
@@ -212,11 +247,10 @@ pub(crate) async fn execute(
         child: Some(child),
         run,
     };
-    let payload = input.to_string().into_bytes();
     let work = async {
         let write = async {
             if let Some(mut stdin) = stdin.take() {
-                // A hook that does not read its input closes the pipe early; that is fine.
+                // A command that does not read its input closes the pipe early; that is fine.
                 let _ = stdin.write_all(&payload).await;
                 let _ = stdin.shutdown().await;
             }
@@ -228,39 +262,46 @@ pub(crate) async fn execute(
         };
         let (_, out, err, status) = tokio::join!(
             write,
-            read_capped(stdout.as_mut()),
-            read_capped(stderr.as_mut()),
+            read_capped(stdout.as_mut(), max_stdout),
+            read_capped(stderr.as_mut(), MAX_OUTPUT_BYTES),
             main
         );
         (out, err, status)
     };
-    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
+    let Ok(((out, out_cut), (err, _), status)) = tokio::time::timeout(timeout, work).await else {
         drop(process);
-        return Ok(CommandRun {
+        return Ok(ByteRun {
             timed_out: true,
-            ..CommandRun::default()
+            ..ByteRun::default()
         });
     };
-    let status = status.map_err(|error| format!("waiting for the hook failed: {error}"))?;
-    Ok(CommandRun {
+    let status = status.map_err(|error| format!("waiting for the command failed: {error}"))?;
+    Ok(ByteRun {
         exit_code: status.code(),
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
+        stdout: out,
+        stderr: err,
         timed_out: false,
+        stdout_cut: out_cut,
     })
 }
 
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(reader: Option<&mut R>) -> Vec<u8> {
+/// Reads to the end, keeping at most `limit` bytes; `true` when more came (and was drained).
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
+    reader: Option<&mut R>,
+    limit: usize,
+) -> (Vec<u8>, bool) {
     let Some(reader) = reader else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     let mut kept = Vec::new();
+    let mut cut = false;
     let mut buffer = [0u8; 8192];
     loop {
         match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => return kept,
+            Ok(0) | Err(_) => return (kept, cut),
             Ok(n) => {
-                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
+                let room = limit.saturating_sub(kept.len());
+                cut |= n > room;
                 kept.extend_from_slice(&buffer[..n.min(room)]);
             }
         }

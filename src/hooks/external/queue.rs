@@ -1,12 +1,19 @@
-//! [`AsyncHooks`]: the queue and workers behind `async: true` hooks (PROTOCOL section 11).
+//! [`AsyncHooks`]: the queue and workers behind `async: true` hooks (PROTOCOL sections 11
+//! and 15).
 //!
 //! A chain hands an async hook over as a [`Job`] (its input as it stands at the hook's place in
 //! the chain) and goes on at once. The rules:
-//! - Bounded: at most `limits.async_hook_queue` runs wait (default 1 024); a run that finds the
-//!   queue full is dropped, logged at `warn` and counted in
-//!   `hookwire_async_hook_drops_total{hook,event}`. [`WORKERS`] runs go at a time.
+//! - Bounded: at most `limits.async_hook_queue` runs wait (default 1 024), and at most
+//!   `limits.async_hook_queue_per_connection` of them (default 64) from one connection (its
+//!   session id), so one client cannot fill the queue for the others. [`WORKERS`] runs go at a
+//!   time, the connections with waiting runs taking turns (one run each, round robin).
+//! - A run that finds no room is dropped, logged at `warn` with its chat, event, hook, tool and
+//!   a hash of the tool's arguments ([`Dropped`]), and counted in
+//!   `hookwire_async_hook_drops_total{hook,event}`; a hook with `on_full: wait` (an audit hook)
+//!   makes its chat wait for room instead, at most what is left of its chain's budget.
 //! - Each run is bounded like any hook: its own timeout (not cut by a chain's budget: it is on
-//!   no chain's clock), a command's processes killed with their group when it ends.
+//!   no chain's clock), a command's processes killed with their group when it ends. A hook that
+//!   calls the model takes its calls from its chat's ([`HookSpend`]).
 //! - Its answer is read only for `systemMessage` (unless `suppressOutput`): a `notice` of the
 //!   chat that ran the hook, sent only while that chat still runs ([`LateEvents`]); otherwise
 //!   dropped. Everything else it answers is ignored. How it ended is counted like a chain's run
@@ -14,19 +21,21 @@
 //! - [`AsyncHooks::shutdown`] (the server stopping) takes no more runs, drops the waiting ones,
 //!   gives the running ones a grace period and then ends them (which kills their processes).
 
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::chain::{run_hook, RunHook};
-use super::config::HookDef;
+use super::chain::{over_limit, run_hook, RunHook};
+use super::config::{HookDef, OnFull};
 use super::event::Event;
 use super::protocol::{Envelope, EventState};
 use super::runner::Runner;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::LateEvents;
 use crate::types::NoticeLevel;
 
@@ -35,6 +44,9 @@ pub(crate) const WORKERS: usize = 4;
 
 /// The default `limits.async_hook_queue`.
 pub(crate) const DEFAULT_QUEUE: usize = 1024;
+
+/// The default `limits.async_hook_queue_per_connection`.
+pub(crate) const DEFAULT_QUEUE_PER_CONNECTION: usize = 64;
 
 /// One async hook's run, as its chain left it.
 pub(crate) struct Job {
@@ -48,17 +60,174 @@ pub(crate) struct Job {
     pub(crate) notices: Option<LateEvents>,
     /// The notice's `source`.
     pub(crate) source: &'static str,
+    /// The chat's hook model calls.
+    pub(crate) spend: Arc<HookSpend>,
 }
 
-/// What the dispatcher takes when it starts: the queue's other end and the runner.
-type Idle = (mpsc::Receiver<Job>, Arc<dyn RunHook>);
+/// Why a run found no room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    Queue,
+    Connection,
+}
+
+impl Full {
+    fn why(self) -> &'static str {
+        match self {
+            Full::Queue => "the async hook queue is full (limits.async_hook_queue)",
+            Full::Connection => "this connection holds as many queued async hook runs as it may (limits.async_hook_queue_per_connection)",
+        }
+    }
+}
+
+/// The runs waiting for a worker, by connection.
+#[derive(Default)]
+struct Waiting {
+    by_connection: HashMap<String, VecDeque<Box<Job>>>,
+    /// The connections with waiting runs, in the order of their next turn.
+    turns: VecDeque<String>,
+    total: usize,
+}
+
+impl Waiting {
+    fn push(&mut self, job: Box<Job>, limits: Limits) -> Result<(), (Box<Job>, Full)> {
+        if self.total >= limits.capacity {
+            return Err((job, Full::Queue));
+        }
+        let connection = job.envelope.session_id.clone();
+        let queued = self.by_connection.get(&connection).map_or(0, VecDeque::len);
+        if queued >= limits.per_connection {
+            return Err((job, Full::Connection));
+        }
+        if queued == 0 {
+            self.turns.push_back(connection.clone());
+        }
+        self.by_connection
+            .entry(connection)
+            .or_default()
+            .push_back(job);
+        self.total += 1;
+        Ok(())
+    }
+
+    /// The next run: the first of the connection whose turn it is (it goes to the back of the
+    /// line if it has more).
+    fn pop(&mut self) -> Option<Box<Job>> {
+        let connection = self.turns.pop_front()?;
+        let runs = self.by_connection.get_mut(&connection)?;
+        let job = runs.pop_front();
+        if runs.is_empty() {
+            self.by_connection.remove(&connection);
+        } else {
+            self.turns.push_back(connection);
+        }
+        if job.is_some() {
+            self.total -= 1;
+        }
+        job
+    }
+
+    fn clear(&mut self) {
+        *self = Waiting::default();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    capacity: usize,
+    per_connection: usize,
+}
+
+/// What the queue's callers and its dispatcher share.
+struct Shared {
+    waiting: Mutex<Waiting>,
+    limits: Limits,
+    /// A run was queued (the dispatcher is its only waiter, so a permit is kept).
+    queued: Notify,
+    /// A run left the queue: chats waiting for room look again.
+    freed: Notify,
+}
+
+impl Shared {
+    fn waiting(&self) -> MutexGuard<'_, Waiting> {
+        match self.waiting.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn push(&self, job: Box<Job>) -> Result<(), (Box<Job>, Full)> {
+        self.waiting().push(job, self.limits)?;
+        self.queued.notify_one();
+        Ok(())
+    }
+
+    fn pop(&self) -> Option<Box<Job>> {
+        let job = self.waiting().pop();
+        if job.is_some() {
+            self.freed.notify_waiters();
+        }
+        job
+    }
+}
+
+/// A dropped run, as its log line names it: the chat, the event, the hook, the tool and a hash
+/// of the tool's arguments (never the arguments: they may hold what the log should not).
+struct Dropped<'a>(&'a Job);
+
+impl std::fmt::Display for Dropped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let job = self.0;
+        write!(
+            f,
+            "chat={} event={} hook={}",
+            job.envelope.run_id.as_deref().unwrap_or("-"),
+            job.event.as_str(),
+            job.hook.name
+        )?;
+        if let Some(tool) = &job.state.tool_name {
+            write!(f, " tool={tool}")?;
+        }
+        if let Some(arguments) = &job.state.tool_arguments {
+            write!(f, " arguments_sha256={}", arguments_hash(arguments))?;
+        }
+        Ok(())
+    }
+}
+
+/// The first 16 hex digits of the SHA-256 of the arguments' JSON: enough to match a dropped run
+/// with the tool call in another record, nothing of their content.
+fn arguments_hash(arguments: &Value) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(arguments.to_string().as_bytes());
+    hex::encode(&digest[..8])
+}
+
+/// Logs and counts a run that was not queued.
+fn drop_run(job: &Job, why: &str) {
+    let event = job.event.as_str();
+    tracing::warn!(
+        chat = job.envelope.run_id.as_deref().unwrap_or("-"),
+        session = %job.envelope.session_id,
+        event,
+        hook = %job.hook.name,
+        tool = job.state.tool_name.as_deref().unwrap_or("-"),
+        "{why}; this async hook run was dropped: {}",
+        Dropped(job)
+    );
+    let labels = [
+        ("hook", job.hook.name.clone()),
+        ("event", event.to_string()),
+    ];
+    metrics::counter!("hookwire_async_hook_drops_total", &labels).increment(1);
+}
 
 /// The queue of async hook runs; shared by every chat (and connection) of a server.
 pub(crate) struct AsyncHooks {
-    queue: mpsc::Sender<Job>,
-    /// The queue's other end and the runner, until the first run starts the dispatcher (which
-    /// needs a runtime; the hooks may be wired outside one).
-    idle: Mutex<Option<Idle>>,
+    shared: Arc<Shared>,
+    /// The runner, until the first run starts the dispatcher (which needs a runtime; the hooks
+    /// may be wired outside one).
+    idle: Mutex<Option<Arc<dyn RunHook>>>,
     /// No more runs are taken (shutdown began).
     closing: CancellationToken,
     /// The running ones end now.
@@ -68,44 +237,84 @@ pub(crate) struct AsyncHooks {
 }
 
 impl AsyncHooks {
-    /// The server's queue: `capacity` runs (at least 1) that `runner` runs.
-    pub(crate) fn serving(runner: Arc<Runner>, capacity: usize) -> Self {
-        Self::new(runner, capacity)
+    /// The server's queue: `capacity` runs (at least 1), `per_connection` of them from one
+    /// connection (at least 1), that `runner` runs.
+    pub(crate) fn serving(runner: Arc<Runner>, capacity: usize, per_connection: usize) -> Self {
+        Self::new(runner, capacity, per_connection)
     }
 
-    /// A queue of `capacity` runs (at least 1) served by `runner`.
-    pub(super) fn new(runner: Arc<dyn RunHook>, capacity: usize) -> Self {
-        let (queue, receiver) = mpsc::channel(capacity.max(1));
+    /// A queue of `capacity` runs (at least 1), `per_connection` from one connection (at least
+    /// 1), served by `runner`.
+    pub(super) fn new(runner: Arc<dyn RunHook>, capacity: usize, per_connection: usize) -> Self {
+        let limits = Limits {
+            capacity: capacity.max(1),
+            per_connection: per_connection.max(1),
+        };
         Self {
-            queue,
-            idle: Mutex::new(Some((receiver, runner))),
+            shared: Arc::new(Shared {
+                waiting: Mutex::new(Waiting::default()),
+                limits,
+                queued: Notify::new(),
+                freed: Notify::new(),
+            }),
+            idle: Mutex::new(Some(runner)),
             closing: CancellationToken::new(),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
         }
     }
 
-    /// Queues a run without waiting; `false` when it was dropped (the queue is full, or the
-    /// server is stopping).
+    /// Queues a run without waiting; `false` when it was dropped (no room, or the server is
+    /// stopping).
     pub(crate) fn submit(&self, job: Job) -> bool {
         if self.closing.is_cancelled() {
             tracing::debug!(hook = %job.hook.name, "the server is stopping; an async hook run was not started");
             return false;
         }
         self.start();
-        match self.queue.try_send(job) {
+        match self.shared.push(Box::new(job)) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(job)) => {
-                let event = job.event.as_str();
-                tracing::warn!(hook = %job.hook.name, event, "the async hook queue is full (limits.async_hook_queue); this run was dropped");
-                let labels = [
-                    ("hook", job.hook.name.clone()),
-                    ("event", event.to_string()),
-                ];
-                metrics::counter!("hookwire_async_hook_drops_total", &labels).increment(1);
+            Err((job, full)) => {
+                drop_run(&job, full.why());
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// A chain hands a run over: queued at once if there is room; otherwise dropped, unless the
+    /// hook has `on_full: wait`, which waits for room up to `wait` (what is left of the chain's
+    /// budget). `false` when it was dropped.
+    pub(crate) async fn hand_over(&self, job: Job, wait: Duration) -> bool {
+        if job.hook.on_full != OnFull::Wait {
+            return self.submit(job);
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut job = Box::new(job);
+        loop {
+            if self.closing.is_cancelled() {
+                tracing::debug!(hook = %job.hook.name, "the server is stopping; an async hook run was not started");
+                return false;
+            }
+            self.start();
+            // Registered before the look, so a run that leaves in between still wakes it.
+            let freed = self.shared.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            let full = match self.shared.push(job) {
+                Ok(()) => return true,
+                Err((back, full)) => {
+                    job = back;
+                    full
+                }
+            };
+            tokio::select! {
+                _ = &mut freed => {}
+                _ = self.closing.cancelled() => {}
+                _ = tokio::time::sleep_until(deadline) => {
+                    drop_run(&job, &format!("{}, and no room came within the chain's budget (on_full: wait)", full.why()));
+                    return false;
+                }
+            }
         }
     }
 
@@ -115,10 +324,10 @@ impl AsyncHooks {
             Ok(mut idle) => idle.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         };
-        if let Some((receiver, runner)) = idle {
+        if let Some(runner) = idle {
             let tasks = self.tasks.clone();
             let dispatch = dispatch(
-                receiver,
+                self.shared.clone(),
                 runner,
                 self.closing.clone(),
                 self.stop.clone(),
@@ -132,6 +341,8 @@ impl AsyncHooks {
     /// ended (their processes killed).
     pub(crate) async fn shutdown(&self, grace: Duration) {
         self.closing.cancel();
+        self.shared.waiting().clear();
+        self.shared.freed.notify_waiters();
         self.tasks.close();
         if tokio::time::timeout(grace, self.tasks.wait())
             .await
@@ -147,10 +358,17 @@ impl AsyncHooks {
     }
 }
 
-/// Takes runs from the queue, [`WORKERS`] at a time, until shutdown, or until the queue is
-/// dropped (with the [`AsyncHooks`]) and empty; runs that started finish within their timeouts.
+impl Drop for AsyncHooks {
+    /// The dispatcher ends with the queue (the server calls [`AsyncHooks::shutdown`] first).
+    fn drop(&mut self) {
+        self.closing.cancel();
+    }
+}
+
+/// Takes runs from the queue, [`WORKERS`] at a time, until shutdown; runs that started finish
+/// within their timeouts.
 async fn dispatch(
-    mut queue: mpsc::Receiver<Job>,
+    shared: Arc<Shared>,
     runner: Arc<dyn RunHook>,
     closing: CancellationToken,
     stop: CancellationToken,
@@ -166,19 +384,23 @@ async fn dispatch(
             slot = slots.clone().acquire_owned() => slot,
         };
         let Ok(slot) = slot else { break };
-        let job = tokio::select! {
-            biased;
-            _ = closing.cancelled() => break,
-            job = queue.recv() => job,
+        let job = loop {
+            if let Some(job) = shared.pop() {
+                break job;
+            }
+            tokio::select! {
+                biased;
+                _ = closing.cancelled() => return,
+                _ = shared.queued.notified() => {}
+            }
         };
-        let Some(job) = job else { break };
         let runner = runner.clone();
         let stop = stop.clone();
         tasks.spawn(async move {
             let _slot = slot;
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = run(job, runner.as_ref()) => {}
+                _ = run(*job, runner.as_ref()) => {}
             }
         });
     }
@@ -195,15 +417,28 @@ async fn run(job: Job, runner: &dyn RunHook) {
         envelope,
         notices,
         source,
+        spend,
     } = job;
+    if hook.handler.calls_model() {
+        if let Err(exhausted) = spend.room() {
+            let mut warnings = Vec::new();
+            over_limit(&spend, &hook, event, exhausted, &mut warnings);
+            for warning in warnings {
+                if let Some(chat) = &notices {
+                    chat.notify(NoticeLevel::Warn, warning, source.to_string());
+                }
+            }
+            return;
+        }
+    }
     let (output, _, _) = run_hook(
         runner,
         &hook,
         event,
         &input,
         hook.timeout,
-        &state,
-        &envelope,
+        (&state, &envelope),
+        &spend,
     )
     .await;
     let output = match output {

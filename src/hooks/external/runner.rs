@@ -22,6 +22,7 @@ use super::config::{Handler, HookDef};
 use super::event::Dialect;
 use super::process::{environment, execute, server_variable};
 use super::protocol::json_in_text;
+use crate::hooks::spend::HookSpend;
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
 use crate::types::Message;
 
@@ -91,7 +92,8 @@ impl CommandRun {
 /// trait).
 #[async_trait::async_trait]
 pub(crate) trait SubAgent: Send + Sync {
-    async fn answer(&self, task: String) -> Result<String, String>;
+    /// The sub-run's answer; its model calls are charged to `spend` (the calling chat's).
+    async fn answer(&self, task: String, spend: Arc<HookSpend>) -> Result<String, String>;
 }
 
 /// What the handlers need from the server.
@@ -109,6 +111,8 @@ pub(crate) struct Runner {
     /// URL prefixes that http hooks other than the server's may call (`http_hooks.allowed_urls`;
     /// empty = none).
     pub(crate) http_hook_urls: Vec<String>,
+    /// `limits.max_hook_model_calls`, for the connection events (a chat's hooks use the chat's).
+    pub(crate) max_hook_model_calls: usize,
 }
 
 /// The default [`Runner::chain_budget`].
@@ -151,7 +155,14 @@ impl Runner {
             cwd,
             chain_budget: DEFAULT_CHAIN_BUDGET,
             http_hook_urls: Vec::new(),
+            max_hook_model_calls: crate::hooks::spend::DEFAULT_MAX_HOOK_MODEL_CALLS,
         }
+    }
+
+    /// Sets the model calls the hooks of one connection event may make.
+    pub(crate) fn with_max_hook_model_calls(mut self, calls: usize) -> Self {
+        self.max_hook_model_calls = calls;
+        self
     }
 
     /// Sets the URL prefixes that workspace-level http hooks may call.
@@ -172,8 +183,15 @@ impl Runner {
         self
     }
 
-    /// Runs `hook`'s handler with `input` within `timeout`.
-    pub(crate) async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+    /// Runs `hook`'s handler with `input` within `timeout`; its model calls (if it makes any)
+    /// are charged to `spend`, the chat's.
+    pub(crate) async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        spend: &Arc<HookSpend>,
+    ) -> RunResult {
         match &hook.handler {
             Handler::Command { command, env } => {
                 let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
@@ -198,7 +216,11 @@ impl Runner {
             } => {
                 let prompt = task(hook.dialect, prompt, *envelope, input);
                 let model = model.clone().unwrap_or_else(|| self.model_name.clone());
-                match tokio::time::timeout(timeout, self.ask_with_retry(&prompt, &model)).await {
+                // The model wrote a session hook: one call, never a retry (each hook run of the
+                // model's costs the operator one call at most).
+                let attempts = if hook.level == "session" { 1 } else { 2 };
+                let asked = self.ask_with_retry(&prompt, &model, attempts, spend);
+                match tokio::time::timeout(timeout, asked).await {
                     Err(_) => RunResult::Timeout,
                     Ok(result) => result,
                 }
@@ -216,7 +238,8 @@ impl Runner {
                     },
                 };
                 let task = task(hook.dialect, prompt, true, input);
-                match tokio::time::timeout(timeout, run_agent(sub_agent.as_ref(), task)).await {
+                let asked = run_agent(sub_agent.as_ref(), task, spend.clone());
+                match tokio::time::timeout(timeout, asked).await {
                     Err(_) => RunResult::Timeout,
                     Ok(result) => result,
                 }
@@ -231,7 +254,9 @@ impl Runner {
         input: &Value,
         timeout: Duration,
     ) -> RunResult {
-        let mut request = self.http.post(url).timeout(timeout).json(input);
+        let mut request = crate::telemetry::with_traceparent(self.http.post(url))
+            .timeout(timeout)
+            .json(input);
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -287,12 +312,22 @@ impl Runner {
         }
     }
 
-    /// Asks the model; one retry when the call fails or the answer holds no JSON.
-    async fn ask_with_retry(&self, prompt: &str, model: &str) -> RunResult {
+    /// Asks the model up to `attempts` times: again when the call fails or the answer holds
+    /// no JSON. Each call takes a slot of `spend` first; none left, no call.
+    async fn ask_with_retry(
+        &self,
+        prompt: &str,
+        model: &str,
+        attempts: usize,
+        spend: &HookSpend,
+    ) -> RunResult {
         let mut last = String::new();
-        for _ in 0..2 {
+        for _ in 0..attempts {
+            if let Err(exhausted) = spend.try_call() {
+                return RunResult::Error(format!("not asked: {exhausted}"));
+            }
             match self
-                .ask(prompt, model)
+                .ask(prompt, model, spend)
                 .await
                 .and_then(|text| json_in_text(&text))
             {
@@ -303,7 +338,7 @@ impl Runner {
         RunResult::Error(format!("the model's answer was not usable: {last}"))
     }
 
-    async fn ask(&self, prompt: &str, model: &str) -> Result<String, String> {
+    async fn ask(&self, prompt: &str, model: &str, spend: &HookSpend) -> Result<String, String> {
         let request = ModelRequest {
             model: model.to_string(),
             messages: vec![Message::user(prompt)],
@@ -318,7 +353,10 @@ impl Runner {
         while let Some(event) = stream.next().await {
             match event.map_err(|e| e.to_string())? {
                 ModelEvent::Text(delta) => text.push_str(&delta),
-                ModelEvent::Finished { .. } => return Ok(text),
+                ModelEvent::Finished { usage, .. } => {
+                    spend.record(usage.unwrap_or_default());
+                    return Ok(text);
+                }
             }
         }
         Err("the model stream ended early".into())
@@ -346,8 +384,8 @@ fn task(dialect: Dialect, prompt: &str, envelope: bool, input: &Value) -> String
     }
 }
 
-async fn run_agent(agent: &dyn SubAgent, task: String) -> RunResult {
-    match agent.answer(task).await {
+async fn run_agent(agent: &dyn SubAgent, task: String, spend: Arc<HookSpend>) -> RunResult {
+    match agent.answer(task, spend).await {
         Ok(content) => match json_in_text(&content) {
             Ok(value) => RunResult::Output(value),
             Err(error) => RunResult::Error(format!("the agent's answer was not usable: {error}")),

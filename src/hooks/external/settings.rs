@@ -464,6 +464,7 @@ fn build(
         },
         capabilities: None,
         run_async,
+        on_full: Default::default(),
     };
     Ok((Some(built), warnings))
 }

@@ -110,6 +110,7 @@ impl ChatModel for DemoModel {
         let usage = Usage {
             prompt_tokens,
             completion_tokens: words.len() as u64 + tool_calls.len() as u64,
+            ..Usage::default()
         };
         let finish_reason = if tool_calls.is_empty() {
             "stop"

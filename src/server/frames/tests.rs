@@ -127,7 +127,10 @@ fn limits_apply() {
 #[test]
 fn server_frames_have_the_wire_shape() {
     let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
-    assert_eq!(frame(ChatEvent::Started), json!({"type":"start","id":"c1"}));
+    assert_eq!(
+        frame(ChatEvent::Started { trace_id: None }),
+        json!({"type":"start","id":"c1"})
+    );
     assert_eq!(
         frame(ChatEvent::Text("hi".into())),
         json!({"type":"text","id":"c1","delta":"hi"})
@@ -182,7 +185,8 @@ fn server_frames_have_the_wire_shape() {
             content: "a".into(),
             usage: Usage {
                 prompt_tokens: 3,
-                completion_tokens: 4
+                completion_tokens: 4,
+                ..Usage::default()
             },
             turn: vec![
                 Message::user("q"),
@@ -199,7 +203,7 @@ fn server_frames_have_the_wire_shape() {
             ],
         }),
         json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
-               "usage":{"prompt_tokens":3,"completion_tokens":4},
+               "usage":{"prompt_tokens":3,"completion_tokens":4,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0},
                "turn":[{"role":"user","content":"q"},
                        {"role":"assistant","content":"","tool_calls":[{"id":"k1","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"}}]},
                        {"role":"tool","content":"a.txt","tool_call_id":"k1","name":"list_dir"},
@@ -220,7 +224,8 @@ fn server_frames_have_the_wire_shape() {
 
 #[test]
 fn the_start_frame_names_the_instance_and_no_other_frame_does() {
-    let start = ServerFrame::from_event("c1", ChatEvent::Started).with_instance("a1b2");
+    let start =
+        ServerFrame::from_event("c1", ChatEvent::Started { trace_id: None }).with_instance("a1b2");
     assert_eq!(
         serde_json::to_value(start).unwrap(),
         json!({"type":"start","id":"c1","instance":"a1b2"})
@@ -352,4 +357,37 @@ fn tool_calls_and_results_in_the_history_have_the_trust_of_user_text() {
     assert_eq!(result.tool_name.as_deref(), Some("list_dir"));
     // A mark on them is ignored: they are never system text.
     assert!(call.hook.is_none() && result.hook.is_none());
+}
+
+#[test]
+fn trace_context_fields_of_a_chat_frame_and_the_start_frame() {
+    let ClientFrame::Chat(chat) = parse(
+        r#"{"type":"chat","input":"x","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","conversation_id":"conv-1"}"#,
+    ) else {
+        panic!("a chat frame")
+    };
+    assert_eq!(
+        chat.traceparent.as_deref(),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    );
+    assert_eq!(chat.conversation_id.as_deref(), Some("conv-1"));
+    assert_eq!(
+        invalid_message(r#"{"type":"chat","input":"x","traceparent":1}"#),
+        "field \"traceparent\" must be a string"
+    );
+    let long = "a".repeat(300);
+    assert!(invalid_message(&format!(
+        r#"{{"type":"chat","input":"x","conversation_id":"{long}"}}"#
+    ))
+    .contains("over 256 bytes"));
+    let start = ServerFrame::from_event(
+        "c1",
+        ChatEvent::Started {
+            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&start).unwrap(),
+        json!({"type":"start","id":"c1","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"})
+    );
 }

@@ -85,6 +85,7 @@ impl ChatModel for Script {
                         usage: Some(Usage {
                             prompt_tokens: 10,
                             completion_tokens: 2,
+                            ..Usage::default()
                         }),
                     })
                 }))
@@ -120,7 +121,7 @@ impl Harness {
         let (to_session, incoming) = mpsc::unbounded();
         let (outgoing, from_session) = mpsc::unbounded();
         let socket = ChannelSocket { incoming, outgoing };
-        let session = tokio::spawn(run_session(socket, state.clone()));
+        let session = tokio::spawn(run_session(socket, state.clone(), None));
         Harness {
             to_session,
             from_session,
@@ -213,7 +214,7 @@ async fn a_chat_streams_from_start_to_done() {
     );
     assert_eq!(
         done["usage"],
-        json!({"prompt_tokens":10,"completion_tokens":2})
+        json!({"prompt_tokens":10,"completion_tokens":2,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0})
     );
     // The client goes away: the session ends without being told anything else.
     session.to_session.close_channel();

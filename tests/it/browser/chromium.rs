@@ -33,6 +33,8 @@ impl Chromium {
                 "--disable-sync",
                 "--disable-dev-shm-usage",
                 "--window-size=1200,900",
+                // The voice test plays an answer's audio without a click first.
+                "--autoplay-policy=no-user-gesture-required",
                 "--remote-debugging-port=0",
                 "about:blank",
             ],

@@ -38,7 +38,13 @@ impl Scripted {
 
 #[async_trait]
 impl RunHook for Scripted {
-    async fn run(&self, hook: &HookDef, input: &Value, timeout: Duration) -> RunResult {
+    async fn run(
+        &self,
+        hook: &HookDef,
+        input: &Value,
+        timeout: Duration,
+        _: &Arc<HookSpend>,
+    ) -> RunResult {
         self.seen
             .lock()
             .unwrap()
@@ -71,6 +77,7 @@ async fn run_within(
         hooks: &hooks,
         budget,
         background: None,
+        spend: Default::default(),
     };
     chain.run(runner, &Envelope::default(), state).await
 }
@@ -435,6 +442,7 @@ async fn a_session_hook_injects_only_user_messages() {
         hooks: &hooks,
         budget: BUDGET,
         background: None,
+        spend: Default::default(),
     };
     let mut state = EventState::default();
     let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
@@ -464,7 +472,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
             "systemMessage": format!("note from {name}"),
         }))
     }));
-    let queue = AsyncHooks::new(runner.clone(), 8);
+    let queue = AsyncHooks::new(runner.clone(), 8, 8);
     let (events, mut received) = tokio::sync::mpsc::channel(8);
     let chain = Chain {
         event: Event::PreSendMessage,
@@ -475,6 +483,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
             notices: Some(LateEvents::new(&events)),
             source: "external",
         }),
+        spend: Default::default(),
     };
     let mut state = EventState {
         user_input: Some("hi".into()),
@@ -507,4 +516,43 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
         .map(|(_, input, _)| input["user_input"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(slow, ["hi+a"]);
+}
+
+#[tokio::test]
+async fn past_the_chats_hook_model_calls_model_hooks_are_skipped_and_a_block_one_fails_closed() {
+    let yaml = "pre_tool_execution:
+  - {name: judge, type: llm, prompt: p}
+  - {name: guard, command: x}
+  - {name: strict, type: llm, prompt: p, on_error: block}
+";
+    let (hooks, problems) = parse_hooks(Path::new("test.yaml"), yaml, "server");
+    assert!(problems.is_empty(), "{problems:?}");
+    let hooks: Vec<Arc<HookDef>> = hooks.into_iter().map(Arc::new).collect();
+    let runner = Scripted::new(|_, _| RunResult::Output(json!({})));
+    let spend = Arc::new(HookSpend::new(1, None));
+    spend.try_call().unwrap();
+    let chain = Chain {
+        event: Event::PreToolExecution,
+        hooks: &hooks,
+        budget: BUDGET,
+        background: None,
+        spend: spend.clone(),
+    };
+    let mut state = EventState {
+        tool_name: Some("read_file".into()),
+        ..Default::default()
+    };
+    let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
+    // Only the command hook ran; the strict one refused the tool as its failure would.
+    assert_eq!(runner.names(), ["guard"]);
+    assert!(
+        matches!(&outcome.control, Some(ChainControl::Skip(reason)) if reason.contains("strict")),
+        "{:?}",
+        outcome.control
+    );
+    assert_eq!(outcome.warnings.len(), 1, "{:?}", outcome.warnings);
+    assert!(outcome.warnings[0].contains("limits.max_hook_model_calls"));
+    // The chat's one notice: a later chain says nothing more.
+    let again = chain.run(&runner, &Envelope::default(), &mut state).await;
+    assert!(again.warnings.is_empty());
 }

@@ -244,3 +244,30 @@ fn async_is_read_and_on_error_on_an_async_hook_is_a_warning() {
     );
     assert!(problems.iter().any(Problem::is_error), "{problems:?}");
 }
+
+#[test]
+fn on_full_is_read_on_async_hooks_and_a_warning_elsewhere() {
+    let (hooks, problems) = parse_hooks(
+        Path::new("hooks.yaml"),
+        "pre_tool_execution:\n  - {command: a, async: true, on_full: wait}\n  - {command: b, async: true, on_full: drop}\n  - {command: c, async: true}\n",
+        "server",
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    let modes: Vec<OnFull> = hooks.iter().map(|h| h.on_full).collect();
+    assert_eq!(modes, [OnFull::Wait, OnFull::Drop, OnFull::Drop]);
+    let (_, problems) = parse_hooks(
+        Path::new("hooks.yaml"),
+        "stop:\n  - {command: x, on_full: wait}\n",
+        "server",
+    );
+    assert!(
+        problems.len() == 1 && !problems[0].is_error(),
+        "{problems:?}"
+    );
+    let (_, problems) = parse_hooks(
+        Path::new("hooks.yaml"),
+        "stop:\n  - {command: x, async: true, on_full: block}\n",
+        "server",
+    );
+    assert!(problems.iter().any(Problem::is_error), "{problems:?}");
+}

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 
 use super::super::config::parse_hooks;
 use super::super::runner::RunResult;
@@ -34,7 +34,7 @@ impl Drop for Unfinished {
 
 #[async_trait]
 impl RunHook for Gated {
-    async fn run(&self, hook: &HookDef, _: &Value, _: Duration) -> RunResult {
+    async fn run(&self, hook: &HookDef, _: &Value, _: Duration, _: &Arc<HookSpend>) -> RunResult {
         self.started.fetch_add(1, Ordering::SeqCst);
         let mut unfinished = Unfinished(Some(self.dropped.clone()));
         self.gate.notified().await;
@@ -59,6 +59,7 @@ fn job(hook: &Arc<HookDef>, notices: Option<LateEvents>) -> Job {
         envelope: Envelope::default(),
         notices,
         source: "external",
+        spend: Default::default(),
     }
 }
 
@@ -75,7 +76,7 @@ async fn until(check: impl Fn() -> bool) {
 #[tokio::test]
 async fn a_full_queue_drops_the_run_and_says_so() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 1);
+    let queue = AsyncHooks::new(runner.clone(), 1, 1);
     let hook = hook();
     // Nothing else runs between these calls (one thread): the first fills the queue.
     let queued: Vec<bool> = (0..5).map(|_| queue.submit(job(&hook, None))).collect();
@@ -88,7 +89,7 @@ async fn a_full_queue_drops_the_run_and_says_so() {
 #[tokio::test]
 async fn at_most_the_workers_run_at_once_and_the_rest_wait_in_the_queue() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 16);
+    let queue = AsyncHooks::new(runner.clone(), 16, 16);
     let hook = hook();
     for _ in 0..WORKERS + 3 {
         assert!(queue.submit(job(&hook, None)));
@@ -103,7 +104,7 @@ async fn at_most_the_workers_run_at_once_and_the_rest_wait_in_the_queue() {
 #[tokio::test]
 async fn a_notice_reaches_the_chat_only_while_it_runs() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 4);
+    let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     let (events, mut received) = mpsc::channel(8);
     assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
@@ -137,7 +138,7 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
 #[tokio::test]
 async fn shutdown_takes_no_more_runs_and_ends_the_running_ones_after_the_grace() {
     let runner = Arc::new(Gated::default());
-    let queue = AsyncHooks::new(runner.clone(), 4);
+    let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     assert!(queue.submit(job(&hook, None)));
     until(|| runner.started.load(Ordering::SeqCst) == 1).await;
@@ -150,4 +151,127 @@ async fn shutdown_takes_no_more_runs_and_ends_the_running_ones_after_the_grace()
         "the run was ended"
     );
     assert!(!queue.submit(job(&hook, None)), "no runs after shutdown");
+}
+
+// ─── fairness (PROTOCOL section 15) ───
+
+fn waiting_hook() -> Arc<HookDef> {
+    let yaml = "pre_tool_execution:\n  - {name: audit, command: x, async: true, on_full: wait}\n";
+    let (hooks, problems) = parse_hooks(Path::new("test.yaml"), yaml, "server");
+    assert!(problems.is_empty(), "{problems:?}");
+    Arc::new(hooks.into_iter().next().unwrap())
+}
+
+/// A run of `hook` from the connection `session`, numbered `n` in its input.
+fn job_from(hook: &Arc<HookDef>, session: &str, n: usize) -> Job {
+    let mut job = job(hook, None);
+    job.envelope.session_id = session.into();
+    job.input = json!({ "n": format!("{session}{n}") });
+    job
+}
+
+#[tokio::test]
+async fn one_connection_holds_at_most_its_share_of_the_queue() {
+    let runner = Arc::new(Gated::default());
+    let queue = AsyncHooks::new(runner.clone(), 16, 2);
+    let hook = hook();
+    // No await in between: the dispatcher has taken none of them yet.
+    let from_a: Vec<bool> = (0..4)
+        .map(|n| queue.submit(job_from(&hook, "a", n)))
+        .collect();
+    assert_eq!(
+        from_a,
+        [true, true, false, false],
+        "a's own runs are dropped"
+    );
+    assert!(queue.submit(job_from(&hook, "b", 0)), "b still has room");
+    assert!(queue.submit(job_from(&hook, "b", 1)));
+    assert!(!queue.submit(job_from(&hook, "b", 2)));
+}
+
+#[test]
+fn connections_take_turns() {
+    let hook = hook();
+    let limits = Limits {
+        capacity: 16,
+        per_connection: 8,
+    };
+    let mut waiting = Waiting::default();
+    for n in 0..3 {
+        assert!(waiting
+            .push(Box::new(job_from(&hook, "a", n)), limits)
+            .is_ok());
+    }
+    assert!(waiting
+        .push(Box::new(job_from(&hook, "b", 0)), limits)
+        .is_ok());
+    assert!(waiting
+        .push(Box::new(job_from(&hook, "c", 0)), limits)
+        .is_ok());
+    let order: Vec<String> = std::iter::from_fn(|| waiting.pop())
+        .map(|job| job.input["n"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(order, ["a0", "b0", "c0", "a1", "a2"]);
+    assert_eq!(waiting.total, 0);
+    assert!(waiting.turns.is_empty() && waiting.by_connection.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_on_full_wait_run_waits_for_room_and_gives_up_when_its_budget_is_spent() {
+    let runner = Arc::new(Gated::default());
+    let queue = Arc::new(AsyncHooks::new(runner.clone(), 1, 8));
+    let plain = hook();
+    // The workers run (and wait for the gate); one more run fills the queue.
+    for n in 0..WORKERS {
+        assert!(queue.submit(job_from(&plain, "a", n)));
+        until(|| runner.started.load(Ordering::SeqCst) == n + 1).await;
+    }
+    assert!(queue.submit(job_from(&plain, "a", WORKERS)));
+    assert!(!queue.submit(job_from(&plain, "b", 0)), "full: dropped");
+    // With no room coming, it waits its whole budget (on the paused clock), then is dropped.
+    let audit = waiting_hook();
+    let began = tokio::time::Instant::now();
+    assert!(
+        !queue
+            .hand_over(job_from(&audit, "b", 1), Duration::from_secs(30))
+            .await
+    );
+    assert_eq!(began.elapsed(), Duration::from_secs(30));
+    // With room coming (the runs end), it is queued and runs.
+    let handed = tokio::spawn({
+        let queue = queue.clone();
+        let audit = audit.clone();
+        async move {
+            queue
+                .hand_over(job_from(&audit, "b", 2), Duration::from_secs(30))
+                .await
+        }
+    });
+    tokio::task::yield_now().await;
+    runner.gate.notify_waiters();
+    assert!(handed.await.unwrap(), "queued once there was room");
+    until(|| runner.started.load(Ordering::SeqCst) == WORKERS + 2).await;
+}
+
+#[test]
+fn a_dropped_run_is_named_by_its_chat_event_hook_tool_and_an_arguments_hash() {
+    let hook = waiting_hook();
+    let mut job = job(&hook, None);
+    job.event = Event::PreToolExecution;
+    job.envelope.run_id = Some("chat-7".into());
+    job.state.tool_name = Some("read_file".into());
+    job.state.tool_arguments = Some(json!({"path": "secret.txt"}));
+    let line = Dropped(&job).to_string();
+    assert_eq!(
+        line,
+        format!(
+            "chat=chat-7 event=pre_tool_execution hook=audit tool=read_file arguments_sha256={}",
+            arguments_hash(&json!({"path": "secret.txt"}))
+        )
+    );
+    assert_eq!(arguments_hash(&json!({"path": "secret.txt"})).len(), 16);
+    assert!(
+        !line.contains("secret.txt"),
+        "never the arguments themselves"
+    );
 }

@@ -162,7 +162,11 @@ struct Fixed(&'static str);
 
 #[async_trait::async_trait]
 impl SubAgent for Fixed {
-    async fn answer(&self, _task: String) -> Result<String, String> {
+    async fn answer(
+        &self,
+        _task: String,
+        _: Arc<crate::hooks::spend::HookSpend>,
+    ) -> Result<String, String> {
         Ok(self.0.to_string())
     }
 }
@@ -182,7 +186,16 @@ async fn agent_hooks_ask_the_agent_they_name() {
     assert!(problems.is_empty(), "{problems:?}");
     let mut answers = Vec::new();
     for hook in &hooks {
-        answers.push(runner.run(hook, &json!({}), Duration::from_secs(5)).await);
+        answers.push(
+            runner
+                .run(
+                    hook,
+                    &json!({}),
+                    Duration::from_secs(5),
+                    &Default::default(),
+                )
+                .await,
+        );
     }
     assert_eq!(
         answers,

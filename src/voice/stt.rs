@@ -1,0 +1,74 @@
+//! Speech to text: the audio the page recorded, sent to an OpenAI-compatible
+//! `/audio/transcriptions` (multipart: `file`, `model`), answered with its text.
+
+use super::settings::SttSettings;
+use super::tts::{http_client, read_body};
+
+/// The largest audio `POST /api/transcribe` takes (OpenAI's own limit).
+pub(crate) const MAX_UPLOAD_BYTES: usize = 25 * 1024 * 1024;
+
+#[derive(Debug)]
+pub(crate) struct Stt {
+    settings: SttSettings,
+    http: reqwest::Client,
+}
+
+impl Stt {
+    pub(crate) fn new(settings: SttSettings) -> Result<Self, String> {
+        Ok(Stt {
+            http: http_client()?,
+            settings,
+        })
+    }
+
+    /// The text of `audio` (of MIME type `content_type`, as the browser recorded it).
+    pub(crate) async fn transcribe(
+        &self,
+        audio: Vec<u8>,
+        content_type: &str,
+    ) -> Result<String, String> {
+        let file_name = format!("speech.{}", extension(content_type));
+        let part = reqwest::multipart::Part::bytes(audio)
+            .file_name(file_name)
+            .mime_str(content_type)
+            .map_err(|e| format!("unusable audio type {content_type:?}: {e}"))?;
+        let form = reqwest::multipart::Form::new()
+            .text("model", self.settings.model.clone())
+            .text("response_format", "json")
+            .part("file", part);
+        let mut request = self
+            .http
+            .post(format!("{}/audio/transcriptions", self.settings.base_url))
+            .timeout(self.settings.timeout)
+            .multipart(form);
+        if let Some(key) = &self.settings.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("the transcription server could not be reached: {e}"))?;
+        let body = read_body(response, 1024 * 1024, "the transcription server").await?;
+        let value: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("the transcription server's answer is not JSON: {e}"))?;
+        value
+            .get("text")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| "the transcription server's answer has no \"text\"".into())
+    }
+}
+
+/// A file name extension the server can tell the format by (it may not read the MIME type).
+fn extension(content_type: &str) -> &'static str {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    match essence {
+        "audio/webm" | "video/webm" => "webm",
+        "audio/ogg" | "application/ogg" => "ogg",
+        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/mp4" | "audio/m4a" | "audio/x-m4a" => "m4a",
+        "audio/flac" => "flac",
+        _ => "webm",
+    }
+}
