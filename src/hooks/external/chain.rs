@@ -17,7 +17,9 @@
 //!   are then applied in declaration order, whatever order they finished in: rewrites in turn,
 //!   context in order, and of the decisions the strongest wins (stop, then skip or block, then
 //!   ask, then retry; the first of equals). An `on_error: abort` drops the answers declared
-//!   after it.
+//!   after it. A hook that calls the model past the chat's hook model calls is checked before it
+//!   joins a group: `skip` leaves it out, `abort` and `block` end the chain after the hooks
+//!   before it (`block` with its refusal).
 //! - Failures are data: a run that fails or times out (the [`RunResult`] variant says which) is
 //!   logged; `on_error: skip` (the default) goes on with the next hook, `abort` ends the chain
 //!   with no decision, `block` fails closed: the chain ends refusing what the event guards
