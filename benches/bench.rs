@@ -31,9 +31,12 @@
 //! 10. A chat with one tool round with OpenTelemetry export on (to a local OTLP/HTTP receiver
 //!     that discards what it gets) vs the same chat with it off.
 //!
+//! 11. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
+//!     (`parallel: true`) vs one after another.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
-//! `-- telemetry` only (10).
+//! `-- telemetry` only (10); `-- hooks` only (11).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -63,6 +66,10 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if std::env::args().any(|arg| arg == "hooks") {
+        runtime.block_on(bench_parallel_hooks());
+        return;
+    }
     if std::env::args().any(|arg| arg == "state") {
         bench_approval_state();
         return;
@@ -100,6 +107,7 @@ fn main() {
         runtime.block_on(bench_hook_cost());
         runtime.block_on(bench_voice());
         runtime.block_on(bench_telemetry());
+        runtime.block_on(bench_parallel_hooks());
     }
 }
 
@@ -326,6 +334,52 @@ async fn bench_hook_cost() {
          ratio calls {:.3}, time {:.3}",
         capped_calls as f64 / open_calls as f64,
         capped.as_secs_f64() / open.as_secs_f64()
+    );
+}
+
+const HOOK_CHATS: usize = 20;
+
+/// A hook file with 5 guards of 20 ms on `pre_llm_request`, side by side or not.
+fn five_guards(parallel: bool) -> String {
+    let hooks = "    - command: sleep 0.02\n".repeat(5);
+    format!("pre_llm_request:\n  parallel: {parallel}\n  hooks:\n{hooks}")
+}
+
+/// (11): the same short chat on two servers, the guards side by side vs one after another.
+async fn bench_parallel_hooks() {
+    let upstream = FakeUpstream::start().await;
+    let sequential_yaml = five_guards(false);
+    let parallel_yaml = five_guards(true);
+    let sequential = common::start_with_hook_file(
+        &upstream,
+        Some(("hooks.yaml", &sequential_yaml)),
+        |_| {},
+        |_| {},
+    )
+    .await;
+    let parallel = common::start_with_hook_file(
+        &upstream,
+        Some(("hooks.yaml", &parallel_yaml)),
+        |_| {},
+        |_| {},
+    )
+    .await;
+    let (mut seq_ws, mut par_ws) = (sequential.connect().await, parallel.connect().await);
+    let (mut seq, mut par) = (Vec::new(), Vec::new());
+    for i in 0..HOOK_CHATS {
+        seq.push(short_chat(&mut seq_ws, &upstream, i).await);
+        par.push(short_chat(&mut par_ws, &upstream, i).await);
+    }
+    sequential.shutdown().await;
+    parallel.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (seq, par) = (median(seq), median(par));
+    println!(
+        "one event with 5 command hooks of 20 ms (median of {HOOK_CHATS} chats): side by side {par:?}, one after another {seq:?}, ratio {:.2}",
+        par.as_secs_f64() / seq.as_secs_f64()
     );
 }
 

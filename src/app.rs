@@ -304,7 +304,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         .tool_source(mcp.clone())
         .config(agent_config)
         // The connection events; chats get the hook files as they were when they started.
-        .hook(hook_files.clone())
+        .connection_hook(hook_files.clone())
         .hook_factory(hook_files.clone())
         .hook_factory(Arc::new(skill_hooks))
         .hook_factory(Arc::new(session_hooks));

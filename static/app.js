@@ -340,7 +340,7 @@
   }
 
   function newChat() {
-    return { bubble: null, tools: {}, trace: [] };
+    return { bubble: null, bubbles: [], tools: {}, trace: [] };
   }
 
   function startChat(text) {
@@ -411,6 +411,7 @@
       const item = { kind: 'assistant', text: '' };
       view.transcript.push(item);
       chat.bubble = { item, node: draw(item), frame: 0 };
+      chat.bubbles.push(chat.bubble);
       chat.bubble.node.classList.add('streaming');
       updateWorking();
     }
@@ -433,6 +434,21 @@
     if (bubble.frame) cancelAnimationFrame(bubble.frame);
     bubble.node.classList.remove('streaming');
     renderAssistant(bubble.node, bubble.item.text);
+    saveTranscript();
+  }
+
+  // A hook rewrote the answer: the last bubble shows `done.message` instead of what streamed.
+  function showFinal(chat, frame) {
+    if (!chat) return;
+    const text = P.finalText(chat.bubbles.map((b) => b.item.text), frame);
+    if (text === null) return;
+    let bubble = chat.bubbles[chat.bubbles.length - 1];
+    if (!bubble) {
+      appendText(chat, text);
+      return;
+    }
+    bubble.item.text = text;
+    renderAssistant(bubble.node, text);
     saveTranscript();
   }
 
@@ -566,8 +582,10 @@
         break;
       case 'notice': toast(frame.level, frame.message); break;
       case 'done':
-        // An answer that never streamed (a plan cut at the output limit) is shown from the end.
+        // An answer that never streamed (a plan cut at the output limit) is shown from the end;
+        // one a hook rewrote replaces what streamed.
         if (chat && !chat.texted && frame.message && frame.message.content) push({ kind: 'assistant', text: frame.message.content });
+        else showFinal(chat, frame);
         finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
         break;
       case 'error':
@@ -917,7 +935,7 @@
   // ─── the Hooks tab ───
 
   const LEVEL_TITLES = { server: 'Server', workspace: 'Workspace', skill: 'Skill', session: 'Session' };
-  const METRICS = [['runs', 'runs'], ['failures', 'failures'], ['timeouts', 'timeouts'], ['blocked', 'blocked'], ['p50_ms', 'p50'], ['p95_ms', 'p95']];
+  const METRICS = [['runs', 'runs'], ['successes', 'ok'], ['failures', 'failures'], ['timeouts', 'timeouts'], ['blocked', 'blocked'], ['skipped', 'skipped'], ['total_ms', 'total'], ['p50_ms', 'p50'], ['p95_ms', 'p95']];
 
   function hookCard(hook) {
     const card = el('div', 'hook-card' + (hook.trusted ? '' : ' untrusted'));

@@ -747,6 +747,21 @@
     return Math.round(ms).toLocaleString('en-US') + ' ms';
   }
 
+  /**
+   * What the chat's last answer bubble shows once `done` arrives. `done.message` is the final
+   * answer (the bubbles' texts joined by a blank line) as the hooks left it: a hook that rewrote
+   * the answer makes it differ from what streamed, and then it replaces the last bubble's text
+   * (what the earlier bubbles already show is left out). `streamed`: the chat's bubble texts, in
+   * order. Returns null when the bubbles already show it.
+   */
+  function finalText(streamed, done) {
+    const message = done && done.message && typeof done.message.content === 'string' ? done.message.content : '';
+    if (!message || message === streamed.join('\n\n')) return null;
+    const earlier = streamed.slice(0, -1).join('\n\n');
+    if (earlier && message.startsWith(earlier + '\n\n')) return message.slice(earlier.length + 2);
+    return message;
+  }
+
   /** `done.usage` as `{prompt, completion}` token counts, or null when it has none. */
   function usageOf(done) {
     const usage = done && done.usage;
@@ -793,7 +808,10 @@
     if (!m || typeof m !== 'object') return null;
     const n = (v) => (Number.isInteger(v) && v >= 0 ? v : 0);
     const ms = (v) => (typeof v === 'number' && isFinite(v) ? v : null);
-    return { runs: n(m.runs), failures: n(m.failures), timeouts: n(m.timeouts), blocked: n(m.blocked), p50_ms: ms(m.p50_ms), p95_ms: ms(m.p95_ms) };
+    return {
+      runs: n(m.runs), successes: n(m.successes), failures: n(m.failures), timeouts: n(m.timeouts), blocked: n(m.blocked),
+      skipped: n(m.skipped), total_ms: ms(m.total_ms), p50_ms: ms(m.p50_ms), p95_ms: ms(m.p95_ms),
+    };
   }
 
   /**
@@ -988,7 +1006,7 @@
     placeCompaction, summaryText,
     KEYS, createConversation, takeToken, socketUrl, socketProtocols, authHeaders,
     createLibrary, conversationStore, titleFrom, exportJson, exportMarkdown, fileName,
-    traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath, toolGroups,
+    traceRow, traceSummary, turnLine, usageOf, finalText, formatMs, hookLevels, shortPath, toolGroups,
     answerOpenCalls, itemsOf,
   };
 })(globalThis);

@@ -140,8 +140,10 @@ impl ChatRun {
         }
         metrics::counter!("hookwire_compactions_total", "kind" => "micro", "trigger" => "auto")
             .increment(1);
+        // Its hooks see the call's compacted messages as the chat's, and may replace them.
+        let history = std::mem::replace(&mut self.ctx.messages, compacted);
         self.hooks.post_micro_compact(&mut self.ctx, &info).await;
-        Ok(compacted)
+        Ok(std::mem::replace(&mut self.ctx.messages, history))
     }
 
     /// Reads the call's stream to its `Finished` event; a stream that ends before it has failed.

@@ -191,6 +191,8 @@ pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) tools: ToolRegistry,
     pub(crate) hooks: HookStack,
+    /// The shared hooks and the connection hooks: what `session_start` / `session_end` call.
+    pub(crate) session_hooks: HookStack,
     pub(crate) factories: Vec<Arc<dyn HookFactory>>,
     /// Seals approval states: the key derived from the secret, or (without a secret) a random
     /// one of this process, so only it can resume its own states.
@@ -254,14 +256,14 @@ impl AgentClient {
     /// task of their own, and a chat of the session waits for them only when its hooks use
     /// what they leave ([`HookFactory::uses_session_start`]).
     pub async fn session_started(&self, session: &SessionInfo) {
-        let hooks = self.inner.hooks.clone();
+        let hooks = self.inner.session_hooks.clone();
         self.inner.sessions.start(hooks, session.clone());
     }
 
     /// Tells every hook that a WebSocket session closed. Returns at once: the hooks run in a
     /// task of their own, after the session's `session_start` hooks.
     pub async fn session_ended(&self, session: &SessionInfo) {
-        let hooks = self.inner.hooks.clone();
+        let hooks = self.inner.session_hooks.clone();
         self.inner.sessions.end(hooks, session.clone());
     }
 
@@ -416,6 +418,7 @@ pub struct AgentClientBuilder {
     model: Option<Arc<dyn ChatModel>>,
     tools: ToolRegistry,
     hooks: HookStack,
+    connection_hooks: Vec<Arc<dyn AgentHook>>,
     factories: Vec<Arc<dyn HookFactory>>,
     telemetry: crate::telemetry::Telemetry,
 }
@@ -463,6 +466,13 @@ impl AgentClientBuilder {
         self
     }
 
+    /// A hook for the connection events only (`session_start`, `session_end`): a chat never
+    /// calls it, so its metrics count connection events alone.
+    pub fn connection_hook(mut self, hook: Arc<dyn AgentHook>) -> Self {
+        self.connection_hooks.push(hook);
+        self
+    }
+
     /// A source of per-chat hooks; they run after the shared hooks, in the order added.
     pub fn hook_factory(mut self, factory: Arc<dyn HookFactory>) -> Self {
         self.factories.push(factory);
@@ -472,6 +482,8 @@ impl AgentClientBuilder {
     pub fn build(mut self) -> AgentClient {
         let config = self.config.unwrap_or_default();
         self.hooks.set_budget(config.hook_timeout);
+        let mut session_hooks = self.hooks.clone();
+        session_hooks.extend(std::mem::take(&mut self.connection_hooks));
         let model = self
             .model
             .unwrap_or_else(|| Arc::new(DemoModel::new(&config.marker)));
@@ -485,6 +497,7 @@ impl AgentClientBuilder {
                 config,
                 model,
                 tools: self.tools,
+                session_hooks,
                 hooks: self.hooks,
                 factories: self.factories,
                 sessions: Default::default(),

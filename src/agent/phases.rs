@@ -255,6 +255,7 @@ impl ChatRun {
         let action = self.handle_response(&mut response).await;
         self.flush_outbox().await?;
         if let ResponseAction::Stop { reason } = action {
+            self.keep_stopped(&response);
             return Err(Interrupt::Stopped(reason));
         }
         if !self.cut_off(&response, true).await? && !response.content.is_empty() {
@@ -277,13 +278,24 @@ impl ChatRun {
         action
     }
 
+    /// A reply a `post_llm_response` hook stopped on was streamed already: `done` carries it
+    /// (as the hooks left it).
+    fn keep_stopped(&mut self, response: &LlmResponse) {
+        if !response.content.is_empty() {
+            self.kept.push(response.content.clone());
+        }
+    }
+
     /// `post_llm_response`; `Ok(true)` = a hook asked for a retry (the feedback is in the list).
     async fn after_response(&mut self, response: &mut LlmResponse) -> Outcome<bool> {
         let action = self.handle_response(response).await;
         self.flush_outbox().await?;
         match action {
             ResponseAction::Continue => Ok(false),
-            ResponseAction::Stop { reason } => Err(Interrupt::Stopped(reason)),
+            ResponseAction::Stop { reason } => {
+                self.keep_stopped(response);
+                Err(Interrupt::Stopped(reason))
+            }
             ResponseAction::Retry { feedback } => {
                 if self.retries >= self.inner.config.max_retries {
                     tracing::warn!(chat = %self.ctx.run_id, "retry limit reached; keeping the response");

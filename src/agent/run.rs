@@ -14,7 +14,7 @@ use super::compact::{Sent, Trigger};
 use super::turn::TurnRecord;
 use super::AgentInner;
 use crate::hooks::spend::HookSpend;
-use crate::hooks::{Flow, HookContext, HookStack, RunOutcome, RunOutput};
+use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutput};
 use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
 use crate::types::{Message, Role};
 
@@ -104,6 +104,14 @@ pub(crate) async fn run_chat(
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = inner.config.workspace.clone();
     ctx.max_steps = inner.config.max_steps;
+    ctx.set_config(RunConfig::new(
+        inner.config.model.clone(),
+        inner.config.max_steps,
+        inner.config.max_total_tokens,
+        inner.config.max_retries,
+        inner.config.max_tool_calls_per_round,
+        inner.config.summary_on_limit,
+    ));
     ctx.set_hook_spend(Arc::new(HookSpend::new(
         inner.config.max_hook_model_calls,
         inner.config.max_total_tokens,
@@ -263,17 +271,8 @@ impl ChatRun {
                     content: self.visible_text.clone(),
                     usage: self.ctx.usage(),
                 };
-                self.end(RunOutcome::Done(output.clone())).await;
                 let turn = std::mem::take(&mut self.turn).cancelled(&self.visible_text);
-                let _ = self
-                    .send(ChatEvent::Done {
-                        reason: output.reason,
-                        content: output.content,
-                        usage: output.usage,
-                        turn,
-                    })
-                    .await;
-                return DoneReason::Cancelled.as_str();
+                return self.finish_done(output, turn).await;
             }
             Err(Interrupt::Stopped(reason)) if !self.model_called => {
                 return self
@@ -298,10 +297,20 @@ impl ChatRun {
             usage: self.ctx.usage(),
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
-        self.end(RunOutcome::Done(output.clone())).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
         let pending = reason == DoneReason::ApprovalRequired;
         let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
+        self.finish_done(output, turn).await
+    }
+
+    /// `on_run_end` on a `done`, then the `done` with the output as the hooks left it.
+    async fn finish_done(&mut self, output: RunOutput, turn: Vec<Message>) -> &'static str {
+        let reason = output.reason;
+        let output = match self.end(RunOutcome::Done(output.clone())).await {
+            RunOutcome::Done(changed) => changed,
+            // The kind of the end is the chat's: a hook changes its output only.
+            _ => output,
+        };
         let _ = self
             .send(ChatEvent::Done {
                 reason: output.reason,
@@ -317,16 +326,21 @@ impl ChatRun {
         let streamed = !self.visible_text.is_empty();
         error.turn = std::mem::take(&mut self.turn).failed(&self.kept, streamed);
         self.hooks.run_failed(&mut self.ctx, &error).await;
-        self.end(RunOutcome::Failed(error.clone())).await;
+        let error = match self.end(RunOutcome::Failed(error.clone())).await {
+            RunOutcome::Failed(changed) => changed,
+            _ => error,
+        };
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
         let code = error.code.as_str();
         let _ = self.send(ChatEvent::Error(error)).await;
         code
     }
 
-    /// `on_run_end`, then what hooks emitted, before the chat's last event.
-    async fn end(&mut self, outcome: RunOutcome) {
-        self.hooks.on_run_end(&mut self.ctx, &outcome).await;
+    /// `on_run_end`, then what hooks emitted, before the chat's last event; the outcome as the
+    /// hooks left it.
+    async fn end(&mut self, mut outcome: RunOutcome) -> RunOutcome {
+        self.hooks.on_run_end(&mut self.ctx, &mut outcome).await;
         let _ = self.flush_outbox().await;
+        outcome
     }
 }

@@ -95,8 +95,48 @@ pub struct HookContext {
     next_injection: u64,
     /// The client asked for `hook_trace` events.
     trace: bool,
+    config: RunConfig,
     /// An approval resume is rebuilding the chat's start (see [`HookContext::replaying`]).
     replaying: bool,
+}
+
+/// The chat's settings, as its hooks may read them (`ctx.config()`); a hook cannot change them.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunConfig {
+    /// The model name sent upstream.
+    pub model: String,
+    /// Agent rounds before the chat ends with `max_steps`.
+    pub max_steps: usize,
+    /// The summed usage at which the loop ends with `max_tokens`; `None` = no limit.
+    pub max_total_tokens: Option<u64>,
+    /// How often hooks may send the model back with feedback in one chat.
+    pub max_retries: usize,
+    /// Tool calls run in one round.
+    pub max_tool_calls_per_round: usize,
+    /// A last call asks for a summary at a limit.
+    pub summary_on_limit: bool,
+}
+
+impl RunConfig {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        model: String,
+        max_steps: usize,
+        max_total_tokens: Option<u64>,
+        max_retries: usize,
+        max_tool_calls_per_round: usize,
+        summary_on_limit: bool,
+    ) -> Self {
+        Self {
+            model,
+            max_steps,
+            max_total_tokens,
+            max_retries,
+            max_tool_calls_per_round,
+            summary_on_limit,
+        }
+    }
 }
 
 /// Events for a chat's client from work that runs beside the chat (an `async: true` hook's
@@ -147,6 +187,7 @@ impl HookContext {
             late_events: None,
             next_injection: 0,
             trace: false,
+            config: RunConfig::default(),
             replaying: false,
         }
     }
@@ -293,15 +334,32 @@ impl HookContext {
     }
     /// Appends to the system prompt, separated by a blank line (persistent).
     pub fn append_to_system_prompt(&mut self, content: &str) {
-        append_system(&mut self.messages, content);
+        self.append_to_system_prompt_with(content, "\n\n");
+    }
+    /// Appends to the system prompt after `separator`, or makes `content` the system prompt
+    /// when there is none (persistent).
+    pub fn append_to_system_prompt_with(&mut self, content: &str, separator: &str) {
+        append_system(&mut self.messages, content, separator);
     }
     /// Puts `content` before the system prompt, separated by a blank line, or makes it the
     /// system prompt when there is none (persistent).
     pub fn prepend_to_system_prompt(&mut self, content: &str) {
+        self.prepend_to_system_prompt_with(content, "\n\n");
+    }
+    /// Puts `content` and `separator` before the system prompt, or makes `content` the
+    /// system prompt when there is none (persistent).
+    pub fn prepend_to_system_prompt_with(&mut self, content: &str, separator: &str) {
         match self.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(m) => m.content = format!("{content}\n\n{}", m.content),
+            Some(m) => m.content = format!("{content}{separator}{}", m.content),
             None => self.messages.insert(0, Message::system(content)),
         }
+    }
+    /// The chat's settings (read-only).
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+    pub(crate) fn set_config(&mut self, config: RunConfig) {
+        self.config = config;
     }
     pub fn last_user_message(&self) -> Option<&Message> {
         self.messages.iter().rev().find(|m| m.role == Role::User)
@@ -424,16 +482,16 @@ impl LlmRequest {
     }
     /// Appends to the system prompt for this call only.
     pub fn inject_system_context(&mut self, content: &str) {
-        append_system(&mut self.messages, content);
+        append_system(&mut self.messages, content, "\n\n");
     }
 }
 
 /// Appends `content` to the first system message after a blank line, or makes it the system
 /// message when there is none.
-fn append_system(messages: &mut Vec<Message>, content: &str) {
+fn append_system(messages: &mut Vec<Message>, content: &str, separator: &str) {
     match messages.iter_mut().find(|m| m.role == Role::System) {
         Some(m) => {
-            m.content.push_str("\n\n");
+            m.content.push_str(separator);
             m.content.push_str(content);
         }
         None => messages.insert(0, Message::system(content)),

@@ -13,8 +13,8 @@ mod stack;
 
 pub(crate) use context::LateEvents;
 pub use context::{
-    CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutcome, RunOutput, Step,
-    ToolCallInfo, ToolResultInfo,
+    CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunConfig, RunOutcome, RunOutput,
+    Step, ToolCallInfo, ToolResultInfo,
 };
 pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
@@ -262,8 +262,9 @@ pub trait AgentHook: Send + Sync {
     /// neither), with the outcome the client gets (`done` with its reason, or `error`). The
     /// place for cleanup that must run once per chat. A chat refused before `start` has no
     /// events; one whose [`ChatStream`](crate::agent::ChatStream) is dropped is aborted where it
-    /// stands and gets none.
-    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &RunOutcome) -> HookResult {
+    /// stands and gets none. A hook may change the outcome's output (a `done`'s message): the
+    /// client gets it as the hooks left it (the kind of the end, `done` or `error`, stays).
+    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &mut RunOutcome) -> HookResult {
         Ok(())
     }
 }

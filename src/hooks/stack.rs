@@ -185,7 +185,7 @@ events! {
     stop(ctx: &mut HookContext, output: &str) -> StopAction;
     run_completed(ctx: &mut HookContext, output: &mut RunOutput);
     run_failed(ctx: &mut HookContext, error: &ChatError);
-    on_run_end(ctx: &mut HookContext, outcome: &RunOutcome);
+    on_run_end(ctx: &mut HookContext, outcome: &mut RunOutcome);
 }
 
 /// Starts one hook's call for an event over the event's values `V`: the event's name (for logs

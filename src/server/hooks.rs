@@ -49,7 +49,7 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
                     "timing": hook.timing.as_str(),
                     "role": hook.role.as_str(),
                     "persistent": hook.persistent,
-                    "file": skill.dir.join(&hook.file).display().to_string(),
+                    "file": skill.dir.join("hooks").join(&hook.file).display().to_string(),
                 })
             })
         })

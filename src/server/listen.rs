@@ -5,17 +5,22 @@
 //! - `TCP_NODELAY` on every socket: a chat writes small frames (`start`, then the first `text`);
 //!   with Nagle the second waits for the client's delayed ACK, ~40 ms per short chat.
 //! - A header-read timeout: a client that trickles its request headers is cut off instead of
-//!   holding a socket and a task for as long as it likes.
+//!   holding a socket and a task for as long as it likes. One that sent nothing at all (a
+//!   browser's preconnect) is closed the same way but counted apart, not as a rejection.
 //! - At most `max_pending_connections` connections between accept and upgrade (or the end of
 //!   their plain HTTP exchange); past that the loop stops accepting and new clients wait in the
 //!   kernel's backlog. Upgraded WebSocket sessions are bounded by the session semaphore instead.
 
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +81,11 @@ async fn serve_connection(
     if let Err(error) = socket.set_nodelay(true) {
         tracing::debug!(%error, "cannot set TCP_NODELAY");
     }
+    let heard = Arc::new(AtomicBool::new(false));
+    let socket = Heard {
+        inner: socket,
+        heard: heard.clone(),
+    };
     let service = TowerToHyperService::new(app);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -85,18 +95,71 @@ async fn serve_connection(
         .serve_connection(TokioIo::new(socket), service)
         .with_upgrades();
     tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => log_connection_end(result),
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
         _ = stop.cancelled() => {
             connection.as_mut().graceful_shutdown();
-            log_connection_end(connection.await);
+            connection.await
         }
+    };
+    log_connection_end(result, heard.load(Ordering::Relaxed));
+}
+
+/// A socket that notes whether the client ever sent a byte: a connection opened ahead of time
+/// (a browser's preconnect) and closed at the header timeout without a word is not a refusal.
+struct Heard {
+    inner: TcpStream,
+    heard: Arc<AtomicBool>,
+}
+
+impl AsyncRead for Heard {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.heard.store(true, Ordering::Relaxed);
+        }
+        polled
     }
 }
 
-fn log_connection_end(result: Result<(), hyper::Error>) {
+impl AsyncWrite for Heard {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, data)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+fn log_connection_end(result: Result<(), hyper::Error>, heard: bool) {
     match result {
         Ok(()) => {}
+        Err(error) if error.is_timeout() && !heard => {
+            ::metrics::counter!("hookwire_idle_connections_closed_total").increment(1);
+            tracing::debug!("closed a connection that sent nothing (a preconnect)");
+        }
         Err(error) if error.is_timeout() => {
             ::metrics::counter!("hookwire_rejected_connections_total", "reason" => "header_timeout")
                 .increment(1);

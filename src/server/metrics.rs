@@ -114,6 +114,10 @@ fn describe() {
         "Requests or connections refused, by reason."
     );
     describe_counter!(
+        "hookwire_idle_connections_closed_total",
+        "Connections closed at the header timeout without having sent a byte (preconnects)."
+    );
+    describe_counter!(
         "hookwire_closed_connections_total",
         "Sessions the server closed because of the client, by reason."
     );
@@ -197,6 +201,7 @@ fn describe() {
         "hookwire_llm_calls_total",
         "hookwire_text_deltas_total",
         "hookwire_bad_frames_total",
+        "hookwire_idle_connections_closed_total",
         "hookwire_hook_model_calls_capped_total",
     ] {
         metrics::counter!(name).increment(0);

@@ -836,3 +836,37 @@ async fn a_claude_settings_file_added_later_is_loaded_without_a_restart() {
     assert!(system(&upstream.requests()[0]).contains("LOADED-LATER"));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn claude_allow_with_a_reason_shows_the_reason_to_the_person() {
+    for answer in [
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "ALLOWED-BECAUSE-SAFE"}}),
+        json!({"decision": "approve", "reason": "ALLOWED-BECAUSE-SAFE"}),
+    ] {
+        let upstream = FakeUpstream::start().await;
+        tool_round(
+            &upstream,
+            &[("c1", "read_file", json!({"path": "README.md"}))],
+            "done",
+        );
+        let command = format!("echo '{answer}'");
+        let settings = claude_settings("PreToolUse", "Read", &command);
+        let files = [(".claude/settings.json", settings.as_str())];
+        let server = start(&upstream, &files, |_| {}).await;
+        let frames = chat(&server, json!({"type":"chat","input":"read"})).await;
+        let notice = frames
+            .iter()
+            .find(|f| f["type"] == "notice" && f["message"] == "ALLOWED-BECAUSE-SAFE");
+        assert!(notice.is_some(), "{answer}: {frames:#?}");
+        let results = tool_results(&upstream.requests()[2]);
+        assert!(
+            results[0].contains("hello from the readme"),
+            "the tool ran: {results:?}"
+        );
+        assert!(
+            !all_sent(&upstream).contains("ALLOWED-BECAUSE-SAFE"),
+            "not for the model"
+        );
+        server.shutdown().await;
+    }
+}

@@ -876,7 +876,8 @@ post_send_message:
         );
     }
     let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
-    assert_eq!(result["content"], "FRIENDLIER ERROR\n\nHINT");
+    // The context goes to the system prompt, not into the error.
+    assert_eq!(result["content"], "FRIENDLIER ERROR");
     assert!(
         !frames
             .iter()

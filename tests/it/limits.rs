@@ -216,7 +216,7 @@ impl AgentHook for Ends {
             .push(format!("run_failed:{}", error.code.as_str()));
         Ok(())
     }
-    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &RunOutcome) -> HookResult {
+    async fn on_run_end(&self, ctx: &mut HookContext, outcome: &mut RunOutcome) -> HookResult {
         let line = match outcome {
             RunOutcome::Done(output) => {
                 format!(

@@ -92,7 +92,13 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
         .find(|h| h["name"] == "brevity")
         .unwrap_or_else(|| panic!("{list:#}"));
     assert_eq!(brevity["skill"], "concise");
-    assert!(brevity["file"].as_str().unwrap().ends_with("brevity.md"));
+    assert!(
+        brevity["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("concise/hooks/brevity.md"),
+        "{brevity}"
+    );
 
     // A chat that runs the guard (it blocks) and the workspace hook.
     tool_round(
@@ -110,6 +116,12 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
     let guard = &hook(&list, "guard")["metrics"];
     assert_eq!(guard["runs"], 1, "{guard}");
     assert_eq!(guard["blocked"], 1);
+    assert_eq!(
+        (&guard["successes"], &guard["skipped"]),
+        (&json!(0), &json!(0))
+    );
+    assert!(guard["total_ms"].as_f64().unwrap() > 0.0, "{guard}");
+    assert_eq!(hook(&list, "note")["metrics"]["successes"], 1);
     assert!(guard["p50_ms"].as_f64().unwrap() > 0.0);
     assert!(guard["p95_ms"].as_f64().unwrap() >= guard["p50_ms"].as_f64().unwrap());
     assert_eq!(hook(&list, "note")["metrics"]["runs"], 1);
@@ -244,7 +256,13 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("guard") && out.contains("block"), "{out}");
+    // The hook's reason (what it printed), not its command, is what `hooks test` shows.
     assert!(out.contains("no reading of secrets"), "{out}");
+    // A tool refused by a block is a denial, not a skip.
+    assert!(
+        out.contains("decision: deny: no reading of secrets"),
+        "{out}"
+    );
 
     // A rewrite: exit 0, the change shown as a diff.
     let (code, out) = hooks_test(
@@ -272,4 +290,74 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
         out.contains("unknown event") && out.contains("PreToolUse"),
         "{out}"
     );
+}
+
+#[tokio::test]
+async fn a_skip_is_counted_apart_from_blocks_with_successes_and_the_time_in_all() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(
+        &upstream,
+        &[
+            ("r1", "read_file", json!({"path":"README.md"})),
+            ("r2", "list_dir", json!({})),
+        ],
+        "done",
+    );
+    let yaml = "\
+pre_tool_execution:
+  - name: skipper
+    command: 'echo \"{\\\"action\\\":\\\"skip\\\"}\"'
+    matcher: read_file
+  - name: fine
+    command: 'true'
+";
+    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", yaml)), |_| {}, |_| {}).await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"look"}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+    let list = api_hooks(&server).await;
+    let skipper = &hook(&list, "skipper")["metrics"];
+    assert_eq!(
+        (
+            &skipper["runs"],
+            &skipper["skipped"],
+            &skipper["blocked"],
+            &skipper["successes"]
+        ),
+        (&json!(1), &json!(1), &json!(0), &json!(0)),
+        "{skipper}"
+    );
+    let fine = &hook(&list, "fine")["metrics"];
+    assert_eq!(
+        (&fine["runs"], &fine["successes"]),
+        (&json!(1), &json!(1)),
+        "{fine} (after the skip the chain ended)"
+    );
+    let total = fine["total_ms"].as_f64().unwrap();
+    let p50 = fine["p50_ms"].as_f64().unwrap();
+    assert!(total >= p50 && total > 0.0, "{fine}");
+}
+
+#[tokio::test]
+async fn the_connection_hooks_count_connection_events_only() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["hi"]));
+    let yaml = "session_start:\n  - command: 'true'\n";
+    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", yaml)), |_| {}, |_| {}).await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done");
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    let chat_events: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("hookwire_hook_runs_total"))
+        .filter(|l| l.contains("hook=\"external-connection\"") && !l.contains("event=\"session_"))
+        .collect();
+    assert!(chat_events.is_empty(), "{chat_events:?}");
 }

@@ -339,3 +339,34 @@ async fn a_hook_that_never_answers_gets_the_chain_budget() {
     );
     server.shutdown().await;
 }
+
+/// The value of an unlabelled counter in a `/metrics` body.
+fn counter(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from {body}"))
+}
+
+/// A connection opened ahead of time that never sends a byte (a browser's preconnect) is closed
+/// at the header timeout and counted apart, not as a rejection.
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_counted_apart_from_rejections() {
+    let server = TestServer::start(None, |c| {
+        c.limits.header_read_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let (_, before) = http_get(server.addr, "/metrics").await;
+    let idle_before = counter(&before, "hookwire_idle_connections_closed_total");
+    let mut socket = TcpStream::connect(server.addr).await.unwrap();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "closed: {read:?}");
+    let counted = eventually(Duration::from_secs(5), || async {
+        let (_, body) = http_get(server.addr, "/metrics").await;
+        counter(&body, "hookwire_idle_connections_closed_total") > idle_before
+    })
+    .await;
+    assert!(counted, "the idle connection was counted");
+    server.shutdown().await;
+}

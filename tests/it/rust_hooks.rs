@@ -520,3 +520,53 @@ async fn a_stop_before_the_model_is_hook_blocked_and_after_it_done_stopped() {
         .any(|(r, c)| r == "user" && c == "HELLO"));
     server.shutdown().await;
 }
+
+/// Reads the chat's settings, adds to the system prompt with its own separator, and rewrites
+/// the final answer at the end of the chat.
+struct Budgeted;
+
+#[async_trait]
+impl AgentHook for Budgeted {
+    fn name(&self) -> &str {
+        "budgeted"
+    }
+    async fn pre_send_message(&self, ctx: &mut HookContext, _: &mut String) -> HookResult<Flow> {
+        let budget = ctx.config().max_total_tokens.unwrap_or(0);
+        ctx.append_to_system_prompt_with(&format!("BUDGET={budget}"), " | ");
+        ctx.prepend_to_system_prompt_with("FIRST", " :: ");
+        Ok(Flow::Continue)
+    }
+    async fn on_run_end(
+        &self,
+        _: &mut HookContext,
+        outcome: &mut hookwire::hooks::RunOutcome,
+    ) -> HookResult {
+        if let hookwire::hooks::RunOutcome::Done(output) = outcome {
+            output.content = format!("{} [checked]", output.content);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_hook_reads_the_config_uses_its_separators_and_rewrites_the_end() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["answer"]));
+    let server = TestServer::start_in(
+        workspace(),
+        Some(&upstream),
+        |c| c.agent.max_total_tokens = Some(4321),
+        |b| b.hook(Arc::new(Budgeted)),
+    )
+    .await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    let done = frames.last().unwrap();
+    assert_eq!(done["message"]["content"], "answer [checked]", "{done}");
+    let system = upstream.requests()[0].messages()[0].1.clone();
+    assert!(system.starts_with("FIRST :: "), "{system}");
+    assert!(system.ends_with(" | BUDGET=4321"), "{system}");
+}

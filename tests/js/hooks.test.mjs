@@ -10,7 +10,7 @@ vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta
   filename: 'static/protocol.js',
 });
 const {
-  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, formatMs, hookLevels, shortPath,
+  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, finalText, formatMs, hookLevels, shortPath,
 } = globalThis.HookwireProtocol;
 
 function memoryStore(initial = {}) {
@@ -136,7 +136,7 @@ test('the Hooks tab: every hook under its level, with file:line, what it runs an
     id: 'srv-1', name: 'guard', level: 'server', file: '/etc/hookwire/deep/er/hooks.yaml', where: '…/deep/er/hooks.yaml:3',
     event: 'pre_tool_execution', event_name: 'PreToolUse', dialect: 'claude', type: 'command', matcher: 'Read',
     what: 'guard.sh', trusted: true, async: false,
-    metrics: { runs: 4, failures: 1, timeouts: 0, blocked: 2, p50_ms: 3.5, p95_ms: 12 },
+    metrics: { runs: 4, successes: 0, failures: 1, timeouts: 0, blocked: 2, skipped: 0, total_ms: null, p50_ms: 3.5, p95_ms: 12 },
   });
   assert.deepEqual([server.hooks[1].trusted, server.hooks[1].metrics, server.hooks[1].what, server.hooks[1].where], [false, null, 'judge', null]);
   assert.deepEqual([workspace.hooks[0].what, workspace.hooks[0].async, workspace.hooks[0].where], ['http://127.0.0.1:9/h', true, '/ws/.hookwire/hooks.yaml:2']);
@@ -180,4 +180,15 @@ test('tools are grouped: the built-in ones, then each MCP server with its state 
     { title: 'MCP: web', state: 'down', reason: 'it exited with code 1', tools: [] },
   ]);
   assert.deepEqual(toolGroups({}), [{ title: 'built-in', state: null, reason: null, tools: [] }]);
+});
+
+test('a rewritten answer in done.message replaces what the last bubble streamed', () => {
+  const done = (content) => ({ type: 'done', message: { role: 'assistant', content } });
+  assert.equal(finalText(['hello'], done('hello')), null);
+  assert.equal(finalText(['hello'], done('REWRITTEN')), 'REWRITTEN');
+  assert.equal(finalText(['first', 'second'], done('first\n\nsecond')), null);
+  assert.equal(finalText(['first', 'second'], done('first\n\nSECOND')), 'SECOND');
+  assert.equal(finalText(['first', 'second'], done('ALL NEW')), 'ALL NEW');
+  assert.equal(finalText([], done('only at the end')), 'only at the end');
+  assert.equal(finalText(['streamed'], done('')), null);
 });

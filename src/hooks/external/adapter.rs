@@ -196,6 +196,16 @@ impl ExternalHooks {
         for message in std::mem::take(&mut outcome.warnings) {
             ctx.notify(NoticeLevel::Warn, message, self.label);
         }
+        if event == Event::Stop
+            && outcome.control.is_none()
+            && !outcome.additional_context.is_empty()
+        {
+            // Context from a `stop` hook that neither retries nor stops would reach no model
+            // call: the model goes on with it, as Claude Code goes on with a Stop hook's
+            // additionalContext (bounded by `max_retries`).
+            let context = std::mem::take(&mut outcome.additional_context).join("\n\n");
+            outcome.control = Some(ChainControl::Retry(context));
+        }
         if let Some(ChainControl::Retry(feedback)) = &outcome.control {
             let mut chats = self.chats();
             let chat = chats.entry(ctx.run_id.clone()).or_default();
@@ -441,7 +451,8 @@ impl Call<'_> {
                 summary: Some(summary.to_string()),
                 ..EventState::default()
             },
-            // Seed 001: the chat's messages (as they stand, before the request's stubs).
+            // Before: the chat's messages as they stand; after: the call's, compacted (the
+            // agent puts them in `ctx.messages` while the hooks run).
             Call::PreMicroCompact(info)
             | Call::PostMicroCompact(info)
             | Call::SessionStartAfterCompact(info) => EventState {
@@ -493,11 +504,12 @@ impl Call<'_> {
             Call::PostLlmResponse(response) => put(&mut response.content, state.assistant_output),
             Call::PreToolExecution(call) => put(&mut call.arguments, state.tool_arguments),
             Call::PostToolExecution(_, result) => put(&mut result.content, state.tool_result),
+            // Context after a failed tool is for the model, not part of the error: it goes to
+            // the end of the system prompt for the rest of the chat.
             Call::PostToolExecutionFailure(_, result) => {
                 put(&mut result.content, state.tool_error);
                 for context in &outcome.additional_context {
-                    result.content.push_str("\n\n");
-                    result.content.push_str(context);
+                    ctx.append_to_system_prompt(context);
                 }
             }
             Call::Stop(_) => {
@@ -518,11 +530,12 @@ impl Call<'_> {
                 put(&mut ctx.messages, state.messages);
                 put(summary, state.summary);
             }
+            // The chat's messages are this call's, compacted, while its hooks run.
+            Call::PostMicroCompact(_) => put(&mut ctx.messages, state.messages),
             Call::BeforeContextBuild
             | Call::ApprovalRequired(_)
             | Call::PostSendMessage
             | Call::PreMicroCompact(_)
-            | Call::PostMicroCompact(_)
             | Call::SessionStartAfterCompact(_)
             | Call::RunFailed(_) => {}
         }

@@ -11,6 +11,15 @@
 //! - Rewrites chain: each hook sees the values as the previous one left them. A result field
 //!   counts only at the events where it is valid ([`apply`]); elsewhere it is logged and ignored.
 //! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
+//! - Side by side: hooks marked `parallel` (every Claude Code and Gemini CLI settings hook but
+//!   a Gemini `sequential` group's; a YAML event with `parallel: true`) that follow each other
+//!   start together, each on the values as the hooks before the group left them. Their answers
+//!   are then applied in declaration order, whatever order they finished in: rewrites in turn,
+//!   context in order, and of the decisions the strongest wins (stop, then skip or block, then
+//!   ask, then retry; the first of equals). An `on_error: abort` drops the answers declared
+//!   after it. A hook that calls the model past the chat's hook model calls is checked before it
+//!   joins a group: `skip` leaves it out, `abort` and `block` end the chain after the hooks
+//!   before it (`block` with its refusal).
 //! - Failures are data: a run that fails or times out (the [`RunResult`] variant says which) is
 //!   logged; `on_error: skip` (the default) goes on with the next hook, `abort` ends the chain
 //!   with no decision, `block` fails closed: the chain ends refusing what the event guards
@@ -168,6 +177,27 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// What one hook's answer does to the chain, once it is applied.
+enum Step {
+    /// The chain goes on.
+    Next,
+    /// The chain ends with this decision (`None`: `on_error: abort`, no decision).
+    End(Option<ChainControl>),
+}
+
+impl ChainControl {
+    /// Which decision wins when hooks that ran side by side take several: a stop, then a
+    /// refusal of the tool, then a question to the person, then a retry.
+    fn rank(&self) -> u8 {
+        match self {
+            ChainControl::Stop(_) => 3,
+            ChainControl::Skip(_) => 2,
+            ChainControl::Ask(_) => 1,
+            ChainControl::Retry(_) => 0,
+        }
+    }
+}
+
 impl Chain<'_> {
     /// Runs the chain over `state` (see the module doc for the rules).
     pub(super) async fn run(
@@ -179,47 +209,72 @@ impl Chain<'_> {
         let event = self.event;
         let mut outcome = ChainOutcome::default();
         let deadline = Instant::now() + self.budget;
-        for hook in self.hooks {
-            if !hook.applies(
-                event,
-                state.tool_name.as_deref(),
-                &envelope.model,
-                state.compaction.as_ref().map(|c| c.trigger.as_str()),
-            ) {
-                continue;
-            }
-            // Off the chat's path: it sees the values as the hooks before it left them, and
-            // nothing of its answer but a notice comes back. It takes none of the budget.
-            if let (true, Some(background)) = (hook.run_async, &self.background) {
-                let job = Job {
-                    hook: hook.clone(),
+        let mut next = 0;
+        while next < self.hooks.len() {
+            // The hooks that run now: one, or a run of side-by-side hooks in a row.
+            let mut group: Vec<&Arc<HookDef>> = Vec::new();
+            // A hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or
+            // `block` (`Some(Some(refusal))`): the chain ends after the hooks before it.
+            let mut cut: Option<Option<ChainControl>> = None;
+            while let Some(hook) = self.hooks.get(next) {
+                if !group.is_empty() && !hook.parallel {
+                    break;
+                }
+                next += 1;
+                if !hook.applies(
                     event,
-                    input: dialect::input(hook, event, envelope, state),
-                    state: state.clone(),
-                    envelope: envelope.clone(),
-                    notices: background.notices.clone(),
-                    source: background.source,
-                    spend: self.spend.clone(),
-                };
-                let wait = deadline.saturating_duration_since(Instant::now());
-                background.queue.hand_over(job, wait).await;
-                continue;
-            }
-            // Past the chat's hook model calls (or its tokens), a hook that calls the model is
-            // skipped; `on_error` decides what that means (a `block` hook fails closed).
-            if hook.handler.calls_model() {
-                if let Err(exhausted) = self.spend.room() {
-                    over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
-                    match hook.on_error {
-                        OnError::Skip => continue,
-                        OnError::Abort => break,
-                        OnError::Block => {
-                            let failure = Failure::Failed(exhausted.to_string());
-                            outcome.control = refusal(event, &hook.name, &failure);
-                            break;
+                    state.tool_name.as_deref(),
+                    &envelope.model,
+                    state.compaction.as_ref().map(|c| c.trigger.as_str()),
+                ) {
+                    continue;
+                }
+                // Off the chat's path: it sees the values as the hooks before it left them,
+                // and nothing of its answer but a notice comes back. It takes none of the
+                // budget.
+                if let (true, Some(background)) = (hook.run_async, &self.background) {
+                    let job = Job {
+                        hook: hook.clone(),
+                        event,
+                        input: dialect::input(hook, event, envelope, state),
+                        state: state.clone(),
+                        envelope: envelope.clone(),
+                        notices: background.notices.clone(),
+                        source: background.source,
+                        spend: self.spend.clone(),
+                    };
+                    let wait = deadline.saturating_duration_since(Instant::now());
+                    background.queue.hand_over(job, wait).await;
+                    continue;
+                }
+                // Past the chat's hook model calls (or its tokens), a hook that calls the model
+                // is left out of its group; `on_error` decides what that means (a `block` hook
+                // fails closed).
+                if hook.handler.calls_model() {
+                    if let Err(exhausted) = self.spend.room() {
+                        over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                        match hook.on_error {
+                            OnError::Skip => continue,
+                            OnError::Abort => cut = Some(None),
+                            OnError::Block => {
+                                let failure = Failure::Failed(exhausted.to_string());
+                                cut = Some(refusal(event, &hook.name, &failure));
+                            }
                         }
+                        break;
                     }
                 }
+                group.push(hook);
+                if !hook.parallel {
+                    break;
+                }
+            }
+            if group.is_empty() {
+                if let Some(control) = cut {
+                    outcome.control = control;
+                    break;
+                }
+                continue;
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
@@ -230,60 +285,116 @@ impl Chain<'_> {
                 );
                 break;
             }
-            let output = self.run_one(runner, hook, envelope, state, remaining, &mut outcome);
-            let output = match output.await {
-                Ok(output) => output,
-                Err(error) => {
-                    tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
-                    match hook.on_error {
-                        OnError::Skip => continue,
-                        OnError::Abort => break,
-                        OnError::Block => {
-                            outcome.control = refusal(event, &hook.name, &error);
-                            break;
+            // Side by side, every hook of the group sees the values as they were before it;
+            // their answers are applied in the order the hooks are declared, whatever order
+            // they finished in, so the same answers always give the same result.
+            let snapshot: &EventState = state;
+            let results = futures::future::join_all(
+                group
+                    .iter()
+                    .map(|hook| self.run_one(runner, hook, envelope, snapshot, remaining)),
+            )
+            .await;
+            let mut decision: Option<ChainControl> = None;
+            let mut ended = false;
+            for (hook, (result, run)) in group.iter().zip(results) {
+                outcome.ran.push(run);
+                if ended {
+                    // An `on_error: abort` before it in the group: its answer is not used.
+                    continue;
+                }
+                match self.take(hook, result, state, &mut outcome) {
+                    Step::Next => {}
+                    Step::End(None) => ended = true,
+                    Step::End(Some(control)) => {
+                        if decision
+                            .as_ref()
+                            .is_none_or(|kept| control.rank() > kept.rank())
+                        {
+                            decision = Some(control);
                         }
                     }
                 }
-            };
-            if !output.refused.is_empty() {
-                tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
             }
-            if !output.unknown.is_empty() {
-                tracing::warn!(hook = %hook.name, event = %hook.event_name, dialect = hook.dialect.as_str(), keys = ?output.unknown, "output keys that the hook's dialect does not define at this event were ignored");
+            let cut_short = cut.is_some();
+            if let (false, Some(Some(control))) = (ended, cut) {
+                // The capped hook is declared after the group: it wins only over weaker
+                // decisions.
+                if decision
+                    .as_ref()
+                    .is_none_or(|kept| control.rank() > kept.rank())
+                {
+                    decision = Some(control);
+                }
             }
-            if let (Some(message), false) = (&output.system_message, output.suppress_output) {
-                outcome.notices.push(message.clone());
-            }
-            // What the hook changed, for `hook_trace`: the values `apply` replaced, and what it
-            // added to the outcome (counted, not copied: the state is never cloned here).
-            let before = (
-                outcome.inject_messages.len(),
-                outcome.additional_context.len() + outcome.chat_context.len(),
-            );
-            let retry = output.retry_feedback.is_some();
-            let mut changed = Vec::new();
-            let control = apply(event, &hook.name, output, state, &mut outcome, &mut changed);
-            if outcome.inject_messages.len() > before.0 {
-                changed.push("inject_messages");
-            }
-            if outcome.additional_context.len() + outcome.chat_context.len() > before.1 {
-                changed.push("additional_context");
-            }
-            if retry {
-                changed.push("retry_feedback");
-            }
-            if let Some(run) = outcome.ran.last_mut() {
-                run.changed = changed;
-            }
-            if control.is_some() {
-                outcome.control = control;
+            if decision.is_some() || ended || cut_short {
+                outcome.control = decision;
                 break;
             }
         }
         outcome
     }
 
-    /// Runs one hook within `remaining` and records how it ended.
+    /// Applies one hook's answer (or failure) to the state and the outcome.
+    fn take(
+        &self,
+        hook: &HookDef,
+        result: Result<HookOutput, Failure>,
+        state: &mut EventState,
+        outcome: &mut ChainOutcome,
+    ) -> Step {
+        let event = self.event;
+        let output = match result {
+            Ok(output) => output,
+            Err(error) => {
+                tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
+                return match hook.on_error {
+                    OnError::Skip => Step::Next,
+                    OnError::Abort => Step::End(None),
+                    OnError::Block => match refusal(event, &hook.name, &error) {
+                        Some(control) => Step::End(Some(control)),
+                        None => Step::End(None),
+                    },
+                };
+            }
+        };
+        if !output.refused.is_empty() {
+            tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
+        }
+        if !output.unknown.is_empty() {
+            tracing::warn!(hook = %hook.name, event = %hook.event_name, dialect = hook.dialect.as_str(), keys = ?output.unknown, "output keys that the hook's dialect does not define at this event were ignored");
+        }
+        if let (Some(message), false) = (&output.system_message, output.suppress_output) {
+            outcome.notices.push(message.clone());
+        }
+        // What the hook changed, for `hook_trace`: the values `apply` replaced, and what it
+        // added to the outcome (counted, not copied: the state is never cloned here).
+        let before = (
+            outcome.inject_messages.len(),
+            outcome.additional_context.len() + outcome.chat_context.len(),
+        );
+        let retry = output.retry_feedback.is_some();
+        let mut changed = Vec::new();
+        let control = apply(event, &hook.name, output, state, outcome, &mut changed);
+        if outcome.inject_messages.len() > before.0 {
+            changed.push("inject_messages");
+        }
+        if outcome.additional_context.len() + outcome.chat_context.len() > before.1 {
+            changed.push("additional_context");
+        }
+        if retry {
+            changed.push("retry_feedback");
+        }
+        if let Some(run) = outcome.ran.last_mut() {
+            run.changed = changed;
+        }
+        match control {
+            Some(control) => Step::End(Some(control)),
+            None => Step::Next,
+        }
+    }
+
+    /// Runs one hook within `remaining`: how it ended, and its trace row.
     async fn run_one(
         &self,
         runner: &dyn RunHook,
@@ -291,8 +402,7 @@ impl Chain<'_> {
         envelope: &Envelope,
         state: &EventState,
         remaining: Duration,
-        outcome: &mut ChainOutcome,
-    ) -> Result<HookOutput, Failure> {
+    ) -> (Result<HookOutput, Failure>, HookRun) {
         let input = dialect::input(hook, self.event, envelope, state);
         let timeout = hook.timeout.min(remaining);
         let (output, ran, elapsed) = run_hook(
@@ -305,14 +415,14 @@ impl Chain<'_> {
             &self.spend,
         )
         .await;
-        outcome.ran.push(HookRun {
+        let run = HookRun {
             name: hook.name.clone(),
             level: hook.level,
             ran,
             ms: elapsed.as_secs_f64() * 1000.0,
             changed: Vec::new(),
-        });
-        output
+        };
+        (output, run)
     }
 }
 
@@ -488,7 +598,10 @@ fn apply(
     );
     assign(
         output.messages,
-        matches!(event, PreLlmRequest | AfterContextBuild | PostAutoCompact),
+        matches!(
+            event,
+            PreLlmRequest | AfterContextBuild | PostMicroCompact | PostAutoCompact
+        ),
         &mut state.messages,
         "messages",
         &invalid,
@@ -569,6 +682,11 @@ fn apply(
         }
         Some(Control::Skip(reason)) if event == PreToolExecution => {
             return Some(ChainControl::Skip(named(reason)))
+        }
+        // Before a compaction, skipping the step is what its `stop` does: the compaction does
+        // not happen and the chat goes on.
+        Some(Control::Skip(reason)) if matches!(event, PreMicroCompact | PreAutoCompact) => {
+            return Some(ChainControl::Stop(named(reason)))
         }
         Some(Control::Block(reason)) if event == PreToolExecution => {
             return Some(ChainControl::Skip(named(reason)))

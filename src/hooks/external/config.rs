@@ -205,6 +205,10 @@ pub(crate) struct HookDef {
     /// `async: true`: the hook runs off the chat's path, from the async queue
     /// ([`super::queue`]); its answer counts only for its `systemMessage`.
     pub(crate) run_async: bool,
+    /// Starts together with the side-by-side hooks next to it (see the chain engine): every
+    /// Claude Code and Gemini CLI settings hook (but a Gemini `sequential` group's), and a YAML
+    /// event's hooks under `parallel: true`.
+    pub(crate) parallel: bool,
     /// `on_full`: what an async run does when the queue has no room for it.
     pub(crate) on_full: OnFull,
     /// `server`, `workspace` or `session`.
@@ -300,7 +304,69 @@ struct RawFilter {
     model_prefix: Option<String>,
 }
 
-type RawFile = HashMap<Spanned<String>, Option<Vec<Spanned<RawHook>>>>;
+type RawFile = HashMap<Spanned<String>, Option<RawEvent>>;
+
+/// An event's hooks: a list, or `{parallel: true, hooks: [...]}` to run them side by side.
+#[derive(Debug, Default)]
+struct RawEvent {
+    parallel: bool,
+    hooks: Vec<Spanned<RawHook>>,
+}
+
+impl<'de> Deserialize<'de> for RawEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawEvent;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of hooks, or a mapping with `hooks` (and `parallel`)")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawEvent, A::Error> {
+                let mut hooks = Vec::new();
+                while let Some(hook) = seq.next_element()? {
+                    hooks.push(hook);
+                }
+                Ok(RawEvent {
+                    parallel: false,
+                    hooks,
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawEvent, A::Error> {
+                let mut event = RawEvent::default();
+                let mut seen_hooks = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "parallel" => event.parallel = map.next_value()?,
+                        "hooks" => {
+                            event.hooks = map.next_value::<Option<Vec<_>>>()?.unwrap_or_default();
+                            seen_hooks = true;
+                        }
+                        other => {
+                            return Err(serde::de::Error::unknown_field(
+                                other,
+                                &["parallel", "hooks"],
+                            ))
+                        }
+                    }
+                }
+                if !seen_hooks {
+                    return Err(serde::de::Error::missing_field("hooks"));
+                }
+                Ok(event)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
 
 /// Parses one hook file. Returns the hooks that are valid and every problem (errors, with the
 /// file and, where known, the line and the entry, and warnings); a file with any error should
@@ -323,7 +389,7 @@ pub(crate) fn parse_hooks(
             )
         }
     };
-    let mut events: Vec<(Spanned<String>, Vec<Spanned<RawHook>>)> = raw
+    let mut events: Vec<(Spanned<String>, RawEvent)> = raw
         .into_iter()
         .map(|(k, v)| (k, v.unwrap_or_default()))
         .collect();
@@ -356,7 +422,8 @@ pub(crate) fn parse_hooks(
                 continue;
             }
         };
-        for (position, entry) in entries.into_iter().enumerate() {
+        let parallel = entries.parallel;
+        for (position, entry) in entries.hooks.into_iter().enumerate() {
             let line = entry.referenced.line();
             let field = format!("{}[{position}]", event_name.value);
             let at = |problem: Problem| problem.in_file(path).at_line(line).in_field(field.clone());
@@ -370,6 +437,7 @@ pub(crate) fn parse_hooks(
                         file: path,
                         line,
                         index,
+                        parallel,
                     };
                     hooks.extend(built.define(canonical, &place));
                 }
@@ -427,6 +495,8 @@ pub(super) struct Place<'a> {
     pub(crate) file: &'a Path,
     pub(crate) line: u64,
     pub(crate) index: usize,
+    /// Its hooks run side by side with their neighbours.
+    pub(crate) parallel: bool,
 }
 
 impl Built {
@@ -449,6 +519,7 @@ impl Built {
                 filter: self.filter.clone(),
                 capabilities: self.capabilities.clone(),
                 run_async: self.run_async,
+                parallel: place.parallel,
                 on_full: self.on_full,
                 level: place.level,
                 file: place.file.to_path_buf(),

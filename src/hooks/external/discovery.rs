@@ -226,9 +226,6 @@ pub(crate) fn load_hook_set(
             }
         }
         for hook in hooks {
-            if !hook.event.fires() {
-                tracing::warn!(file = %path.display(), event = %hook.event_name, "this event does not fire yet (hookwire neither compacts the history nor asks for approval)");
-            }
             set.by_event
                 .entry(hook.event)
                 .or_default()

@@ -89,6 +89,13 @@ impl HookFiles {
                 continue; // its filter does not match this input
             };
             run.failed |= matches!(ran.ran, Ran::Failure | Ran::Timeout);
+            // A tool refused by a block (exit 2, a Claude Code `deny`) is a denial; a `skip`
+            // answer skips it.
+            let refused_as = if matches!(ran.ran, Ran::Block) {
+                "deny"
+            } else {
+                "skip"
+            };
             run.hooks.push(DryHook {
                 name: hook.name.clone(),
                 place: format!("{}:{}", hook.file.display(), hook.line),
@@ -104,7 +111,7 @@ impl HookFiles {
                     reason,
                 },
                 Some(ChainControl::Skip(reason)) => DryDecision::Refused {
-                    how: "skip",
+                    how: refused_as,
                     reason,
                 },
                 Some(ChainControl::Ask(reason)) => DryDecision::Refused { how: "ask", reason },

@@ -263,12 +263,6 @@ impl Event {
                 | PostMicroCompact
         )
     }
-
-    /// Auto compaction and approval events are accepted but do not fire until hookwire
-    /// compacts the history and asks for approval (micro compaction fires).
-    pub(crate) fn fires(self) -> bool {
-        !matches!(self, PreAutoCompact | PostAutoCompact | Notification)
-    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,12 @@ pub(crate) fn parse_settings(
                     continue;
                 }
             };
+            // Claude Code runs an event's matching hooks side by side; so does Gemini CLI, but
+            // for a group that says `sequential: true`.
+            let parallel = match hook_dialect {
+                Dialect::Gemini => group.get("sequential").and_then(Value::as_bool) != Some(true),
+                _ => true,
+            };
             let Some(entries) = group.get("hooks").and_then(Value::as_array) else {
                 problems.push(at(Problem::error("needs a `hooks` list"), None));
                 continue;
@@ -228,6 +234,7 @@ pub(crate) fn parse_settings(
                     file: path,
                     line,
                     index: this,
+                    parallel,
                 };
                 defs.extend(built.define(events, &place));
             }

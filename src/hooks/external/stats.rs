@@ -1,5 +1,5 @@
-//! Per-hook figures for `GET /api/hooks` (PROTOCOL section 12): runs, failures, timeouts,
-//! blocks and the recent durations, kept in memory by hook id. Prometheus has the same counts by
+//! Per-hook figures for `GET /api/hooks` (PROTOCOL section 12): runs, successes, failures,
+//! timeouts, blocks, skips, the time spent in all and the recent durations, kept in memory by hook id. Prometheus has the same counts by
 //! hook name (`hookwire_external_hook_runs_total`); this is what the page reads without a
 //! scraper, with percentiles over the last runs.
 
@@ -20,9 +20,12 @@ const MAX_HOOKS: usize = 4096;
 #[derive(Debug, Default)]
 struct Figures {
     runs: u64,
+    successes: u64,
     failures: u64,
     timeouts: u64,
     blocked: u64,
+    skipped: u64,
+    total_ms: f64,
     recent_ms: VecDeque<f64>,
 }
 
@@ -30,9 +33,16 @@ struct Figures {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub(crate) struct HookMetrics {
     pub(crate) runs: u64,
+    /// Runs that answered and decided nothing (they may have changed or added values).
+    pub(crate) successes: u64,
     pub(crate) failures: u64,
     pub(crate) timeouts: u64,
+    /// Runs that stopped the chat or refused what the event guards.
     pub(crate) blocked: u64,
+    /// Runs that answered `skip` (a tool or a compaction not done): their own count.
+    pub(crate) skipped: u64,
+    /// The time of every run, added up (rounded to 0.1 ms).
+    pub(crate) total_ms: f64,
     pub(crate) p50_ms: Option<f64>,
     pub(crate) p95_ms: Option<f64>,
 }
@@ -56,11 +66,14 @@ pub(crate) fn record(hook: &HookDef, ran: Ran, elapsed: Duration) {
     let figures = table.entry(id).or_default();
     figures.runs += 1;
     match ran {
+        Ran::Success => figures.successes += 1,
         Ran::Failure => figures.failures += 1,
         Ran::Timeout => figures.timeouts += 1,
-        Ran::Block | Ran::Skip => figures.blocked += 1,
-        Ran::Success | Ran::Ask => {}
+        Ran::Block => figures.blocked += 1,
+        Ran::Skip => figures.skipped += 1,
+        Ran::Ask => {}
     }
+    figures.total_ms += elapsed.as_secs_f64() * 1000.0;
     if figures.recent_ms.len() == RECENT {
         figures.recent_ms.pop_front();
     }
@@ -77,9 +90,12 @@ pub(crate) fn metrics(id: &str) -> HookMetrics {
     sorted.sort_by(f64::total_cmp);
     HookMetrics {
         runs: figures.runs,
+        successes: figures.successes,
         failures: figures.failures,
         timeouts: figures.timeouts,
         blocked: figures.blocked,
+        skipped: figures.skipped,
+        total_ms: (figures.total_ms * 10.0).round() / 10.0,
         p50_ms: percentile(&sorted, 0.50),
         p95_ms: percentile(&sorted, 0.95),
     }

@@ -161,7 +161,7 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     );
     assert_eq!(
         guard["metrics"],
-        json!({"runs": "0", "failures": "0", "timeouts": "0", "blocked": "0", "p50_ms": "—", "p95_ms": "—"})
+        json!({"runs": "0", "successes": "0", "failures": "0", "timeouts": "0", "blocked": "0", "skipped": "0", "total_ms": "0 ms", "p50_ms": "—", "p95_ms": "—"})
     );
     let note = &tab["workspace"]["hooks"][0];
     assert_eq!(

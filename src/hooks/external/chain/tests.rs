@@ -556,3 +556,58 @@ async fn past_the_chats_hook_model_calls_model_hooks_are_skipped_and_a_block_one
     let again = chain.run(&runner, &Envelope::default(), &mut state).await;
     assert!(again.warnings.is_empty());
 }
+
+#[tokio::test]
+async fn side_by_side_a_capped_model_hook_is_left_out_or_ends_the_chain_after_its_group() {
+    for (on_error, refused) in [("skip", false), ("abort", false), ("block", true)] {
+        let yaml = format!(
+            "pre_tool_execution:
+  parallel: true
+  hooks:
+    - {{name: guard, command: x}}
+    - {{name: judge, type: llm, prompt: p, on_error: {on_error}}}
+    - {{name: after, command: y}}
+"
+        );
+        let (hooks, problems) = parse_hooks(Path::new("test.yaml"), &yaml, "server");
+        assert!(problems.is_empty(), "{problems:?}");
+        let hooks: Vec<Arc<HookDef>> = hooks.into_iter().map(Arc::new).collect();
+        let runner = Scripted::new(|_, _| RunResult::Output(json!({})));
+        let spend = Arc::new(HookSpend::new(1, None));
+        spend.try_call().unwrap();
+        let chain = Chain {
+            event: Event::PreToolExecution,
+            hooks: &hooks,
+            budget: BUDGET,
+            background: None,
+            spend,
+        };
+        let mut state = EventState {
+            tool_name: Some("read_file".into()),
+            ..Default::default()
+        };
+        let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
+        let mut names = runner.names();
+        names.sort();
+        match on_error {
+            // Left out of the group: the hooks around it still run together.
+            "skip" => assert_eq!(names, ["after", "guard"]),
+            // The chain ends after the hooks before it in the group.
+            _ => assert_eq!(names, ["guard"], "{on_error}"),
+        }
+        assert_eq!(
+            matches!(&outcome.control, Some(ChainControl::Skip(reason)) if reason.contains("judge")),
+            refused,
+            "{on_error}: {:?}",
+            outcome.control
+        );
+        if !refused {
+            assert!(
+                outcome.control.is_none(),
+                "{on_error}: {:?}",
+                outcome.control
+            );
+        }
+        assert_eq!(outcome.warnings.len(), 1, "{:?}", outcome.warnings);
+    }
+}

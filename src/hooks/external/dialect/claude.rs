@@ -301,7 +301,19 @@ pub(super) fn read(
                     out.control = Some(Control::Ask(why))
                 }
                 Some("ask") => block(hook, event, why, state, &mut out),
-                Some("allow") | None => {}
+                // Claude Code shows an allow's reason to the person (not to the model).
+                Some("allow") => {
+                    let said = string(&specific, "permissionDecisionReason")?
+                        .filter(|why| !why.is_empty())
+                        .or_else(|| (!reason.is_empty()).then(|| reason.clone()));
+                    if let Some(said) = said {
+                        out.system_message = Some(match out.system_message.take() {
+                            Some(message) => format!("{message}\n{said}"),
+                            None => said,
+                        });
+                    }
+                }
+                None => {}
                 Some("defer") => out.unknown.push("permissionDecision: defer".into()),
                 Some(other) => {
                     return Err(format!(

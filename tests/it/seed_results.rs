@@ -1,0 +1,195 @@
+//! Result fields of the hook protocol at the events it lists them for: what each one changes,
+//! seen in the upstream's requests and the client's frames.
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// A server whose server-level hook file is `yaml`, in a workspace with three files to read.
+async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
+    server_with(upstream, yaml, |_| {}).await
+}
+
+/// The same, with `tweak` on its config.
+async fn server_with(
+    upstream: &FakeUpstream,
+    yaml: &str,
+    tweak: impl FnOnce(&mut hookwire::config::Config),
+) -> TestServer {
+    let dir = crate::agent::workspace();
+    for (name, word) in [
+        ("a.txt", "ALPHA "),
+        ("c.txt", "CHARLIE "),
+        ("d.txt", "DELTA "),
+    ] {
+        std::fs::write(dir.path().join(name), word.repeat(100)).unwrap();
+    }
+    let file = dir.path().join("server-hooks.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    TestServer::start_in(
+        dir,
+        Some(upstream),
+        |c| {
+            c.hooks_file = Some(file);
+            tweak(c);
+        },
+        |b| b,
+    )
+    .await
+}
+
+/// Planning, three rounds that each read one file, then the final answer.
+fn three_rounds(upstream: &FakeUpstream) {
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    for (id, file) in [("c1", "a.txt"), ("c2", "c.txt"), ("c3", "d.txt")] {
+        upstream.push(Reply::tool_calls(&[(
+            id,
+            "read_file",
+            json!({"path": file}),
+        )]));
+    }
+    upstream.push(Reply::text(&["final"]));
+}
+
+async fn run(server: &TestServer, frame: Value) -> Vec<Value> {
+    let frames = server.connect().await.chat(frame).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+    frames
+}
+
+fn system(request: &Recorded) -> String {
+    request.messages()[0].1.clone()
+}
+
+#[tokio::test]
+async fn post_micro_compact_messages_replace_the_calls_messages() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let yaml = r#"
+post_micro_compact:
+  - command: |
+      jq -c '{messages: [.messages[0], {"role":"user","content":"MICRO-REWRITE"}]}'
+"#;
+    // Past the micro threshold from the first call (one token of the window).
+    let server = server_with(&upstream, yaml, |c| {
+        c.agent.context.micro_threshold = 1.0 / 128_000.0
+    })
+    .await;
+    let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    let requests = upstream.requests();
+    let compacted = requests[4].body.to_string();
+    assert!(compacted.contains("MICRO-REWRITE"), "{compacted}");
+    assert!(!compacted.contains("ALPHA"), "still compacted: {compacted}");
+}
+
+#[tokio::test]
+async fn action_skip_before_a_compaction_skips_it() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let yaml = r#"
+pre_micro_compact:
+  - command: echo '{"action":"skip"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:#?}");
+    let last = upstream.requests()[4].body.to_string();
+    assert!(last.contains("ALPHA"), "not compacted: {last}");
+}
+
+#[tokio::test]
+async fn context_after_a_failed_tool_goes_to_the_system_prompt() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(
+        &upstream,
+        &[("c1", "read_file", json!({"path": "missing.txt"}))],
+        "done",
+    );
+    let yaml = r#"
+post_tool_execution_failure:
+  - command: echo '{"additional_context":"FAIL-CONTEXT"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    run(&server, json!({"type":"chat","input":"read it"})).await;
+    let request = &upstream.requests()[2];
+    let results = tool_results(request);
+    assert!(!results[0].contains("FAIL-CONTEXT"), "{results:?}");
+    assert!(
+        system(request).contains("FAIL-CONTEXT"),
+        "{}",
+        system(request)
+    );
+}
+
+#[tokio::test]
+async fn a_stop_after_the_models_reply_keeps_the_streamed_text_in_done() {
+    for (event, answer) in [
+        (
+            "post_llm_response",
+            r#"{"action":"stop","reason":"enough"}"#,
+        ),
+        (
+            "after_model_call",
+            r#"{"continue":false,"stopReason":"enough"}"#,
+        ),
+    ] {
+        let upstream = FakeUpstream::start().await;
+        upstream.push(Reply::text(&["streamed ", "words"]));
+        let yaml = format!("{event}:\n  - command: echo '{answer}'\n");
+        let server = server(&upstream, &yaml).await;
+        let frames = run(
+            &server,
+            json!({"type":"chat","input":"hi","enable_tools":false}),
+        )
+        .await;
+        let done = frames.last().unwrap();
+        assert_eq!(done["reason"], "stopped", "{event}: {done}");
+        assert_eq!(
+            done["message"]["content"], "streamed words",
+            "{event}: {done}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_rewritten_answer_is_the_final_message() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["original"]));
+    let yaml = r#"
+post_llm_response:
+  - command: echo '{"assistant_output":"REWRITTEN"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    let frames = run(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(text_of(&frames), "original", "what streamed");
+    assert_eq!(frames.last().unwrap()["message"]["content"], "REWRITTEN");
+}
+
+#[tokio::test]
+async fn context_from_a_stop_hook_sends_the_model_on_with_it() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["first"]));
+    upstream.push(Reply::text(&["second"]));
+    let yaml = r#"
+stop:
+  - command: '[ -e once ] && exit 0; touch once; echo "{\"additional_context\":\"STOP-CONTEXT\"}"'
+"#;
+    let server = server(&upstream, yaml).await;
+    let frames = run(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 2, "the model went on");
+    assert!(requests[1].body.to_string().contains("STOP-CONTEXT"));
+    assert!(frames.last().unwrap()["message"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("second"));
+}
