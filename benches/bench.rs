@@ -21,8 +21,12 @@
 //!    request bytes per turn with micro compaction vs without, and the token estimate of a call
 //!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
 //!
+//! 8. The real model (tests/it/real_model.rs: llama.cpp's llama-server with SmolLM2-135M, as
+//!    the real-model tests installed it under `target/real-model/`): time to first token and
+//!    tokens/s through hookwire vs straight from llama-server. Skipped when not installed.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
-//! `-- state` only (6); `-- micro` only (7).
+//! `-- state` only (6); `-- micro` only (7); `-- real-model` only (8).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -30,6 +34,9 @@
 #[path = "../tests/it/common.rs"]
 mod common;
 mod micro;
+#[path = "../tests/it/real_model.rs"]
+#[allow(dead_code)] // the module's tests are not built here, only its figures
+mod real_model;
 mod relay;
 
 use std::hint::black_box;
@@ -60,6 +67,11 @@ fn main() {
         runtime.block_on(micro::bench_micro_compaction());
         return;
     }
+    let only_real_model = std::env::args().any(|arg| arg == "real-model");
+    if only_real_model {
+        runtime.block_on(bench_real_model());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -74,6 +86,17 @@ fn main() {
     if !only_tokens && !only_mcp {
         bench_approval_state();
         runtime.block_on(micro::bench_micro_compaction());
+        runtime.block_on(bench_real_model());
+    }
+}
+
+/// (8): hookwire against llama-server alone, when the real-model tests installed it.
+async fn bench_real_model() {
+    match real_model::already_installed() {
+        Some(installed) => println!("{}", real_model::figures(&installed, 10).await),
+        None => {
+            println!("real model: skipped (run `cargo test --test it real_model::` to install it)")
+        }
     }
 }
 
