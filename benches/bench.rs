@@ -534,7 +534,8 @@ fn history() -> Vec<hookwire::agent::Message> {
     messages
 }
 
-/// The history in the OpenAI request shape, as serde_json would send it.
+/// The history in the OpenAI request shape, as serde_json would send it (also the micro
+/// compaction bench's request bytes).
 fn history_json(messages: &[hookwire::agent::Message]) -> serde_json::Value {
     let items: Vec<serde_json::Value> = messages
         .iter()

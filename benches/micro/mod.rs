@@ -68,27 +68,6 @@ struct TurnState {
     serialise: Vec<Duration>,
 }
 
-fn request_json(messages: &[Message]) -> Value {
-    let items: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            let mut item = json!({"role": m.role.as_str(), "content": m.content});
-            if !m.tool_calls.is_empty() {
-                item["tool_calls"] = m
-                    .tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-            }
-            if let Some(id) = &m.tool_call_id {
-                item["tool_call_id"] = json!(id);
-            }
-            item
-        })
-        .collect();
-    json!({"model": "bench", "messages": items})
-}
-
 #[async_trait]
 impl ChatModel for TurnModel {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
@@ -96,7 +75,7 @@ impl ChatModel for TurnModel {
         black_box(hookwire::llm::estimate_tokens(black_box(&request.messages)));
         let estimate = started.elapsed();
         let started = Instant::now();
-        let bytes = serde_json::to_string(&request_json(&request.messages))
+        let bytes = serde_json::to_string(&super::history_json(&request.messages))
             .map_or(0, |text| black_box(text.len()));
         let serialise = started.elapsed();
         let mut state = match self.state.lock() {
