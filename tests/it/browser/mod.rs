@@ -91,7 +91,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
                 toolResult: document.querySelector('.tool-card .result').textContent,
                 chips: Array.from(document.querySelectorAll('.hook-chip')).map(c => c.innerText),
                 history: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')),
-                loaded: Array.from(document.scripts).map(s => s.getAttribute('src')),
+                loaded: Array.from(document.scripts).map(s => (s.type === 'module' ? 'module ' : '') + s.getAttribute('src')),
                 outside: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin + '/')) }; })()",
         )
         .await;
@@ -157,12 +157,9 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
             "vendor/markdown-it.min.js",
             "vendor/purify.min.js",
             "vendor/highlight.min.js",
-            "markdown.js",
-            "protocol.js",
-            "voice.js",
-            "app.js"
+            "module app.js"
         ]),
-        "the view loads after what it uses"
+        "the vendored libraries, then the page's entry module (which imports the rest)"
     );
     assert_eq!(page["outside"], json!([]), "nothing loaded from outside");
     browser.screenshot(&format!("{name}-chat.png")).await;

@@ -951,8 +951,10 @@ async fn streaming_renders_at_most_once_per_frame_in_chromium() {
     browser
         .eval("(() => { document.getElementById('tools-switch').click();
             window.__renders = 0; window.__frames = 0;
-            const render = HookwireMarkdown.renderInto;
-            HookwireMarkdown.renderInto = (node, text) => { window.__renders++; return render(node, text); };
+            // A rendering replaces the bubble's content at once: one mutation with no neighbours.
+            new MutationObserver((records) => { for (const r of records) {
+              if (r.target.classList && r.target.classList.contains('assistant') && r.addedNodes.length && !r.previousSibling && !r.nextSibling) window.__renders++;
+            } }).observe(document.getElementById('transcript'), { childList: true, subtree: true });
             const tick = () => { window.__frames++; requestAnimationFrame(tick); }; requestAnimationFrame(tick); })()")
         .await;
     browser.type_and_enter("many words").await;
