@@ -5,7 +5,7 @@
 // Regenerate, Edit), conversations.js (the Chats tab, exports), panel.js (tabs, skills, tools,
 // server info), hooks-tab.js, voice-controls.js, connection.js; state.js holds what they share.
 
-import { newChat, setState, startChat } from './chat.js';
+import { newChat, setState, startChat, stop } from './chat.js';
 import { connect } from './connection.js';
 import { deleteConversation, exportAs, newConversation, renderConversations, startRename } from './conversations.js';
 import { $ } from './dom.js';
@@ -14,7 +14,7 @@ import { TABS, isPhone, loadServerInfo, selectTab, showPanel } from './panel.js'
 import { KEYS } from './protocol.js';
 import { BANNER, store, view } from './state.js';
 import { redrawAll } from './transcript.js';
-import { voice } from './voice-controls.js';
+import './voice-controls.js'; // the speaker and the microphone
 
 $('composer').addEventListener('submit', (event) => {
   event.preventDefault();
@@ -29,11 +29,7 @@ $('input').addEventListener('keydown', (event) => {
     $('composer').requestSubmit();
   }
 });
-$('stop').addEventListener('click', () => {
-  const cancel = view.conversation.cancelFrame();
-  if (cancel && view.ws) view.ws.send(JSON.stringify(cancel));
-  voice.queue.stop();
-});
+$('stop').addEventListener('click', stop);
 $('compact').addEventListener('click', () => {
   if (view.conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
   const frame = view.conversation.startCompaction();

@@ -7,7 +7,7 @@ import { updateForkActions } from './forks.js';
 import { hooksOnScreen, refreshHooks, renderHooks } from './hooks-tab.js';
 import { library, saveTranscript, view } from './state.js';
 import { finalText, traceRow, usageOf } from './trace.js';
-import { draw, placeDivider, push, renderAssistant, scroll, transcriptEl } from './transcript.js';
+import { draw, nodes, placeDivider, push, render, renderAssistant, scroll, transcriptEl } from './transcript.js';
 import { spoken } from './voice.js';
 import { voice } from './voice-controls.js';
 
@@ -18,10 +18,6 @@ export function setState(value) {
   $('send').disabled = running || value === 'offline';
   $('stop').disabled = !running;
   $('compact').disabled = running || value === 'offline' || view.conversation.history.length === 0;
-  $('new-chat').disabled = running;
-  for (const button of document.querySelectorAll('#conversations button, #conversation-actions button')) {
-    button.disabled = running;
-  }
   explainWhileRunning(running);
   updateExports();
   updateWorking();
@@ -49,14 +45,35 @@ export function startChat(text) {
   setState('running');
 }
 
-// While a reply streams, the conversation cannot change under it: the controls that would say
-// so, in their tooltip (and the Chats tab, in a line).
-const BUSY = 'Wait for the reply to finish, or Stop it, to switch, rename or delete conversations';
+// The Stop button: the server ends the chat with `done` (`cancelled`), whose partial turn the
+// conversation keeps (docs/protocol.md §3).
+export function stop() {
+  const cancel = view.conversation.cancelFrame();
+  if (cancel && view.ws && view.ws.readyState === WebSocket.OPEN) view.ws.send(JSON.stringify(cancel));
+  voice.queue.stop();
+}
+
+// New, another conversation and Delete while a reply streams: one chat runs per connection
+// (docs/protocol.md §3), so the reply is stopped first, as Stop does (what it wrote so far stays
+// in its own conversation), and `action` runs once the chat has ended. Without a running chat,
+// at once. Rename needs no wait.
+export function stopThen(action) {
+  if (!view.conversation.running) {
+    action();
+    return;
+  }
+  view.afterStop = action;
+  stop();
+}
+
+// While a reply streams, the controls that stop it first say so in their tooltip (and the Chats
+// tab, in a line).
+const STOPS_FIRST = ' (stops the streaming reply first; what it wrote so far is kept)';
 export function explainWhileRunning(running) {
-  for (const button of document.querySelectorAll('#new-chat, #conversations button, #conversation-actions button')) {
+  for (const button of document.querySelectorAll('#new-chat, #delete-conversation')) {
     if (running) {
-      if (!button.dataset.title) button.dataset.title = button.title || '';
-      button.title = BUSY;
+      if (button.dataset.title === undefined) button.dataset.title = button.title || '';
+      button.title = (button.dataset.title || button.textContent) + STOPS_FIRST;
     } else if (button.dataset.title !== undefined) {
       button.title = button.dataset.title;
       delete button.dataset.title;
@@ -155,6 +172,10 @@ export function finish(ending, usage) {
   setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
   $('input').focus();
   if (hooksOnScreen()) refreshHooks();
+  // New, a switch or Delete waited for this chat to end.
+  const next = view.afterStop;
+  view.afterStop = null;
+  if (next) next();
 }
 
 // `done.usage`, unless it counts nothing (a chat cancelled before the model answered).
@@ -196,7 +217,8 @@ export function showFrame(frame) {
       const entry = chat.tools[frame.call_id];
       if (!entry) break;
       Object.assign(entry.item, { done: true, content: frame.content, is_error: frame.is_error });
-      const fresh = draw(entry.item);
+      const fresh = render(entry.item);
+      nodes.set(entry.item, fresh);
       entry.node.replaceWith(fresh);
       entry.node = fresh;
       saveTranscript();

@@ -1,6 +1,6 @@
 // The Chats tab: the list of conversations, switching, New, Rename, Delete, and the exports.
 
-import { setState } from './chat.js';
+import { setState, stopThen } from './chat.js';
 import { $, el } from './dom.js';
 import { fileName } from './exports.js';
 import { isPhone, renderSkillChecks, showPanel } from './panel.js';
@@ -19,17 +19,19 @@ export function when(ms) {
 export function renderConversations() {
   const list = $('conversations');
   list.textContent = '';
-  const running = !!view.conversation.running;
   for (const meta of library.list()) {
     const current = meta.id === library.current;
     const li = el('li', 'conversation' + (current ? ' current' : ''));
     li.dataset.id = meta.id;
     const open = el('button', 'open');
     open.type = 'button';
-    open.disabled = running;
     if (current) open.setAttribute('aria-current', 'true');
     open.append(el('span', 'title', meta.title), el('span', 'when', when(meta.updated)));
-    open.onclick = () => switchTo(meta.id);
+    // Another conversation while a reply streams: the reply stops first (`stopThen`).
+    open.onclick = () => {
+      if (current && view.conversation.running) return;
+      stopThen(() => switchTo(meta.id));
+    };
     li.appendChild(open);
     list.appendChild(li);
   }
@@ -59,15 +61,15 @@ export function switchTo(id) {
 }
 
 export function newConversation() {
-  if (view.conversation.running) return;
-  // An empty conversation is already a new one.
-  if (view.transcript.length || view.conversation.history.length) library.create();
-  switchTo(library.current);
+  stopThen(() => {
+    // An empty conversation is already a new one.
+    if (view.transcript.length || view.conversation.history.length) library.create();
+    switchTo(library.current);
+  });
 }
 
-// Rename in place: the current row becomes a small form.
+// Rename in place: the current row becomes a small form (a streaming reply goes on).
 export function startRename() {
-  if (view.conversation.running) return;
   const row = document.querySelector('#conversations li.current');
   if (!row || row.querySelector('form')) return;
   const form = el('form', 'rename-form');
@@ -95,9 +97,9 @@ export function startRename() {
   input.select();
 }
 
-// Delete asks once more (the button says so) before it forgets the conversation.
+// Delete asks once more (the button says so) before it forgets the conversation; a reply that
+// streams in it is stopped first.
 export function deleteConversation() {
-  if (view.conversation.running) return;
   const button = $('delete-conversation');
   if (!button.classList.contains('armed')) {
     button.classList.add('armed');
@@ -114,8 +116,12 @@ export function deleteConversation() {
     button.addEventListener('blur', away);
     return;
   }
-  library.remove(library.current);
-  switchTo(library.current);
+  const id = library.current;
+  button.classList.remove('armed');
+  stopThen(() => {
+    library.remove(id);
+    switchTo(library.current);
+  });
 }
 
 // An export is a download of a file made here (a blob URL; nothing leaves the page). The link

@@ -50,6 +50,7 @@ export const view = {
   ws: null,
   retry: 0,
   chat: null, // the running chat on screen: {bubble, tools: {call_id: {item, node}}, trace: [rows]}
+  afterStop: null, // what runs once the running chat has ended (New, a switch, Delete stop it first)
   tab: store.load(TAB, 'conversations'),
   hooks: null, // the last answer of /api/hooks
   hooksError: null,

@@ -29,9 +29,43 @@ export function renderAssistant(node, markdown) {
 // goes before a later one).
 export const nodes = new WeakMap();
 
+// The items that are steps of a turn: a turn's plan and tool calls stand in one list of steps
+// (`ol.steps`, labelled for screen readers), which its answer follows.
+const STEPS = ['plan', 'tool'];
+
 // Draws one transcript item (at the end, or before the element `before`); returns the element
 // (assistant items are updated while streaming).
 export function draw(item, before) {
+  const node = render(item);
+  if (!node) return null;
+  nodes.set(item, node);
+  if (STEPS.includes(item.kind)) {
+    const step = el('li', 'step step-' + item.kind);
+    step.appendChild(node);
+    stepsBefore(before).appendChild(step);
+  } else if (before) {
+    transcriptEl.insertBefore(node, before);
+  } else {
+    transcriptEl.appendChild(node);
+  }
+  if (!before) scroll();
+  return node;
+}
+
+// The list of steps a step drawn before `before` (or at the end) joins: the one right there, or
+// a new one.
+function stepsBefore(before) {
+  let last = before ? before.previousElementSibling : transcriptEl.lastElementChild;
+  while (last && (last.classList.contains('working') || last.classList.contains('fork-actions'))) last = last.previousElementSibling;
+  if (last && last.classList.contains('steps')) return last;
+  const list = el('ol', 'steps');
+  list.setAttribute('aria-label', 'Steps of this turn');
+  transcriptEl.insertBefore(list, before || (last ? last.nextSibling : transcriptEl.firstChild));
+  return list;
+}
+
+// The element of one transcript item, not yet on the page.
+export function render(item) {
   let node;
   switch (item.kind) {
     case 'user': node = drawUser(item); break;
@@ -69,13 +103,6 @@ export function draw(item, before) {
   if (item.folded) {
     node.classList.add('folded');
     node.dataset.folded = 'true';
-  }
-  nodes.set(item, node);
-  if (before) {
-    transcriptEl.insertBefore(node, before);
-  } else {
-    transcriptEl.appendChild(node);
-    scroll();
   }
   return node;
 }
