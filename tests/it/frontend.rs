@@ -1,7 +1,9 @@
-//! The page's protocol logic (`static/protocol.js`: history rules, session hooks, outgoing
-//! frames) under node's built-in test runner, without a browser: `node --test` on
-//! `tests/js/*.test.mjs`. Without node the test says it was skipped and why; under `CI=true` it
-//! fails instead (the browser tests' rule).
+//! The page's ES modules without a DOM (`static/protocol.js` and its neighbours: history rules,
+//! session hooks, outgoing frames, conversations, exports, hook views; `static/markdown.js`: the
+//! Markdown path) under node's built-in test runner, without a browser: `node --test` on
+//! `tests/js/*.test.mjs`, which import them (the root `package.json` says `.js` files are ES
+//! modules). Without node the test says it was skipped and why; under `CI=true` it fails instead
+//! (the browser tests' rule).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,7 +44,7 @@ fn tap_count(output: &str, name: &str) -> Option<u64> {
 }
 
 #[test]
-fn protocol_js_passes_its_node_tests() {
+fn page_modules_pass_their_node_tests() {
     let Some(node) = find_node() else {
         return;
     };

@@ -1,15 +1,11 @@
-// static/protocol.js's conversations without a browser: the library of conversations in one
+// static/library.js and static/exports.js without a browser: the library of conversations in one
 // store (create, switch, rename, delete, the key of each), the move of the single conversation
 // the page kept before, and the exports as JSON and Markdown.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
-
-vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), {
-  filename: 'static/protocol.js',
-});
-const { createLibrary, KEYS, titleFrom, fileName, exportMarkdown } = globalThis.HookwireProtocol;
+import { KEYS, itemsOf } from '../../static/protocol.js';
+import { createLibrary, titleFrom } from '../../static/library.js';
+import { fileName, exportMarkdown } from '../../static/exports.js';
 
 // Like localStorage: JSON text per key, with removeItem.
 function memoryStore(initial = {}) {
@@ -260,7 +256,6 @@ test('two pages on one store: neither loses the other\'s conversations', () => {
 });
 
 test('exports hold the tool calls and results of done.turn (docs/protocol.md §13)', () => {
-  const { itemsOf } = globalThis.HookwireProtocol;
   const library = createLibrary(memoryStore(), fixtures());
   const conversation = library.open();
   const turn = [

@@ -2,11 +2,7 @@
 // `truncate(length)` keeps the history's first messages, then the next chat sends from there.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
-
-vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), { filename: 'static/protocol.js' });
-const { createConversation, KEYS } = globalThis.HookwireProtocol;
+import { createConversation, KEYS } from '../../static/protocol.js';
 
 function memoryStore() {
   const data = new Map();

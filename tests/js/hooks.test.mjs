@@ -1,17 +1,12 @@
-// static/protocol.js's hook views without a browser: the trace switch and `hook_trace` frames
+// The page's hook views without a browser (static/trace.js, static/hook-levels.js): the trace switch and `hook_trace` frames
 // (docs/protocol.md §12), a turn's summary line (usage, model, hook runs), and the Hooks tab's
 // arrangement of `GET /api/hooks` and the stored session hooks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
-
-vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), {
-  filename: 'static/protocol.js',
-});
-const {
-  createConversation, KEYS, traceRow, traceSummary, turnLine, usageOf, finalText, formatMs, hookLevels, shortPath,
-} = globalThis.HookwireProtocol;
+import { createConversation, KEYS } from '../../static/protocol.js';
+import { traceRow, traceSummary, turnLine, usageOf, finalText, formatMs } from '../../static/trace.js';
+import { hookLevels, shortPath } from '../../static/hook-levels.js';
+import { toolGroups } from '../../static/server.js';
 
 function memoryStore(initial = {}) {
   const data = new Map(Object.entries(initial).map(([key, value]) => [key, JSON.stringify(value)]));
@@ -165,7 +160,6 @@ test('the Hooks tab before the API answered, or with odd answers, still has its 
 });
 
 test('tools are grouped: the built-in ones, then each MCP server with its state and its tools', () => {
-  const { toolGroups } = globalThis.HookwireProtocol;
   const groups = toolGroups({
     tools: ['read_file', 'list_dir', 'mcp__notes__read', 'mcp__notes__write'],
     mcp_servers: [

@@ -3,17 +3,17 @@
 // under `cargo test`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
 
-// Loaded as the page loads it: a plain script in the global scope (here node's, with no DOM, so
-// any use of `window`, `document` or `localStorage` throws).
+// The modules without a DOM, imported as the page imports them (here in node, with no DOM, so
+// any use of `window`, `document` or `localStorage` at load time throws).
+const DOM_FREE = ['protocol', 'library', 'exports', 'trace', 'hook-levels', 'server', 'compaction'];
 const before = new Set(Object.getOwnPropertyNames(globalThis));
-vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), {
-  filename: 'static/protocol.js',
-});
+const modules = {};
+for (const name of DOM_FREE) modules[name] = await import('../../static/' + name + '.js');
 const added = Object.getOwnPropertyNames(globalThis).filter((name) => !before.has(name));
-const { createConversation, KEYS } = globalThis.HookwireProtocol;
+const { createConversation, KEYS, answerOpenCalls, itemsOf } = modules.protocol;
+const { takeToken, socketUrl, socketProtocols, authHeaders } = modules.server;
+const { summaryText, placeCompaction } = modules.compaction;
 
 // Like localStorage: values are stored as JSON text, so a change that was not saved stays unseen.
 function memoryStore(initial = {}) {
@@ -54,8 +54,8 @@ const done = (id, content, reason = 'completed') => ({
   usage: { prompt_tokens: 3, completion_tokens: 4 },
 });
 
-test('the script defines one global and touches no DOM', () => {
-  assert.deepEqual(added, ['HookwireProtocol']);
+test('the modules define no global and touch no DOM', () => {
+  assert.deepEqual(added, []);
   assert.equal(typeof createConversation, 'function');
   assert.equal(typeof globalThis.window, 'undefined');
 });
@@ -278,7 +278,6 @@ test('storage that holds something odd falls back to the defaults', () => {
 });
 
 test('the access token comes from the URL fragment once, then from the tab, and leaves the address bar', () => {
-  const { takeToken, socketUrl, socketProtocols, authHeaders } = globalThis.HookwireProtocol;
   const session = memoryStore();
   const first = takeToken('http://127.0.0.1:8080/?x=1#token=a%20b%2Fc&view=top', session);
   assert.deepEqual(first, { token: 'a b/c', cleanUrl: 'http://127.0.0.1:8080/?x=1#view=top' });
@@ -325,14 +324,12 @@ test('a compact frame replaces the first N messages by the summary and the pinne
 });
 
 test('a summary is shown without its tags', () => {
-  const { summaryText } = globalThis.HookwireProtocol;
   assert.equal(summaryText('<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>'), 'they said hi');
   assert.equal(summaryText('an old summary'), 'an old summary');
   assert.equal(summaryText(undefined), '');
 });
 
 test('a compaction divider goes where the summarised messages were, and they are folded', () => {
-  const { placeCompaction } = globalThis.HookwireProtocol;
   // Three chats (history places 0, 2, 4), the third running: a tool card and text so far.
   const transcript = [
     { kind: 'user', text: 'q1', at: 0 }, { kind: 'assistant', text: 'a1' }, { kind: 'turn' },
@@ -429,7 +426,6 @@ test('a refused resume or a new message drops the approval; a lost connection ke
 
 // ─── the conversation carries the agent's work (docs/protocol.md §13) ───
 
-const { answerOpenCalls, itemsOf } = globalThis.HookwireProtocol;
 const CALL = { id: 'call_ls', type: 'function', function: { name: 'list_dir', arguments: '{"path":"."}' } };
 const TURN = [
   { role: 'user', content: 'list the files' },

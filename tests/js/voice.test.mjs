@@ -2,11 +2,7 @@
 // as the audio queue plays it — what was spoken before a persistent hook, the hook, the answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
-
-vm.runInThisContext(readFileSync(new URL('../../static/protocol.js', import.meta.url), 'utf8'), { filename: 'static/protocol.js' });
-const { createConversation } = globalThis.HookwireProtocol;
+import { createConversation } from '../../static/protocol.js';
 
 function memoryStore() {
   const data = new Map();

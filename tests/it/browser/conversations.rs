@@ -286,6 +286,171 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn new_switch_rename_and_delete_while_a_reply_streams_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    new_switch_rename_and_delete_while_a_reply_streams(&mut browser).await;
+}
+
+#[tokio::test]
+async fn new_switch_rename_and_delete_while_a_reply_streams_in_firefox() {
+    let Some(mut browser) = Firefox::launch().await else {
+        return;
+    };
+    new_switch_rename_and_delete_while_a_reply_streams(&mut browser).await;
+}
+
+/// The history conversation `title` keeps, as `[role, content]` pairs.
+fn history_of(title: &str) -> String {
+    format!(
+        "(() => {{ const meta = JSON.parse(localStorage.getItem('hookwire.conversations')).find(m => m.title === {title:?});
+            return meta && JSON.parse(localStorage.getItem('hookwire.conversation.' + meta.id + '.history')).map(m => [m.role, m.content]); }})()"
+    )
+}
+
+/// While a reply streams, Rename works at once; New, another conversation and Delete stop the
+/// reply first (one chat runs per connection), its partial answer kept in its own conversation,
+/// and the page goes on without a `busy` error.
+async fn new_switch_rename_and_delete_while_a_reply_streams(browser: &mut impl Page) {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    browser.open(&server.url("/")).await;
+    browser
+        .eval("document.getElementById('tools-switch').click()")
+        .await;
+    let streaming = |answers: usize| {
+        format!("document.body.dataset.state === 'running' && document.querySelectorAll('.msg.assistant').length === {answers} && Array.from(document.querySelectorAll('.msg.assistant')).pop().innerText.includes('tick')")
+    };
+    let controls = "['new-chat', 'rename-conversation', 'delete-conversation'].map(id => document.getElementById(id).disabled).concat([document.getElementById('busy-note').hidden])";
+
+    // Rename while it streams: at once, and the reply goes on.
+    upstream.push(Reply::endless());
+    browser.type_and_enter("first question").await;
+    browser.wait_for(&streaming(1)).await;
+    assert_eq!(
+        browser.eval(controls).await,
+        json!([false, false, false, false])
+    );
+    browser
+        .eval("document.getElementById('rename-conversation').click()")
+        .await;
+    browser
+        .eval("(() => { const i = document.querySelector('.rename-input'); i.value = 'Streaming one'; i.form.requestSubmit(); })()")
+        .await;
+    assert_eq!(
+        browser.eval(TITLES).await,
+        json!([["Streaming one"], "Streaming one"])
+    );
+    assert_eq!(
+        browser.eval("document.body.dataset.state").await,
+        json!("running"),
+        "the reply still streams"
+    );
+
+    // New: the reply stops, what it wrote stays in its conversation, the new one is on screen.
+    browser
+        .eval("document.getElementById('new-chat').click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg').length === 0 && !!document.querySelector('#transcript .empty')")
+        .await;
+    assert_eq!(
+        browser.eval(TITLES).await,
+        json!([["New conversation", "Streaming one"], "New conversation"])
+    );
+    let kept = browser.eval(&history_of("Streaming one")).await;
+    assert_eq!(kept[0], json!(["user", "first question"]), "{kept}");
+    assert_eq!(kept[1][0], "assistant", "{kept}");
+    assert!(kept[1][1].as_str().unwrap().starts_with("tick"), "{kept}");
+    assert_eq!(kept.as_array().unwrap().len(), 2, "{kept}");
+    // The new conversation chats at once: the server's chat had ended (no `busy`).
+    upstream.push(Reply::text(&["Second answer."]));
+    browser.type_and_enter("second question").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 1")
+        .await;
+    assert_eq!(last_inputs(&upstream), ["second question"]);
+
+    // Another conversation while it streams: the same, and back again shows both partial answers.
+    browser
+        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('Streaming one')).click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'first question'")
+        .await;
+    upstream.push(Reply::endless());
+    browser.type_and_enter("third question").await;
+    browser.wait_for(&streaming(2)).await;
+    browser
+        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('second question')).click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'second question'")
+        .await;
+    let kept = browser.eval(&history_of("Streaming one")).await;
+    let roles: Vec<&str> = kept
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m[0].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{kept}");
+    assert_eq!(kept[2][1], "third question");
+    assert!(kept[3][1].as_str().unwrap().starts_with("tick"), "{kept}");
+
+    // Delete while it streams: the reply stops, then the conversation and its keys are gone.
+    browser
+        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('Streaming one')).click()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
+        .await;
+    let id = browser
+        .eval("JSON.parse(localStorage.getItem('hookwire.current'))")
+        .await;
+    upstream.push(Reply::endless());
+    browser.type_and_enter("fourth question").await;
+    browser.wait_for(&streaming(3)).await;
+    browser
+        .eval("(() => { const d = document.getElementById('delete-conversation'); d.focus(); d.click(); d.click(); })()")
+        .await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'second question'")
+        .await;
+    assert_eq!(
+        browser.eval(TITLES).await,
+        json!([["second question"], "second question"])
+    );
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "Object.keys(localStorage).filter(k => k.includes({id}))"
+            ))
+            .await,
+        json!([]),
+        "nothing of the deleted conversation is left"
+    );
+    upstream.push(Reply::text(&["Fifth answer."]));
+    browser.type_and_enter("fifth question").await;
+    browser
+        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
+        .await;
+    assert_eq!(
+        last_inputs(&upstream),
+        ["second question", "fifth question"]
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.toast.error').length")
+            .await,
+        json!(0),
+        "no chat was refused as busy"
+    );
+    server.shutdown().await;
+}
+
 /// The page follows the system's dark setting: dark background, light text, readable bubbles.
 #[tokio::test]
 async fn the_page_follows_a_dark_system_setting_in_chromium() {

@@ -36,6 +36,12 @@ async fn server_with_example_skills(upstream: &FakeUpstream) -> TestServer {
     .await
 }
 
+/// The turn's list of steps: its label, what each step holds, and whether the answer comes right
+/// after it.
+const STEPS: &str = "(() => { const s = document.querySelectorAll('ol.steps'); if (s.length !== 1) return s.length;
+    return [s[0].getAttribute('aria-label'), Array.from(s[0].children).map(li => li.tagName === 'LI' && li.firstElementChild.className),
+        s[0].nextElementSibling === document.querySelector('.msg.assistant')]; })()";
+
 const HOSTILE: &str = "The readme says **hello**.\n\n```rust\nfn main() {}\n```\n\n<img src=x onerror=\"window.__pwned=1\"> <script>window.__pwned=2</script> [x](javascript:window.__pwned=3)";
 
 #[tokio::test]
@@ -91,7 +97,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
                 toolResult: document.querySelector('.tool-card .result').textContent,
                 chips: Array.from(document.querySelectorAll('.hook-chip')).map(c => c.innerText),
                 history: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')),
-                loaded: Array.from(document.scripts).map(s => s.getAttribute('src')),
+                loaded: Array.from(document.scripts).map(s => (s.type === 'module' ? 'module ' : '') + s.getAttribute('src')),
                 outside: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin + '/')) }; })()",
         )
         .await;
@@ -157,20 +163,27 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
             "vendor/markdown-it.min.js",
             "vendor/purify.min.js",
             "vendor/highlight.min.js",
-            "markdown.js",
-            "protocol.js",
-            "voice.js",
-            "app.js"
+            "module app.js"
         ]),
-        "the view loads after what it uses"
+        "the vendored libraries, then the page's entry module (which imports the rest)"
     );
     assert_eq!(page["outside"], json!([]), "nothing loaded from outside");
     browser.screenshot(&format!("{name}-chat.png")).await;
 
     // Reload: everything is still there, and the next chat sends the history back.
+    assert_eq!(
+        browser.eval(STEPS).await,
+        json!(["Steps of this turn", ["plan", "tool-card"], true]),
+        "the plan and the tool call are the steps of one turn, which the answer follows"
+    );
     browser.reload_and_wait().await;
     let after = browser.eval("[document.querySelectorAll('.hook-chip').length, document.querySelectorAll('.tool-card').length, document.querySelectorAll('.msg.assistant').length]").await;
     assert_eq!(after, json!([0, 1, 1]));
+    assert_eq!(
+        browser.eval(STEPS).await,
+        json!(["Steps of this turn", ["plan", "tool-card"], true]),
+        "the same steps after a reload"
+    );
     upstream.push(Reply::text(&["Second answer."]));
     browser.type_and_enter("and again").await;
     browser.wait_for("document.querySelectorAll('.msg.assistant').length === 2 && document.body.dataset.state === 'idle'").await;

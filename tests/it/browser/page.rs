@@ -339,7 +339,7 @@ async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
     let exports = "[document.getElementById('export-json').hidden, document.getElementById('export-md').hidden]";
     assert_eq!(browser.eval(exports).await, json!([true, true]));
 
-    // While a reply streams, the controls say why they wait; Stop before any text: no usage line.
+    // While a reply streams, New and Delete say they stop it first; Stop before any text: no usage line.
     upstream.push(Reply::endless());
     browser
         .eval("document.getElementById('tools-switch').click()")
@@ -350,7 +350,7 @@ async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
         .await;
     assert_eq!(
         browser
-            .eval("[document.getElementById('new-chat').title.startsWith('Wait for the reply'), document.getElementById('busy-note').hidden]")
+            .eval("[document.getElementById('new-chat').title.endsWith('stops the streaming reply first; what it wrote so far is kept)'), document.getElementById('busy-note').hidden]")
             .await,
         json!([true, false])
     );
@@ -951,8 +951,10 @@ async fn streaming_renders_at_most_once_per_frame_in_chromium() {
     browser
         .eval("(() => { document.getElementById('tools-switch').click();
             window.__renders = 0; window.__frames = 0;
-            const render = HookwireMarkdown.renderInto;
-            HookwireMarkdown.renderInto = (node, text) => { window.__renders++; return render(node, text); };
+            // A rendering replaces the bubble's content at once: one mutation with no neighbours.
+            new MutationObserver((records) => { for (const r of records) {
+              if (r.target.classList && r.target.classList.contains('assistant') && r.addedNodes.length && !r.previousSibling && !r.nextSibling) window.__renders++;
+            } }).observe(document.getElementById('transcript'), { childList: true, subtree: true });
             const tick = () => { window.__frames++; requestAnimationFrame(tick); }; requestAnimationFrame(tick); })()")
         .await;
     browser.type_and_enter("many words").await;

@@ -1,0 +1,72 @@
+// What the page's modules share: the stores (localStorage, and sessionStorage for the access
+// token), the library of conversations, the access token, and `view`: the conversation on
+// screen, what its transcript shows and the running chat.
+
+import { createLibrary } from './library.js';
+import { KEYS, itemsOf } from './protocol.js';
+import { takeToken } from './server.js';
+
+export const TAB = 'hookwire.tab';
+export const BANNER = 'hookwire.demoBannerDismissed';
+
+// localStorage, one JSON value per key; the conversations save their own keys through it too.
+export const store = {
+  load(key, fallback) {
+    try {
+      const raw = localStorage.getItem(key);
+      return raw === null ? fallback : JSON.parse(raw);
+    } catch (_) {
+      return fallback;
+    }
+  },
+  save(key, value) {
+    try { localStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage full or off */ }
+  },
+  remove(key) {
+    try { localStorage.removeItem(key); } catch (_) { /* storage off */ }
+  },
+};
+
+// sessionStorage, for the access token: it lasts as long as the tab.
+const session = {
+  load(key, fallback) {
+    try { const raw = sessionStorage.getItem(key); return raw === null ? fallback : JSON.parse(raw); } catch (_) { return fallback; }
+  },
+  save(key, value) {
+    try { sessionStorage.setItem(key, JSON.stringify(value)); } catch (_) { /* storage off */ }
+  },
+};
+
+export const library = createLibrary(store);
+export const access = takeToken(location.href, session);
+if (access.cleanUrl) history.replaceState(history.state, '', access.cleanUrl);
+
+export const view = {
+  conversation: library.open(), // the conversation on screen (protocol.js)
+  own: library.storeFor(), // its keys
+  transcript: [], // what is drawn, as items (see transcript.js)
+  defaultSkills: [],
+  model: null, // from /api/info
+  ws: null,
+  retry: 0,
+  chat: null, // the running chat on screen: {bubble, tools: {call_id: {item, node}}, trace: [rows]}
+  afterStop: null, // what runs once the running chat has ended (New, a switch, Delete stop it first)
+  tab: store.load(TAB, 'conversations'),
+  hooks: null, // the last answer of /api/hooks
+  hooksError: null,
+  poll: null, // the Hooks tab's refresh timer while it is on screen
+  polling: false, // a refresh is on its way
+  refreshes: 0,
+};
+view.transcript = loadTranscript();
+
+// What was on the screen; without it (an imported or older conversation), what the history
+// holds: the messages, hook chips and tool cards with their results.
+export function loadTranscript() {
+  const loaded = view.own.load(KEYS.transcript, []);
+  if (Array.isArray(loaded) && loaded.length) return loaded;
+  return itemsOf(view.conversation.history);
+}
+export function saveTranscript() {
+  view.own.save(KEYS.transcript, view.transcript);
+}
