@@ -225,19 +225,17 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     // Started with the server (`Sources::start_mcp_servers`), not here: `hookwire hooks test`
     // wires the agent too, and runs no tool.
     let telemetry = telemetry(config);
-    let mcp = Arc::new(
-        McpServers::new(
-            crate::mcp::configured(
-                &config.mcp_servers,
-                config.config_file.as_deref(),
-                workspace.root(),
-                &trust,
-                &crate::hooks::external::process::server_variable,
-            ),
+    let mcp = McpServers::new(
+        crate::mcp::configured(
+            &config.mcp_servers,
+            config.config_file.as_deref(),
             workspace.root(),
-        )
-        .with_telemetry(telemetry.clone()),
+            &trust,
+            &crate::hooks::external::process::server_variable,
+        ),
+        workspace.root(),
     );
+    let mcp = Arc::new(mcp.with_telemetry(telemetry.clone()));
     let files = hook_files(config.hooks_file.as_deref(), workspace.root());
     let (set, problems) = load_hook_set(&files, &trust);
     if !problems.is_empty() {
