@@ -224,7 +224,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     .with_config_file(config.config_file.as_deref());
     // Started with the server (`Sources::start_mcp_servers`), not here: `hookwire hooks test`
     // wires the agent too, and runs no tool.
-    let mcp = Arc::new(McpServers::new(
+    let telemetry = telemetry(config);
+    let mcp = McpServers::new(
         crate::mcp::configured(
             &config.mcp_servers,
             config.config_file.as_deref(),
@@ -233,7 +234,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             &crate::hooks::external::process::server_variable,
         ),
         workspace.root(),
-    ));
+    );
+    let mcp = Arc::new(mcp.with_telemetry(telemetry.clone()));
     let files = hook_files(config.hooks_file.as_deref(), workspace.root());
     let (set, problems) = load_hook_set(&files, &trust);
     if !problems.is_empty() {
@@ -298,7 +300,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         signing_key.clone(),
     );
     let builder = AgentClient::builder()
-        .telemetry(telemetry(config))
+        .telemetry(telemetry)
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
         .tool_source(mcp.clone())

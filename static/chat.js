@@ -167,7 +167,8 @@ export function finish(ending, usage) {
   if (ending) push(ending);
   const trace = chat ? chat.trace : [];
   const traceId = chat && chat.traceId ? chat.traceId : null;
-  if (usage || trace.length) push({ kind: 'turn', model: view.model, usage: usage || null, trace, trace_id: traceId });
+  // A failed chat has no usage, but its trace id is the one worth looking up.
+  if (usage || trace.length || traceId) push({ kind: 'turn', model: view.model, usage: usage || null, trace, trace_id: traceId });
   view.chat = null;
   setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
   $('input').focus();

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A seed 004 command handler: exit 2 blocks, stderr is the reason.
+# An OpenHarness command handler: exit 2 blocks, stderr is the reason.
 input=$(cat)
 if printf '%s' "$input" | grep -Eq '"tool_input":\{[^}]*"path":"([^"]*/)?\.env(\.[^"/]*)?"'; then
   echo "policy: .env files hold secrets" >&2

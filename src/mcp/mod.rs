@@ -157,6 +157,8 @@ pub struct McpServers {
     untrusted: Option<Untrusted>,
     started: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Each start of a server is a trace of its own (a stdio server gets its `TRACEPARENT`).
+    telemetry: crate::telemetry::Telemetry,
 }
 
 impl McpServers {
@@ -186,7 +188,14 @@ impl McpServers {
             untrusted: configured.untrusted,
             started: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            telemetry: crate::telemetry::Telemetry::off(),
         }
+    }
+
+    /// The servers' starts exported as traces by `telemetry`.
+    pub(crate) fn with_telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 
     /// Starts every enabled server in the background (once): nothing waits for a server to
@@ -198,7 +207,8 @@ impl McpServers {
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         for server in &self.servers {
             if server.settings.enabled {
-                tasks.push(tokio::spawn(server.clone().supervise()));
+                let supervise = server.clone().supervise();
+                tasks.push(tokio::spawn(self.telemetry.run_outside_chats(supervise)));
             }
         }
     }

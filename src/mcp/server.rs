@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::{connect, plain, Connection};
 use super::content::{output, tool_name};
-use super::settings::McpServerSettings;
+use super::settings::{McpServerSettings, McpTransport};
+use crate::telemetry;
 use crate::tools::{Tool, ToolLimits, ToolOutput, ToolSpec};
 use crate::types::redact;
 
@@ -265,11 +266,21 @@ impl McpServer {
             let listed = list(&connection.peer).await?;
             Ok::<_, String>((connection, listed))
         };
+        let stdio = matches!(self.settings.transport, McpTransport::Stdio { .. });
+        let span = telemetry::Span::start(
+            || "initialize".to_string(),
+            telemetry::Kind::Client,
+            || telemetry::mcp_start_attributes(&self.settings.name, stdio),
+        );
         let started = tokio::select! {
             // Dropping the start kills a stdio server's process group.
             _ = self.stop.cancelled() => return None,
-            started = tokio::time::timeout(START_TIMEOUT, start) => started,
+            started = tokio::time::timeout(START_TIMEOUT, span.run(start)) => started,
         };
+        if !matches!(started, Ok(Ok(_))) {
+            span.error(|| "the MCP server did not start".to_string());
+        }
+        span.end();
         let (mut connection, listed) = match started {
             Err(_) => {
                 return Some(format!(

@@ -125,6 +125,17 @@ impl Telemetry {
         self.on.is_some()
     }
 
+    /// `future` with the exporter in its context but under no span, for work outside chats (an
+    /// MCP server's start): a [`Span`] started in it is the root of a trace of its own.
+    pub fn run_outside_chats<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        match &self.on {
+            Some(on) => {
+                Either::Left(future.with_context(Context::new().with_value(on.scope.clone())))
+            }
+            None => Either::Right(future),
+        }
+    }
+
     /// The span of one chat, the child of `traceparent` (W3C) when one is given and valid.
     pub fn chat(
         &self,
@@ -337,6 +348,16 @@ pub fn tool_attributes(name: &str, call_id: &str) -> Vec<KeyValue> {
         KeyValue::new("gen_ai.operation.name", "execute_tool"),
         KeyValue::new("gen_ai.tool.name", name.to_string()),
         KeyValue::new("gen_ai.tool.call.id", call_id.to_string()),
+    ]
+}
+
+/// An MCP server's start (the MCP semantic conventions' `initialize`); a stdio server gets the
+/// span's `TRACEPARENT`.
+pub fn mcp_start_attributes(server: &str, stdio: bool) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("mcp.method.name", "initialize"),
+        KeyValue::new("network.transport", if stdio { "pipe" } else { "tcp" }),
+        KeyValue::new("hookwire.mcp.server", server.to_string()),
     ]
 }
 

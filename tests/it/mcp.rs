@@ -16,7 +16,7 @@ use crate::common::*;
 /// The test MCP server's binary (`cargo build --all-targets` and `cargo test` build it; a
 /// targeted `cargo test --test it` may not have, so it is built here when missing or older
 /// than its source).
-fn server_binary() -> &'static Path {
+pub(crate) fn server_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();

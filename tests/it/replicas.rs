@@ -85,7 +85,7 @@ async fn start_replica(upstream: &FakeUpstream, skills: &Path, workspace: &Path)
     Replica { server, instance }
 }
 
-/// What a client keeps between chats (README "building your own front end").
+/// What a client keeps between chats (docs/page.md, "building your own front end").
 #[derive(Default)]
 struct Conversation {
     messages: Vec<Value>,

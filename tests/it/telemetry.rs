@@ -24,7 +24,7 @@ const PARENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_SPAN: &str = "00f067aa0ba902b7";
 
 #[derive(Clone, Default)]
-struct Received {
+pub(crate) struct Received {
     spans: Arc<Mutex<Vec<Span>>>,
     /// Every request the receiver got, whatever its path (the "nothing sent" test counts them).
     requests: Arc<Mutex<usize>>,
@@ -33,13 +33,13 @@ struct Received {
 }
 
 impl Received {
-    fn spans(&self) -> Vec<Span> {
+    pub(crate) fn spans(&self) -> Vec<Span> {
         self.spans.lock().unwrap().clone()
     }
 }
 
 /// An OTLP/HTTP receiver (`POST /v1/traces`, protobuf) and an http hook (`POST /hook`).
-async fn receiver() -> (String, Received) {
+pub(crate) async fn receiver() -> (String, Received) {
     let received = Received::default();
     let app = Router::new()
         .route("/v1/traces", post(traces))
@@ -78,7 +78,7 @@ async fn hook(State(state): State<Received>, headers: HeaderMap) -> &'static str
     "{}"
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -103,7 +103,7 @@ fn int(span: &Span, key: &str) -> i64 {
     }
 }
 
-fn named<'a>(spans: &'a [Span], prefix: &str) -> Vec<&'a Span> {
+pub(crate) fn named<'a>(spans: &'a [Span], prefix: &str) -> Vec<&'a Span> {
     spans
         .iter()
         .filter(|s| s.name.starts_with(prefix))
@@ -390,4 +390,51 @@ async fn with_no_endpoint_nothing_is_built_or_sent() {
         "only the hook's call"
     );
     assert_eq!(std::fs::read_to_string(&seen_file).unwrap(), "[unset]\n");
+}
+
+/// An MCP stdio server starts with the server, outside any chat: its start is a trace of its own
+/// (an `initialize` span), and the process gets that span's context as `TRACEPARENT`.
+#[tokio::test]
+async fn an_mcp_stdio_server_started_outside_chats_gets_the_traceparent_of_its_start() {
+    use hookwire::mcp::{McpOrigin, McpServerSettings, McpServerSpec};
+    let (base, received) = receiver().await;
+    let upstream = FakeUpstream::start().await;
+    let seen = tempfile::tempdir().unwrap();
+    let seen_file = seen.path().join("traceparent");
+    // The test MCP server, started by a shell that first writes down what it was given.
+    let script = format!(
+        "printf '%s' \"$TRACEPARENT\" > '{}'; exec '{}'",
+        seen_file.display(),
+        crate::mcp::server_binary().display()
+    );
+    let spec = McpServerSpec {
+        command: Some("sh".into()),
+        args: vec!["-c".into(), script],
+        ..McpServerSpec::default()
+    };
+    let settings = McpServerSettings::new("test", spec, McpOrigin::Config).unwrap();
+    let server = TestServer::start(Some(&upstream), move |c| {
+        c.mcp_servers = vec![settings];
+        c.telemetry.otlp_endpoint = Some(base);
+        c.telemetry.batch_delay = Some(Duration::from_millis(50));
+    })
+    .await;
+    crate::mcp::running(&server, 1).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            !named(&received.spans(), "initialize").is_empty()
+        })
+        .await,
+        "no span for the MCP server's start"
+    );
+    let spans = received.spans();
+    let start = named(&spans, "initialize")[0];
+    assert!(start.parent_span_id.is_empty(), "a trace of its own");
+    assert_eq!(text(start, "hookwire.mcp.server"), "test");
+    assert_eq!(text(start, "network.transport"), "pipe");
+    assert_eq!(
+        std::fs::read_to_string(&seen_file).unwrap(),
+        format!("00-{}-{}-01", hex(&start.trace_id), hex(&start.span_id))
+    );
+    server.shutdown().await;
 }

@@ -1,4 +1,4 @@
-//! Trust (README "Security model"): what arrives from the workspace, the model and the client
+//! Trust (docs/security.md): what arrives from the workspace, the model and the client
 //! may do only what it was given.
 
 use serde_json::{json, Value};

@@ -370,7 +370,7 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
 }
 
 /// The demo model with hooks at every level: "list the files", then "read secret.txt", which the
-/// server's guard blocks, traced (the README's screenshots of these views come from
+/// server's guard blocks, traced (the screenshots of these views in docs/page.md come from
 /// `page::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {

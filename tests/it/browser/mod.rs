@@ -12,6 +12,7 @@ mod firefox;
 mod hooks_tab;
 mod page;
 mod token;
+mod trace_id;
 mod voice;
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What a person meets on the page beside the protocol: the transcript and the composer in one
 //! column at every width, Markdown from real models, feedback from Send to the first frame, the
 //! approval card after a decision, Retry / Regenerate / Edit, the theme switch, the favicon,
-//! accessibility (axe-core on every view), and the README's screenshots.
+//! accessibility (axe-core on every view), and the screenshots of the README and docs/.
 
 use serde_json::{json, Value};
 
@@ -773,7 +773,7 @@ async fn retry_regenerate_and_edit(browser: &mut impl Page) {
     server.shutdown().await;
 }
 
-/// The README's screenshots, saved as `target/browser/docs/<name>.png` and copied to `docs/`:
+/// The screenshots of the README and docs/page.md, saved as `target/browser/docs/<name>.png` and copied to `docs/`:
 /// a demo conversation (`screenshot`), a call waiting for approval (`approval`), the Hooks tab
 /// with meaningful hooks at every level (`hooks-tab`), a traced turn with a blocked call
 /// (`trace`), the Skills tab (`skills-tab`), the dark theme (`dark`) and a phone (`phone`). The
