@@ -424,7 +424,7 @@ pub fn file_named<'a>(
         Some("super" | "self") => own.to_vec(),
         _ => return None,
     };
-    let mut rest = &path[..];
+    let mut rest = path;
     if rest[0] == "crate" {
         rest = &rest[1..];
     }
