@@ -1,6 +1,7 @@
 //! Hooks off the chat's path (PROTOCOL section 11): `async: true` hooks run from a bounded queue,
 //! and the connection events (`session_start`, `session_end`) never hold up the connection.
-//! Real subprocesses; the times asserted are behavioural bounds far from the hooks' sleeps.
+//! Real subprocesses; a slow hook waits for the test to release it ([`UNTIL_RELEASED`]), so what
+//! must happen while it runs is checked while it still runs.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -95,17 +96,18 @@ async fn counter(server: &TestServer, name: &str, labels: &[&str]) -> f64 {
 #[tokio::test]
 async fn a_slow_session_start_hook_does_not_delay_pong() {
     let upstream = FakeUpstream::start().await;
-    let yaml = "session_start:\n  - command: 'touch started; sleep 3'\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_start:\n  - command: 'touch started; {UNTIL_RELEASED}'\n");
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let mut client = server.connect().await;
     let took = pong_time(&mut client).await;
-    // The hook sleeps 3 s; before, pong came after it (3.2 s).
+    // The hook runs until it is released; before, pong came after it.
     assert!(took < Duration::from_millis(500), "pong took {took:?}");
     let started = server.workspace.path().join("started");
     assert!(
         exists(&started, Duration::from_secs(5)).await,
         "it still ran"
     );
+    server.release();
     server.shutdown().await;
 }
 
@@ -113,13 +115,17 @@ async fn a_slow_session_start_hook_does_not_delay_pong() {
 async fn the_first_chat_waits_for_session_start_context_but_pong_does_not() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "session_start:\n  - command: \"sleep 1; echo '{\\\"inject_messages\\\": [{\\\"role\\\": \\\"user\\\", \\\"content\\\": \\\"SESSION-NOTE\\\"}]}'\"\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let answer = r#"{\"inject_messages\": [{\"role\": \"user\", \"content\": \"SESSION-NOTE\"}]}"#;
+    let yaml = format!("session_start:\n  - command: \"{UNTIL_RELEASED}; echo '{answer}'\"\n");
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
-    let frames = client
-        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+    // The chat is sent while the hook still runs; the hook answers once released.
+    client
+        .send(json!({"type":"chat","input":"hi","enable_tools":false}))
         .await;
+    server.release();
+    let frames = client.until_end().await;
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
     let messages = upstream.requests()[0].messages();
     assert_eq!(
@@ -134,8 +140,8 @@ async fn the_first_chat_waits_for_session_start_context_but_pong_does_not() {
 async fn an_async_session_start_hook_is_never_waited_for() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "session_start:\n  - command: 'sleep 3'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_start:\n  - command: '{UNTIL_RELEASED}'\n    async: true\n");
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -144,14 +150,15 @@ async fn an_async_session_start_hook_is_never_waited_for() {
     .await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
+    server.release();
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn session_end_runs_after_the_close_without_holding_the_connection() {
     let upstream = FakeUpstream::start().await;
-    let yaml = "session_end:\n  - command: 'sleep 2; touch ended'\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_end:\n  - command: '{UNTIL_RELEASED}; touch ended'\n");
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
     let closing = Instant::now();
@@ -162,7 +169,8 @@ async fn session_end_runs_after_the_close_without_holding_the_connection() {
     let closed = closing.elapsed();
     assert!(closed < Duration::from_secs(1), "the close took {closed:?}");
     let ended = server.workspace.path().join("ended");
-    assert!(!ended.exists(), "the hook was still sleeping");
+    assert!(!ended.exists(), "the hook was still waiting");
+    server.release();
     assert!(
         exists(&ended, Duration::from_secs(10)).await,
         "session_end never ran"
@@ -176,8 +184,10 @@ async fn session_end_runs_after_the_close_without_holding_the_connection() {
 async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first", " token"]));
-    let yaml = "post_send_message:\n  - command: 'sleep 2; touch async-ran'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!(
+        "post_send_message:\n  - command: '{UNTIL_RELEASED}; touch async-ran'\n    async: true\n"
+    );
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -185,10 +195,11 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
     )
     .await;
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
-    // Before, the first token waited for the hook (2.2 s).
+    // Before, the first token waited for the hook (until it was released).
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
     let ran = server.workspace.path().join("async-ran");
-    assert!(!ran.exists(), "the hook was still sleeping");
+    assert!(!ran.exists(), "the hook was still waiting");
+    server.release();
     assert!(exists(&ran, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -197,8 +208,10 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
 async fn an_async_run_completed_hook_does_not_delay_done() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "run_completed:\n  - command: 'sleep 2; touch audited'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!(
+        "run_completed:\n  - command: '{UNTIL_RELEASED}; touch audited'\n    async: true\n"
+    );
+    let server = with_hooks(&upstream, &yaml, |_| {}).await;
     let started = Instant::now();
     let frames = chat(
         &server,
@@ -209,6 +222,8 @@ async fn an_async_run_completed_hook_does_not_delay_done() {
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
     assert!(took < Duration::from_secs(1), "done took {took:?}");
     let audited = server.workspace.path().join("audited");
+    assert!(!audited.exists(), "the hook was still waiting");
+    server.release();
     assert!(exists(&audited, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -220,7 +235,7 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     let dir = workspace();
     std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
     let settings = json!({"hooks": {"UserPromptSubmit": [{"hooks": [
-        {"type": "command", "command": "sleep 2; touch claude-async-ran", "async": true}
+        {"type": "command", "command": format!("{UNTIL_RELEASED}; touch claude-async-ran"), "async": true}
     ]}]}});
     std::fs::write(
         dir.path().join(".claude/settings.json"),
@@ -242,6 +257,7 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     .await;
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
     let ran = server.workspace.path().join("claude-async-ran");
+    server.release();
     assert!(exists(&ran, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -290,7 +306,8 @@ pre_send_message:
 async fn a_full_async_queue_drops_runs_and_counts_them() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let hook = "  - name: overflow-probe\n    command: 'sleep 2'\n    async: true\n";
+    let hook =
+        format!("  - name: overflow-probe\n    command: '{UNTIL_RELEASED}'\n    async: true\n");
     let yaml = format!("post_send_message:\n{}", hook.repeat(20));
     let server = with_hooks(&upstream, &yaml, |c| c.limits.async_hook_queue = 1).await;
     let frames = chat(
@@ -303,6 +320,7 @@ async fn a_full_async_queue_drops_runs_and_counts_them() {
     let dropped = counter(&server, "hookwire_async_hook_drops_total", &labels).await;
     // A queue of 1 and a few runs at a time: most of the 20 do not fit.
     assert!(dropped >= 10.0, "dropped {dropped}");
+    server.release();
     server.shutdown().await;
 }
 

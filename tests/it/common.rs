@@ -368,6 +368,11 @@ where
     }
 }
 
+/// Shell for a hook that is slow for as long as a test needs, not for a fixed time: it waits
+/// until the test creates the file `release` in the hook's folder (the workspace) with
+/// [`TestServer::release`].
+pub const UNTIL_RELEASED: &str = "while [ ! -e release ]; do sleep 0.01; done";
+
 // ─── what the server signs and pins, computed independently of it ───
 
 /// HMAC-SHA256 hex of `fields` joined by newlines, as docs/protocol.md §4 and §8 write it.
@@ -450,6 +455,11 @@ impl TestServer {
             workspace,
             sources: parts.sources,
         }
+    }
+
+    /// Lets the hooks waiting in [`UNTIL_RELEASED`] go on.
+    pub fn release(&self) {
+        std::fs::write(self.workspace.path().join("release"), "").unwrap();
     }
 
     pub fn url(&self, path: &str) -> String {

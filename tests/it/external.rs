@@ -284,16 +284,18 @@ async fn a_slow_command_is_killed_with_its_process_group() {
 #[tokio::test]
 async fn a_chain_that_runs_out_of_its_budget_skips_the_rest() {
     let upstream = FakeUpstream::start().await;
-    // Budget 1 s; the sleeps are the hooks' slowness: the first hook takes 0.6 s and applies;
-    // the second would take 0.6 s more and is cut off at the budget; the third never starts.
-    let yaml = r#"
+    // Budget 1 s: the first hook applies; the second waits to be released, which never comes,
+    // and is cut off at the budget (not at its own 5 s); the third never starts.
+    let yaml = format!(
+        r#"
 pre_send_message:
-  - command: sleep 0.6; echo '{"user_input":"first"}'
-  - command: sleep 0.6; echo '{"user_input":"second"}'
+  - command: echo '{{"user_input":"first"}}'
+  - command: {UNTIL_RELEASED}; echo '{{"user_input":"second"}}'
     timeout: 5
-  - command: touch third-ran; echo '{"user_input":"third"}'
-"#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |c| {
+  - command: touch third-ran; echo '{{"user_input":"third"}}'
+"#
+    );
+    let server = server_with_hooks(&upstream, &yaml, None, &[], |c| {
         c.limits.hook_chain_timeout = Duration::from_secs(1);
     })
     .await;
