@@ -12,24 +12,11 @@ use crate::agent::workspace;
 use crate::common::*;
 
 /// A server whose server-level hook file is `yaml` (in the workspace, which the test owns).
-async fn with_hooks(
-    upstream: &FakeUpstream,
-    yaml: &str,
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = workspace();
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, yaml).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn with_hooks<'a>(upstream: &'a FakeUpstream, yaml: &str) -> TestServerBuilder<'a> {
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .hooks(yaml)
 }
 
 /// Sends a chat and returns its frames and how long the first `text` frame took.
@@ -97,7 +84,7 @@ async fn counter(server: &TestServer, name: &str, labels: &[&str]) -> f64 {
 async fn a_slow_session_start_hook_does_not_delay_pong() {
     let upstream = FakeUpstream::start().await;
     let yaml = format!("session_start:\n  - command: 'touch started; {UNTIL_RELEASED}'\n");
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let took = pong_time(&mut client).await;
     // The hook runs until it is released; before, pong came after it.
@@ -117,7 +104,7 @@ async fn the_first_chat_waits_for_session_start_context_but_pong_does_not() {
     upstream.push(Reply::text(&["ok"]));
     let answer = r#"{\"inject_messages\": [{\"role\": \"user\", \"content\": \"SESSION-NOTE\"}]}"#;
     let yaml = format!("session_start:\n  - command: \"{UNTIL_RELEASED}; echo '{answer}'\"\n");
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
     // The chat is sent while the hook still runs; the hook answers once released.
@@ -141,7 +128,7 @@ async fn an_async_session_start_hook_is_never_waited_for() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
     let yaml = format!("session_start:\n  - command: '{UNTIL_RELEASED}'\n    async: true\n");
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -158,7 +145,7 @@ async fn an_async_session_start_hook_is_never_waited_for() {
 async fn session_end_runs_after_the_close_without_holding_the_connection() {
     let upstream = FakeUpstream::start().await;
     let yaml = format!("session_end:\n  - command: '{UNTIL_RELEASED}; touch ended'\n");
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
     let closing = Instant::now();
@@ -187,7 +174,7 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
     let yaml = format!(
         "post_send_message:\n  - command: '{UNTIL_RELEASED}; touch async-ran'\n    async: true\n"
     );
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -211,7 +198,7 @@ async fn an_async_run_completed_hook_does_not_delay_done() {
     let yaml = format!(
         "run_completed:\n  - command: '{UNTIL_RELEASED}; touch audited'\n    async: true\n"
     );
-    let server = with_hooks(&upstream, &yaml, |_| {}).await;
+    let server = with_hooks(&upstream, &yaml).start().await;
     let started = Instant::now();
     let frames = chat(
         &server,
@@ -242,13 +229,12 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
         settings.to_string(),
     )
     .unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| c.trust_workspace_hooks = true,
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| c.trust_workspace_hooks = true)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let (_, first_text) = timed_chat(
         &mut client,
@@ -275,7 +261,7 @@ pre_send_message:
   - command: echo '{"systemMessage":"ASYNC-NOTE","user_input":"REWRITTEN"}'
     async: true
 "#;
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let server = with_hooks(&upstream, yaml).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","input":"hi","enable_tools":false}))
@@ -309,7 +295,10 @@ async fn a_full_async_queue_drops_runs_and_counts_them() {
     let hook =
         format!("  - name: overflow-probe\n    command: '{UNTIL_RELEASED}'\n    async: true\n");
     let yaml = format!("post_send_message:\n{}", hook.repeat(20));
-    let server = with_hooks(&upstream, &yaml, |c| c.limits.async_hook_queue = 1).await;
+    let server = with_hooks(&upstream, &yaml)
+        .config(|c| c.limits.async_hook_queue = 1)
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -329,7 +318,7 @@ async fn an_async_hook_is_bounded_by_its_timeout_and_killed_with_its_processes()
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
     let yaml = "post_send_message:\n  - command: 'sleep 60 & echo $! > child.pid; sleep 60'\n    timeout: 1\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let server = with_hooks(&upstream, yaml).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -346,10 +335,10 @@ async fn stopping_the_server_stops_the_async_hooks_still_running() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
     let yaml = "post_send_message:\n  - command: 'echo $$ > hook.pid; sleep 60'\n    timeout: 120\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |c| {
-        c.limits.shutdown_grace = Duration::from_millis(200)
-    })
-    .await;
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| c.limits.shutdown_grace = Duration::from_millis(200))
+        .start()
+        .await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
