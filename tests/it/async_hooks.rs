@@ -232,7 +232,7 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     let server = TestServer::builder()
         .workspace(dir)
         .upstream(&upstream)
-        .config(|c| c.trust_workspace_hooks = true)
+        .trust_workspace_hooks()
         .start()
         .await;
     let mut client = server.connect().await;

@@ -29,7 +29,7 @@ pub fn skills_dir() -> std::path::PathBuf {
 async fn demo_server() -> TestServer {
     TestServer::builder()
         .workspace(workspace())
-        .config(|c| c.skills_dir = skills_dir())
+        .skills(skills_dir())
         .start()
         .await
 }

@@ -797,7 +797,7 @@ async fn the_example_hooks_guard_audit_inject_and_judge() {
     let server = TestServer::builder()
         .workspace(dir)
         .upstream(&upstream)
-        .config(|c| c.trust_workspace_hooks = true)
+        .trust_workspace_hooks()
         .start()
         .await;
     let frames = chat(

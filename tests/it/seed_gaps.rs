@@ -283,7 +283,7 @@ async fn after_tool_call_prompt_hooks_inject_once_per_tool_call() {
     let server = TestServer::builder()
         .workspace(dir)
         .upstream(&upstream)
-        .config(|c| c.skills_dir = skills)
+        .skills(skills)
         .start()
         .await;
     chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;

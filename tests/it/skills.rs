@@ -547,7 +547,7 @@ async fn the_example_skills_add_no_persistent_hook_to_a_demo_chat() {
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
     let server = TestServer::builder()
         .workspace(dir)
-        .config(move |c| c.skills_dir = skills)
+        .skills(skills)
         .start()
         .await;
     let mut client = server.connect().await;

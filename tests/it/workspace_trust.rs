@@ -422,7 +422,7 @@ async fn trust_workspace_hooks_trusts_every_workspace_file() {
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     let server = TestServer::builder()
         .workspace(dir)
-        .config(|c| c.trust_workspace_hooks = true)
+        .trust_workspace_hooks()
         .start()
         .await;
     one_chat(&server).await;

@@ -30,7 +30,7 @@ async fn server_with_example_skills(upstream: &FakeUpstream) -> TestServer {
     TestServer::builder()
         .workspace(workspace())
         .upstream(upstream)
-        .config(move |c| c.skills_dir = skills)
+        .skills(skills)
         .start()
         .await
 }
@@ -545,7 +545,7 @@ async fn a_demo_conversation_in_chromium() {
     };
     let server = TestServer::builder()
         .workspace(crate::demo::workspace())
-        .config(|c| c.skills_dir = crate::demo::skills_dir())
+        .skills(crate::demo::skills_dir())
         .start()
         .await;
     // A desktop screen tall enough for both exchanges.

@@ -251,7 +251,7 @@ async fn starter_prompts_on_the_empty_state_in_chromium() {
     };
     let server = TestServer::builder()
         .workspace(crate::demo::workspace())
-        .config(|c| c.skills_dir = crate::demo::skills_dir())
+        .skills(crate::demo::skills_dir())
         .start()
         .await;
     browser.open(&server.url("/")).await;
@@ -592,7 +592,7 @@ async fn every_control_is_reached_by_keyboard_with_a_visible_focus_in_chromium()
     let server = TestServer::builder()
         .workspace(crate::demo::workspace())
         .upstream(&upstream)
-        .config(|c| c.skills_dir = crate::demo::skills_dir())
+        .skills(crate::demo::skills_dir())
         .start()
         .await;
     browser.set_viewport(1280, 900).await;
