@@ -288,3 +288,53 @@ fn the_string_error_check_reads_signatures() {
         .collect();
     assert_eq!(lines, [2, 8]);
 }
+
+/// The places in `code` that name one of `names` as a path's start (`axum::…`, `mcp::…`,
+/// `crate::mcp::…`, `super::super::server::…`), as line numbers.
+fn naming(code: &str, names: &[&str]) -> Vec<usize> {
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for name in names {
+            let needle = format!("{name}::");
+            let mut from = 0;
+            while let Some(at) = line[from..].find(&needle) {
+                let at = from + at;
+                let before = line[..at].chars().next_back();
+                let word_start = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                let in_crate_path = line[..at].ends_with("::")
+                    && ["crate::", "super::"]
+                        .iter()
+                        .any(|p| line[..at].ends_with(p));
+                if word_start && (before != Some(':') || in_crate_path) {
+                    found.push(number + 1);
+                }
+                from = at + needle.len();
+            }
+        }
+    }
+    found.dedup();
+    found
+}
+
+/// "The agent never sees axum or JSON frames" and "nothing in the agent names MCP": the chat
+/// knows tools only as `Tool`s and the server only through what it streams.
+#[test]
+fn the_agent_names_neither_axum_nor_the_frames_nor_mcp() {
+    let agent = src_dir().join("agent");
+    let mut found = Vec::new();
+    for file in library_files()
+        .into_iter()
+        .filter(|f| f.starts_with(&agent))
+    {
+        for line in naming(&production_code(&file), &["axum", "server", "mcp"]) {
+            found.push(format!("{}:{line}", shown(&file)));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_name_check_sees_a_path_and_nothing_else() {
+    let code = "use axum::Router;\nlet x = rmcp::Tool;\nuse crate::mcp::McpTool;\nlet y = self.server;\nuse super::super::server::frames;\nuse crate::hooks::server::x;\n";
+    assert_eq!(naming(code, &["axum", "server", "mcp"]), [1, 3, 5]);
+}
