@@ -127,12 +127,15 @@ async fn bench_telemetry() {
         let _ = axum::serve(listener, app).await;
     });
     let (upstream_on, upstream_off) = (FakeUpstream::start().await, FakeUpstream::start().await);
-    let on = TestServer::start(Some(&upstream_on), move |c| {
-        c.telemetry.otlp_endpoint = Some(format!("http://{receiver}"));
-        c.telemetry.batch_delay = Some(Duration::from_millis(200));
-    })
-    .await;
-    let off = TestServer::start(Some(&upstream_off), |_| {}).await;
+    let on = TestServer::builder()
+        .upstream(&upstream_on)
+        .config(move |c| {
+            c.telemetry.otlp_endpoint = Some(format!("http://{receiver}"));
+            c.telemetry.batch_delay = Some(Duration::from_millis(200));
+        })
+        .start()
+        .await;
+    let off = TestServer::builder().upstream(&upstream_off).start().await;
     for server in [&on, &off] {
         std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
     }
@@ -216,18 +219,21 @@ async fn bench_voice() {
         return;
     }
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.voice.tts = Some(hookwire::voice::settings::TtsSettings {
-            engine: hookwire::voice::settings::TtsEngine::Command {
-                command: "espeak-ng --stdout".into(),
-                env: Default::default(),
-            },
-            format: "wav".into(),
-            timeout: Duration::from_secs(30),
-            concurrency: 2,
-        });
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.voice.tts = Some(hookwire::voice::settings::TtsSettings {
+                engine: hookwire::voice::settings::TtsEngine::Command {
+                    command: "espeak-ng --stdout".into(),
+                    env: Default::default(),
+                },
+                format: "wav".into(),
+                timeout: Duration::from_secs(30),
+                concurrency: 2,
+            });
+        })
+        .start()
+        .await;
     let mut ws = server.connect().await;
     let (mut ours, mut baseline) = (Vec::new(), Vec::new());
     for i in 0..VOICE_CHATS {
@@ -275,11 +281,14 @@ const HOOK_COST_CHATS: usize = 5;
 /// calls: (upstream calls per chat, median wall time).
 async fn hook_cost_run(max_hook_model_calls: usize) -> Option<(usize, Duration)> {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.agent.max_tool_calls_per_round = 128;
-        c.agent.max_hook_model_calls = max_hook_model_calls;
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.agent.max_tool_calls_per_round = 128;
+            c.agent.max_hook_model_calls = max_hook_model_calls;
+        })
+        .start()
+        .await;
     let expires = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
@@ -350,20 +359,16 @@ async fn bench_parallel_hooks() {
     let upstream = FakeUpstream::start().await;
     let sequential_yaml = five_guards(false);
     let parallel_yaml = five_guards(true);
-    let sequential = common::start_with_hook_file(
-        &upstream,
-        Some(("hooks.yaml", &sequential_yaml)),
-        |_| {},
-        |_| {},
-    )
-    .await;
-    let parallel = common::start_with_hook_file(
-        &upstream,
-        Some(("hooks.yaml", &parallel_yaml)),
-        |_| {},
-        |_| {},
-    )
-    .await;
+    let sequential = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &sequential_yaml)
+        .start()
+        .await;
+    let parallel = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &parallel_yaml)
+        .start()
+        .await;
     let (mut seq_ws, mut par_ws) = (sequential.connect().await, parallel.connect().await);
     let (mut seq, mut par) = (Vec::new(), Vec::new());
     for i in 0..HOOK_CHATS {
@@ -453,7 +458,11 @@ async fn bench_mcp_round() {
             return;
         }
     };
-    let server = TestServer::start(Some(&upstream), move |c| c.mcp_servers = vec![settings]).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(move |c| c.mcp_servers = vec![settings])
+        .start()
+        .await;
     std::fs::write(server.workspace.path().join("note.txt"), "ALPHA NOTE").ok();
     // The server starts in the background: wait for its tools.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -624,7 +633,7 @@ async fn bench_chat() {
         baseline.push(started.elapsed());
     }
 
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut ws = server.connect().await;
     let mut ours = Vec::new();
     for i in 0..CHATS {
@@ -683,7 +692,7 @@ async fn bench_short_chat() {
         return;
     };
     let mut relay_ws = common::Client { ws: relay_ws };
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut ours_ws = server.connect().await;
     let (mut ours, mut baseline) = (Vec::new(), Vec::new());
     // Interleaved, so that noise from the rest of the machine falls on both alike.

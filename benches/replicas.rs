@@ -86,7 +86,7 @@ async fn bench_replicas() {
     let upstream = FakeUpstream::start().await;
     let mut replicas = Vec::new();
     for _ in 0..3 {
-        replicas.push(TestServer::start(Some(&upstream), |_| {}).await);
+        replicas.push(TestServer::builder().upstream(&upstream).start().await);
     }
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
     let balancer = nginx::Nginx::start(&binary, &addrs).await;

@@ -33,7 +33,11 @@ fn roles(request: &Recorded) -> Vec<String> {
 async fn a_direct_planning_answer_is_one_call_without_tools() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Hi", " there"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("hello")).await;
     assert_eq!(types_of(&frames), ["start", "text", "done"]);
@@ -68,7 +72,11 @@ async fn marker_gives_a_plan_then_rounds_with_tools_in_openai_order() {
         json!({"path":"README.md"}),
     )]));
     upstream.push(Reply::text(&["It says ", "hello."]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("what is in the readme?")).await;
     assert_eq!(
@@ -158,7 +166,11 @@ async fn several_tool_calls_in_one_round() {
         ("c_b", "read_file", json!({"path":"b.txt"})),
     ]));
     upstream.push(Reply::text(&["done"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("read both")).await;
     let calls: Vec<&str> = frames
@@ -199,17 +211,18 @@ async fn max_steps_ends_the_chat_after_the_last_rounds_tools() {
             json!({}),
         )]));
     }
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        // Without the summary call (limits.rs has it).
-        |c| {
-            c.agent.max_steps = 2;
-            c.agent.summary_on_limit = false;
-        },
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(
+            // Without the summary call (limits.rs has it).
+            |c| {
+                c.agent.max_steps = 2;
+                c.agent.summary_on_limit = false;
+            },
+        )
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("loop forever")).await;
     assert_eq!(
@@ -232,7 +245,11 @@ async fn tool_errors_are_results_the_model_sees() {
         ("c3", "no_such_tool", json!({})),
     ]));
     upstream.push(Reply::text(&["sorry"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("read missing")).await;
     let results: Vec<&Value> = frames
@@ -265,7 +282,11 @@ async fn tool_errors_are_results_the_model_sees() {
 async fn enable_tools_false_is_one_direct_call() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["[NEED_TOOL] would plan"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"x","enable_tools":false}))
@@ -282,7 +303,7 @@ async fn enable_tools_false_is_one_direct_call() {
 
 #[tokio::test]
 async fn the_demo_model_shows_the_whole_loop() {
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("please read README.md")).await;
     assert_eq!(
@@ -303,7 +324,11 @@ async fn tool_arguments_that_are_not_json_are_an_error_result() {
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
     upstream.push(Reply::text(&["sorry"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("go")).await;
     let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();

@@ -2,7 +2,7 @@
 //! Anthropic streams it (named events, content blocks, `input_json_delta`, `message_delta`,
 //! `ping`), and its failures: a cut stream, an `error` event, 529 overloaded, 401.
 
-use hookwire::config::{Config, Provider};
+use hookwire::config::Provider;
 use serde_json::{json, Value};
 
 use crate::agent::workspace;
@@ -74,21 +74,17 @@ fn tool_reply(id: &str, name: &str, input: Value) -> Reply {
 }
 
 /// A server on `provider: anthropic` at the fake's root (the client adds `/v1/messages`).
-async fn server(upstream: &FakeUpstream, tweak: impl FnOnce(&mut Config)) -> TestServer {
+fn server(upstream: &FakeUpstream) -> TestServerBuilder<'_> {
     let root = upstream.base_url.trim_end_matches("/v1").to_string();
-    TestServer::start_in(
-        workspace(),
-        Some(upstream),
-        move |c| {
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .config(move |c| {
             c.llm.provider = Provider::Anthropic;
             c.llm.base_url = Some(root);
             c.llm.max_tokens = 321;
             c.agent.system_prompt = "PROMPT:system".into();
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+        })
 }
 
 /// Runs one direct chat and returns its frames.
@@ -113,7 +109,7 @@ fn upstream_error(frames: &[Value]) -> String {
 async fn a_text_reply_streams_with_its_usage() {
     let upstream = FakeUpstream::start().await;
     upstream.push(text_reply(&["Hel", "lo ", "there"]));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let frames = direct(&server).await;
     assert_eq!(types_of(&frames), ["start", "text", "done"]);
     assert_eq!(text_of(&frames), "Hello there");
@@ -155,7 +151,7 @@ async fn a_tool_round_trip() {
         json!({"path": "README.md"}),
     ));
     upstream.push(text_reply(&["It says hello."]));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let frames = chat(
         &server,
         json!({"type": "chat", "id": "t", "input": "what does the readme say?"}),
@@ -222,7 +218,7 @@ async fn max_tokens_ends_the_chat_with_length() {
     body.extend(text_block(0, &["a long answ"]));
     body.extend(message_end("max_tokens", 321));
     upstream.push(Reply::Sse(body));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let frames = direct(&server).await;
     let notice = frames.iter().find(|f| f["type"] == "notice").unwrap();
     assert_eq!(notice["level"], "warn");
@@ -238,7 +234,7 @@ async fn a_stream_cut_before_its_end_is_an_error() {
     let mut body = vec![message_start(10)];
     body.extend(text_block(0, &["half"]));
     upstream.push(Reply::Sse(body));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let message = upstream_error(&direct(&server).await);
     assert!(message.contains("message_stop"), "{message}");
     server.shutdown().await;
@@ -253,7 +249,7 @@ async fn an_error_event_fails_the_chat_with_its_message() {
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ));
     upstream.push(Reply::Sse(body));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let message = upstream_error(&direct(&server).await);
     assert!(
         message.contains("Overloaded") && message.contains("overloaded_error"),
@@ -276,7 +272,10 @@ async fn http_errors_show_anthropics_own_message() {
             .to_string(),
     ));
     // 529 is retried by default (tests/it/retries.rs); here its text is the point.
-    let server = server(&upstream, |c| c.agent.retry.retries = 0).await;
+    let server = server(&upstream)
+        .config(|c| c.agent.retry.retries = 0)
+        .start()
+        .await;
     let message = upstream_error(&direct(&server).await);
     assert!(
         message.contains("529") && message.contains("Overloaded"),
@@ -296,7 +295,7 @@ async fn http_errors_show_anthropics_own_message() {
 async fn tool_calls_and_results_in_the_history_become_tool_use_and_tool_result_blocks() {
     let upstream = FakeUpstream::start().await;
     upstream.push(text_reply(&["The other one is the readme."]));
-    let server = server(&upstream, |_| {}).await;
+    let server = server(&upstream).start().await;
     let history = json!([
         {"role": "user", "content": "open b.txt"},
         {"role": "assistant", "content": null, "tool_calls": [{"id": "toolu_01", "type": "function",

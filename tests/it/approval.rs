@@ -13,15 +13,18 @@ const SECRET: &str = "approval-secret";
 
 /// A workspace with `a.txt` and `b.txt`, and a server that asks before `read_file`.
 async fn server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
-    let files = |dir: &std::path::Path| {
-        std::fs::write(dir.join("a.txt"), "ALPHA CONTENT").unwrap();
-        std::fs::write(dir.join("b.txt"), "BRAVO CONTENT").unwrap();
-    };
-    start_with_hook_file(upstream, hooks, files, |c| {
-        c.agent.secret = Some(SECRET.into());
-        c.agent.approval.require_approval = vec!["read_file".into()];
-    })
-    .await
+    let mut builder = TestServer::builder()
+        .upstream(upstream)
+        .file("a.txt", "ALPHA CONTENT")
+        .file("b.txt", "BRAVO CONTENT")
+        .config(|c| {
+            c.agent.secret = Some(SECRET.into());
+            c.agent.approval.require_approval = vec!["read_file".into()];
+        });
+    if let Some((name, text)) = hooks {
+        builder = builder.hooks_file(name, text);
+    }
+    builder.start().await
 }
 
 const HISTORY: &str = r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]"#;
@@ -301,13 +304,16 @@ fn re_sealed(state: &str, secret: &str, edit: impl FnOnce(&mut Value)) -> String
 async fn a_decoded_state_shows_no_prompt_text_and_a_changed_one_is_refused() {
     const PROMPT: &str = "OPERATOR-PROMPT-CANARY: never tell the user about project Bluebird";
     let upstream = FakeUpstream::start().await;
-    let files = |dir: &std::path::Path| std::fs::write(dir.join("a.txt"), "ALPHA").unwrap();
-    let server = start_with_hook_file(&upstream, None, files, |c| {
-        c.agent.secret = Some(SECRET.into());
-        c.agent.system_prompt = PROMPT.into();
-        c.agent.approval.require_approval = vec!["read_file".into()];
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .file("a.txt", "ALPHA")
+        .config(|c| {
+            c.agent.secret = Some(SECRET.into());
+            c.agent.system_prompt = PROMPT.into();
+            c.agent.approval.require_approval = vec!["read_file".into()];
+        })
+        .start()
+        .await;
     let frames = ask(
         &server,
         &upstream,
@@ -524,9 +530,12 @@ async fn another_server_process_with_the_same_secret_resumes_and_one_without_it_
 async fn without_a_secret_only_the_same_server_can_resume() {
     let upstream = FakeUpstream::start().await;
     let start = || {
-        TestServer::start(Some(&upstream), |c| {
-            c.agent.approval.require_approval = vec!["*".into()];
-        })
+        TestServer::builder()
+            .upstream(&upstream)
+            .config(|c| {
+                c.agent.approval.require_approval = vec!["*".into()];
+            })
+            .start()
     };
     let (first, second) = (start().await, start().await);
     upstream.push(Reply::text(&["[NEED_TOOL] list"]));

@@ -1,6 +1,7 @@
 //! Hooks off the chat's path (PROTOCOL section 11): `async: true` hooks run from a bounded queue,
 //! and the connection events (`session_start`, `session_end`) never hold up the connection.
-//! Real subprocesses; the times asserted are behavioural bounds far from the hooks' sleeps.
+//! Real subprocesses; a slow hook waits for the test to release it ([`UNTIL_RELEASED`]), so what
+//! must happen while it runs is checked while it still runs.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,24 +12,11 @@ use crate::agent::workspace;
 use crate::common::*;
 
 /// A server whose server-level hook file is `yaml` (in the workspace, which the test owns).
-async fn with_hooks(
-    upstream: &FakeUpstream,
-    yaml: &str,
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = workspace();
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, yaml).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn with_hooks<'a>(upstream: &'a FakeUpstream, yaml: &str) -> TestServerBuilder<'a> {
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .hooks(yaml)
 }
 
 /// Sends a chat and returns its frames and how long the first `text` frame took.
@@ -95,17 +83,18 @@ async fn counter(server: &TestServer, name: &str, labels: &[&str]) -> f64 {
 #[tokio::test]
 async fn a_slow_session_start_hook_does_not_delay_pong() {
     let upstream = FakeUpstream::start().await;
-    let yaml = "session_start:\n  - command: 'touch started; sleep 3'\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_start:\n  - command: 'touch started; {UNTIL_RELEASED}'\n");
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let took = pong_time(&mut client).await;
-    // The hook sleeps 3 s; before, pong came after it (3.2 s).
+    // The hook runs until it is released; before, pong came after it.
     assert!(took < Duration::from_millis(500), "pong took {took:?}");
     let started = server.workspace.path().join("started");
     assert!(
         exists(&started, Duration::from_secs(5)).await,
         "it still ran"
     );
+    server.release();
     server.shutdown().await;
 }
 
@@ -113,13 +102,17 @@ async fn a_slow_session_start_hook_does_not_delay_pong() {
 async fn the_first_chat_waits_for_session_start_context_but_pong_does_not() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "session_start:\n  - command: \"sleep 1; echo '{\\\"inject_messages\\\": [{\\\"role\\\": \\\"user\\\", \\\"content\\\": \\\"SESSION-NOTE\\\"}]}'\"\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let answer = r#"{\"inject_messages\": [{\"role\": \"user\", \"content\": \"SESSION-NOTE\"}]}"#;
+    let yaml = format!("session_start:\n  - command: \"{UNTIL_RELEASED}; echo '{answer}'\"\n");
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
-    let frames = client
-        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+    // The chat is sent while the hook still runs; the hook answers once released.
+    client
+        .send(json!({"type":"chat","input":"hi","enable_tools":false}))
         .await;
+    server.release();
+    let frames = client.until_end().await;
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
     let messages = upstream.requests()[0].messages();
     assert_eq!(
@@ -134,8 +127,8 @@ async fn the_first_chat_waits_for_session_start_context_but_pong_does_not() {
 async fn an_async_session_start_hook_is_never_waited_for() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "session_start:\n  - command: 'sleep 3'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_start:\n  - command: '{UNTIL_RELEASED}'\n    async: true\n");
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -144,14 +137,15 @@ async fn an_async_session_start_hook_is_never_waited_for() {
     .await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
+    server.release();
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn session_end_runs_after_the_close_without_holding_the_connection() {
     let upstream = FakeUpstream::start().await;
-    let yaml = "session_end:\n  - command: 'sleep 2; touch ended'\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!("session_end:\n  - command: '{UNTIL_RELEASED}; touch ended'\n");
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     assert!(pong_time(&mut client).await < Duration::from_millis(500));
     let closing = Instant::now();
@@ -162,7 +156,8 @@ async fn session_end_runs_after_the_close_without_holding_the_connection() {
     let closed = closing.elapsed();
     assert!(closed < Duration::from_secs(1), "the close took {closed:?}");
     let ended = server.workspace.path().join("ended");
-    assert!(!ended.exists(), "the hook was still sleeping");
+    assert!(!ended.exists(), "the hook was still waiting");
+    server.release();
     assert!(
         exists(&ended, Duration::from_secs(10)).await,
         "session_end never ran"
@@ -176,8 +171,10 @@ async fn session_end_runs_after_the_close_without_holding_the_connection() {
 async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first", " token"]));
-    let yaml = "post_send_message:\n  - command: 'sleep 2; touch async-ran'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!(
+        "post_send_message:\n  - command: '{UNTIL_RELEASED}; touch async-ran'\n    async: true\n"
+    );
+    let server = with_hooks(&upstream, &yaml).start().await;
     let mut client = server.connect().await;
     let (frames, first_text) = timed_chat(
         &mut client,
@@ -185,10 +182,11 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
     )
     .await;
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
-    // Before, the first token waited for the hook (2.2 s).
+    // Before, the first token waited for the hook (until it was released).
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
     let ran = server.workspace.path().join("async-ran");
-    assert!(!ran.exists(), "the hook was still sleeping");
+    assert!(!ran.exists(), "the hook was still waiting");
+    server.release();
     assert!(exists(&ran, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -197,8 +195,10 @@ async fn an_async_post_send_message_hook_does_not_delay_the_first_token() {
 async fn an_async_run_completed_hook_does_not_delay_done() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let yaml = "run_completed:\n  - command: 'sleep 2; touch audited'\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let yaml = format!(
+        "run_completed:\n  - command: '{UNTIL_RELEASED}; touch audited'\n    async: true\n"
+    );
+    let server = with_hooks(&upstream, &yaml).start().await;
     let started = Instant::now();
     let frames = chat(
         &server,
@@ -209,6 +209,8 @@ async fn an_async_run_completed_hook_does_not_delay_done() {
     assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:?}");
     assert!(took < Duration::from_secs(1), "done took {took:?}");
     let audited = server.workspace.path().join("audited");
+    assert!(!audited.exists(), "the hook was still waiting");
+    server.release();
     assert!(exists(&audited, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -220,20 +222,19 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     let dir = workspace();
     std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
     let settings = json!({"hooks": {"UserPromptSubmit": [{"hooks": [
-        {"type": "command", "command": "sleep 2; touch claude-async-ran", "async": true}
+        {"type": "command", "command": format!("{UNTIL_RELEASED}; touch claude-async-ran"), "async": true}
     ]}]}});
     std::fs::write(
         dir.path().join(".claude/settings.json"),
         settings.to_string(),
     )
     .unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| c.trust_workspace_hooks = true,
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .trust_workspace_hooks()
+        .start()
+        .await;
     let mut client = server.connect().await;
     let (_, first_text) = timed_chat(
         &mut client,
@@ -242,6 +243,7 @@ async fn a_claude_settings_async_hook_runs_off_the_chats_path() {
     .await;
     assert!(first_text < Duration::from_secs(1), "{first_text:?}");
     let ran = server.workspace.path().join("claude-async-ran");
+    server.release();
     assert!(exists(&ran, Duration::from_secs(10)).await, "it ran");
     server.shutdown().await;
 }
@@ -259,7 +261,7 @@ pre_send_message:
   - command: echo '{"systemMessage":"ASYNC-NOTE","user_input":"REWRITTEN"}'
     async: true
 "#;
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let server = with_hooks(&upstream, yaml).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","input":"hi","enable_tools":false}))
@@ -290,9 +292,13 @@ pre_send_message:
 async fn a_full_async_queue_drops_runs_and_counts_them() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    let hook = "  - name: overflow-probe\n    command: 'sleep 2'\n    async: true\n";
+    let hook =
+        format!("  - name: overflow-probe\n    command: '{UNTIL_RELEASED}'\n    async: true\n");
     let yaml = format!("post_send_message:\n{}", hook.repeat(20));
-    let server = with_hooks(&upstream, &yaml, |c| c.limits.async_hook_queue = 1).await;
+    let server = with_hooks(&upstream, &yaml)
+        .config(|c| c.limits.async_hook_queue = 1)
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -303,6 +309,7 @@ async fn a_full_async_queue_drops_runs_and_counts_them() {
     let dropped = counter(&server, "hookwire_async_hook_drops_total", &labels).await;
     // A queue of 1 and a few runs at a time: most of the 20 do not fit.
     assert!(dropped >= 10.0, "dropped {dropped}");
+    server.release();
     server.shutdown().await;
 }
 
@@ -311,7 +318,7 @@ async fn an_async_hook_is_bounded_by_its_timeout_and_killed_with_its_processes()
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
     let yaml = "post_send_message:\n  - command: 'sleep 60 & echo $! > child.pid; sleep 60'\n    timeout: 1\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let server = with_hooks(&upstream, yaml).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -328,10 +335,10 @@ async fn stopping_the_server_stops_the_async_hooks_still_running() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
     let yaml = "post_send_message:\n  - command: 'echo $$ > hook.pid; sleep 60'\n    timeout: 120\n    async: true\n";
-    let server = with_hooks(&upstream, yaml, |c| {
-        c.limits.shutdown_grace = Duration::from_millis(200)
-    })
-    .await;
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| c.limits.shutdown_grace = Duration::from_millis(200))
+        .start()
+        .await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),

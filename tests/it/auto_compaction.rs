@@ -50,18 +50,26 @@ fn history() -> Vec<Value> {
 /// A server with a 1 000-token window compacting at half of it and keeping two groups; its hook
 /// file (if any) is `hooks` written as `file_name` in the workspace.
 async fn server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
-    start_with_hook_file(
-        upstream,
-        hooks,
-        |_| {},
-        |c| {
-            c.agent.secret = Some(SECRET.into());
-            c.agent.context.window_tokens = Some(1_000);
-            c.agent.context.compact_threshold = 0.5;
-            c.agent.context.keep_recent_groups = 2;
-        },
-    )
-    .await
+    compacting(upstream, hooks, 1_000).start().await
+}
+
+/// A server with a `window`-token window compacting at half of it and keeping two groups, with
+/// `hooks` (a file name and its text) as its hook file.
+fn compacting<'a>(
+    upstream: &'a FakeUpstream,
+    hooks: Option<(&str, &str)>,
+    window: u64,
+) -> TestServerBuilder<'a> {
+    let mut builder = TestServer::builder().upstream(upstream).config(move |c| {
+        c.agent.secret = Some(SECRET.into());
+        c.agent.context.window_tokens = Some(window);
+        c.agent.context.compact_threshold = 0.5;
+        c.agent.context.keep_recent_groups = 2;
+    });
+    if let Some((name, text)) = hooks {
+        builder = builder.hooks_file(name, text);
+    }
+    builder
 }
 
 fn contents(request: &Recorded) -> Vec<String> {
@@ -504,7 +512,7 @@ async fn an_upstream_that_says_the_input_is_too_long_is_context_too_long() {
         400,
         json!({"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}}).to_string(),
     ));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = server
         .connect()
         .await
@@ -521,21 +529,10 @@ async fn an_upstream_that_says_the_input_is_too_long_is_context_too_long() {
 /// holding `big.txt` (about 1 500 tokens): the history alone is under the threshold, the
 /// history and that file's content are over it.
 async fn loop_server(upstream: &FakeUpstream, hooks: Option<(&str, &str)>) -> TestServer {
-    start_with_hook_file(
-        upstream,
-        hooks,
-        |dir| {
-            let text = format!("BIGFILE {}", "word ".repeat(1_500));
-            std::fs::write(dir.join("big.txt"), text).unwrap();
-        },
-        |c| {
-            c.agent.secret = Some(SECRET.into());
-            c.agent.context.window_tokens = Some(4_000);
-            c.agent.context.compact_threshold = 0.5;
-            c.agent.context.keep_recent_groups = 2;
-        },
-    )
-    .await
+    compacting(upstream, hooks, 4_000)
+        .file("big.txt", format!("BIGFILE {}", "word ".repeat(1_500)))
+        .start()
+        .await
 }
 
 /// Planning, a round that reads `big.txt`, then (after the summary call) the final answer.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -368,6 +369,11 @@ where
     }
 }
 
+/// Shell for a hook that is slow for as long as a test needs, not for a fixed time: it waits
+/// until the test creates the file `release` in the hook's folder (the workspace) with
+/// [`TestServer::release`].
+pub const UNTIL_RELEASED: &str = "while [ ! -e release ]; do sleep 0.01; done";
+
 // ─── what the server signs and pins, computed independently of it ───
 
 /// HMAC-SHA256 hex of `fields` joined by newlines, as docs/protocol.md §4 and §8 write it.
@@ -412,37 +418,128 @@ pub fn test_config(upstream: Option<&FakeUpstream>, workspace: &std::path::Path)
     config
 }
 
-impl TestServer {
-    /// Starts a server against `upstream` (None = demo model); `tweak` adjusts the config.
-    pub async fn start(
-        upstream: Option<&FakeUpstream>,
-        tweak: impl FnOnce(&mut Config),
-    ) -> TestServer {
-        Self::start_with(upstream, tweak, |builder| builder).await
+/// A step that fills the workspace before the server starts.
+type Prepare<'a> = Box<dyn FnOnce(&Path) + 'a>;
+/// A change to the config, given the workspace's root.
+type Tweak<'a> = Box<dyn FnOnce(&mut Config, &Path) + 'a>;
+/// A change to the agent before it is built (hooks, tools).
+type AgentTweak<'a> = Box<dyn FnOnce(AgentClientBuilder) -> AgentClientBuilder + 'a>;
+
+/// How a test's server is made, one setting at a time:
+/// `TestServer::builder().upstream(&upstream).hooks(yaml).config(|c| …).start().await`.
+/// Without an upstream it runs the demo model; without a workspace, in an empty temp folder.
+/// Files, hook files and config changes apply in the order they are given.
+#[must_use = "a builder starts nothing until `start`"]
+pub struct TestServerBuilder<'a> {
+    upstream: Option<&'a FakeUpstream>,
+    workspace: Option<tempfile::TempDir>,
+    prepare: Vec<Prepare<'a>>,
+    config: Vec<Tweak<'a>>,
+    agent: Vec<AgentTweak<'a>>,
+}
+
+impl<'a> TestServerBuilder<'a> {
+    /// The model upstream (otherwise, or with `None`, the demo model).
+    pub fn upstream(mut self, upstream: impl Into<Option<&'a FakeUpstream>>) -> Self {
+        self.upstream = upstream.into();
+        self
     }
 
-    /// Like `start`, and `agent` may add hooks (or tools) to the agent before it is built.
-    pub async fn start_with(
-        upstream: Option<&FakeUpstream>,
-        tweak: impl FnOnce(&mut Config),
-        agent: impl FnOnce(AgentClientBuilder) -> AgentClientBuilder,
-    ) -> TestServer {
-        Self::start_in(tempfile::tempdir().unwrap(), upstream, tweak, agent).await
+    /// A workspace the test prepared (otherwise an empty temp folder).
+    pub fn workspace(mut self, workspace: tempfile::TempDir) -> Self {
+        self.workspace = Some(workspace);
+        self
     }
 
-    /// Like `start_with`, in a workspace the test prepared.
-    pub async fn start_in(
-        workspace: tempfile::TempDir,
-        upstream: Option<&FakeUpstream>,
-        tweak: impl FnOnce(&mut Config),
-        agent: impl FnOnce(AgentClientBuilder) -> AgentClientBuilder,
-    ) -> TestServer {
-        let mut config = test_config(upstream, workspace.path());
-        tweak(&mut config);
+    /// A file in the workspace (its folders made): `name` is relative to the workspace's root.
+    pub fn file(self, name: &str, text: impl Into<String>) -> Self {
+        let (name, text) = (name.to_string(), text.into());
+        self.prepare(move |root| {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        })
+    }
+
+    /// An executable file in the workspace.
+    pub fn script(self, name: &str, text: impl Into<String>) -> Self {
+        let name = name.to_string();
+        self.file(&name, text).prepare(move |root| {
+            use std::os::unix::fs::PermissionsExt;
+            let executable = std::fs::Permissions::from_mode(0o755);
+            std::fs::set_permissions(root.join(name), executable).unwrap();
+        })
+    }
+
+    /// Anything else the workspace needs, given its root.
+    pub fn prepare(mut self, prepare: impl FnOnce(&Path) + 'a) -> Self {
+        self.prepare.push(Box::new(prepare));
+        self
+    }
+
+    /// The server-level hook file: `text` written as `name` in the workspace.
+    pub fn hooks_file(self, name: &str, text: &str) -> Self {
+        let owned = name.to_string();
+        self.file(name, text)
+            .config_in(move |c, root| c.hooks_file = Some(root.join(owned)))
+    }
+
+    /// The server-level hook file `server-hooks.yaml` in the workspace.
+    pub fn hooks(self, yaml: &str) -> Self {
+        self.hooks_file("server-hooks.yaml", yaml)
+    }
+
+    /// The workspace's own hook files are trusted (the workspace is the test's own).
+    pub fn trust_workspace_hooks(self) -> Self {
+        self.config(|c| c.trust_workspace_hooks = true)
+    }
+
+    /// The skills folder: relative to the workspace's root, or absolute.
+    pub fn skills(self, dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref().to_path_buf();
+        self.config_in(move |c, root| c.skills_dir = root.join(dir))
+    }
+
+    /// A change to the config.
+    pub fn config(self, tweak: impl FnOnce(&mut Config) + 'a) -> Self {
+        self.config_in(move |c, _| tweak(c))
+    }
+
+    /// A change to the config that needs the workspace's root.
+    pub fn config_in(mut self, tweak: impl FnOnce(&mut Config, &Path) + 'a) -> Self {
+        self.config.push(Box::new(tweak));
+        self
+    }
+
+    /// Hooks or tools added to the agent before it is built.
+    pub fn agent(
+        mut self,
+        tweak: impl FnOnce(AgentClientBuilder) -> AgentClientBuilder + 'a,
+    ) -> Self {
+        self.agent.push(Box::new(tweak));
+        self
+    }
+
+    /// Fills the workspace, resolves the config and serves the agent on 127.0.0.1:0.
+    pub async fn start(self) -> TestServer {
+        let workspace = self
+            .workspace
+            .unwrap_or_else(|| tempfile::tempdir().unwrap());
+        let root = workspace.path();
+        for prepare in self.prepare {
+            prepare(root);
+        }
+        let mut config = test_config(self.upstream, root);
+        for tweak in self.config {
+            tweak(&mut config, root);
+        }
         let demo = config.llm.is_demo();
         let parts = agent_parts(&config).unwrap();
-        let client = agent(parts.builder).build();
-        let state = AppState::new(config, client, demo, parts.sources.clone());
+        let builder = self
+            .agent
+            .into_iter()
+            .fold(parts.builder, |b, tweak| tweak(b));
+        let state = AppState::new(config, builder.build(), demo, parts.sources.clone());
         let server = RunningServer::start(state).await.unwrap();
         TestServer {
             addr: server.addr,
@@ -450,6 +547,23 @@ impl TestServer {
             workspace,
             sources: parts.sources,
         }
+    }
+}
+
+impl TestServer {
+    pub fn builder<'a>() -> TestServerBuilder<'a> {
+        TestServerBuilder {
+            upstream: None,
+            workspace: None,
+            prepare: Vec::new(),
+            config: Vec::new(),
+            agent: Vec::new(),
+        }
+    }
+
+    /// Lets the hooks waiting in [`UNTIL_RELEASED`] go on.
+    pub fn release(&self) {
+        std::fs::write(self.workspace.path().join("release"), "").unwrap();
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -468,28 +582,6 @@ impl TestServer {
             server.shutdown().await;
         }
     }
-}
-
-/// A server against `upstream` in a fresh workspace that `prepare` fills, with `hooks` (a file
-/// name and its text) as its server hook file, and `tweak` on its config.
-pub async fn start_with_hook_file(
-    upstream: &FakeUpstream,
-    hooks: Option<(&str, &str)>,
-    prepare: impl FnOnce(&std::path::Path),
-    tweak: impl FnOnce(&mut Config),
-) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    prepare(dir.path());
-    let hooks_file = hooks.map(|(name, text)| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    });
-    let tweak = move |c: &mut Config| {
-        c.hooks_file = hooks_file;
-        tweak(c);
-    };
-    TestServer::start_in(dir, Some(upstream), tweak, |b| b).await
 }
 
 /// The first frame of type `kind`.

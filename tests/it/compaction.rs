@@ -12,20 +12,13 @@ const ALWAYS: f64 = 1.0 / 128_000.0;
 /// A workspace with three files to read and a server whose hook file is `hooks_yaml`, past the
 /// micro threshold from the first call.
 async fn server(upstream: &FakeUpstream, hooks_yaml: &str) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    write_files(dir.path());
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, hooks_yaml).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            c.agent.context.micro_threshold = ALWAYS;
-        },
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .upstream(upstream)
+        .prepare(write_files)
+        .hooks(hooks_yaml)
+        .config(|c| c.agent.context.micro_threshold = ALWAYS)
+        .start()
+        .await
 }
 
 /// Three files, each longer than a stub.
@@ -144,16 +137,15 @@ async fn micro_keep_rounds_is_read_from_the_config() {
     three_rounds(&upstream);
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path());
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| {
             c.agent.context.micro_keep_rounds = 1;
             c.agent.context.micro_threshold = ALWAYS;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let frames = server
         .connect()
         .await
@@ -212,18 +204,17 @@ async fn micro_stubs_appear_only_past_the_threshold() {
     // The third file is large: only the answer's call (with its result) is past 3 000 tokens.
     let large = format!("CHARLIE {}", "word ".repeat(4_000));
     std::fs::write(dir.path().join("c.txt"), &large).unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| {
             c.agent.context.window_tokens = Some(10_000);
             c.agent.context.compact_threshold = 1.0;
             c.agent.context.micro_threshold = 0.3;
             c.agent.context.micro_keep_rounds = 1;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let frames = server
         .connect()
         .await
@@ -265,7 +256,7 @@ fn cut_reply(text: &str) -> Reply {
 async fn a_reply_cut_at_the_length_limit_ends_with_a_warning_and_reason_length() {
     let upstream = FakeUpstream::start().await;
     upstream.push(cut_reply("a long answer that was cu"));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = server
         .connect()
         .await
@@ -290,7 +281,7 @@ async fn a_cut_agent_round_ends_the_loop_with_reason_length() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["[NEED_TOOL] go"]));
     upstream.push(cut_reply("reading"));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = server
         .connect()
         .await

@@ -51,7 +51,11 @@ async fn the_next_chat_sends_the_first_chats_tool_calls_and_results_upstream() {
         &[("call_ls", "list_dir", json!({"path": "."}))],
         "There are two files.",
     );
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"one","input":"list the files"}))
@@ -120,13 +124,12 @@ async fn a_long_tool_result_is_cut_in_the_turn_but_whole_in_its_frame() {
         &[("c1", "read_file", json!({"path": "README.md"}))],
         "read",
     );
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.history_tool_result_chars = 8,
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| c.agent.history_tool_result_chars = 8)
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"read it"})).await;
     let whole = frame_of(&frames, "tool_result")["content"]
         .as_str()
@@ -151,7 +154,11 @@ async fn a_long_tool_result_is_cut_in_the_turn_but_whole_in_its_frame() {
 #[tokio::test]
 async fn orphan_results_and_unanswered_calls_are_bad_frames_naming_the_id() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let call = |id: &str| {
         json!({"role":"assistant","content":null,
@@ -217,7 +224,11 @@ async fn a_failure_in_round_three_keeps_rounds_one_and_two_in_error_turn() {
         400,
         "{\"error\":{\"message\":\"bad request\"}}".into(),
     ));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"look"})).await;
     let error = frames.last().unwrap();
     assert_eq!(error["type"], "error", "{frames:?}");
@@ -262,7 +273,11 @@ fn cut_reply(text: &str) -> Reply {
 async fn a_plan_cut_at_the_output_limit_is_kept() {
     let upstream = FakeUpstream::start().await;
     upstream.push(cut_reply("[NEED_TOOL] 1. list the files 2. open the"));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"plan it"})).await;
     let done = done(&frames);
     assert_eq!(done["reason"], "length");
@@ -290,7 +305,11 @@ async fn a_hook_registered_in_round_one_runs_in_round_two() {
     // The registered llm hook's question about round 2's call.
     upstream.push(Reply::text(&["{}"]));
     upstream.push(Reply::text(&["listed"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"judge my tools"})).await;
     assert_eq!(done(&frames)["message"]["content"], "listed", "{frames:?}");
     assert_eq!(
@@ -359,16 +378,16 @@ async fn a_resume_injects_the_original_request_scoped_hooks_again() {
     write_skill(&skills);
     let starts = Arc::new(AtomicUsize::new(0));
     let hook = Arc::new(RunStarts(starts.clone()));
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| {
             c.skills_dir = skills;
             c.agent.approval.require_approval = vec!["read_file".into()];
-        },
-        move |b| b.hook(hook),
-    )
-    .await;
+        })
+        .agent(move |b| b.hook(hook))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"c1","input":"read b","skills":["s"]}))

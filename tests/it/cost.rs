@@ -11,25 +11,12 @@ use crate::agent::workspace;
 use crate::common::*;
 
 /// A server on `upstream` whose server hook file is `yaml`, in a workspace with `secret.txt`.
-async fn with_hooks(
-    upstream: &FakeUpstream,
-    yaml: &str,
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = workspace();
-    std::fs::write(dir.path().join("secret.txt"), "the secret\n").unwrap();
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, yaml).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn with_hooks<'a>(upstream: &'a FakeUpstream, yaml: &str) -> TestServerBuilder<'a> {
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .file("secret.txt", "the secret\n")
+        .hooks(yaml)
 }
 
 /// The upstream requests whose first user message starts with `marker` (a hook's prompt).
@@ -71,11 +58,13 @@ fn unix_now() -> u64 {
 #[tokio::test]
 async fn sixteen_session_hooks_on_128_tool_calls_stop_at_the_cap_and_usage_counts_every_call() {
     let upstream = FakeUpstream::start().await;
-    let server = with_hooks(&upstream, "", |c| {
-        c.agent.secret = Some("k".into());
-        c.agent.max_tool_calls_per_round = 128;
-    })
-    .await;
+    let server = with_hooks(&upstream, "")
+        .config(|c| {
+            c.agent.secret = Some("k".into());
+            c.agent.max_tool_calls_per_round = 128;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     // Chat 1: the model registers 16 llm hooks on every tool call.
     let registrations: Vec<(String, &str, Value)> = (0..16)
@@ -148,12 +137,14 @@ async fn hook_tokens_count_against_max_total_tokens() {
     let upstream = FakeUpstream::start().await;
     // Every tool call asks the model (an operator hook); the chat may use 200 tokens in all.
     let yaml = "pre_tool_execution:\n  - type: llm\n    prompt: 'BUDGET {{tool_name}}'\n";
-    let server = with_hooks(&upstream, yaml, |c| {
-        c.agent.max_total_tokens = Some(200);
-        c.agent.summary_on_limit = false;
-        c.agent.max_steps = 20;
-    })
-    .await;
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| {
+            c.agent.max_total_tokens = Some(200);
+            c.agent.summary_on_limit = false;
+            c.agent.max_steps = 20;
+        })
+        .start()
+        .await;
     upstream.push(Reply::text(&["[NEED_TOOL] go"]));
     for round in 0..10 {
         upstream.push(Reply::tool_calls(&[(
@@ -192,7 +183,7 @@ async fn hook_tokens_count_against_max_total_tokens() {
 async fn a_session_hook_asks_the_model_once_an_operator_llm_hook_may_retry() {
     let upstream = FakeUpstream::start().await;
     let yaml = "stop:\n  - type: llm\n    prompt: 'OPERATOR-JUDGE {{assistant_output}}'\n";
-    let server = with_hooks(&upstream, yaml, |_| {}).await;
+    let server = with_hooks(&upstream, yaml).start().await;
     upstream.push(Reply::text(&["the answer"]));
     // Both judges get "ok" (not JSON): the operator's asks again, the model's hook does not.
     let session_hook = json!({"event":"stop","type":"llm",
@@ -244,12 +235,14 @@ const GATED_AUDIT: &str = "pre_tool_execution:
 #[tokio::test]
 async fn one_connection_over_its_share_loses_its_own_runs_not_another_connections() {
     let upstream = FakeUpstream::start().await;
-    let server = with_hooks(&upstream, GATED_AUDIT, |c| {
-        c.limits.async_hook_queue = 16;
-        c.limits.async_hook_queue_per_connection = 4;
-        c.agent.max_tool_calls_per_round = 64;
-    })
-    .await;
+    let server = with_hooks(&upstream, GATED_AUDIT)
+        .config(|c| {
+            c.limits.async_hook_queue = 16;
+            c.limits.async_hook_queue_per_connection = 4;
+            c.agent.max_tool_calls_per_round = 64;
+        })
+        .start()
+        .await;
     // The flooder: 24 calls, each an audit run that waits for the gate.
     let flood = list_dirs("f", 24);
     tool_round(&upstream, &borrowed(&flood), "listed");
@@ -299,11 +292,13 @@ async fn a_full_queue_makes_an_on_full_wait_audit_hook_wait_instead_of_dropping(
     on_full: wait
     filter: {tool_name: read_file}
 ";
-    let server = with_hooks(&upstream, yaml, |c| {
-        c.limits.async_hook_queue = 8;
-        c.agent.max_tool_calls_per_round = 64;
-    })
-    .await;
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| {
+            c.limits.async_hook_queue = 8;
+            c.agent.max_tool_calls_per_round = 64;
+        })
+        .start()
+        .await;
     let flood = list_dirs("f", 32);
     tool_round(&upstream, &borrowed(&flood), "listed");
     let frames = chat(&server, json!({"type":"chat","input":"flood"})).await;
@@ -327,11 +322,13 @@ async fn a_full_queue_makes_an_on_full_wait_audit_hook_wait_instead_of_dropping(
 
 /// A server that asks before `read_file`, with `yaml` as its hook file.
 async fn approving(upstream: &FakeUpstream, yaml: &str) -> TestServer {
-    with_hooks(upstream, yaml, |c| {
-        c.agent.secret = Some("approval-secret".into());
-        c.agent.approval.require_approval = vec!["read_file".into()];
-    })
-    .await
+    with_hooks(upstream, yaml)
+        .config(|c| {
+            c.agent.secret = Some("approval-secret".into());
+            c.agent.approval.require_approval = vec!["read_file".into()];
+        })
+        .start()
+        .await
 }
 
 /// The first chat: one round calling `read_file`, which waits for approval.

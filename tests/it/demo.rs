@@ -27,7 +27,11 @@ pub fn skills_dir() -> std::path::PathBuf {
 
 /// The demo model with the repository's `skills/`, every skill on by default.
 async fn demo_server() -> TestServer {
-    TestServer::start_in(workspace(), None, |c| c.skills_dir = skills_dir(), |b| b).await
+    TestServer::builder()
+        .workspace(workspace())
+        .skills(skills_dir())
+        .start()
+        .await
 }
 
 /// Every line of every hook file of the repository's skills.
@@ -211,17 +215,15 @@ async fn the_demo_answers_summary_calls_and_hook_prompts() {
         "stop:\n  - name: judge\n    type: llm\n    prompt: |\n      Question: {{user_input}}\n      Answer: {{assistant_output}}\n      Reply {} when the answer addresses the question.\n",
     )
     .unwrap();
-    let server = TestServer::start_in(
-        dir,
-        None,
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(move |c| {
             c.skills_dir = skills_dir();
             c.hooks_file = Some(hooks);
             c.agent.context.keep_recent_groups = 1;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let history = json!([
         {"role":"user","content":"list the files"},{"role":"assistant","content":"The workspace has 4 entries."},

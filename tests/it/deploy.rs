@@ -63,10 +63,11 @@ async fn a_draining_server_finishes_running_chats_and_takes_no_new_ones() {
     let upstream = FakeUpstream::start().await;
     let gate = Gate::new();
     upstream.push(gated_reply(&gate));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.limits.shutdown_grace = Duration::from_secs(10)
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.limits.shutdown_grace = Duration::from_secs(10))
+        .start()
+        .await;
     let addr = server.addr;
     let mut busy = server.connect().await;
     let mut idle = server.connect().await;
@@ -177,8 +178,8 @@ async fn sigterm_drains_the_server_process() {
 
 #[tokio::test]
 async fn each_server_names_itself_in_api_info_and_in_start() {
-    let first = TestServer::start(None, |_| {}).await;
-    let second = TestServer::start(None, |_| {}).await;
+    let first = TestServer::builder().start().await;
+    let second = TestServer::builder().start().await;
     let instance = |body: String| {
         let info: Value = serde_json::from_str(&body).unwrap();
         info["instance"].as_str().unwrap_or_default().to_string()

@@ -16,24 +16,23 @@ const SECRET: &str = "hunter2-secret";
 
 /// A server on `upstream` whose workspace holds README.md, b.txt, a `.env` and `files`
 /// (`*.sh` executable); the workspace is the test's own, so its hook files are trusted.
-async fn start(
-    upstream: &FakeUpstream,
-    files: &[(&str, &str)],
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = crate::agent::workspace();
-    write_files(dir.path(), files);
-    std::fs::write(dir.path().join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.trust_workspace_hooks = true;
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn start<'a>(upstream: &'a FakeUpstream, files: &[(&str, &str)]) -> TestServerBuilder<'a> {
+    let files: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, body)| (name.to_string(), body.to_string()))
+        .collect();
+    TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(upstream)
+        .prepare(move |root| {
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(n, b)| (n.as_str(), b.as_str()))
+                .collect();
+            write_files(root, &files);
+        })
+        .file(".env", format!("API_KEY={SECRET}\n"))
+        .trust_workspace_hooks()
 }
 
 fn write_files(root: &Path, files: &[(&str, &str)]) {
@@ -113,7 +112,7 @@ async fn claude_pre_tool_use_guard_denies_env_by_permission_decision() {
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/protect-env.sh", PROTECT_ENV_DECISION),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"read .env"})).await;
     let results = tool_results(&upstream.requests()[2]);
     assert!(
@@ -165,7 +164,10 @@ exit 0
     )
     .unwrap();
     let files = [(".claude/hooks/block-env.sh", script)];
-    let server = start(&upstream, &files, |c| c.hooks_file = Some(server_file)).await;
+    let server = start(&upstream, &files)
+        .config(|c| c.hooks_file = Some(server_file))
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"read .env"})).await;
     let results = tool_results(&upstream.requests()[2]);
     let workspace = server.workspace.path().canonicalize().unwrap();
@@ -210,7 +212,7 @@ esac
         (".claude/settings.local.json", settings.as_str()),
         (".claude/hooks/guard.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     chat(&server, json!({"type":"chat","input":"grep .env"})).await;
     let results = tool_results(&upstream.requests()[2]);
     assert!(results[0].contains("no secrets via Grep"), "{results:?}");
@@ -238,7 +240,7 @@ jq -n --arg f "$cwd/b.txt" '{hookSpecificOutput: {hookEventName: "PreToolUse",
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/redirect.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"read"})).await;
     let call = frames.iter().find(|f| f["type"] == "tool_call").unwrap();
     assert_eq!(call["arguments"], json!({"path": "b.txt"}));
@@ -257,7 +259,7 @@ async fn claude_user_prompt_submit_adds_context_by_plain_stdout() {
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/context.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hello","enable_tools":false}),
@@ -282,7 +284,7 @@ fi
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/prompt.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = server
         .connect()
         .await
@@ -311,7 +313,7 @@ jq -n --arg s "$source" '{hookSpecificOutput: {hookEventName: "SessionStart",
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/session.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let mut client = server.connect().await;
     for input in ["one", "two"] {
         let frames = client
@@ -349,7 +351,7 @@ fi
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/post.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"read it"})).await;
     let result = &tool_results(&upstream.requests()[2])[0];
     assert!(result.contains("hello from the readme"), "{result}");
@@ -384,7 +386,7 @@ fi
         (".claude/settings.json", settings.as_str()),
         (".claude/hooks/stop.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let history = json!([{"role":"user","content":"earlier question"},{"role":"assistant","content":"earlier answer"}]);
     let frames = chat(
         &server,
@@ -458,7 +460,9 @@ async fn claude_input_has_its_documented_fields() {
         "UserPromptSubmit": [{"hooks": [{"type": "command", "command": dump("prompt")}]}]
     }})
     .to_string();
-    let server = start(&upstream, &[(".claude/settings.json", &settings)], |_| {}).await;
+    let server = start(&upstream, &[(".claude/settings.json", &settings)])
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"read"})).await;
     let root = server.workspace.path();
     let read = |name: &str| -> Value {
@@ -515,13 +519,12 @@ async fn an_untrusted_claude_settings_file_does_not_run_and_one_without_hooks_is
     );
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().to_path_buf();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        move |c| c.state_dir = Some(state_dir),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| c.state_dir = Some(state_dir))
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"read"})).await;
     assert!(!server.workspace.path().join("pwned").exists());
     assert!(tool_results(&upstream.requests()[2])[0].contains("hello from the readme"));
@@ -574,7 +577,7 @@ echo '{"suppressOutput": true}'
         (".gemini/hooks/guard.sh", guard),
         (".gemini/hooks/log.sh", logger),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"read"})).await;
     let results = tool_results(&upstream.requests()[2]);
     assert!(
@@ -622,7 +625,9 @@ async fn gemini_before_agent_context_and_after_tool_context_reach_the_model() {
             "command": "echo '{\"hookSpecificOutput\": {\"additionalContext\": \"3 files <hidden>\"}}'"}]}]
     }})
     .to_string();
-    let server = start(&upstream, &[(".gemini/settings.json", &settings)], |_| {}).await;
+    let server = start(&upstream, &[(".gemini/settings.json", &settings)])
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"list"})).await;
     let first = upstream.requests()[0].messages();
     assert!(first
@@ -653,7 +658,7 @@ jq '{user_input: ("[" + env.JCLI_HOOK_EVENT + "] " + .user_input)}'
         (".jcli/hooks.yaml", yaml),
         (".jcli/hooks/inject.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"hello","enable_tools":false}),
@@ -686,7 +691,7 @@ esac
         (".openharness/hooks/guard.yaml", yaml),
         (".openharness/hooks/guard.sh", script),
     ];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     chat(&server, json!({"type":"chat","input":"read"})).await;
     let results = tool_results(&upstream.requests()[2]);
     assert!(
@@ -723,7 +728,7 @@ async fn run_example(installs: &[(&str, &str)]) -> (TestServer, FakeUpstream, Ve
         ],
         "done",
     );
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"hello"})).await;
     let results = tool_results(&upstream.requests()[2]);
     assert!(results[1].contains("hello from the readme"), "{results:?}");
@@ -814,7 +819,7 @@ async fn a_claude_settings_file_added_later_is_loaded_without_a_restart() {
     let upstream = FakeUpstream::start().await;
     // Another tool's settings, without hooks: not a hook file.
     let files = [(".claude/settings.json", r#"{"permissions": {"allow": []}}"#)];
-    let server = start(&upstream, &files, |_| {}).await;
+    let server = start(&upstream, &files).start().await;
     assert_eq!(server.sources.hook_count(), 0);
     let before = server.sources.hook_files_generation();
     let settings = claude_settings("UserPromptSubmit", "", "echo LOADED-LATER");
@@ -852,7 +857,7 @@ async fn claude_allow_with_a_reason_shows_the_reason_to_the_person() {
         let command = format!("echo '{answer}'");
         let settings = claude_settings("PreToolUse", "Read", &command);
         let files = [(".claude/settings.json", settings.as_str())];
-        let server = start(&upstream, &files, |_| {}).await;
+        let server = start(&upstream, &files).start().await;
         let frames = chat(&server, json!({"type":"chat","input":"read"})).await;
         let notice = frames
             .iter()

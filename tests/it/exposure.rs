@@ -102,13 +102,12 @@ async fn no_route_or_frame_shows_a_secret_of_a_hook_or_an_mcp_server() {
     )
     .unwrap();
     let upstream = FakeUpstream::start().await;
-    let server = start_with_hook_file(
-        &upstream,
-        Some(("hooks.yaml", hooks)),
-        |_| {},
-        move |c| c.mcp_servers = vec![stdio, http],
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", hooks)
+        .config(move |c| c.mcp_servers = vec![stdio, http])
+        .start()
+        .await;
     // Both servers down, with their reasons.
     let info = std::cell::RefCell::new(Value::Null);
     let down = eventually(Duration::from_secs(20), || async {
@@ -174,11 +173,13 @@ async fn no_route_or_frame_shows_a_secret_of_a_hook_or_an_mcp_server() {
 
 #[tokio::test]
 async fn the_admin_token_guards_hooks_and_metrics_and_the_chat_token_does_not_open_them() {
-    let server = TestServer::start(None, |c| {
-        c.auth_token = Some("chat-token".into());
-        c.admin_token = Some("admin-token".into());
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.auth_token = Some("chat-token".into());
+            c.admin_token = Some("admin-token".into());
+        })
+        .start()
+        .await;
     let host = server.addr.to_string();
     let with = |token: &'static str| {
         vec![
@@ -226,7 +227,10 @@ async fn the_admin_token_guards_hooks_and_metrics_and_the_chat_token_does_not_op
 
 #[tokio::test]
 async fn the_token_travels_as_a_subprotocol_and_the_server_answers_hookwire() {
-    let server = TestServer::start(None, |c| c.auth_token = Some("open (sesame)+1".into())).await;
+    let server = TestServer::builder()
+        .config(|c| c.auth_token = Some("open (sesame)+1".into()))
+        .start()
+        .await;
     let mut request = format!("ws://{}/ws", server.addr)
         .into_client_request()
         .unwrap();
@@ -262,7 +266,10 @@ async fn the_token_travels_as_a_subprotocol_and_the_server_answers_hookwire() {
 /// serves talks to hookwire with its own Host and Origin.
 #[tokio::test]
 async fn a_wildcard_bind_refuses_a_rebinding_host_and_answers_ip_literals() {
-    let server = TestServer::start(None, |c| c.addr = "0.0.0.0:0".into()).await;
+    let server = TestServer::builder()
+        .config(|c| c.addr = "0.0.0.0:0".into())
+        .start()
+        .await;
     let port = server.addr.port();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let evil = format!("rebind.evil.example:{port}");
@@ -292,7 +299,7 @@ async fn a_wildcard_bind_refuses_a_rebinding_host_and_answers_ip_literals() {
 
 #[tokio::test]
 async fn a_bracketed_host_with_a_tail_and_a_second_origin_are_refused() {
-    let server = TestServer::start(None, |_| {}).await;
+    let server = TestServer::builder().start().await;
     let port = server.addr.port();
     let tail = format!("[::1].evil.example:{port}");
     assert_eq!(

@@ -13,38 +13,25 @@ use crate::common::*;
 
 /// A server whose server-level hook file is `server_yaml` and workspace-level one is
 /// `workspace_yaml`; `scripts` are written into the workspace, executable.
-async fn server_with_hooks(
-    upstream: &FakeUpstream,
+fn server_with_hooks<'a>(
+    upstream: &'a FakeUpstream,
     server_yaml: &str,
     workspace_yaml: Option<&str>,
     scripts: &[(&str, &str)],
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = workspace();
+) -> TestServerBuilder<'a> {
+    let mut builder = TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .hooks(server_yaml)
+        // The workspace is the test's own (docs/protocol.md §8).
+        .trust_workspace_hooks();
     for (name, body) in scripts {
-        let path = dir.path().join(name);
-        std::fs::write(&path, body).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        builder = builder.script(name, *body);
     }
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, server_yaml).unwrap();
     if let Some(yaml) = workspace_yaml {
-        std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
-        std::fs::write(dir.path().join(".hookwire/hooks.yaml"), yaml).unwrap();
+        builder = builder.file(".hookwire/hooks.yaml", yaml);
     }
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            // The workspace is the test's own (docs/protocol.md §8).
-            c.trust_workspace_hooks = true;
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+    builder
 }
 
 /// Whether the process `pid` (as written to a file) runs: it exists and is not a zombie.
@@ -77,7 +64,7 @@ async fn every_event_fires_once_at_its_place_with_its_input() {
         .iter()
         .map(|e| format!("{e}:\n  - command: 'cat > \"input-$HOOKWIRE_HOOK_EVENT.json\"; echo \"$HOOKWIRE_HOOK_EVENT\" >> events.log'\n"))
         .collect();
-    let server = server_with_hooks(&upstream, &yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, &yaml, None, &[]).start().await;
     let root = server.workspace.path().to_path_buf();
     let frames = chat(&server, json!({"type":"chat","input":"read it"})).await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
@@ -166,7 +153,7 @@ post_llm_response:
 run_completed:
   - command: echo '{"assistant_output":"DONE REPLACED"}'
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"original"})).await;
     let requests = upstream.requests();
     assert!(requests[0]
@@ -216,7 +203,9 @@ async fn exit_2_blocks_and_other_exit_codes_are_errors() {
     let guard = "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'.env'*) echo 'reading .env files is not allowed' >&2; exit 2;; esac\nexit 0\n";
     let yaml =
         "pre_tool_execution:\n  - command: ./guard.sh\npost_send_message:\n  - command: exit 7\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[("guard.sh", guard)], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[("guard.sh", guard)])
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"read .env"})).await;
     let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
     assert_eq!(result["is_error"], true);
@@ -232,7 +221,9 @@ async fn exit_2_blocks_and_other_exit_codes_are_errors() {
 
     let blocking = "pre_send_message:\n  - command: \"echo 'no chats today' >&2; exit 2\"\n";
     let upstream2 = FakeUpstream::start().await;
-    let server2 = server_with_hooks(&upstream2, blocking, None, &[], |_| {}).await;
+    let server2 = server_with_hooks(&upstream2, blocking, None, &[])
+        .start()
+        .await;
     let frames = chat(&server2, json!({"type":"chat","input":"hi"})).await;
     let last = frames.last().unwrap();
     assert_eq!(
@@ -257,7 +248,7 @@ async fn a_slow_command_is_killed_with_its_process_group() {
     let upstream = FakeUpstream::start().await;
     // The hook's `sleep` is its slowness: it must be killed at its 0.5 s timeout.
     let yaml = "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 0.5\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let started = Instant::now();
     let frames = chat(
         &server,
@@ -284,19 +275,23 @@ async fn a_slow_command_is_killed_with_its_process_group() {
 #[tokio::test]
 async fn a_chain_that_runs_out_of_its_budget_skips_the_rest() {
     let upstream = FakeUpstream::start().await;
-    // Budget 1 s; the sleeps are the hooks' slowness: the first hook takes 0.6 s and applies;
-    // the second would take 0.6 s more and is cut off at the budget; the third never starts.
-    let yaml = r#"
+    // Budget 1 s: the first hook applies; the second waits to be released, which never comes,
+    // and is cut off at the budget (not at its own 5 s); the third never starts.
+    let yaml = format!(
+        r#"
 pre_send_message:
-  - command: sleep 0.6; echo '{"user_input":"first"}'
-  - command: sleep 0.6; echo '{"user_input":"second"}'
+  - command: echo '{{"user_input":"first"}}'
+  - command: {UNTIL_RELEASED}; echo '{{"user_input":"second"}}'
     timeout: 5
-  - command: touch third-ran; echo '{"user_input":"third"}'
-"#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |c| {
-        c.limits.hook_chain_timeout = Duration::from_secs(1);
-    })
-    .await;
+  - command: touch third-ran; echo '{{"user_input":"third"}}'
+"#
+    );
+    let server = server_with_hooks(&upstream, &yaml, None, &[])
+        .config(|c| {
+            c.limits.hook_chain_timeout = Duration::from_secs(1);
+        })
+        .start()
+        .await;
     let started = Instant::now();
     let frames = chat(
         &server,
@@ -332,8 +327,9 @@ async fn chains_run_server_then_workspace_and_see_earlier_changes() {
         append("server-2")
     );
     let workspace_yaml = format!("pre_send_message:\n{}", append("workspace"));
-    let server =
-        server_with_hooks(&upstream, &server_yaml, Some(&workspace_yaml), &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, &server_yaml, Some(&workspace_yaml), &[])
+        .start()
+        .await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -360,7 +356,7 @@ pre_send_message:
     on_error: abort
   - command: echo '{"user_input":"never"}'
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -394,7 +390,7 @@ post_tool_execution:
   - command: echo '{"tool_result":"WRONG MODEL"}'
     filter: { model_prefix: "gpt-" }
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
     let results: Vec<&str> = frames
         .iter()
@@ -419,7 +415,10 @@ before_model_call:
 after_model_call:
   - command: echo '{"retry_feedback":"try again"}'
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |c| c.agent.max_retries = 2).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[])
+        .config(|c| c.agent.max_retries = 2)
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -447,7 +446,9 @@ async fn seed_004_control_fields_stop_the_chat() {
     // A script written for seed 004's protocol, unchanged.
     let script = "#!/bin/sh\ncat >/dev/null\necho '{\"continue\": false, \"stopReason\": \"budget reached\", \"systemMessage\": \"stopping\"}'\n";
     let yaml = "after_model_call:\n  - command: ./budget.sh\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[("budget.sh", script)], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[("budget.sh", script)])
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),
@@ -496,7 +497,7 @@ async fn http_hooks_post_the_event_and_apply_the_answer() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let upstream = FakeUpstream::start().await;
     let yaml = format!("pre_send_message:\n  - type: http\n    url: http://{addr}/hook\n");
-    let server = server_with_hooks(&upstream, &yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, &yaml, None, &[]).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"hello","enable_tools":false}),
@@ -536,7 +537,7 @@ async fn llm_hooks_ask_the_model_with_the_template_filled() {
     ]));
     upstream.push(Reply::text(&["final"]));
     let yaml = "pre_tool_execution:\n  - type: llm\n    prompt: 'Is it safe to run {{tool_name}} with {{tool_arguments}}?'\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
     let result = frames.iter().find(|f| f["type"] == "tool_result").unwrap();
     assert!(
@@ -615,10 +616,10 @@ async fn session_hooks_round_trip_signed_and_command_handlers_are_refused() {
         ),
     ]));
     upstream.push(Reply::text(&["registered"]));
-    let server = server_with_hooks(&upstream, "", None, &[], |c| {
-        c.agent.secret = Some("k".into())
-    })
-    .await;
+    let server = server_with_hooks(&upstream, "", None, &[])
+        .config(|c| c.agent.secret = Some("k".into()))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"check your answers from now on"}))
@@ -686,7 +687,7 @@ async fn agent_hooks_run_a_sub_agent_whose_answer_is_the_result() {
     upstream.push(Reply::text(&["ok"]));
     let yaml =
         "pre_send_message:\n  - type: agent\n    prompt: 'Rewrite this politely: {{user_input}}'\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     chat(
         &server,
         json!({"type":"chat","input":"gimme","enable_tools":false}),
@@ -711,7 +712,7 @@ async fn agent_hooks_run_a_sub_agent_whose_answer_is_the_result() {
 #[tokio::test]
 async fn hook_files_reload_without_a_restart() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_hooks(&upstream, "", None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, "", None, &[]).start().await;
     let hooks = server.sources.clone();
     let said = |text: &str| {
         upstream
@@ -793,13 +794,12 @@ async fn the_example_hooks_guard_audit_inject_and_judge() {
     for entry in std::fs::read_dir(&examples).unwrap().flatten() {
         std::fs::copy(entry.path(), dot.join(entry.file_name())).unwrap();
     }
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| c.trust_workspace_hooks = true,
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .trust_workspace_hooks()
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"what does the readme say?"}),
@@ -862,7 +862,7 @@ post_tool_execution_failure:
 post_send_message:
   - command: echo '{"abort":true}'
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"go"})).await;
     let requests = upstream.requests();
     for request in &requests {
@@ -892,7 +892,7 @@ post_send_message:
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["model text"]));
     let yaml = "post_llm_response:\n  - command: echo '{\"assistant_output\":\"KEPT OUTPUT\",\"user_input\":\"IGNORED\"}'\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"go","enable_tools":false}),
@@ -919,7 +919,7 @@ before_context_build:
 after_context_build:
   - command: echo '{"messages":[{"role":"system","content":"REBUILT SYSTEM"},{"role":"user","content":"REBUILT INPUT"}]}'
 "#;
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let history =
         json!([{"role":"user","content":"old"},{"role":"assistant","content":"older answer"}]);
     chat(
@@ -960,7 +960,7 @@ async fn cancel_during_a_slow_hook_ends_the_chat_and_kills_the_hook() {
     // The hook's `sleep` keeps it running until the cancel kills it.
     let yaml =
         "pre_send_message:\n  - command: 'sleep 30 & echo $! > child.pid; wait'\n    timeout: 20\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","id":"slow","input":"hi","enable_tools":false}))
@@ -992,7 +992,7 @@ async fn run_failed_fires_when_the_chat_fails() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(501, "down for maintenance".into()));
     let yaml = "run_failed:\n  - command: 'cat > failed.json'\nrun_completed:\n  - command: 'touch completed'\n";
-    let server = server_with_hooks(&upstream, yaml, None, &[], |_| {}).await;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(
         &server,
         json!({"type":"chat","input":"hi","enable_tools":false}),

@@ -312,16 +312,12 @@ exit 2
 // ─── on_error: block ───
 
 async fn in_process(upstream: &FakeUpstream, hooks: &str) -> TestServer {
-    let workspace = crate::agent::workspace();
-    let hooks_file = workspace.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, hooks).unwrap();
-    TestServer::start_in(
-        workspace,
-        Some(upstream),
-        move |c| c.hooks_file = Some(hooks_file),
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(upstream)
+        .hooks(hooks)
+        .start()
+        .await
 }
 
 #[tokio::test]

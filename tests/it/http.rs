@@ -6,7 +6,7 @@ use serde_json::Value;
 #[tokio::test]
 async fn healthz_info_skills_metrics_and_page() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
 
     assert_eq!(
         http_get(server.addr, "/healthz").await,
@@ -51,7 +51,7 @@ async fn healthz_info_skills_metrics_and_page() {
 
 #[tokio::test]
 async fn demo_model_is_reported_and_answers() {
-    let server = TestServer::start(None, |_| {}).await;
+    let server = TestServer::builder().start().await;
     let (_, body) = http_get(server.addr, "/api/info").await;
     let info: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(info["demo"], true);
@@ -73,7 +73,10 @@ async fn demo_model_is_reported_and_answers() {
 
 #[tokio::test]
 async fn session_cap_answers_503_before_the_upgrade() {
-    let server = TestServer::start(None, |c| c.limits.max_connections = 1).await;
+    let server = TestServer::builder()
+        .config(|c| c.limits.max_connections = 1)
+        .start()
+        .await;
     let _first = server.connect().await;
     let second = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.addr)).await;
     match second {
@@ -88,10 +91,10 @@ async fn session_cap_answers_503_before_the_upgrade() {
 #[tokio::test]
 async fn origin_allowlist_refuses_other_origins() {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let server = TestServer::start(None, |c| {
-        c.allowed_origins = Some(vec!["http://good.test".into()])
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| c.allowed_origins = Some(vec!["http://good.test".into()]))
+        .start()
+        .await;
     let url = format!("ws://{}/ws", server.addr);
     let mut bad = url.clone().into_client_request().unwrap();
     bad.headers_mut()

@@ -2,7 +2,9 @@
 //! or a different one on its own level (that is how cycles start). ARCHITECTURE.md draws the
 //! same picture; this test keeps it true.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::source::{code_only, is_unit_test_file, rust_files, without_test_modules};
 
 /// Lowest first. Modules on one line are on the same level and may not use each other.
 const LAYERS: &[&[&str]] = &[
@@ -21,17 +23,6 @@ fn level(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The top-level module a file belongs to: `src/hooks/stack.rs` → `hooks`, `src/config.rs` →
 /// `config`.
 fn module_of(src: &Path, file: &Path) -> String {
@@ -40,15 +31,13 @@ fn module_of(src: &Path, file: &Path) -> String {
     first.to_string_lossy().trim_end_matches(".rs").to_string()
 }
 
-/// The crate-level modules a file's code (not its comments, not its unit tests) names.
+/// The crate-level modules a file's code names: not its comments or literals, not its unit-test
+/// modules (which may reach anywhere); everything else, code after a test module included.
 fn uses(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            break; // unit tests may reach anywhere
-        }
-        let mut rest = code;
+    let code = without_test_modules(&code_only(text));
+    for (number, line) in code.lines().enumerate() {
+        let mut rest = line;
         while let Some(at) = rest.find("crate::") {
             let name: String = rest[at + 7..]
                 .chars()
@@ -63,9 +52,8 @@ fn uses(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn no_module_uses_one_above_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let src = crate::source::src_dir();
+    let files = rust_files(&src);
     let mut violations = Vec::new();
     for file in &files {
         let module = module_of(&src, file);
@@ -100,16 +88,12 @@ fn no_module_uses_one_above_it() {
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
-/// A module's unit tests kept in a file of their own: `x/tests.rs` or anything under `x/tests/`.
-fn is_unit_test_file(src: &Path, file: &Path) -> bool {
-    file.strip_prefix(src)
-        .unwrap()
-        .components()
-        .any(|part| part.as_os_str() == "tests" || part.as_os_str() == "tests.rs")
-}
-
 #[test]
 fn the_checker_sees_an_upward_use() {
-    let found = uses("use crate::agent::ChatEvent;\n// crate::server in a comment\n#[cfg(test)]\nuse crate::server::x;\n");
-    assert_eq!(found, vec![(1, "agent".to_string())]);
+    let found = uses("use crate::agent::ChatEvent;\n// crate::server in a comment\n#[cfg(test)]\nmod tests {\n    use crate::server::x;\n}\nfn wiring() { crate::app::build(\"crate::config\") }\n");
+    assert_eq!(
+        found,
+        vec![(1, "agent".to_string()), (7, "app".to_string())],
+        "code after a test module is read; the module, comments and strings are not"
+    );
 }

@@ -34,16 +34,15 @@ async fn at_max_steps_a_summary_without_tools_is_the_answer() {
     let upstream = FakeUpstream::start().await;
     loop_forever(&upstream, 2);
     upstream.push(Reply::text(&["Listed the dir", " twice; nothing remains."]));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| {
             c.agent.max_steps = 2;
             c.agent.summary_prompt = "SUMMARISE".into();
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("loop forever")).await;
     // Text deltas may be merged into fewer frames on the way.
@@ -100,16 +99,15 @@ async fn at_max_steps_a_summary_without_tools_is_the_answer() {
 async fn with_summary_on_limit_off_the_chat_ends_at_max_steps_without_a_call() {
     let upstream = FakeUpstream::start().await;
     loop_forever(&upstream, 3);
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| {
             c.agent.max_steps = 2;
             c.agent.summary_on_limit = false;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("loop forever")).await;
     assert!(
@@ -133,13 +131,12 @@ async fn max_total_tokens_ends_the_loop_with_max_tokens_and_a_summary() {
     loop_forever(&upstream, 1);
     upstream.push(Reply::text(&["Summary."]));
     // 36 tokens after the first round (planning 11 + 25): the second round does not start.
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.max_total_tokens = Some(30),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| c.agent.max_total_tokens = Some(30))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("loop forever")).await;
     assert_eq!(
@@ -164,16 +161,15 @@ async fn max_total_tokens_ends_the_loop_with_max_tokens_and_a_summary() {
 async fn max_total_tokens_without_summary_ends_with_max_tokens_only() {
     let upstream = FakeUpstream::start().await;
     loop_forever(&upstream, 5);
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| {
             c.agent.max_total_tokens = Some(30);
             c.agent.summary_on_limit = false;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(chat("loop forever")).await;
     let done = frames.last().unwrap();
@@ -244,7 +240,11 @@ async fn on_run_end_sees_a_cancelled_chat_a_completed_one_and_a_failed_one() {
     upstream.push(Reply::Status(400, "bad request".into()));
     let ends = Arc::new(Ends::default());
     let hook = ends.clone();
-    let server = TestServer::start_with(Some(&upstream), |_| {}, move |b| b.hook(hook)).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .agent(move |b| b.hook(hook))
+        .start()
+        .await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false}))

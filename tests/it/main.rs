@@ -4,6 +4,7 @@
 mod agent;
 mod anthropic;
 mod approval;
+mod architecture;
 mod async_hooks;
 mod auto_compaction;
 mod binary;
@@ -40,6 +41,7 @@ mod rust_hooks;
 mod seed_gaps;
 mod seed_results;
 mod skills;
+mod source;
 mod telemetry;
 mod tools;
 mod trust;

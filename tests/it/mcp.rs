@@ -85,7 +85,11 @@ pub(crate) async fn running(server: &TestServer, tools: usize) -> Value {
 }
 
 pub(crate) async fn start(upstream: &FakeUpstream, server: McpServerSettings) -> TestServer {
-    TestServer::start(Some(upstream), move |c| c.mcp_servers = vec![server]).await
+    TestServer::builder()
+        .upstream(upstream)
+        .config(move |c| c.mcp_servers = vec![server])
+        .start()
+        .await
 }
 
 fn chat_frame(id: &str) -> Value {
@@ -253,11 +257,14 @@ async fn a_claude_code_pre_tool_use_hook_blocks_mcp_tools_by_its_matcher() {
         .to_string(),
     )
     .unwrap();
-    let server = TestServer::start(Some(&upstream), move |c| {
-        c.mcp_servers = vec![stdio(&["*"])];
-        c.hooks_file = Some(settings);
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(move |c| {
+            c.mcp_servers = vec![stdio(&["*"])];
+            c.hooks_file = Some(settings);
+        })
+        .start()
+        .await;
     running(&server, 6).await;
     tool_round(&upstream, &[("c1", "mcp__test__add_tool", json!({}))], "ok");
     let frames = chat(&server, chat_frame("c1")).await;
@@ -531,10 +538,13 @@ async fn the_server_does_not_wait_for_an_mcp_server_and_stops_it_on_shutdown() {
         McpOrigin::Config,
     )
     .unwrap();
-    let server = TestServer::start(Some(&upstream), move |c| {
-        c.mcp_servers = vec![silent, stdio(&[])];
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(move |c| {
+            c.mcp_servers = vec![silent, stdio(&[])];
+        })
+        .start()
+        .await;
     let (status, _) = http_get(server.addr, "/healthz").await;
     assert_eq!(status, 200);
     let info = info(&server).await;
@@ -639,17 +649,16 @@ async fn a_workspace_mcp_json_is_used_only_once_trusted() {
         let upstream = &upstream;
         async move {
             let temp = tempfile::TempDir::new().unwrap();
-            let server = TestServer::start_in(
-                temp,
-                Some(upstream),
-                move |c| {
+            let server = TestServer::builder()
+                .workspace(temp)
+                .upstream(upstream)
+                .config(move |c| {
                     c.workspace = workspace.clone();
                     c.agent.workspace = workspace;
                     c.state_dir = Some(state);
-                },
-                |b| b,
-            )
-            .await;
+                })
+                .start()
+                .await;
             server
         }
     };

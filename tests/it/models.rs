@@ -135,20 +135,20 @@ async fn scenario(after_tool_role: &str, tweak: impl FnOnce(&mut Config)) -> Run
     write_skill(&skills, after_tool_role);
     let hook = Arc::new(RetryOnce::default());
     let seen = hook.seen.clone();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| {
             c.skills_dir = skills;
             c.agent.system_prompt = "PROMPT:system".into();
             c.agent.planning_prompt = "PROMPT:planning {marker}".into();
             c.agent.first_step_prompt = "PROMPT:first".into();
             c.agent.each_step_prompt = "PROMPT:each".into();
             tweak(c);
-        },
-        move |b| b.hook(hook),
-    )
-    .await;
+        })
+        .agent(move |b| b.hook(hook))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type": "chat", "id": "one", "input": "INPUT:one", "skills": ["s"]}))
@@ -546,7 +546,12 @@ async fn strict_style_sends_nine_character_tool_call_ids() {
         json!({"path": "README.md"}),
     )]));
     upstream.push(Reply::text(&["ANSWER"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), strict(false), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(strict(false))
+        .start()
+        .await;
     let frames = chat(&server, json!({"type": "chat", "input": "read it"})).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     assert_eq!(

@@ -23,23 +23,14 @@ post_send_message:
 
 /// A server with a server hook file, a trusted workspace hook file and the repository's skills.
 async fn server(upstream: &FakeUpstream) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let hooks_file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&hooks_file, SERVER_HOOKS).unwrap();
-    std::fs::create_dir_all(dir.path().join(".hookwire")).unwrap();
-    std::fs::write(dir.path().join(".hookwire/hooks.yaml"), WORKSPACE_HOOKS).unwrap();
-    let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.hooks_file = Some(hooks_file);
-            c.trust_workspace_hooks = true;
-            c.skills_dir = skills;
-        },
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .upstream(upstream)
+        .hooks(SERVER_HOOKS)
+        .file(".hookwire/hooks.yaml", WORKSPACE_HOOKS)
+        .trust_workspace_hooks()
+        .skills(crate::demo::skills_dir())
+        .start()
+        .await
 }
 
 async fn api_hooks(server: &TestServer) -> Value {
@@ -139,8 +130,11 @@ async fn api_hooks_shows_an_untrusted_workspace_file_with_the_command_that_trust
     std::fs::write(dir.path().join(".hookwire/hooks.yaml"), WORKSPACE_HOOKS).unwrap();
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().to_path_buf();
-    let server =
-        TestServer::start_in(dir, None, move |c| c.state_dir = Some(state_dir), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(move |c| c.state_dir = Some(state_dir))
+        .start()
+        .await;
     let list = api_hooks(&server).await;
     assert!(list["hooks"].as_array().unwrap().is_empty(), "{list:#}");
     let untrusted = &list["untrusted"][0];
@@ -311,7 +305,11 @@ pre_tool_execution:
   - name: fine
     command: 'true'
 ";
-    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", yaml)), |_| {}, |_| {}).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", yaml)
+        .start()
+        .await;
     let frames = server
         .connect()
         .await
@@ -346,7 +344,11 @@ async fn the_connection_hooks_count_connection_events_only() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["hi"]));
     let yaml = "session_start:\n  - command: 'true'\n";
-    let server = start_with_hook_file(&upstream, Some(("hooks.yaml", yaml)), |_| {}, |_| {}).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", yaml)
+        .start()
+        .await;
     let frames = server
         .connect()
         .await

@@ -2,7 +2,6 @@
 //! hookwire for its settings hooks and for a YAML event with `parallel: true`. The answers are
 //! merged in declaration order whatever order the hooks finish in.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -13,22 +12,18 @@ const HOOKS: usize = 5;
 
 /// A server on `upstream` whose (trusted) workspace holds `files` (`*.sh` executable).
 async fn start(upstream: &FakeUpstream, files: &[(String, String)]) -> TestServer {
-    let dir = crate::agent::workspace();
+    let mut builder = TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(upstream)
+        .trust_workspace_hooks();
     for (name, body) in files {
-        let path = dir.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, body).unwrap();
-        if name.ends_with(".sh") {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        builder = if name.ends_with(".sh") {
+            builder.script(name, body)
+        } else {
+            builder.file(name, body)
+        };
     }
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        |c| c.trust_workspace_hooks = true,
-        |b| b,
-    )
-    .await
+    builder.start().await
 }
 
 /// A gate script: it marks that hook `$1` started, then waits (a few seconds at most) until

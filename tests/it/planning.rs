@@ -34,12 +34,15 @@ async fn native_planning_offers_the_tools_and_a_call_is_round_one() {
         json!({"path": "."}),
     )]));
     upstream.push(Reply::text(&["two files"]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.agent.planning = Planning::Native;
-        c.agent.native_planning_prompt = "NATIVE-PROMPT".into();
-        c.agent.each_step_prompt = "EACH-PROMPT".into();
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.agent.planning = Planning::Native;
+            c.agent.native_planning_prompt = "NATIVE-PROMPT".into();
+            c.agent.each_step_prompt = "EACH-PROMPT".into();
+        })
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"what is here?"})).await;
     assert_eq!(
         types(&frames),
@@ -74,7 +77,11 @@ async fn native_planning_offers_the_tools_and_a_call_is_round_one() {
 async fn native_planning_ends_with_a_plain_answer() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["hello ", "there"]));
-    let server = TestServer::start(Some(&upstream), |c| c.agent.planning = Planning::Native).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.agent.planning = Planning::Native)
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"hi"})).await;
     assert_eq!(
         types(&frames),
@@ -96,11 +103,14 @@ async fn planning_off_starts_with_the_agent_loop() {
         json!({"path": "."}),
     )]));
     upstream.push(Reply::text(&["done looking"]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.agent.planning = Planning::Off;
-        c.agent.first_step_prompt = "FIRST-PROMPT".into();
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.agent.planning = Planning::Off;
+            c.agent.first_step_prompt = "FIRST-PROMPT".into();
+        })
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"what is here?"})).await;
     assert_eq!(
         types(&frames),
@@ -121,7 +131,10 @@ async fn planning_off_starts_with_the_agent_loop() {
 #[tokio::test]
 async fn the_demo_model_takes_every_planning_mode() {
     for planning in [Planning::Marker, Planning::Native, Planning::Off] {
-        let server = TestServer::start(None, |c| c.agent.planning = planning).await;
+        let server = TestServer::builder()
+            .config(|c| c.agent.planning = planning)
+            .start()
+            .await;
         let frames = chat(&server, json!({"type":"chat","input":"list the files"})).await;
         let kinds = types(&frames);
         assert!(

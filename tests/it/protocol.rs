@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 async fn direct_chat_streams_and_sends_history_upstream() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Hel", "lo ", "wörld"]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"c1","enable_tools":false,"input":"say hello",
@@ -66,7 +66,7 @@ async fn direct_chat_streams_and_sends_history_upstream() {
 #[tokio::test]
 async fn ids_are_echoed_or_made_up_and_ping_pongs() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"x","enable_tools":false}))
@@ -85,11 +85,14 @@ async fn ids_are_echoed_or_made_up_and_ping_pongs() {
 #[tokio::test]
 async fn every_bad_frame_gets_bad_frame_and_the_connection_lives() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.limits.max_history_messages = 2;
-        c.limits.max_input_chars = 10;
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.limits.max_history_messages = 2;
+            c.limits.max_input_chars = 10;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let cases: Vec<(&str, &str)> = vec![
         ("{not json", "not valid JSON"),
@@ -189,7 +192,10 @@ impl SendBinary
 
 #[tokio::test]
 async fn oversized_message_closes_with_1009() {
-    let server = TestServer::start(None, |c| c.limits.max_message_bytes = 64 * 1024).await;
+    let server = TestServer::builder()
+        .config(|c| c.limits.max_message_bytes = 64 * 1024)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let big = format!(r#"{{"type":"chat","input":"{}"}}"#, "a".repeat(64 * 1024));
     client.send_text(&big).await;
@@ -200,7 +206,10 @@ async fn oversized_message_closes_with_1009() {
 #[tokio::test]
 async fn fragmented_message_is_measured_after_reassembly() {
     use futures::SinkExt;
-    let server = TestServer::start(None, |c| c.limits.max_message_bytes = 4096).await;
+    let server = TestServer::builder()
+        .config(|c| c.limits.max_message_bytes = 4096)
+        .start()
+        .await;
     let mut client = server.connect().await;
     // Three 2 KiB fragments: each fits, together they do not.
     let piece = vec![b'a'; 2048];
@@ -238,7 +247,7 @@ async fn fragmented_message_is_measured_after_reassembly() {
 #[tokio::test]
 async fn invalid_utf8_closes_with_1007() {
     use futures::SinkExt;
-    let server = TestServer::start(None, |_| {}).await;
+    let server = TestServer::builder().start().await;
     let mut client = server.connect().await;
     let frame = Frame::message(vec![b'{', 0xff, 0xfe, b'}'], OpCode::Data(Data::Text), true);
     client.ws.send(WsMessage::Frame(frame)).await.unwrap();
@@ -257,7 +266,7 @@ async fn a_second_chat_while_one_runs_is_busy() {
         Piece::Raw(chunk(json!({"content":"end"}))),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","id":"a","input":"one","enable_tools":false}))
@@ -299,7 +308,7 @@ async fn a_second_chat_while_one_runs_is_busy() {
 async fn cancel_ends_the_chat_and_drops_the_upstream_at_once() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","id":"c1","input":"go","enable_tools":false}))
@@ -333,7 +342,7 @@ async fn cancel_ends_the_chat_and_drops_the_upstream_at_once() {
 async fn cancel_without_id_and_for_other_ids() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     // A cancel when nothing runs is ignored.
     client.send(json!({"type":"cancel","id":"nothing"})).await;
@@ -354,7 +363,7 @@ async fn cancel_without_id_and_for_other_ids() {
 async fn a_chat_cancelled_at_once_still_gets_start_and_done() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     client
         .send_text(r#"{"type":"chat","id":"q","input":"go","enable_tools":false}"#)
@@ -374,7 +383,7 @@ async fn a_chat_cancelled_at_once_still_gets_start_and_done() {
 async fn disconnect_drops_the_upstream_request() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","input":"go","enable_tools":false}))
@@ -391,11 +400,13 @@ async fn disconnect_drops_the_upstream_request() {
 
 /// A server that pings every 100 ms and gives up on a silent client after 300 ms.
 async fn fast_ping_server() -> TestServer {
-    TestServer::start(None, |c| {
-        c.limits.ping_interval = Duration::from_millis(100);
-        c.limits.idle_timeout = Duration::from_millis(300);
-    })
-    .await
+    TestServer::builder()
+        .config(|c| {
+            c.limits.ping_interval = Duration::from_millis(100);
+            c.limits.idle_timeout = Duration::from_millis(300);
+        })
+        .start()
+        .await
 }
 
 /// Opens a WebSocket by hand, for a client that reads frames but never answers them: a
@@ -494,10 +505,11 @@ async fn shutdown_lets_a_running_chat_finish_then_closes_with_1001() {
         Piece::Raw(chunk(json!({"content":"done"}))),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.limits.shutdown_grace = Duration::from_secs(5)
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.limits.shutdown_grace = Duration::from_secs(5))
+        .start()
+        .await;
     let mut busy = server.connect().await;
     let mut idle = server.connect().await;
     busy.send(json!({"type":"chat","id":"s","input":"go","enable_tools":false}))
@@ -520,10 +532,11 @@ async fn shutdown_lets_a_running_chat_finish_then_closes_with_1001() {
 async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.limits.shutdown_grace = Duration::from_millis(300)
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.limits.shutdown_grace = Duration::from_millis(300))
+        .start()
+        .await;
     let mut client = server.connect().await;
     client
         .send(json!({"type":"chat","input":"go","enable_tools":false}))
@@ -545,7 +558,11 @@ async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
 async fn a_malformed_hook_mark_on_a_user_or_assistant_message_is_ignored() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["fine"]));
-    let server = TestServer::start(Some(&upstream), |c| c.agent.secret = Some("k".into())).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.agent.secret = Some("k".into()))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(

@@ -231,18 +231,13 @@ impl LlamaServer {
 }
 
 /// hookwire in front of `llama`, with `tweak` on its config.
-async fn hookwire(
-    llama: &LlamaServer,
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
+fn hookwire<'a>(llama: &LlamaServer) -> TestServerBuilder<'a> {
     let port = llama.port;
-    TestServer::start(None, move |c| {
+    TestServer::builder().config(move |c| {
         c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
         c.llm.api_key = Some("none".into());
         c.agent.model = "smollm2-135m".into();
-        tweak(c);
     })
-    .await
 }
 
 const QUESTION: &str = "Write three sentences about the sea.";
@@ -256,7 +251,10 @@ async fn a_plain_answer_streams_in_several_frames_in_both_styles() {
     let Some(installed) = installed() else { return };
     let llama = LlamaServer::start(installed, None).await;
     for style in [MessageStyleSetting::Strict, MessageStyleSetting::Openai] {
-        let server = hookwire(&llama, |c| c.llm.message_style = style).await;
+        let server = hookwire(&llama)
+            .config(|c| c.llm.message_style = style)
+            .start()
+            .await;
         let first = chat(&server, direct(QUESTION)).await;
         let last = first.last().unwrap();
         assert_eq!(last["type"], "done", "{style:?}: {first:?}");
@@ -276,12 +274,14 @@ async fn anthropics_api_through_llama_servers_messages_endpoint() {
     let Some(installed) = installed() else { return };
     let llama = LlamaServer::start(installed, None).await;
     let port = llama.port;
-    let server = hookwire(&llama, |c| {
-        c.llm.provider = hookwire::config::Provider::Anthropic;
-        c.llm.base_url = Some(format!("http://127.0.0.1:{port}"));
-        c.llm.max_tokens = 64;
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| {
+            c.llm.provider = hookwire::config::Provider::Anthropic;
+            c.llm.base_url = Some(format!("http://127.0.0.1:{port}"));
+            c.llm.max_tokens = 64;
+        })
+        .start()
+        .await;
     let frames = chat(&server, direct(QUESTION)).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     assert!(frames.iter().filter(|f| f["type"] == "text").count() >= 2);
@@ -306,10 +306,10 @@ async fn slots_idle(llama: &LlamaServer) -> bool {
 async fn cancel_stops_generation_and_frees_the_slot() {
     let Some(installed) = installed() else { return };
     let llama = LlamaServer::start(installed, None).await;
-    let server = hookwire(&llama, |c| {
-        c.llm.message_style = MessageStyleSetting::Strict
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| c.llm.message_style = MessageStyleSetting::Strict)
+        .start()
+        .await;
     let mut client = server.connect().await;
     client
         .send(direct(
@@ -355,11 +355,13 @@ fn tool_call_history() -> Value {
 async fn native_planning_reaches_a_real_tool_call_its_result_and_an_answer() {
     let Some(installed) = installed() else { return };
     let llama = LlamaServer::start(installed, Some(QWEN_TEMPLATE)).await;
-    let server = hookwire(&llama, |c| {
-        c.agent.planning = hookwire::agent::Planning::Native;
-        c.agent.max_steps = 2;
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| {
+            c.agent.planning = hookwire::agent::Planning::Native;
+            c.agent.max_steps = 2;
+        })
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","id":"t","input":"Call list_dir on the folder .",
@@ -439,10 +441,10 @@ async fn hookwire_figures(server: &TestServer) -> (Duration, f64) {
 /// the line of figures (means of time to first token and tokens per second, as ratios).
 pub async fn figures(installed: &Installed, rounds: usize) -> String {
     let llama = LlamaServer::start(installed, None).await;
-    let server = hookwire(&llama, |c| {
-        c.llm.message_style = MessageStyleSetting::Openai
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| c.llm.message_style = MessageStyleSetting::Openai)
+        .start()
+        .await;
     let _ = direct_figures(&llama).await; // warm the cache
     let (mut direct_first, mut direct_rate, mut hw_first, mut hw_rate) =
         (vec![], vec![], vec![], vec![]);
@@ -526,11 +528,13 @@ async fn a_skill_hook_acts_on_the_real_tool_call() {
     )
     .unwrap();
     let dir = skills.path().to_path_buf();
-    let server = hookwire(&llama, |c| {
-        native_two_steps(c);
-        c.skills_dir = dir;
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| {
+            native_two_steps(c);
+            c.skills_dir = dir;
+        })
+        .start()
+        .await;
     let mut with_skill = list_dir_chat();
     with_skill["skills"] = json!(["watch"]);
     let frames = chat(&server, with_skill).await;
@@ -587,11 +591,13 @@ async fn a_claude_code_pre_tool_use_guard_denies_the_real_call() {
         .to_string(),
     )
     .unwrap();
-    let server = hookwire(&llama, |c| {
-        native_two_steps(c);
-        c.hooks_file = Some(settings);
-    })
-    .await;
+    let server = hookwire(&llama)
+        .config(|c| {
+            native_two_steps(c);
+            c.hooks_file = Some(settings);
+        })
+        .start()
+        .await;
     let frames = chat(&server, list_dir_chat()).await;
     assert_eq!(
         types_of(&frames).last().map(String::as_str),

@@ -21,7 +21,7 @@ use crate::common::*;
 #[tokio::test]
 async fn short_chats_are_fast() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let mut times = Vec::new();
     for i in 0..30 {
@@ -42,10 +42,12 @@ async fn short_chats_are_fast() {
 /// A client that trickles its request headers is cut off after the header-read timeout.
 #[tokio::test]
 async fn slow_request_headers_are_cut_off() {
-    let server = TestServer::start(None, |c| {
-        c.limits.header_read_timeout = Duration::from_millis(500);
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.limits.header_read_timeout = Duration::from_millis(500);
+        })
+        .start()
+        .await;
     let mut socket = TcpStream::connect(server.addr).await.unwrap();
     socket
         .write_all(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -66,11 +68,13 @@ async fn slow_request_headers_are_cut_off() {
 /// not count against that.
 #[tokio::test]
 async fn pending_connections_are_capped_and_sessions_do_not_count() {
-    let server = TestServer::start(None, |c| {
-        c.limits.header_read_timeout = Duration::from_millis(800);
-        c.limits.max_pending_connections = 2;
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.limits.header_read_timeout = Duration::from_millis(800);
+            c.limits.max_pending_connections = 2;
+        })
+        .start()
+        .await;
     // Two open WebSocket sessions: both were upgraded, so both slots are free again.
     let _a = server.connect().await;
     let _b = server.connect().await;
@@ -131,12 +135,15 @@ fn text_reply(total: usize, piece: usize) -> Reply {
 async fn a_client_that_stops_reading_is_closed_and_its_chat_cancelled() {
     let upstream = FakeUpstream::start().await;
     upstream.push(text_reply(64 << 20, 64 << 10));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.limits.write_stall = Duration::from_millis(700);
-        c.limits.ping_interval = Duration::from_millis(100);
-        c.limits.max_connections = 1;
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.limits.write_stall = Duration::from_millis(700);
+            c.limits.ping_interval = Duration::from_millis(100);
+            c.limits.max_connections = 1;
+        })
+        .start()
+        .await;
     let stuck = client_that_never_reads(server.addr).await;
     assert!(
         upstream.wait_dropped(Duration::from_secs(20)).await,
@@ -174,7 +181,7 @@ async fn a_long_answer_ends_with_done() {
     let upstream = FakeUpstream::start().await;
     let total = 40 * 64 * 1024; // 2.5 MiB
     upstream.push(text_reply(total, 64 << 10));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"talk","enable_tools":false}))
@@ -224,12 +231,11 @@ async fn hook_and_tool_output_is_cut_to_the_frame_limit() {
     upstream.push(Reply::text(&["[NEED_TOOL] plan"]));
     upstream.push(Reply::tool_calls(&[("t1", "huge", json!({}))]));
     upstream.push(Reply::text(&["done"]));
-    let server = TestServer::start_with(
-        Some(&upstream),
-        |_| {},
-        |b| b.hook(Arc::new(Loud)).tool(Arc::new(Huge)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .agent(|b| b.hook(Arc::new(Loud)).tool(Arc::new(Huge)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     client.send(json!({"type":"chat","input":"go"})).await;
     let mut frames = Vec::new();
@@ -277,7 +283,10 @@ impl ChatModel for PanickingModel {
 
 #[tokio::test]
 async fn a_panicking_model_ends_the_chat_with_an_internal_error() {
-    let server = TestServer::start_with(None, |_| {}, |b| b.model(Arc::new(PanickingModel))).await;
+    let server = TestServer::builder()
+        .agent(|b| b.model(Arc::new(PanickingModel)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"p1","input":"hi","enable_tools":false}))
@@ -318,12 +327,12 @@ impl AgentHook for Stuck {
 async fn a_hook_that_never_answers_gets_the_chain_budget() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["answer"]));
-    let server = TestServer::start_with(
-        Some(&upstream),
-        |c| c.limits.hook_chain_timeout = Duration::from_millis(200),
-        |b| b.hook(Arc::new(Stuck)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.limits.hook_chain_timeout = Duration::from_millis(200))
+        .agent(|b| b.hook(Arc::new(Stuck)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
@@ -352,10 +361,12 @@ fn counter(body: &str, name: &str) -> f64 {
 /// at the header timeout and counted apart, not as a rejection.
 #[tokio::test]
 async fn a_connection_that_sends_nothing_is_counted_apart_from_rejections() {
-    let server = TestServer::start(None, |c| {
-        c.limits.header_read_timeout = Duration::from_millis(300);
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.limits.header_read_timeout = Duration::from_millis(300);
+        })
+        .start()
+        .await;
     let (_, before) = http_get(server.addr, "/metrics").await;
     let idle_before = counter(&before, "hookwire_idle_connections_closed_total");
     let mut socket = TcpStream::connect(server.addr).await.unwrap();

@@ -19,39 +19,26 @@ const WORKSPACE_YAML: &str =
 /// A server with a skill (`ws/skills/style`), a server hook file (`ws/server-hooks.yaml`) and a
 /// workspace hook file (`ws/.hookwire/hooks.yaml`).
 async fn server_with_skills_and_hooks(upstream: &FakeUpstream, server_yaml: &str) -> TestServer {
-    let dir = workspace();
-    let root = dir.path();
-    let hooks_dir = root.join("skills/style/hooks");
-    std::fs::create_dir_all(&hooks_dir).unwrap();
-    std::fs::write(
-        root.join("skills/style/SKILL.md"),
-        "---\ndescription: Keeps answers short.\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        hooks_dir.join("hooks.json"),
-        json!({"hooks":[{"name":"brief","file":"brief.md","timing":"after_user_input","role":"system","persistent":false}]})
-            .to_string(),
-    )
-    .unwrap();
-    std::fs::write(hooks_dir.join("brief.md"), "SKILL TEXT ONE").unwrap();
-    let server_file = root.join("server-hooks.yaml");
-    std::fs::write(&server_file, server_yaml).unwrap();
-    std::fs::create_dir_all(root.join(".hookwire")).unwrap();
-    std::fs::write(root.join(".hookwire/hooks.yaml"), WORKSPACE_YAML).unwrap();
-    let skills = root.join("skills");
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.skills_dir = skills;
-            c.hooks_file = Some(server_file);
-            // The workspace is the test's own (docs/protocol.md §8).
-            c.trust_workspace_hooks = true;
-        },
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .file(
+            "skills/style/SKILL.md",
+            "---\ndescription: Keeps answers short.\n---\n",
+        )
+        .file(
+            "skills/style/hooks/hooks.json",
+            json!({"hooks":[{"name":"brief","file":"brief.md","timing":"after_user_input","role":"system","persistent":false}]})
+                .to_string(),
+        )
+        .file("skills/style/hooks/brief.md", "SKILL TEXT ONE")
+        .hooks(server_yaml)
+        .file(".hookwire/hooks.yaml", WORKSPACE_YAML)
+        .skills("skills")
+        // The workspace is the test's own (docs/protocol.md §8).
+        .trust_workspace_hooks()
+        .start()
+        .await
 }
 
 /// Every file the reloaders care about in such a server.

@@ -31,7 +31,7 @@ async fn a_429_is_retried_after_its_retry_after() {
     let upstream = FakeUpstream::start().await;
     upstream.push(retry_after(429, "1"));
     upstream.push(Reply::text(&["fine ", "now"]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let started = std::time::Instant::now();
     let frames = direct_chat(&server).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
@@ -61,7 +61,7 @@ async fn a_500_twice_then_success_takes_both_retries() {
     upstream.push(Reply::Status(500, "oops".into()));
     upstream.push(Reply::Status(502, "bad gateway".into()));
     upstream.push(Reply::text(&["third time"]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = direct_chat(&server).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     assert_eq!(text_of(&frames), "third time");
@@ -86,7 +86,11 @@ async fn retries_run_out_into_the_error() {
     for _ in 0..2 {
         upstream.push(retry_after(503, "0"));
     }
-    let server = TestServer::start(Some(&upstream), |c| c.agent.retry.retries = 1).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.agent.retry.retries = 1)
+        .start()
+        .await;
     let frames = direct_chat(&server).await;
     let last = frames.last().unwrap();
     assert_eq!(last["type"], "error", "{frames:?}");
@@ -112,7 +116,7 @@ async fn a_failure_after_text_reached_the_client_is_not_retried() {
         )),
     ]));
     upstream.push(retry_after(503, "0"));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = chat(&server, json!({"type":"chat","id":"r","input":"look"})).await;
     let last = frames.last().unwrap();
     assert_eq!(last["type"], "error", "{frames:?}");
@@ -129,11 +133,14 @@ async fn a_fallback_model_takes_over_after_the_retries() {
     upstream.push(retry_after(529, "0"));
     upstream.push(retry_after(529, "0"));
     upstream.push(Reply::text(&["from the backup"]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.agent.retry.retries = 1;
-        c.agent.retry.fallback_models = vec!["backup-model".into()];
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.agent.retry.retries = 1;
+            c.agent.retry.fallback_models = vec!["backup-model".into()];
+        })
+        .start()
+        .await;
     let frames = direct_chat(&server).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     assert_eq!(text_of(&frames), "from the backup");

@@ -179,13 +179,12 @@ async fn every_event_fires_once_in_order_with_its_data() {
     tool_script(&upstream);
     let recorder = Arc::new(Recorder::default());
     let log = recorder.log.clone();
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        move |b| b.hook(recorder),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(move |b| b.hook(recorder))
+        .start()
+        .await;
     let mut client = server.connect().await;
     client.chat(json!({"type":"chat","input":"read it"})).await;
     drop(client);
@@ -257,13 +256,12 @@ impl AgentHook for Injector {
 async fn per_call_changes_stay_in_their_call_and_persistent_ones_persist() {
     let upstream = FakeUpstream::start().await;
     tool_script(&upstream);
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        |b| b.hook(Arc::new(Injector)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(|b| b.hook(Arc::new(Injector)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     client.chat(json!({"type":"chat","input":"read it"})).await;
     let requests = upstream.requests();
@@ -347,13 +345,12 @@ async fn tool_hooks_change_arguments_skip_and_rewrite_results() {
         ("c2", "list_dir", json!({})),
     ]));
     upstream.push(Reply::text(&["ok"]));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        |b| b.hook(Arc::new(ToolControl)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(|b| b.hook(Arc::new(ToolControl)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(json!({"type":"chat","input":"go"})).await;
     let call = frames.iter().find(|f| f["type"] == "tool_call").unwrap();
@@ -416,13 +413,12 @@ async fn a_failing_or_panicking_hook_does_not_break_the_chat() {
     upstream.push(Reply::text(&["fine"]));
     let recorder = Arc::new(Recorder::default());
     let log = recorder.log.clone();
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        move |b| b.hook(Arc::new(Unruly)).hook(recorder),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(move |b| b.hook(Arc::new(Unruly)).hook(recorder))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client.chat(json!({"type":"chat","input":"hi"})).await;
     assert_eq!(text_of(&frames), "fine");
@@ -485,13 +481,12 @@ impl AgentHook for Gate {
 #[tokio::test]
 async fn a_stop_before_the_model_is_hook_blocked_and_after_it_done_stopped() {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        |b| b.hook(Arc::new(Gate { before_model: true })),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(|b| b.hook(Arc::new(Gate { before_model: true })))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"g","input":"tell me the secret"}))
@@ -552,13 +547,13 @@ impl AgentHook for Budgeted {
 async fn a_hook_reads_the_config_uses_its_separators_and_rewrites_the_end() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["answer"]));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.max_total_tokens = Some(4321),
-        |b| b.hook(Arc::new(Budgeted)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| c.agent.max_total_tokens = Some(4321))
+        .agent(|b| b.hook(Arc::new(Budgeted)))
+        .start()
+        .await;
     let frames = server
         .connect()
         .await

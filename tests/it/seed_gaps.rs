@@ -18,11 +18,13 @@ async fn with_hooks_and(
     yaml: &str,
     prepare: impl FnOnce(&Path),
 ) -> TestServer {
-    let dir = crate::agent::workspace();
-    let file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    prepare(dir.path());
-    TestServer::start_in(dir, Some(upstream), |c| c.hooks_file = Some(file), |b| b).await
+    TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(upstream)
+        .hooks(yaml)
+        .prepare(prepare)
+        .start()
+        .await
 }
 
 #[tokio::test]
@@ -278,7 +280,12 @@ async fn after_tool_call_prompt_hooks_inject_once_per_tool_call() {
     ]});
     std::fs::write(hooks.join("hooks.json"), entries.to_string()).unwrap();
     let skills = dir.path().join("skills");
-    let server = TestServer::start_in(dir, Some(&upstream), |c| c.skills_dir = skills, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .skills(skills)
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
     let last = upstream.requests()[2].messages();
     let count = |text: &str| last.iter().filter(|(_, c)| c == text).count();
@@ -308,10 +315,10 @@ async fn an_agent_hook_may_name_a_configured_agent() {
         "before_tool_dispatch:\n  - type: agent\n    agent: reviewer\n    prompt: Review this tool call.\n",
     )
     .unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| {
             c.hooks_file = Some(file);
             c.hook_agents.insert(
                 "reviewer".into(),
@@ -321,10 +328,9 @@ async fn an_agent_hook_may_name_a_configured_agent() {
                     ..Default::default()
                 },
             );
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     chat(&server, json!({"type":"chat","input":"go"})).await;
     let requests = upstream.requests();
     let review = requests[2].messages();

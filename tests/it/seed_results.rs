@@ -7,35 +7,18 @@ use crate::common::*;
 
 /// A server whose server-level hook file is `yaml`, in a workspace with three files to read.
 async fn server(upstream: &FakeUpstream, yaml: &str) -> TestServer {
-    server_with(upstream, yaml, |_| {}).await
+    server_with(upstream, yaml).start().await
 }
 
 /// The same, with `tweak` on its config.
-async fn server_with(
-    upstream: &FakeUpstream,
-    yaml: &str,
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = crate::agent::workspace();
-    for (name, word) in [
-        ("a.txt", "ALPHA "),
-        ("c.txt", "CHARLIE "),
-        ("d.txt", "DELTA "),
-    ] {
-        std::fs::write(dir.path().join(name), word.repeat(100)).unwrap();
-    }
-    let file = dir.path().join("server-hooks.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        |c| {
-            c.hooks_file = Some(file);
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn server_with<'a>(upstream: &'a FakeUpstream, yaml: &str) -> TestServerBuilder<'a> {
+    TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(upstream)
+        .file("a.txt", "ALPHA ".repeat(100))
+        .file("c.txt", "CHARLIE ".repeat(100))
+        .file("d.txt", "DELTA ".repeat(100))
+        .hooks(yaml)
 }
 
 /// Planning, three rounds that each read one file, then the final answer.
@@ -71,10 +54,10 @@ post_micro_compact:
       jq -c '{messages: [.messages[0], {"role":"user","content":"MICRO-REWRITE"}]}'
 "#;
     // Past the micro threshold from the first call (one token of the window).
-    let server = server_with(&upstream, yaml, |c| {
-        c.agent.context.micro_threshold = 1.0 / 128_000.0
-    })
-    .await;
+    let server = server_with(&upstream, yaml)
+        .config(|c| c.agent.context.micro_threshold = 1.0 / 128_000.0)
+        .start()
+        .await;
     let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
     assert_eq!(frames.last().unwrap()["reason"], "completed");
     let requests = upstream.requests();

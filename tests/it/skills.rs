@@ -41,30 +41,26 @@ fn write_skill(skills_dir: &Path, skill: &str, hooks: &[HookDef<'_>]) {
 }
 
 /// A server whose skills dir is `<workspace>/skills`, prepared by `prepare`.
-async fn server_with_skills(
-    upstream: &FakeUpstream,
-    prepare: impl FnOnce(&Path),
-    tweak: impl FnOnce(&mut hookwire::config::Config),
-) -> TestServer {
-    let dir = workspace();
-    let skills = dir.path().join("skills");
-    std::fs::create_dir_all(&skills).unwrap();
-    prepare(&skills);
-    TestServer::start_in(
-        dir,
-        Some(upstream),
-        move |c| {
-            c.skills_dir = skills;
-            tweak(c);
-        },
-        |b| b,
-    )
-    .await
+fn server_with_skills<'a>(
+    upstream: &'a FakeUpstream,
+    prepare: impl FnOnce(&Path) + 'a,
+) -> TestServerBuilder<'a> {
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .prepare(|root| {
+            let skills = root.join("skills");
+            std::fs::create_dir_all(&skills).unwrap();
+            prepare(&skills);
+        })
+        .skills("skills")
 }
 
 /// A server with one skill, `s`, holding `hooks`.
 async fn one_skill(upstream: &FakeUpstream, hooks: &[HookDef<'_>]) -> TestServer {
-    server_with_skills(upstream, |d| write_skill(d, "s", hooks), |_| {}).await
+    server_with_skills(upstream, |d| write_skill(d, "s", hooks))
+        .start()
+        .await
 }
 
 /// Positions of the messages whose content is exactly `text`.
@@ -314,18 +310,15 @@ async fn enable_tools_false_sees_only_after_user_input() {
 #[tokio::test]
 async fn persistent_hook_round_trip_two_copies_then_one_from_history() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(
-        &upstream,
-        |d| {
-            write_skill(
-                d,
-                "p",
-                &[("keep", "after_user_input", "system", true, None)],
-            );
-            write_skill(d, "other", &[]);
-        },
-        |_| {},
-    )
+    let server = server_with_skills(&upstream, |d| {
+        write_skill(
+            d,
+            "p",
+            &[("keep", "after_user_input", "system", true, None)],
+        );
+        write_skill(d, "other", &[]);
+    })
+    .start()
     .await;
     let mut client = server.connect().await;
     // Request 1: the skill is on; the model sees one copy and the client gets a hook frame.
@@ -360,17 +353,15 @@ async fn persistent_hook_round_trip_two_copies_then_one_from_history() {
 #[tokio::test]
 async fn with_a_secret_hooks_are_signed_and_forged_system_messages_dropped() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(
-        &upstream,
-        |d| {
-            write_skill(
-                d,
-                "p",
-                &[("keep", "after_user_input", "system", true, None)],
-            )
-        },
-        |c| c.agent.secret = Some("k".into()),
-    )
+    let server = server_with_skills(&upstream, |d| {
+        write_skill(
+            d,
+            "p",
+            &[("keep", "after_user_input", "system", true, None)],
+        )
+    })
+    .config(|c| c.agent.secret = Some("k".into()))
+    .start()
     .await;
     let mut client = server.connect().await;
     let frames = client
@@ -410,23 +401,20 @@ async fn with_a_secret_hooks_are_signed_and_forged_system_messages_dropped() {
 #[tokio::test]
 async fn unknown_skills_are_refused_and_broken_skills_isolated() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(
-        &upstream,
-        |d| {
-            write_skill(
-                d,
-                "good",
-                &[("g", "after_user_input", "system", false, None)],
-            );
-            std::fs::create_dir_all(d.join("broken/hooks")).unwrap();
-            std::fs::write(
-                d.join("broken/hooks/hooks.json"),
-                r#"{"hooks":[{"name":"x","file":"../x.md"}]}"#,
-            )
-            .unwrap();
-        },
-        |_| {},
-    )
+    let server = server_with_skills(&upstream, |d| {
+        write_skill(
+            d,
+            "good",
+            &[("g", "after_user_input", "system", false, None)],
+        );
+        std::fs::create_dir_all(d.join("broken/hooks")).unwrap();
+        std::fs::write(
+            d.join("broken/hooks/hooks.json"),
+            r#"{"hooks":[{"name":"x","file":"../x.md"}]}"#,
+        )
+        .unwrap();
+    })
+    .start()
     .await;
     let mut client = server.connect().await;
     let frames = client
@@ -493,7 +481,7 @@ fn skill<'a>(skills: &'a Value, name: &str) -> Option<&'a Value> {
 #[tokio::test]
 async fn hot_reload_add_change_break_remove() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(&upstream, |_| {}, |_| {}).await;
+    let server = server_with_skills(&upstream, |_| {}).start().await;
     let skills_dir = server.workspace.path().join("skills");
     let mut client = server.connect().await;
 
@@ -557,7 +545,11 @@ async fn hot_reload_add_change_break_remove() {
 async fn the_example_skills_add_no_persistent_hook_to_a_demo_chat() {
     let dir = workspace();
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
-    let server = TestServer::start_in(dir, None, move |c| c.skills_dir = skills, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .skills(skills)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"please read README.md"}))
@@ -571,21 +563,18 @@ async fn the_example_skills_add_no_persistent_hook_to_a_demo_chat() {
 #[tokio::test]
 async fn hooks_follow_the_order_of_the_chats_skills_then_hooks_json() {
     let upstream = FakeUpstream::start().await;
-    let server = server_with_skills(
-        &upstream,
-        |d| {
-            write_skill(
-                d,
-                "a",
-                &[
-                    ("a1", "after_user_input", "system", false, None),
-                    ("a2", "after_user_input", "user", false, None),
-                ],
-            );
-            write_skill(d, "b", &[("b1", "after_user_input", "system", false, None)]);
-        },
-        |_| {},
-    )
+    let server = server_with_skills(&upstream, |d| {
+        write_skill(
+            d,
+            "a",
+            &[
+                ("a1", "after_user_input", "system", false, None),
+                ("a2", "after_user_input", "user", false, None),
+            ],
+        );
+        write_skill(d, "b", &[("b1", "after_user_input", "system", false, None)]);
+    })
+    .start()
     .await;
     run_chat(
         &server,

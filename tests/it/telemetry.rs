@@ -162,19 +162,19 @@ async fn a_chat_exports_its_span_tree_and_passes_its_trace_on() {
         seen_file.display()
     );
     let endpoint = base.clone();
-    let server = start_with_hook_file(
-        &upstream,
-        Some(("hooks.yaml", &hooks)),
-        |dir| std::fs::write(dir.join("a.txt"), "alpha").unwrap(),
-        move |c| {
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &hooks)
+        .prepare(|dir| std::fs::write(dir.join("a.txt"), "alpha").unwrap())
+        .config(move |c| {
             c.agent.context.window_tokens = Some(600);
             c.agent.context.compact_threshold = 0.5;
             c.agent.context.keep_recent_groups = 1;
             c.telemetry.otlp_endpoint = Some(endpoint);
             c.telemetry.batch_delay = Some(Duration::from_millis(50));
-        },
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = connect_with(&server, &format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")).await;
     let frames = client
         .chat(
@@ -335,13 +335,16 @@ async fn a_chat_frame_traceparent_is_the_parent_and_content_is_captured_only_whe
     let (base, received) = receiver().await;
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["THE-ANSWER"]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.telemetry.otlp_endpoint = Some(base);
-        c.telemetry.capture_content = true;
-        // A long delay: the shutdown has to flush what is waiting.
-        c.telemetry.batch_delay = Some(Duration::from_secs(600));
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.telemetry.otlp_endpoint = Some(base);
+            c.telemetry.capture_content = true;
+            // A long delay: the shutdown has to flush what is waiting.
+            c.telemetry.batch_delay = Some(Duration::from_secs(600));
+        })
+        .start()
+        .await;
     let trace = "0af7651916cd43dd8448eb211c80319c";
     let frames = chat(
         &server,
@@ -373,8 +376,11 @@ async fn with_no_endpoint_nothing_is_built_or_sent() {
         "pre_send_message:\n  - type: http\n    url: {base}/hook\n  - command: 'printf \"[%s]\\n\" \"${{TRACEPARENT-unset}}\" >> {}; echo \"{{}}\"'\n",
         seen_file.display()
     );
-    let server =
-        start_with_hook_file(&upstream, Some(("hooks.yaml", &hooks)), |_| {}, |_| {}).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &hooks)
+        .start()
+        .await;
     let mut client = connect_with(&server, &format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")).await;
     let frames = client
         .chat(json!({"type":"chat","id":"c3","input":"hi","enable_tools":false}))

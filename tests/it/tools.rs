@@ -109,7 +109,12 @@ async fn read_file_stops_skipping_a_huge_file_at_its_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let huge = huge_sparse_file(dir.path(), 4);
     let tools = quick_tools(dir.path());
-    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tools(tools)).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .agent(move |b| b.tools(tools))
+        .start()
+        .await;
     assert_stops_at_its_deadline(&server, &huge, "read_file timed out after 0.5s").await;
     server.shutdown().await;
 }
@@ -129,7 +134,12 @@ async fn search_text_stops_inside_a_big_file_at_its_deadline() {
     std::fs::write(&big, line.repeat(300_000)).unwrap();
     let big = big.canonicalize().unwrap();
     let tools = quick_tools(dir.path());
-    let server = TestServer::start_in(dir, Some(&upstream), |_| {}, move |b| b.tools(tools)).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .agent(move |b| b.tools(tools))
+        .start()
+        .await;
     assert_stops_at_its_deadline(&server, &big, "search_text timed out after 0.5s").await;
     server.shutdown().await;
 }
@@ -246,13 +256,12 @@ impl Tool for Explosive {
 async fn a_panicking_custom_tool_is_an_error_result_and_the_chat_goes_on() {
     let upstream = FakeUpstream::start().await;
     one_tool_round(&upstream, "explosive", json!({}));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        |b| b.tool(Arc::new(Explosive)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(|b| b.tool(Arc::new(Explosive)))
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"p","input":"light it"}))
@@ -297,7 +306,11 @@ async fn a_round_runs_at_most_max_tool_calls_per_round() {
         .collect();
     upstream.push(Reply::tool_calls(&calls));
     upstream.push(Reply::text(&["read them"]));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","id":"m","input":"read a lot"}))

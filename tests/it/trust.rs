@@ -47,13 +47,12 @@ async fn the_env_guard_cannot_be_passed_by_spelling_the_path_differently() {
         ),
     )
     .unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        move |c| c.hooks_file = Some(hooks_file),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| c.hooks_file = Some(hooks_file))
+        .start()
+        .await;
     let frames = server
         .connect()
         .await
@@ -92,13 +91,12 @@ async fn the_env_guard_cannot_be_passed_by_spelling_the_path_differently() {
 
 /// A server whose secret is `k`.
 async fn server_with_secret(upstream: &FakeUpstream) -> TestServer {
-    TestServer::start_in(
-        workspace(),
-        Some(upstream),
-        |c| c.agent.secret = Some("k".into()),
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .config(|c| c.agent.secret = Some("k".into()))
+        .start()
+        .await
 }
 
 /// A hook message signed with two lines of content, sent back re-split so that its second line
@@ -186,7 +184,7 @@ fn upgrade(path: &str, headers: &[(&str, &str)]) -> String {
 /// page the server serves itself (same origin) and non-browser clients (no Origin) connect.
 #[tokio::test]
 async fn another_site_cannot_open_the_websocket() {
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     let host = server.addr.to_string();
     let own = format!("http://{host}");
     for (origin, expected) in [
@@ -213,7 +211,7 @@ async fn another_site_cannot_open_the_websocket() {
 /// server with its own `Host`: refused on every route, the page included.
 #[tokio::test]
 async fn a_loopback_server_answers_only_loopback_host_names() {
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     let port = server.addr.port();
     for path in ["/", "/api/info", "/api/skills", "/metrics", "/healthz"] {
         let evil = format!("rebind.evil.example:{port}");
@@ -237,13 +235,11 @@ async fn a_loopback_server_answers_only_loopback_host_names() {
     );
     server.shutdown().await;
 
-    let listed = TestServer::start_in(
-        workspace(),
-        None,
-        |c| c.allowed_hosts = Some(vec!["chat.example".into()]),
-        |b| b,
-    )
-    .await;
+    let listed = TestServer::builder()
+        .workspace(workspace())
+        .config(|c| c.allowed_hosts = Some(vec!["chat.example".into()]))
+        .start()
+        .await;
     let get_info = |host: &str| get("/api/info", &[("Host", host)]);
     assert_eq!(
         status_of(listed.addr, &get_info("chat.example:443")).await,
@@ -260,13 +256,11 @@ async fn a_loopback_server_answers_only_loopback_host_names() {
 /// health check do not.
 #[tokio::test]
 async fn the_auth_token_guards_the_chat_the_api_and_metrics() {
-    let server = TestServer::start_in(
-        workspace(),
-        None,
-        |c| c.auth_token = Some("open sesame".into()),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .config(|c| c.auth_token = Some("open sesame".into()))
+        .start()
+        .await;
     let host = server.addr.to_string();
     let h = [("Host", host.as_str())];
     for path in ["/api/info", "/api/skills", "/metrics"] {

@@ -32,11 +32,13 @@ async fn refused_connection() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let server = TestServer::start(None, |c| {
-        c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
-        c.agent.retry.retries = 0;
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.llm.base_url = Some(format!("http://127.0.0.1:{port}/v1"));
+            c.agent.retry.retries = 0;
+        })
+        .start()
+        .await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("could not connect") && message.contains(&port.to_string()),
@@ -53,7 +55,7 @@ async fn http_401_shows_the_upstream_error_text() {
         r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#
             .into(),
     ));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("401") && message.contains("Incorrect API key provided"),
@@ -66,7 +68,11 @@ async fn http_401_shows_the_upstream_error_text() {
 async fn http_500_with_a_text_body() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "model overloaded".into()));
-    let server = TestServer::start(Some(&upstream), |c| c.agent.retry.retries = 0).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.agent.retry.retries = 0)
+        .start()
+        .await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("500") && message.contains("model overloaded"),
@@ -81,7 +87,7 @@ async fn malformed_event() {
     upstream.push(Reply::Sse(vec![Piece::Raw(
         "data: {\"choices\": [oops\n\n".into(),
     )]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let message = upstream_error(&server).await;
     assert!(message.contains("malformed"), "{message}");
     server.shutdown().await;
@@ -93,7 +99,7 @@ async fn stream_cut_before_done() {
     upstream.push(Reply::Sse(vec![Piece::Raw(chunk(
         json!({"content":"half"}),
     ))]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let message = upstream_error(&server).await;
     assert!(message.contains("ended before"), "{message}");
     server.shutdown().await;
@@ -107,10 +113,11 @@ async fn first_byte_timeout() {
         Duration::from_secs(5),
         Box::new(Reply::text(&["late"])),
     ));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.llm.idle_timeout = Duration::from_millis(300)
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.llm.idle_timeout = Duration::from_millis(300))
+        .start()
+        .await;
     let started = std::time::Instant::now();
     let message = upstream_error(&server).await;
     assert!(message.contains("timeout"), "{message}");
@@ -125,10 +132,11 @@ async fn idle_timeout_between_events() {
         Piece::Raw(chunk(json!({"content":"first "}))),
         Piece::Hang,
     ]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.llm.idle_timeout = Duration::from_millis(300)
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.llm.idle_timeout = Duration::from_millis(300))
+        .start()
+        .await;
     let message = upstream_error(&server).await;
     assert!(message.contains("timeout"), "{message}");
     server.shutdown().await;
@@ -147,7 +155,7 @@ async fn keepalive_comments_and_split_events_are_fine() {
         Piece::Raw(": ping\n\n".into()),
         Piece::Raw("data: [DONE]\n\n".into()),
     ]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
@@ -172,7 +180,7 @@ async fn a_stream_split_into_single_bytes_still_parses() {
             .map(|b| Piece::Bytes(vec![b]))
             .collect(),
     ));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let mut client = server.connect().await;
     let frames = client
         .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
@@ -190,13 +198,15 @@ async fn no_credential_of_the_base_url_reaches_an_error_frame() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let server = TestServer::start(None, |c| {
-        c.llm.base_url = Some(format!(
-            "http://canaryuser:canarypass@127.0.0.1:{port}/v1?key=canarykey"
-        ));
-        c.agent.retry.retries = 0;
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(|c| {
+            c.llm.base_url = Some(format!(
+                "http://canaryuser:canarypass@127.0.0.1:{port}/v1?key=canarykey"
+            ));
+            c.agent.retry.retries = 0;
+        })
+        .start()
+        .await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains(&format!("http://127.0.0.1:{port}/v1")),
@@ -212,10 +222,13 @@ async fn no_credential_of_the_base_url_reaches_an_error_frame() {
     let base = upstream
         .base_url
         .replace("http://", "http://canaryuser:canarypass@");
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.llm.base_url = Some(format!("{base}?key=canarykey"));
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.llm.base_url = Some(format!("{base}?key=canarykey"));
+        })
+        .start()
+        .await;
     let message = upstream_error(&server).await;
     assert!(
         message.contains("403") && !message.contains("canary"),

@@ -96,16 +96,15 @@ async fn espeak_speaks_every_sentence_in_order_with_the_persistent_hook_between(
         "called skills.",
     ]));
     let tts = command_tts("espeak-ng --stdout");
-    let server = TestServer::start_in(
-        workspace,
-        Some(&upstream),
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(workspace)
+        .upstream(&upstream)
+        .config(move |c| {
             c.skills_dir = skills;
             tts(c);
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let frames = chat(
         &server,
         json!({"type":"chat","id":"v","input":"what is here?","voice":true}),
@@ -201,7 +200,11 @@ async fn an_openai_compatible_speech_server_speaks_each_sentence_in_order() {
     let upstream = FakeUpstream::start().await;
     let (base_url, seen) = fake_speech_server(false).await;
     upstream.push(Reply::text(&["One. Two", "! Three? Fo", "ur."]));
-    let server = TestServer::start(Some(&upstream), openai_tts(&base_url)).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(openai_tts(&base_url))
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"count","voice":true})).await;
     let audio = of_type(&frames, "audio");
     let got: Vec<(String, String)> = audio
@@ -241,11 +244,11 @@ async fn an_openai_compatible_speech_server_speaks_each_sentence_in_order() {
 async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["First. Second. Third."]));
-    let server = TestServer::start(
-        Some(&upstream),
-        command_tts("echo 'engine broke' >&2; exit 3"),
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(command_tts("echo 'engine broke' >&2; exit 3"))
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"hi","voice":true})).await;
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1, "{frames:#?}");
@@ -261,7 +264,11 @@ async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
     // The same with a speech server that answers 503.
     let (base_url, _) = fake_speech_server(true).await;
     upstream.push(Reply::text(&["Alpha. Beta."]));
-    let server = TestServer::start(Some(&upstream), openai_tts(&base_url)).await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(openai_tts(&base_url))
+        .start()
+        .await;
     let frames = chat(&server, json!({"type":"chat","input":"hi","voice":true})).await;
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1, "{frames:#?}");
@@ -276,7 +283,7 @@ async fn a_failing_engine_gives_one_notice_and_the_answer_as_text() {
 async fn voice_without_a_configured_engine_is_a_notice_and_text() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Plain. Text."]));
-    let server = TestServer::start(Some(&upstream), |_| {}).await;
+    let server = TestServer::builder().upstream(&upstream).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"hi","voice":true})).await;
     let notices = of_type(&frames, "notice");
     assert_eq!(notices.len(), 1);
@@ -310,11 +317,13 @@ async fn cancel_stops_synthesis_and_kills_the_engine() {
         Piece::Hang,
     ]));
     // The engine records its pid and then blocks on a gate file that never comes.
-    let server = TestServer::start(
-        Some(&upstream),
-        command_tts("echo $$ >> pids; while [ ! -e gate ]; do sleep 0.05; done; cat"),
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(command_tts(
+            "echo $$ >> pids; while [ ! -e gate ]; do sleep 0.05; done; cat",
+        ))
+        .start()
+        .await;
     let pids = server.workspace.path().join("pids");
     let mut client = server.connect().await;
     client
@@ -375,16 +384,18 @@ async fn fake_transcriber() -> (String, Seen<Vec<u8>>) {
 #[tokio::test]
 async fn transcribe_sends_the_audio_to_the_transcription_server_behind_the_token() {
     let (base_url, seen) = fake_transcriber().await;
-    let server = TestServer::start(None, move |c| {
-        c.auth_token = Some("tok".into());
-        c.voice.stt = Some(SttSettings {
-            base_url,
-            api_key: Some("sk-stt".into()),
-            model: "whisper-test".into(),
-            timeout: Duration::from_secs(10),
-        });
-    })
-    .await;
+    let server = TestServer::builder()
+        .config(move |c| {
+            c.auth_token = Some("tok".into());
+            c.voice.stt = Some(SttSettings {
+                base_url,
+                api_key: Some("sk-stt".into()),
+                model: "whisper-test".into(),
+                timeout: Duration::from_secs(10),
+            });
+        })
+        .start()
+        .await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let url = server.url("/api/transcribe");

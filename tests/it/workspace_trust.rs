@@ -52,7 +52,11 @@ async fn a_cloned_workspace_hook_file_does_not_run_until_trusted() {
         "pre_send_message:\n  - command: 'touch server-ran'\n",
     )
     .unwrap();
-    let server = TestServer::start_in(dir, None, |c| c.hooks_file = Some(server_file), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(|c| c.hooks_file = Some(server_file))
+        .start()
+        .await;
     one_chat(&server).await;
     let root = server.workspace.path().to_path_buf();
     assert!(root.join("server-ran").exists(), "the server hook ran");
@@ -192,7 +196,11 @@ async fn trusting_with_yes_pins_each_file_privately_and_its_hooks_run() {
     assert_eq!(mode(&store), 0o600);
     assert_eq!(mode(&state_dir), 0o700);
 
-    let server = TestServer::start_in(dir, None, |c| c.state_dir = Some(state_dir), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(|c| c.state_dir = Some(state_dir))
+        .start()
+        .await;
     one_chat(&server).await;
     assert!(
         server.workspace.path().join("pwned").exists(),
@@ -282,7 +290,11 @@ async fn a_new_file_beside_trusted_ones_is_not_trusted() {
     let state = tempfile::tempdir().unwrap();
     trust(dir.path(), state.path());
     let state_dir = state.path().to_path_buf();
-    let server = TestServer::start_in(dir, None, |c| c.state_dir = Some(state_dir), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(|c| c.state_dir = Some(state_dir))
+        .start()
+        .await;
     let root = server.workspace.path().to_path_buf();
     std::fs::create_dir_all(root.join(".hookwire/hooks")).unwrap();
     std::fs::write(
@@ -313,16 +325,14 @@ async fn a_file_that_changes_stops_running_even_when_the_reload_is_refused() {
     .unwrap();
     let state_dir = state.path().to_path_buf();
     let file = server_file.clone();
-    let server = TestServer::start_in(
-        dir,
-        None,
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(move |c| {
             c.state_dir = Some(state_dir);
             c.hooks_file = Some(file);
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let root = server.workspace.path().to_path_buf();
     // The operator's file breaks (a reload is refused) while the workspace file changes.
     std::fs::write(&server_file, "pre_send_message: [[[\n").unwrap();
@@ -410,7 +420,11 @@ async fn trust_workspace_hooks_trusts_every_workspace_file() {
         &[("HOOKWIRE_TRUST_WORKSPACE_HOOKS", Path::new("true"))],
     );
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
-    let server = TestServer::start_in(dir, None, |c| c.trust_workspace_hooks = true, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .trust_workspace_hooks()
+        .start()
+        .await;
     one_chat(&server).await;
     assert!(server.workspace.path().join("pwned").exists());
     assert_eq!(info(server.addr).await["untrusted_hook_files"], json!([]));
@@ -492,7 +506,11 @@ async fn a_trust_file_inside_the_workspace_is_never_read() {
         "{}",
         stderr(&output)
     );
-    let server = TestServer::start_in(dir, None, |c| c.state_dir = Some(forged), |b| b).await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .config(|c| c.state_dir = Some(forged))
+        .start()
+        .await;
     one_chat(&server).await;
     assert!(!server.workspace.path().join("pwned").exists());
     assert_eq!(

@@ -34,7 +34,10 @@
 //!   and nothing of their answer but a `systemMessage` notice comes back.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The runtime's clock, so that tests on paused time see the budget run out.
+use tokio::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -75,7 +75,11 @@ async fn conversations_switch_survive_reload_and_export_in_firefox() {
 
 async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page, name: &str) {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     // Tools off: one upstream request per chat, its messages the history plus the input.
     browser
@@ -457,7 +461,7 @@ async fn the_page_follows_a_dark_system_setting_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
         return;
     };
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&server.url("/")).await;
     let colours = "(() => { const s = (q) => getComputedStyle(document.querySelector(q)); return [s('body').backgroundColor, s('body').color, s('#composer textarea').backgroundColor]; })()";
     assert_eq!(

@@ -55,17 +55,16 @@ pub async fn server_with_hooks(upstream: Option<&FakeUpstream>) -> (TestServer, 
     );
     let state_dir = outside.path().join("state");
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
-    let server = TestServer::start_in(
-        workspace,
-        upstream,
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(workspace)
+        .upstream(upstream)
+        .config(move |c| {
             c.hooks_file = Some(hooks_file);
             c.state_dir = Some(state_dir);
             c.skills_dir = skills;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     (server, outside)
 }
 

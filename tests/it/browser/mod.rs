@@ -28,13 +28,12 @@ use crate::common::*;
 
 async fn server_with_example_skills(upstream: &FakeUpstream) -> TestServer {
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
-    TestServer::start_in(
-        workspace(),
-        Some(upstream),
-        move |c| c.skills_dir = skills,
-        |b| b,
-    )
-    .await
+    TestServer::builder()
+        .workspace(workspace())
+        .upstream(upstream)
+        .skills(skills)
+        .start()
+        .await
 }
 
 /// The turn's list of steps: its label, what each step holds, and whether the answer comes right
@@ -227,7 +226,11 @@ async fn stop_cancels_the_running_chat_in_chromium() {
     };
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")
@@ -303,7 +306,11 @@ async fn a_lost_connection_ends_the_running_chat_in_chromium() {
     };
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::endless());
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     let relay = Relay::start(server.addr).await;
     browser.open(&format!("http://{}/", relay.addr)).await;
     browser
@@ -383,13 +390,12 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     };
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(400, "model overloaded".into()));
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |_| {},
-        |b| b.hook(std::sync::Arc::new(Greeter)),
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(|b| b.hook(std::sync::Arc::new(Greeter)))
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     assert_eq!(
         browser
@@ -420,7 +426,7 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     );
     server.shutdown().await;
 
-    let demo = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let demo = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&demo.url("/")).await;
     assert_eq!(
         browser
@@ -503,7 +509,7 @@ async fn the_page_reconnects_when_the_server_comes_back() {
     let Some(mut browser) = Chromium::launch().await else {
         return;
     };
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     let addr = server.addr;
     browser.open(&server.url("/")).await;
     server.shutdown().await;
@@ -527,7 +533,11 @@ async fn the_page_reconnects_when_the_server_comes_back() {
         "the draft is kept and nothing was sent"
     );
     // The same address again: the page's back-off finds it without a reload.
-    let again = TestServer::start_in(workspace(), None, |c| c.addr = addr.to_string(), |b| b).await;
+    let again = TestServer::builder()
+        .workspace(workspace())
+        .config(|c| c.addr = addr.to_string())
+        .start()
+        .await;
     assert_eq!(again.addr, addr);
     browser
         .wait_for("document.body.dataset.state === 'idle' && document.getElementById('status-text').innerText === 'connected'")
@@ -547,13 +557,11 @@ async fn a_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
         return;
     };
-    let server = TestServer::start_in(
-        crate::demo::workspace(),
-        None,
-        |c| c.skills_dir = crate::demo::skills_dir(),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(crate::demo::workspace())
+        .skills(crate::demo::skills_dir())
+        .start()
+        .await;
     // A desktop screen tall enough for both exchanges.
     browser
         .call(
@@ -640,13 +648,11 @@ async fn the_page_brings_the_access_token_in_firefox() {
 /// it out of the address bar, chats with it, still has it after a reload, and without it says
 /// what to do.
 async fn the_page_brings_the_access_token(browser: &mut impl Page) {
-    let server = TestServer::start_in(
-        workspace(),
-        None,
-        |c| c.auth_token = Some("tok en/1".into()),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .config(|c| c.auth_token = Some("tok en/1".into()))
+        .start()
+        .await;
     browser.open(&server.url("/#token=tok%20en%2F1")).await;
     assert_eq!(
         browser
@@ -709,13 +715,16 @@ async fn compaction_dividers_and_the_compact_action(browser: &mut impl Page) {
     upstream.push(Reply::text(&["short two"]));
     upstream.push(Reply::text(&["SUMMARY ONE: a long alpha answer."]));
     upstream.push(Reply::text(&["short three"]));
-    let server = TestServer::start(Some(&upstream), |c| {
-        c.agent.secret = Some("page-secret".into());
-        c.agent.context.window_tokens = Some(1_000);
-        c.agent.context.compact_threshold = 0.5;
-        c.agent.context.keep_recent_groups = 1;
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.agent.secret = Some("page-secret".into());
+            c.agent.context.window_tokens = Some(1_000);
+            c.agent.context.compact_threshold = 0.5;
+            c.agent.context.keep_recent_groups = 1;
+        })
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     let answers = |n: usize| {
         format!("document.querySelectorAll('.msg.assistant').length === {n} && document.body.dataset.state === 'idle'")
@@ -878,13 +887,12 @@ async fn approve_and_deny_from_the_page(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "SECRET NOTES").unwrap();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| c.agent.approval.require_approval = vec!["read_file".into()],
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| c.agent.approval.require_approval = vec!["read_file".into()])
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     let idle_with = |selector: &str| {
         format!("document.body.dataset.state === 'idle' && !!document.querySelector('{selector}')")
@@ -1077,7 +1085,11 @@ async fn a_follow_up_uses_an_earlier_tool_result(browser: &mut impl Page) {
         &[("call_ls", "list_dir", json!({"path": "."}))],
         "There are two files.",
     );
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser.type_and_enter("list the files").await;
     browser

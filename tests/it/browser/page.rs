@@ -34,7 +34,7 @@ async fn transcript_and_composer_share_one_column_in_firefox() {
 /// At 1280, 1920 and phone width, with the side panel shown (desktop) or not (phone): the
 /// composer sits under the transcript, left and right edges equal, never under the panel.
 async fn transcript_and_composer_share_one_column(browser: &mut impl Page) {
-    let server = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let server = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&server.url("/")).await;
     browser.type_and_enter("hello").await;
     browser
@@ -113,7 +113,11 @@ async fn markdown_from_real_models(browser: &mut impl Page) {
     upstream.push(Reply::text(
         &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")
@@ -186,7 +190,11 @@ async fn working_indicator_then_streaming_cursor(browser: &mut impl Page) {
         Box::new(Reply::text(&["Late answer."])),
     ));
     upstream.push(Reply::endless());
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")
@@ -241,13 +249,11 @@ async fn starter_prompts_on_the_empty_state_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
         return;
     };
-    let server = TestServer::start_in(
-        crate::demo::workspace(),
-        None,
-        |c| c.skills_dir = crate::demo::skills_dir(),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(crate::demo::workspace())
+        .skills(crate::demo::skills_dir())
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     assert_eq!(
         browser
@@ -301,7 +307,11 @@ async fn favicon_theme_banner_and_small_things_in_firefox() {
 /// streams, no "0 in · 0 out" under a cancelled reply, and a reopened conversation at its bottom.
 async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     let icon = browser
         .eval("(async () => { const r = await fetch('/favicon.ico'); const bitmap = await createImageBitmap(await r.blob());
@@ -426,7 +436,7 @@ async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
     server.shutdown().await;
 
     // The demo banner: dismissed, it stays away.
-    let demo = TestServer::start_in(workspace(), None, |_| {}, |b| b).await;
+    let demo = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&demo.url("/")).await;
     assert_eq!(
         browser
@@ -497,16 +507,15 @@ async fn accessibility_of_every_view_in_firefox() {
 async fn accessibility_of_every_view(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let dir = crate::demo::workspace();
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(|c| {
             c.skills_dir = crate::demo::skills_dir();
             c.agent.approval.require_approval = vec!["read_file".into()];
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     browser.set_viewport(1280, 900).await;
     browser.open(&server.url("/")).await;
     let mut found = Vec::new();
@@ -580,13 +589,12 @@ async fn every_control_is_reached_by_keyboard_with_a_visible_focus_in_chromium()
         return;
     };
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(
-        crate::demo::workspace(),
-        Some(&upstream),
-        |c| c.skills_dir = crate::demo::skills_dir(),
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(crate::demo::workspace())
+        .upstream(&upstream)
+        .skills(crate::demo::skills_dir())
+        .start()
+        .await;
     browser.set_viewport(1280, 900).await;
     browser.open(&server.url("/")).await;
     upstream.push(Reply::text(&["[NEED_TOOL] list them"]));
@@ -678,13 +686,12 @@ async fn retry_regenerate_and_edit(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "model overloaded".into()));
     // No upstream retries: the 500 reaches the person, who retries.
-    let server = TestServer::start_in(
-        workspace(),
-        Some(&upstream),
-        |c| c.agent.retry.retries = 0,
-        |b| b,
-    )
-    .await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .config(|c| c.agent.retry.retries = 0)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")
@@ -829,18 +836,16 @@ async fn readme_screenshots_in_chromium() {
         .unwrap();
     }
     let state_dir = base.join("state");
-    let server = TestServer::start_in(
-        project,
-        None,
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(project)
+        .config(move |c| {
             c.skills_dir = crate::demo::skills_dir();
             c.hooks_file = Some(server_hooks);
             c.state_dir = Some(state_dir);
             c.agent.approval.require_approval = vec!["read_file".into()];
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser/docs");
     std::fs::create_dir_all(&out).unwrap();
     let shoot = async |browser: &mut Chromium, name: &str| {
@@ -946,7 +951,11 @@ async fn streaming_renders_at_most_once_per_frame_in_chromium() {
     upstream.push(Reply::text(
         &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("(() => { document.getElementById('tools-switch').click();

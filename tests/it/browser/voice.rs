@@ -23,16 +23,15 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
     ));
     upstream.push(Reply::text(&["There is one file. It is called skills."]));
     let tts = command_tts("espeak-ng --stdout");
-    let server = TestServer::start_in(
-        workspace,
-        Some(&upstream),
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(workspace)
+        .upstream(&upstream)
+        .config(move |c| {
             c.skills_dir = skills;
             tts(c);
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .wait_for(

@@ -253,7 +253,8 @@ async fn on_error_skip_goes_on_and_abort_ends_the_chain() {
     }
 }
 
-#[tokio::test]
+// Paused time: the scripted timeout sleeps on a clock the runtime moves on at once.
+#[tokio::test(start_paused = true)]
 async fn a_timeout_is_told_by_its_variant_not_by_its_message() {
     let yaml = "stop:\n  - {name: says, command: x}\n  - {name: slow, command: x, timeout: 0.05}\n  - {name: bad, command: x}\n  - {name: ok, command: x}\n";
     let runner = Scripted::new(|name, _| match name {
@@ -275,7 +276,8 @@ async fn a_timeout_is_told_by_its_variant_not_by_its_message() {
     assert_eq!(outcome.control, None);
 }
 
-#[tokio::test]
+// Paused time: the scripted timeout sleeps on a clock the runtime moves on at once.
+#[tokio::test(start_paused = true)]
 async fn each_timeout_is_cut_to_the_budget_and_a_spent_budget_skips_the_rest() {
     let yaml = "stop:\n  - {name: a, command: x, timeout: 10}\n  - {name: b, command: x}\n";
     let runner = Scripted::new(|_, _| RunResult::Timeout);

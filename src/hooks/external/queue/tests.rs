@@ -86,7 +86,9 @@ async fn a_full_queue_drops_the_run_and_says_so() {
     assert!(queue.submit(job(&hook, None)));
 }
 
-#[tokio::test]
+// Paused time: the runtime moves the clock only once every task waits, so the pause below
+// lets everything that could start do so.
+#[tokio::test(start_paused = true)]
 async fn at_most_the_workers_run_at_once_and_the_rest_wait_in_the_queue() {
     let runner = Arc::new(Gated::default());
     let queue = AsyncHooks::new(runner.clone(), 16, 16);
@@ -135,16 +137,20 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shutdown_takes_no_more_runs_and_ends_the_running_ones_after_the_grace() {
     let runner = Arc::new(Gated::default());
     let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     assert!(queue.submit(job(&hook, None)));
     until(|| runner.started.load(Ordering::SeqCst) == 1).await;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     queue.shutdown(Duration::from_millis(100)).await;
     assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() >= Duration::from_millis(100),
+        "it waited the grace"
+    );
     assert_eq!(
         runner.dropped.load(Ordering::SeqCst),
         1,

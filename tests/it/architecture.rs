@@ -1,0 +1,340 @@
+//! ARCHITECTURE.md's rules on the shape of `src/` that a machine can check (the layers are
+//! `layers.rs`): small files, no circle between files, errors typed at the seams.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::source::{
+    file_named, library_files, module_files, module_path, paths, production_code, src_dir,
+};
+
+/// The most lines a file of `src/` may have (unit-test files aside).
+const MAX_LINES: usize = 600;
+
+fn shown(file: &Path) -> String {
+    file.strip_prefix(src_dir().parent().unwrap())
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+#[test]
+#[ignore = "until #26 merges: config.rs, server/frames.rs, hooks/external/, llm/anthropic.rs, server/access.rs and trust_command.rs are split on other branches; server/session.rs (667 lines) is not yet"]
+fn no_source_file_is_over_600_lines() {
+    let mut long: Vec<String> = library_files()
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).unwrap().lines().count();
+            (lines > MAX_LINES).then(|| format!("{}: {lines} lines", shown(file)))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines (move unit tests to a `tests.rs`, split the rest by job):\n{}",
+        long.join("\n")
+    );
+}
+
+/// Every file's imports of other files of the crate: the paths its code (outside unit-test
+/// modules) names with `crate::`, `super::` or `self::`, in `use` declarations or in place.
+fn import_graph() -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let src = src_dir();
+    let files = library_files();
+    let modules = module_files(&files);
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let own = module_path(&src, file);
+        let imports: BTreeSet<PathBuf> = paths(&production_code(file))
+            .iter()
+            .filter_map(|(_, path)| file_named(&modules, &own, path))
+            .filter(|named| *named != file)
+            .cloned()
+            .collect();
+        graph.insert(file.clone(), imports);
+    }
+    graph
+}
+
+/// The groups of files that import each other in a circle (Tarjan's strongly connected
+/// components of more than one file).
+fn circles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, usize>,
+        low: BTreeMap<&'a PathBuf, usize>,
+        stack: Vec<&'a PathBuf>,
+        on_stack: BTreeSet<&'a PathBuf>,
+        found: Vec<Vec<PathBuf>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, file: &'a PathBuf) {
+            let n = self.index.len();
+            self.index.insert(file, n);
+            self.low.insert(file, n);
+            self.stack.push(file);
+            self.on_stack.insert(file);
+            for next in self.graph.get(file).into_iter().flatten() {
+                if !self.index.contains_key(next) {
+                    self.visit(next);
+                    let low = self.low[file].min(self.low[next]);
+                    self.low.insert(file, low);
+                } else if self.on_stack.contains(next) {
+                    let low = self.low[file].min(self.index[next]);
+                    self.low.insert(file, low);
+                }
+            }
+            if self.low[file] == self.index[file] {
+                let mut group = Vec::new();
+                while let Some(member) = self.stack.pop() {
+                    self.on_stack.remove(member);
+                    group.push(member.clone());
+                    if member == file {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    group.sort();
+                    self.found.push(group);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for file in graph.keys() {
+        if !walk.index.contains_key(file) {
+            walk.visit(file);
+        }
+    }
+    walk.found
+}
+
+/// The one circle ARCHITECTURE.md allows: one chat's state (`agent/run.rs`, `ChatRun`) with its
+/// phases in files of their own, each an `impl ChatRun` block that reads the state it is given.
+fn is_the_chat_run_split(group: &[PathBuf]) -> bool {
+    let agent = src_dir().join("agent");
+    group.iter().all(|file| {
+        let code = production_code(file);
+        file.starts_with(&agent)
+            && (code.contains("impl ChatRun") || code.contains("struct ChatRun"))
+    })
+}
+
+#[test]
+#[ignore = "until #26 merges: the circles in hooks/external/ are untied on another branch"]
+fn no_circle_between_files_but_the_chat_run_split() {
+    let found: Vec<String> = circles(&import_graph())
+        .into_iter()
+        .filter(|group| !is_the_chat_run_split(group))
+        .map(|group| {
+            let names: Vec<String> = group.iter().map(|f| shown(f)).collect();
+            names.join(" ↔ ")
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "files that import each other in a circle:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_sees_a_circle_and_nothing_else() {
+    let file = |name: &str| PathBuf::from(name);
+    let mut graph = BTreeMap::new();
+    graph.insert(file("a"), BTreeSet::from([file("b")]));
+    graph.insert(file("b"), BTreeSet::from([file("c")]));
+    graph.insert(file("c"), BTreeSet::from([file("a"), file("d")]));
+    graph.insert(file("d"), BTreeSet::new());
+    assert_eq!(circles(&graph), [vec![file("a"), file("b"), file("c")]]);
+    graph.insert(file("c"), BTreeSet::from([file("d")]));
+    assert!(circles(&graph).is_empty());
+}
+
+#[test]
+fn the_import_graph_follows_crate_super_and_self_paths() {
+    let src = src_dir();
+    let graph = import_graph();
+    // `app` wires the hooks and the skills: both are files it imports.
+    let app = &graph[&src.join("app.rs")];
+    assert!(
+        app.iter().any(|f| f.starts_with(src.join("hooks"))),
+        "{app:?}"
+    );
+    assert!(
+        app.iter().any(|f| f.starts_with(src.join("skills"))),
+        "{app:?}"
+    );
+}
+
+/// `Result<T, String>` in a signature, with the text inside the angle brackets.
+fn string_errors(signature: &str) -> bool {
+    let mut rest = signature;
+    while let Some(at) = rest.find("Result<") {
+        let inner = &rest[at + "Result<".len()..];
+        let mut depth = 0;
+        let mut last_comma = None;
+        let mut end = inner.len();
+        for (i, c) in inner.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => last_comma = Some(i),
+                _ => {}
+            }
+        }
+        if let Some(comma) = last_comma {
+            if inner[comma + 1..end].trim() == "String" {
+                return true;
+            }
+        }
+        rest = inner;
+    }
+    false
+}
+
+/// The signatures (from `fn` to the body or `;`) of a file's functions that other modules can
+/// call: `pub` and `pub(crate)` functions, and every function of a `pub` / `pub(crate)` trait.
+fn public_signatures(code: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut trait_depth: Option<usize> = None;
+    let mut depth = 0usize;
+    let lines: Vec<&str> = code.lines().collect();
+    for (number, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let visible = trimmed.starts_with("pub fn")
+            || trimmed.starts_with("pub async fn")
+            || trimmed.starts_with("pub(crate) fn")
+            || trimmed.starts_with("pub(crate) async fn");
+        let in_trait = trait_depth.is_some_and(|d| depth == d + 1);
+        let is_fn = trimmed.starts_with("fn ") || trimmed.starts_with("async fn ");
+        if visible || (in_trait && is_fn) {
+            let mut signature = String::new();
+            for next in &lines[number..] {
+                let cut = next.find(['{', ';']);
+                signature.push_str(&next[..cut.unwrap_or(next.len())]);
+                signature.push(' ');
+                if cut.is_some() {
+                    break;
+                }
+            }
+            found.push((number + 1, signature));
+        }
+        if (trimmed.starts_with("pub trait") || trimmed.starts_with("pub(crate) trait"))
+            && trait_depth.is_none()
+        {
+            trait_depth = Some(depth);
+        }
+        for c in line.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if trait_depth == Some(depth) {
+                        trait_depth = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+#[test]
+#[ignore = "until #26 merges: one error type per seam is on another branch"]
+fn no_string_error_crosses_a_module_boundary() {
+    let mut found = Vec::new();
+    for file in library_files() {
+        for (line, signature) in public_signatures(&production_code(&file)) {
+            if string_errors(&signature) {
+                let signature = signature.split_whitespace().collect::<Vec<_>>().join(" ");
+                found.push(format!("{}:{line}: {signature}", shown(&file)));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`Result<_, String>` in a function other modules call (give the seam an error type):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_check_reads_signatures() {
+    assert!(string_errors(
+        "pub fn f(x: u8) -> Result<Vec<(u8, String)>, String> "
+    ));
+    assert!(!string_errors("pub fn f() -> Result<String, Error> "));
+    assert!(!string_errors(
+        "pub fn f() -> Result<(), Box<dyn Fn(String) -> String>> "
+    ));
+    let code = "pub trait Tool {\n    fn prepare(&self) -> Result<u8, String>;\n    fn name(&self) -> String {\n        String::new()\n    }\n}\nfn private() -> Result<(), String> {}\npub(crate) fn across(\n    a: u8,\n) -> Result<(), String> {\n}\n";
+    let lines: Vec<usize> = public_signatures(code)
+        .into_iter()
+        .filter(|(_, s)| string_errors(s))
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(lines, [2, 8]);
+}
+
+/// The places in `code` that name one of `names` as a path's start (`axum::…`, `mcp::…`,
+/// `crate::mcp::…`, `super::super::server::…`), as line numbers.
+fn naming(code: &str, names: &[&str]) -> Vec<usize> {
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for name in names {
+            let needle = format!("{name}::");
+            let mut from = 0;
+            while let Some(at) = line[from..].find(&needle) {
+                let at = from + at;
+                let before = line[..at].chars().next_back();
+                let word_start = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                let in_crate_path = line[..at].ends_with("::")
+                    && ["crate::", "super::"]
+                        .iter()
+                        .any(|p| line[..at].ends_with(p));
+                if word_start && (before != Some(':') || in_crate_path) {
+                    found.push(number + 1);
+                }
+                from = at + needle.len();
+            }
+        }
+    }
+    found.dedup();
+    found
+}
+
+/// "The agent never sees axum or JSON frames" and "nothing in the agent names MCP": the chat
+/// knows tools only as `Tool`s and the server only through what it streams.
+#[test]
+fn the_agent_names_neither_axum_nor_the_frames_nor_mcp() {
+    let agent = src_dir().join("agent");
+    let mut found = Vec::new();
+    for file in library_files()
+        .into_iter()
+        .filter(|f| f.starts_with(&agent))
+    {
+        for line in naming(&production_code(&file), &["axum", "server", "mcp"]) {
+            found.push(format!("{}:{line}", shown(&file)));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_name_check_sees_a_path_and_nothing_else() {
+    let code = "use axum::Router;\nlet x = rmcp::Tool;\nuse crate::mcp::McpTool;\nlet y = self.server;\nuse super::super::server::frames;\nuse crate::hooks::server::x;\n";
+    assert_eq!(naming(code, &["axum", "server", "mcp"]), [1, 3, 5]);
+}
