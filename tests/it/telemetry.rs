@@ -419,12 +419,15 @@ async fn an_mcp_stdio_server_started_outside_chats_gets_the_traceparent_of_its_s
         ..McpServerSpec::default()
     };
     let settings = McpServerSettings::new("test", spec, McpOrigin::Config).unwrap();
-    let server = TestServer::start(Some(&upstream), move |c| {
-        c.mcp_servers = vec![settings];
-        c.telemetry.otlp_endpoint = Some(base);
-        c.telemetry.batch_delay = Some(Duration::from_millis(50));
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(move |c| {
+            c.mcp_servers = vec![settings];
+            c.telemetry.otlp_endpoint = Some(base);
+            c.telemetry.batch_delay = Some(Duration::from_millis(50));
+        })
+        .start()
+        .await;
     crate::mcp::running(&server, 1).await;
     assert!(
         eventually(Duration::from_secs(10), || async {

@@ -319,7 +319,11 @@ fn history_of(title: &str) -> String {
 /// and the page goes on without a `busy` error.
 async fn new_switch_rename_and_delete_while_a_reply_streams(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
-    let server = TestServer::start_in(workspace(), Some(&upstream), |_| {}, |b| b).await;
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
     browser
         .eval("document.getElementById('tools-switch').click()")

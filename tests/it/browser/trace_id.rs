@@ -44,11 +44,14 @@ async fn a_turn_shows_its_trace_id(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Hello there."]));
     upstream.push(Reply::Status(400, "model overloaded".into()));
-    let server = TestServer::start(Some(&upstream), move |c| {
-        c.telemetry.otlp_endpoint = Some(base);
-        c.telemetry.batch_delay = Some(Duration::from_millis(50));
-    })
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(move |c| {
+            c.telemetry.otlp_endpoint = Some(base);
+            c.telemetry.batch_delay = Some(Duration::from_millis(50));
+        })
+        .start()
+        .await;
     browser.open(&server.url("/")).await;
 
     browser.type_and_enter("hello").await;
