@@ -156,7 +156,7 @@ impl Runner {
                 let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
                 match execute(command, &env, &self.cwd, input, timeout).await {
                     Ok(run) => super::dialect::command_result(hook.dialect, run),
-                    Err(error) => RunResult::Error(error),
+                    Err(error) => RunResult::Error(error.to_string()),
                 }
             }
             Handler::Http { url, headers } => {
@@ -375,7 +375,7 @@ pub(crate) async fn run_command(
 ) -> RunResult {
     match execute(command, env, cwd, input, timeout).await {
         Ok(run) => super::dialect::command_result(super::event::Dialect::Hookwire, run),
-        Err(error) => RunResult::Error(error),
+        Err(error) => RunResult::Error(error.to_string()),
     }
 }
 

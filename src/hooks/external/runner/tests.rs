@@ -63,7 +63,8 @@ async fn a_command_past_its_timeout_is_a_timeout_not_an_error() {
         &json!({}),
         Duration::from_millis(100),
     )
-    .await;
+    .await
+    .map_err(|error| error.to_string());
     assert_eq!(
         run,
         Ok(CommandRun {
