@@ -54,13 +54,23 @@ pub(crate) fn environment(
     environment_with(lookup, hook, own)
 }
 
+/// Why a hook agent's sub-run gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SubAgentError {
+    /// The sub-run ended with an error (its message).
+    #[error("{0}")]
+    Failed(String),
+    #[error("it ended without an answer")]
+    NoAnswer,
+}
+
 /// The bounded sub-run behind `agent` hooks: a task in, the agent's final answer out. The agent
 /// layer implements it for `AgentClient` (hooks sit below the agent, so they know it only by this
 /// trait).
 #[async_trait::async_trait]
 pub(crate) trait SubAgent: Send + Sync {
     /// The sub-run's answer; its model calls are charged to `spend` (the calling chat's).
-    async fn answer(&self, task: String, spend: Arc<HookSpend>) -> Result<String, String>;
+    async fn answer(&self, task: String, spend: Arc<HookSpend>) -> Result<String, SubAgentError>;
 }
 
 /// What the handlers need from the server.

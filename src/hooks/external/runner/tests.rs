@@ -133,7 +133,7 @@ impl SubAgent for Fixed {
         &self,
         _task: String,
         _: Arc<crate::hooks::spend::HookSpend>,
-    ) -> Result<String, String> {
+    ) -> Result<String, SubAgentError> {
         Ok(self.0.to_string())
     }
 }
