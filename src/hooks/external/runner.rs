@@ -80,7 +80,8 @@ pub(crate) struct Runner {
     pub(crate) model_name: String,
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
     pub(crate) sub_agent: Arc<dyn SubAgent>,
-    /// The configured hook agents an `agent` hook may name (seed 004: 指定 agent).
+    /// The configured hook agents an `agent` hook may name (`agent: NAME`, as in the OpenHarness
+    /// format).
     pub(crate) agents: std::collections::BTreeMap<String, Arc<dyn SubAgent>>,
     pub(crate) cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
