@@ -21,8 +21,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
 use super::settings::{McpServerSettings, McpTransport};
-use crate::hooks::external::config::expand;
-use crate::hooks::external::process::{plain_environment, ServerChild};
+use crate::process::expand;
+use crate::process::{plain_environment, ServerChild};
 
 /// Lines of a stdio server's stderr kept to say why it ended.
 const STDERR_LINES: usize = 5;
@@ -129,7 +129,8 @@ pub(crate) async fn connect(
         } => {
             let env = plain_environment(lookup, env);
             let cwd = settings.working_dir(workspace);
-            let mut child = ServerChild::spawn(command, args, &env, &cwd)?;
+            let mut child =
+                ServerChild::spawn(command, args, &env, &cwd).map_err(|e| e.to_string())?;
             let stderr = Arc::new(StderrTail::default());
             let mut stderr_reader = child
                 .stderr

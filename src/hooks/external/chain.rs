@@ -39,44 +39,16 @@ use std::time::Duration;
 // The runtime's clock, so that tests on paused time see the budget run out.
 use tokio::time::Instant;
 
-use async_trait::async_trait;
-use serde_json::Value;
-
 use super::config::{HookDef, OnError};
 use super::dialect;
 use super::event::Event;
+use super::hook_run::{over_limit, run_hook, Failure, RunHook};
 use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::queue::{AsyncHooks, Job};
-use super::runner::{RunResult, Runner};
-use crate::hooks::spend::{Exhausted, HookSpend};
+use super::stats::Ran;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::LateEvents;
-use crate::types::{Message, Role};
-
-/// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
-/// Its model calls, if it makes any, are charged to `spend` (the chat's).
-#[async_trait]
-pub(super) trait RunHook: Send + Sync {
-    async fn run(
-        &self,
-        hook: &HookDef,
-        input: &Value,
-        timeout: Duration,
-        spend: &Arc<HookSpend>,
-    ) -> RunResult;
-}
-
-#[async_trait]
-impl RunHook for Runner {
-    async fn run(
-        &self,
-        hook: &HookDef,
-        input: &Value,
-        timeout: Duration,
-        spend: &Arc<HookSpend>,
-    ) -> RunResult {
-        Runner::run(self, hook, input, timeout, spend).await
-    }
-}
+use crate::types::Message;
 
 /// One event's chain: its hooks, in order, and the time they may take in all.
 pub(super) struct Chain<'a> {
@@ -140,46 +112,6 @@ pub(super) enum ChainControl {
     Ask(String),
 }
 
-/// How one hook's run ended: the `outcome` label of its metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ran {
-    Success,
-    Skip,
-    Block,
-    /// It asked for the person's approval.
-    Ask,
-    Timeout,
-    Failure,
-}
-
-impl Ran {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Ran::Success => "success",
-            Ran::Skip => "skip",
-            Ran::Block => "block",
-            Ran::Ask => "ask",
-            Ran::Timeout => "timeout",
-            Ran::Failure => "failure",
-        }
-    }
-}
-
-/// Why a hook gave no output.
-pub(super) enum Failure {
-    TimedOut(Duration),
-    Failed(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::TimedOut(after) => write!(f, "timed out after {after:?}"),
-            Failure::Failed(error) => f.write_str(error),
-        }
-    }
-}
-
 /// What one hook's answer does to the chain, once it is applied.
 enum Step {
     /// The chain goes on.
@@ -214,64 +146,9 @@ impl Chain<'_> {
         let deadline = Instant::now() + self.budget;
         let mut next = 0;
         while next < self.hooks.len() {
-            // The hooks that run now: one, or a run of side-by-side hooks in a row.
-            let mut group: Vec<&Arc<HookDef>> = Vec::new();
-            // A hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or
-            // `block` (`Some(Some(refusal))`): the chain ends after the hooks before it.
-            let mut cut: Option<Option<ChainControl>> = None;
-            while let Some(hook) = self.hooks.get(next) {
-                if !group.is_empty() && !hook.parallel {
-                    break;
-                }
-                next += 1;
-                if !hook.applies(
-                    event,
-                    state.tool_name.as_deref(),
-                    &envelope.model,
-                    state.compaction.as_ref().map(|c| c.trigger.as_str()),
-                ) {
-                    continue;
-                }
-                // Off the chat's path: it sees the values as the hooks before it left them,
-                // and nothing of its answer but a notice comes back. It takes none of the
-                // budget.
-                if let (true, Some(background)) = (hook.run_async, &self.background) {
-                    let job = Job {
-                        hook: hook.clone(),
-                        event,
-                        input: dialect::input(hook, event, envelope, state),
-                        state: state.clone(),
-                        envelope: envelope.clone(),
-                        notices: background.notices.clone(),
-                        source: background.source,
-                        spend: self.spend.clone(),
-                    };
-                    let wait = deadline.saturating_duration_since(Instant::now());
-                    background.queue.hand_over(job, wait).await;
-                    continue;
-                }
-                // Past the chat's hook model calls (or its tokens), a hook that calls the model
-                // is left out of its group; `on_error` decides what that means (a `block` hook
-                // fails closed).
-                if hook.handler.calls_model() {
-                    if let Err(exhausted) = self.spend.room() {
-                        over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
-                        match hook.on_error {
-                            OnError::Skip => continue,
-                            OnError::Abort => cut = Some(None),
-                            OnError::Block => {
-                                let failure = Failure::Failed(exhausted.to_string());
-                                cut = Some(refusal(event, &hook.name, &failure));
-                            }
-                        }
-                        break;
-                    }
-                }
-                group.push(hook);
-                if !hook.parallel {
-                    break;
-                }
-            }
+            let (group, cut) = self
+                .gather(&mut next, envelope, state, deadline, &mut outcome)
+                .await;
             if group.is_empty() {
                 if let Some(control) = cut {
                     outcome.control = control;
@@ -309,26 +186,14 @@ impl Chain<'_> {
                 match self.take(hook, result, state, &mut outcome) {
                     Step::Next => {}
                     Step::End(None) => ended = true,
-                    Step::End(Some(control)) => {
-                        if decision
-                            .as_ref()
-                            .is_none_or(|kept| control.rank() > kept.rank())
-                        {
-                            decision = Some(control);
-                        }
-                    }
+                    Step::End(Some(control)) => keep_stronger(&mut decision, control),
                 }
             }
             let cut_short = cut.is_some();
             if let (false, Some(Some(control))) = (ended, cut) {
                 // The capped hook is declared after the group: it wins only over weaker
                 // decisions.
-                if decision
-                    .as_ref()
-                    .is_none_or(|kept| control.rank() > kept.rank())
-                {
-                    decision = Some(control);
-                }
+                keep_stronger(&mut decision, control);
             }
             if decision.is_some() || ended || cut_short {
                 outcome.control = decision;
@@ -336,6 +201,76 @@ impl Chain<'_> {
             }
         }
         outcome
+    }
+
+    /// The hooks that run next, from `next` on: one, or a run of side-by-side hooks in a row.
+    /// Hooks whose filter does not match are passed over, `async` ones handed to the queue. A
+    /// hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or `block`
+    /// (`Some(Some(refusal))`) cuts the chain after the hooks before it.
+    async fn gather<'h>(
+        &'h self,
+        next: &mut usize,
+        envelope: &Envelope,
+        state: &EventState,
+        deadline: Instant,
+        outcome: &mut ChainOutcome,
+    ) -> (Vec<&'h Arc<HookDef>>, Option<Option<ChainControl>>) {
+        let event = self.event;
+        let mut group: Vec<&Arc<HookDef>> = Vec::new();
+        let mut cut: Option<Option<ChainControl>> = None;
+        while let Some(hook) = self.hooks.get(*next) {
+            if !group.is_empty() && !hook.parallel {
+                break;
+            }
+            *next += 1;
+            if !hook.applies(
+                event,
+                state.tool_name.as_deref(),
+                &envelope.model,
+                state.compaction.as_ref().map(|c| c.trigger.as_str()),
+            ) {
+                continue;
+            }
+            // Off the chat's path: it sees the values as the hooks before it left them, and
+            // nothing of its answer but a notice comes back. It takes none of the budget.
+            if let (true, Some(background)) = (hook.run_async, &self.background) {
+                let job = Job {
+                    hook: hook.clone(),
+                    event,
+                    input: dialect::input(hook, event, envelope, state),
+                    state: state.clone(),
+                    envelope: envelope.clone(),
+                    notices: background.notices.clone(),
+                    source: background.source,
+                    spend: self.spend.clone(),
+                };
+                let wait = deadline.saturating_duration_since(Instant::now());
+                background.queue.hand_over(job, wait).await;
+                continue;
+            }
+            // Past the chat's hook model calls (or its tokens), a hook that calls the model is
+            // left out of its group; `on_error` decides what that means (a `block` hook fails
+            // closed).
+            if hook.handler.calls_model() {
+                if let Err(exhausted) = self.spend.room() {
+                    over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                    match hook.on_error {
+                        OnError::Skip => continue,
+                        OnError::Abort => cut = Some(None),
+                        OnError::Block => {
+                            let failure = Failure::Failed(exhausted.to_string());
+                            cut = Some(refusal(event, &hook.name, &failure));
+                        }
+                    }
+                    break;
+                }
+            }
+            group.push(hook);
+            if !hook.parallel {
+                break;
+            }
+        }
+        (group, cut)
     }
 
     /// Applies one hook's answer (or failure) to the state and the outcome.
@@ -429,99 +364,14 @@ impl Chain<'_> {
     }
 }
 
-/// A hook that calls the model was skipped past the chat's limit: logged, and the chat's one
-/// notice the first time.
-pub(super) fn over_limit(
-    spend: &HookSpend,
-    hook: &HookDef,
-    event: Event,
-    exhausted: Exhausted,
-    warnings: &mut Vec<String>,
-) {
-    tracing::debug!(hook = %hook.name, event = event.as_str(), %exhausted, "a hook that calls the model was skipped");
-    if spend.first_skip() {
-        tracing::warn!(hook = %hook.name, event = event.as_str(), %exhausted, "hooks that call the model are skipped for the rest of the chat");
-        metrics::counter!("hookwire_hook_model_calls_capped_total").increment(1);
-        warnings.push(format!(
-            "{exhausted}: hooks that call the model are skipped for the rest of this chat"
-        ));
+/// Keeps `control` as the decision when it is stronger than the one kept (of equals, the first).
+fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) {
+    if kept
+        .as_ref()
+        .is_none_or(|kept| control.rank() > kept.rank())
+    {
+        *kept = Some(control);
     }
-}
-
-/// Runs one hook with `input` within `timeout`, reads its answer in its dialect (against the
-/// event's state and envelope) and records how it ended (in a chain, and from the async queue).
-pub(super) async fn run_hook(
-    runner: &dyn RunHook,
-    hook: &HookDef,
-    event: Event,
-    input: &Value,
-    timeout: Duration,
-    (state, envelope): (&EventState, &Envelope),
-    spend: &Arc<HookSpend>,
-) -> (Result<HookOutput, Failure>, Ran, Duration) {
-    let started = Instant::now();
-    let span = crate::telemetry::Span::start(
-        || format!("hook {}", event.as_str()),
-        crate::telemetry::Kind::Internal,
-        || {
-            crate::telemetry::hook_attributes(
-                &hook.name,
-                event.as_str(),
-                hook.level,
-                hook.dialect.as_str(),
-            )
-        },
-    );
-    let output = match span.run(runner.run(hook, input, timeout, spend)).await {
-        RunResult::Error(error) => Err(Failure::Failed(error)),
-        RunResult::Timeout => Err(Failure::TimedOut(timeout)),
-        answer => dialect::read(hook, event, answer, state, envelope)
-            .map(|output| match hook.level {
-                "session" => limit_session(output),
-                _ => output,
-            })
-            .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
-    };
-    let ran = match &output {
-        Ok(out) => match &out.control {
-            Some(Control::Skip(_)) => Ran::Skip,
-            Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
-            Some(Control::Ask(_)) => Ran::Ask,
-            None => Ran::Success,
-        },
-        Err(Failure::TimedOut(_)) => Ran::Timeout,
-        Err(Failure::Failed(_)) => Ran::Failure,
-    };
-    let elapsed = started.elapsed();
-    span.set(|| {
-        vec![crate::telemetry::Attribute::new(
-            "hookwire.hook.outcome",
-            ran.label(),
-        )]
-    });
-    span.end();
-    record(hook, event, ran, elapsed);
-    (output, ran, elapsed)
-}
-
-/// A session hook's output without the messages it may not inject: any but `user` ones (a
-/// `system` message would outrank the operator's prompt). They are refused, so logged.
-fn limit_session(mut output: HookOutput) -> HookOutput {
-    // Context from a session hook is the model's own words coming back: it goes in as a user
-    // message, never appended to the operator's system prompt.
-    if let Some(context) = output.additional_context.take() {
-        output.inject_messages.push(Message::user(context));
-    }
-    let before = output.inject_messages.len();
-    output
-        .inject_messages
-        .retain(|message| message.role == Role::User);
-    if output.inject_messages.len() < before {
-        output
-            .refused
-            .push("inject_messages with a role other than user".into());
-    }
-    output
 }
 
 /// What `on_error: block` makes of a failed hook: the action its event guards is refused. A
@@ -548,20 +398,6 @@ fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<ChainControl> 
         );
         None
     }
-}
-
-fn record(hook: &HookDef, event: Event, ran: Ran, elapsed: Duration) {
-    let outcome = ran.label();
-    let labels = [
-        ("hook", hook.name.clone()),
-        ("event", event.as_str().to_string()),
-        ("outcome", outcome.to_string()),
-    ];
-    super::stats::record(hook, ran, elapsed);
-    metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
-    metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
-        .record(elapsed.as_secs_f64());
-    tracing::debug!(hook = %hook.name, event = event.as_str(), outcome, ms = elapsed.as_millis() as u64, "hook ran");
 }
 
 /// Applies one hook's output to the chain's state, at the events where each field is valid;

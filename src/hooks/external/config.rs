@@ -1,4 +1,5 @@
-//! Hook files in YAML, seed 001's shape: event name → list of hooks.
+//! Hook files in YAML, the jcli format's shape: event name → list of hooks (read in `raw`, each entry
+//! checked in `build`, a file in `parse`).
 //!
 //! ```yaml
 //! pre_tool_execution:
@@ -9,7 +10,7 @@
 //!     filter: { tool_matcher: "read_file|search_text" }
 //!   - type: llm                    # alias prompt
 //!     prompt: "Is {{tool_name}} with {{tool_arguments}} safe? ..."
-//! before_model_call:               # seed 004 names are aliases
+//! before_model_call:               # the OpenHarness format's names are aliases
 //!   - type: http
 //!     url: http://127.0.0.1:9000/hook
 //!     matcher: "^gpt-"
@@ -24,16 +25,13 @@
 //! ([`compile_matcher`]). Every problem is reported with the file and line; a matcher where the
 //! event takes none is a warning.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::Regex;
-use serde::Deserialize;
-use serde_saphyr::Spanned;
 
-use super::event::{Dialect, Event, Spelling};
-use crate::types::Problem;
+use super::event::{Dialect, Event, TRIGGER_TYPE};
 
 /// What a hook runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,19 +168,6 @@ impl Filter {
     }
 }
 
-/// What a hook result may change (seed 004 `capabilities`); the names are the result fields.
-pub(crate) const CAPABILITIES: [&str; 9] = [
-    "user_input",
-    "messages",
-    "system_prompt",
-    "tool_arguments",
-    "tool_result",
-    "tool_error",
-    "assistant_output",
-    "inject_messages",
-    "additional_context",
-];
-
 /// One configured hook.
 #[derive(Debug, Clone)]
 pub(crate) struct HookDef {
@@ -254,7 +239,7 @@ impl HookDef {
     fn other_subject<'a>(&self, event: Event, trigger: Option<&'a str>) -> Option<&'a str> {
         use Dialect::*;
         Some(match (event, self.dialect) {
-            (Event::RunCompleted | Event::RunFailed, _) => super::protocol::TRIGGER_TYPE,
+            (Event::RunCompleted | Event::RunFailed, _) => TRIGGER_TYPE,
             // A compaction's trigger: the `SessionStart` that follows a compaction.
             (Event::SessionStart, Claude) if trigger.is_some() => "compact",
             (Event::SessionStart, Claude | Gemini) => "startup",
@@ -270,469 +255,17 @@ impl HookDef {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHook {
-    name: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    command: Option<String>,
-    url: Option<String>,
-    headers: Option<BTreeMap<String, String>>,
-    prompt: Option<String>,
-    model: Option<String>,
-    timeout: Option<f64>,
-    on_error: Option<String>,
-    env: Option<BTreeMap<String, String>>,
-    filter: Option<RawFilter>,
-    matcher: Option<String>,
-    capabilities: Option<Vec<String>>,
-    /// `type: agent`: the configured hook agent to ask.
-    agent: Option<String>,
-    /// Run off the chat's path (PROTOCOL section 11).
-    #[serde(rename = "async")]
-    run_async: Option<bool>,
-    /// `drop` (the default) or `wait`: an async run that finds the queue full.
-    on_full: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFilter {
-    tool_name: Option<String>,
-    tool_matcher: Option<String>,
-    model_prefix: Option<String>,
-}
-
-type RawFile = HashMap<Spanned<String>, Option<RawEvent>>;
-
-/// An event's hooks: a list, or `{parallel: true, hooks: [...]}` to run them side by side.
-#[derive(Debug, Default)]
-struct RawEvent {
-    parallel: bool,
-    hooks: Vec<Spanned<RawHook>>,
-}
-
-impl<'de> Deserialize<'de> for RawEvent {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = RawEvent;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of hooks, or a mapping with `hooks` (and `parallel`)")
-            }
-
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<RawEvent, A::Error> {
-                let mut hooks = Vec::new();
-                while let Some(hook) = seq.next_element()? {
-                    hooks.push(hook);
-                }
-                Ok(RawEvent {
-                    parallel: false,
-                    hooks,
-                })
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<RawEvent, A::Error> {
-                let mut event = RawEvent::default();
-                let mut seen_hooks = false;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "parallel" => event.parallel = map.next_value()?,
-                        "hooks" => {
-                            event.hooks = map.next_value::<Option<Vec<_>>>()?.unwrap_or_default();
-                            seen_hooks = true;
-                        }
-                        other => {
-                            return Err(serde::de::Error::unknown_field(
-                                other,
-                                &["parallel", "hooks"],
-                            ))
-                        }
-                    }
-                }
-                if !seen_hooks {
-                    return Err(serde::de::Error::missing_field("hooks"));
-                }
-                Ok(event)
-            }
-        }
-        deserializer.deserialize_any(Visit)
-    }
-}
-
-/// Parses one hook file. Returns the hooks that are valid and every problem (errors, with the
-/// file and, where known, the line and the entry, and warnings); a file with any error should
-/// not be used.
-pub(crate) fn parse_hooks(
-    path: &Path,
-    text: &str,
-    level: &'static str,
-) -> (Vec<HookDef>, Vec<Problem>) {
-    if text.trim().is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let options = serde_saphyr::options! { strict_booleans: true };
-    let raw: RawFile = match serde_saphyr::from_str_with_options(text, options) {
-        Ok(raw) => raw,
-        Err(error) => {
-            return (
-                Vec::new(),
-                vec![Problem::error(one_line(&error.to_string())).in_file(path)],
-            )
-        }
-    };
-    let mut events: Vec<(Spanned<String>, RawEvent)> = raw
-        .into_iter()
-        .map(|(k, v)| (k, v.unwrap_or_default()))
-        .collect();
-    events.sort_by_key(|(k, _)| k.referenced.line());
-    let mut hooks = Vec::new();
-    let mut problems = Vec::new();
-    let mut index = 0;
-    for (event_name, entries) in events {
-        let line = event_name.referenced.line();
-        let (dialect, canonical) = match Event::spelling(&event_name.value, None) {
-            Spelling::Known(dialect, events) => (dialect, events),
-            Spelling::Unsupported(dialect) => {
-                problems.push(
-                    unsupported_event(&event_name.value, dialect)
-                        .in_file(path)
-                        .at_line(line),
-                );
-                continue;
-            }
-            Spelling::Unknown => {
-                problems.push(
-                    Problem::error(format!(
-                        "unknown event {:?} (expected one of {})",
-                        event_name.value,
-                        Event::known_names().join(", ")
-                    ))
-                    .in_file(path)
-                    .at_line(line),
-                );
-                continue;
-            }
-        };
-        let parallel = entries.parallel;
-        for (position, entry) in entries.hooks.into_iter().enumerate() {
-            let line = entry.referenced.line();
-            let field = format!("{}[{position}]", event_name.value);
-            let at = |problem: Problem| problem.in_file(path).at_line(line).in_field(field.clone());
-            match build(entry.value, level, dialect, canonical) {
-                Ok((built, warnings)) => {
-                    problems.extend(warnings.into_iter().map(|w| at(Problem::warning(w))));
-                    let place = Place {
-                        event_name: &event_name.value,
-                        dialect,
-                        level,
-                        file: path,
-                        line,
-                        index,
-                        parallel,
-                    };
-                    hooks.extend(built.define(canonical, &place));
-                }
-                Err(errors) => problems.extend(errors.into_iter().map(|e| at(Problem::error(e)))),
-            }
-            index += 1;
-        }
-    }
-    (hooks, problems)
-}
-
-/// The warning for a hook under an event of Claude Code or Gemini CLI that hookwire lacks.
-pub(super) fn unsupported_event(name: &str, dialect: Dialect) -> Problem {
-    Problem::warning(format!(
-        "{name} is a {} event that hookwire does not have; its hooks never run",
-        match dialect {
-            Dialect::Gemini => "Gemini CLI",
-            _ => "Claude Code",
-        }
-    ))
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default()
-}
-
-pub(super) fn one_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// An entry's hook, before it is placed under its events.
-#[derive(Debug, Clone)]
-pub(super) struct Built {
-    pub(crate) name: Option<String>,
-    pub(crate) handler: Handler,
-    pub(crate) timeout: Duration,
-    pub(crate) on_error: OnError,
-    pub(crate) filter: Filter,
-    pub(crate) capabilities: Option<BTreeSet<String>>,
-    pub(crate) run_async: bool,
-    pub(crate) on_full: OnFull,
-}
-
-/// Where an entry was configured.
-pub(super) struct Place<'a> {
-    pub(crate) event_name: &'a str,
-    pub(crate) dialect: Dialect,
-    pub(crate) level: &'static str,
-    pub(crate) file: &'a Path,
-    pub(crate) line: u64,
-    pub(crate) index: usize,
-    /// Its hooks run side by side with their neighbours.
-    pub(crate) parallel: bool,
-}
-
-impl Built {
-    /// One hook per canonical event the configured name stands for.
-    pub(super) fn define(self, events: &[Event], place: &Place<'_>) -> Vec<HookDef> {
-        let name = self
-            .name
-            .unwrap_or_else(|| format!("{}:{}", file_name(place.file), place.line));
-        events
-            .iter()
-            .map(|event| HookDef {
-                name: name.clone(),
-                event: *event,
-                event_name: place.event_name.to_string(),
-                dialect: place.dialect,
-                index: place.index,
-                handler: self.handler.clone(),
-                timeout: self.timeout,
-                on_error: self.on_error,
-                filter: self.filter.clone(),
-                capabilities: self.capabilities.clone(),
-                run_async: self.run_async,
-                parallel: place.parallel,
-                on_full: self.on_full,
-                level: place.level,
-                file: place.file.to_path_buf(),
-                line: place.line,
-            })
-            .collect()
-    }
-}
-
-/// The longest timeout a hook may have.
-const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// A configured `timeout` in the dialect's unit (Gemini CLI: milliseconds; the others:
-/// seconds), or why it is wrong.
-pub(super) fn timeout_of(value: f64, dialect: Dialect) -> Result<Duration, String> {
-    let (seconds, unit, most) = match dialect {
-        Dialect::Gemini => (value / 1000.0, "milliseconds", 600_000),
-        _ => (value, "seconds", 600),
-    };
-    if value.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT.as_secs_f64() {
-        Ok(Duration::from_secs_f64(seconds))
-    } else {
-        Err(format!(
-            "timeout {value} must be a number of {unit} between 0 and {most}"
-        ))
-    }
-}
-
-/// The hook an entry describes and its warnings, or what is wrong with it (messages; the
-/// caller adds where).
-fn build(
-    raw: RawHook,
-    level: &str,
-    dialect: Dialect,
-    events: &[Event],
-) -> Result<(Built, Vec<String>), Vec<String>> {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    let kind = raw.kind.clone().unwrap_or_else(|| {
-        if raw.url.is_some() {
-            "http".into()
-        } else {
-            "command".into()
-        }
-    });
-    let required = |value: &Option<String>, field: &str, errors: &mut Vec<String>| -> String {
-        match value {
-            Some(v) if !v.trim().is_empty() => v.clone(),
-            _ => {
-                errors.push(format!("{kind} hooks need a non-empty `{field}`"));
-                String::new()
-            }
-        }
-    };
-    let handler = match kind.as_str() {
-        "command" | "bash" => Handler::Command {
-            command: required(&raw.command, "command", &mut errors),
-            env: raw.env.clone().unwrap_or_default(),
-        },
-        "http" => {
-            let url = required(&raw.url, "url", &mut errors);
-            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
-            if !url.is_empty() && !scheme_ok {
-                errors.push(format!("url {url:?} must start with http:// or https://"));
-            }
-            Handler::Http {
-                url,
-                headers: raw.headers.clone().unwrap_or_default(),
-            }
-        }
-        "llm" | "prompt" => Handler::Llm {
-            prompt: required(&raw.prompt, "prompt", &mut errors),
-            model: raw.model.clone(),
-            envelope: kind == "prompt",
-        },
-        "agent" => Handler::Agent {
-            prompt: required(&raw.prompt, "prompt", &mut errors),
-            agent: raw.agent.clone(),
-        },
-        other => {
-            errors.push(format!(
-                "unknown handler type {other:?} (expected command, http, llm, prompt or agent)"
-            ));
-            Handler::Command {
-                command: String::new(),
-                env: BTreeMap::new(),
-            }
-        }
-    };
-    match (&handler, &raw.env) {
-        (Handler::Command { env, .. }, _) => errors.extend(check_env(env, level)),
-        (_, Some(_)) => errors.push(format!("`env` applies to command hooks, not {kind}")),
-        (_, None) => {}
-    }
-    if raw.agent.is_some() && !matches!(handler, Handler::Agent { .. }) {
-        errors.push(format!("`agent` applies to agent hooks, not {kind}"));
-    }
-    let timeout = match raw.timeout.map(|value| timeout_of(value, dialect)) {
-        None => handler.default_timeout(),
-        Some(Ok(timeout)) => timeout,
-        Some(Err(error)) => {
-            errors.push(error);
-            handler.default_timeout()
-        }
-    };
-    let on_error = match raw.on_error.as_deref() {
-        None | Some("skip") => OnError::Skip,
-        Some("abort") => OnError::Abort,
-        Some("block") => OnError::Block,
-        Some(other) => {
-            errors.push(format!(
-                "on_error {other:?} must be \"skip\", \"abort\" or \"block\""
-            ));
-            OnError::Skip
-        }
-    };
-    let raw_filter = raw.filter.unwrap_or_default();
-    let tool_event = events.iter().any(|e| e.is_tool_event());
-    let matcher = match raw.matcher.as_deref() {
-        None => None,
-        Some(text) if !events.iter().all(|e| matcher_applies(*e, dialect)) => {
-            if !(dialect.is_foreign() && matches!(text.trim(), "" | "*")) {
-                let name = events.first().map(|e| e.as_str()).unwrap_or_default();
-                warnings.push(ignored_matcher(name, dialect));
-            }
-            None
-        }
-        Some(text) => match compile_matcher(text, dialect, tool_event) {
-            Ok(matcher) => matcher,
-            Err(error) => {
-                errors.push(error);
-                None
-            }
-        },
-    };
-    let tool_matcher = match raw_filter.tool_matcher.as_deref().map(str::trim) {
-        None => None,
-        // Anchored: the whole name matches the pattern, as the exact alternatives always did.
-        Some(pattern) => match Regex::new(&format!("^(?:{pattern})$")) {
-            Ok(regex) => Some(regex),
-            Err(error) => {
-                errors.push(format!(
-                    "filter.tool_matcher is not a valid pattern: {}",
-                    one_line(&error.to_string())
-                ));
-                None
-            }
-        },
-    };
-    let filter = Filter {
-        tool_name: raw_filter.tool_name,
-        tool_matcher,
-        model_prefix: raw_filter.model_prefix,
-        matcher,
-    };
-    let capabilities = raw.capabilities.map(|list| {
-        let mut set = BTreeSet::new();
-        for capability in list {
-            let canonical = match capability.as_str() {
-                "tool_input" => "tool_arguments".to_string(),
-                "tool_output" => "tool_result".to_string(),
-                other => other.to_string(),
-            };
-            if !CAPABILITIES.contains(&canonical.as_str()) {
-                errors.push(format!(
-                    "unknown capability {capability:?} (expected one of {})",
-                    CAPABILITIES.join(", ")
-                ));
-            }
-            set.insert(canonical);
-        }
-        set
-    });
-    let run_async = raw.run_async.unwrap_or(false);
-    if run_async && raw.on_error.is_some() {
-        // Nothing waits for an async hook's answer, so its failure has nothing to refuse.
-        warnings
-            .push("on_error does not apply to an async hook (its failure is only logged)".into());
-    }
-    let on_full = match raw.on_full.as_deref() {
-        None | Some("drop") => OnFull::Drop,
-        Some("wait") => OnFull::Wait,
-        Some(other) => {
-            errors.push(format!("on_full {other:?} must be \"drop\" or \"wait\""));
-            OnFull::Drop
-        }
-    };
-    if raw.on_full.is_some() && !run_async {
-        warnings.push("on_full applies to async hooks only (async: true); ignored".into());
-    }
-    if errors.is_empty() {
-        let built = Built {
-            name: raw.name,
-            handler,
-            timeout,
-            on_error,
-            filter,
-            capabilities,
-            run_async,
-            on_full,
-        };
-        Ok((built, warnings))
-    } else {
-        Err(errors)
-    }
-}
-
+mod build;
 mod env;
 mod matcher;
+mod parse;
+mod raw;
 
+pub(crate) use build::{timeout_of, Built, Place};
 pub(crate) use env::check_env;
-pub(crate) use env::{expand, variables_in};
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
+pub(crate) use parse::{parse_hooks, unsupported_event};
+use raw::one_line;
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,7 @@
+use std::path::Path;
+
 use super::*;
+use crate::types::Problem;
 
 fn parse(text: &str) -> (Vec<HookDef>, Vec<String>) {
     let (hooks, problems) = parse_hooks(Path::new("hooks.yaml"), text, "server");
@@ -84,14 +87,6 @@ fn env_maps_name_server_variables_only_at_server_level_and_only_set_ones() {
     }
     let http = "stop:\n  - type: http\n    url: http://127.0.0.1:1/\n    env: {A: b}\n";
     assert!(problems(http, "server")[0].contains("`env` applies to command hooks"));
-}
-
-#[test]
-fn env_values_expand_server_variables() {
-    let lookup = |name: &str| (name == "KEY").then(|| "k3y".to_string());
-    assert_eq!(expand("Bearer ${KEY}!", &lookup), "Bearer k3y!");
-    assert_eq!(expand("${KEY}${KEY} $KEY $", &lookup), "k3yk3y $KEY $");
-    assert_eq!(expand("[${GONE}]", &lookup), "[]");
 }
 
 #[test]
