@@ -1,5 +1,5 @@
 //! The published JSON Schemas (docs/schema/): generated from the types the server serializes,
-//! checked in, and proven against what a real server sends and accepts. A stale file fails
+//! checked in, and proven against what a real server sends and accepts and what real hooks read. A stale file fails
 //! `checked_in_schemas_are_current`; `HOOKWIRE_WRITE_SCHEMA=1 cargo test --test it schema::`
 //! rewrites them.
 
@@ -16,7 +16,9 @@ fn schema_dir() -> PathBuf {
 
 /// Every generated schema with its path under docs/schema/.
 fn generated() -> Vec<(&'static str, Value)> {
-    hookwire::server::frame_schemas()
+    let mut schemas = hookwire::server::frame_schemas();
+    schemas.extend(hookwire::hooks::hook_schemas());
+    schemas
 }
 
 /// A schema as it is checked in: pretty JSON and a final newline.
@@ -219,5 +221,180 @@ fn the_frame_schemas_refuse_what_is_not_a_frame() {
         json!({"type":"hello"}),
     ] {
         assert!(!client.is_valid(&frame), "{frame}");
+    }
+}
+
+/// Every event a hook of each dialect can see in a chat with a tool round, a failed tool and a
+/// compaction: each hook is a real command that writes its stdin to a file.
+const CAPTURE_EVENTS: &[(&str, &[&str])] = &[
+    (
+        "native",
+        &[
+            "session_start",
+            "pre_send_message",
+            "post_send_message",
+            "pre_llm_request",
+            "post_llm_response",
+            "pre_tool_execution",
+            "post_tool_execution",
+            "post_tool_execution_failure",
+            "stop",
+            "run_completed",
+            "before_context_build",
+            "after_context_build",
+            "pre_auto_compact",
+            "post_auto_compact",
+            "before_tool_dispatch",
+            "after_tool_dispatch",
+            "before_model_call",
+        ],
+    ),
+    (
+        "claude",
+        &[
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "Stop",
+            "PreCompact",
+            "PostCompact",
+        ],
+    ),
+    (
+        "gemini",
+        &[
+            "BeforeAgent",
+            "BeforeModel",
+            "AfterModel",
+            "BeforeTool",
+            "AfterTool",
+            "AfterAgent",
+            "PreCompress",
+        ],
+    ),
+];
+
+#[tokio::test]
+async fn real_hook_payloads_are_valid_under_the_hook_schemas() {
+    let upstream = FakeUpstream::start().await;
+    let mut yaml = String::new();
+    for (dialect, events) in CAPTURE_EVENTS {
+        for event in *events {
+            yaml.push_str(&format!(
+                "{event}:\n  - command: 'cat > payloads/{dialect}.{event}.$$.json'\n"
+            ));
+        }
+    }
+    let server = start_with_hook_file(
+        &upstream,
+        Some(("hooks.yaml", &yaml)),
+        |dir| {
+            std::fs::create_dir_all(dir.join("payloads")).unwrap();
+            std::fs::write(dir.join("a.txt"), "ALPHA").unwrap();
+        },
+        |c| c.agent.context.keep_recent_groups = 1,
+    )
+    .await;
+    upstream.push(Reply::text(&["[NEED_TOOL] read"]));
+    upstream.push(Reply::tool_calls(&[
+        ("l1", "list_dir", json!({"path":"."})),
+        ("r1", "read_file", json!({"path":"missing.txt"})),
+    ]));
+    upstream.push(Reply::text(&["Only a.txt."]));
+    let mut client = server.connect().await;
+    let frames = client
+        .chat(json!({"type":"chat","id":"c1","input":"what is there?"}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+    upstream.push(Reply::text(&["The user asked twice."]));
+    let mut history = Vec::new();
+    for turn in ["one", "two", "three"] {
+        history.push(json!({"role":"user","content":turn}));
+        history.push(json!({"role":"assistant","content":format!("answer {turn}")}));
+    }
+    let frames = client
+        .chat(json!({"type":"compact","id":"k1","messages":history}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+
+    let dir = server.workspace.path().join("payloads");
+    let mut captured: Vec<(String, String, Value)> = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut parts = name.split('.');
+        let (dialect, event) = (parts.next().unwrap(), parts.next().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let payload: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{name} is not JSON ({e}): {text:?}"));
+        captured.push((dialect.to_string(), event.to_string(), payload));
+    }
+    for (dialect, events) in CAPTURE_EVENTS {
+        for event in *events {
+            assert!(
+                captured.iter().any(|(d, e, _)| d == dialect && e == event),
+                "no {dialect} {event} payload captured"
+            );
+        }
+        let payloads: Vec<Value> = captured
+            .iter()
+            .filter(|(d, _, _)| d == dialect)
+            .map(|(_, _, payload)| payload.clone())
+            .collect();
+        assert_valid(&format!("hooks/{dialect}/input.json"), &payloads);
+    }
+    server.shutdown().await;
+}
+
+/// Answers of each dialect as hooks write them (the docs' and the tests' examples) are valid
+/// under the output schemas, and a wrongly typed one is not.
+#[test]
+fn hook_answers_are_valid_under_the_output_schemas() {
+    assert_valid(
+        "hooks/native/output.json",
+        &[
+            json!({}),
+            json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
+                   "retry_feedback":"again","system_message":"hi","action":"skip","reason":"nope"}),
+            json!({"continue": false, "stopReason": "budget", "systemMessage": "stopped",
+                   "hookSpecificOutput": {"hookEventName":"before_model_call","system_prompt":"new"}}),
+            json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
+            json!({"tool_arguments":"{\"path\":\"b\"}","decision":"block"}),
+        ],
+    );
+    assert_valid(
+        "hooks/claude/output.json",
+        &[
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                   "permissionDecisionReason": "check first"}, "systemMessage": "asked"}),
+            json!({"decision": "block", "reason": "old"}),
+            json!({"continue": false, "stopReason": "halt"}),
+            json!({"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"file_path": "/ws/b"},
+                   "additionalContext": "note"}}),
+        ],
+    );
+    assert_valid(
+        "hooks/gemini/output.json",
+        &[
+            json!({"decision": "deny", "reason": "no"}),
+            json!({"hookSpecificOutput": {"tool_input": {"file_path": "/ws/b"}}}),
+            json!({"hookSpecificOutput": {"llm_response": {"candidates": [{"content": {"role": "model", "parts": ["new"]}}]}}}),
+        ],
+    );
+    for (path, answer) in [
+        ("hooks/native/output.json", json!({"action":"explode"})),
+        (
+            "hooks/native/output.json",
+            json!({"inject_messages":[{"role":"tool","content":"x"}]}),
+        ),
+        (
+            "hooks/claude/output.json",
+            json!({"hookSpecificOutput":{"permissionDecision":"maybe"}}),
+        ),
+        ("hooks/gemini/output.json", json!({"systemMessage": 3})),
+    ] {
+        assert!(!validator(path).is_valid(&answer), "{path}: {answer}");
     }
 }

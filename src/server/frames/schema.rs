@@ -1,9 +1,9 @@
 //! The frames' JSON Schemas, generated from their types; checked in under `docs/schema/` (a
 //! test fails when a checked-in file is stale, `HOOKWIRE_WRITE_SCHEMA=1` rewrites them).
 
-use schemars::generate::SchemaSettings;
-use schemars::JsonSchema;
 use serde_json::Value;
+
+use crate::types::{read_schema, written_schema};
 
 use super::client::WireClientFrame;
 use super::server::ServerFrame;
@@ -13,25 +13,7 @@ use super::server::ServerFrame;
 /// what it writes: a field left out when empty is not required), JSON Schema draft 2020-12.
 pub fn frame_schemas() -> Vec<(&'static str, Value)> {
     vec![
-        ("frames/client.json", read::<WireClientFrame>()),
-        ("frames/server.json", written::<ServerFrame>()),
+        ("frames/client.json", read_schema::<WireClientFrame>()),
+        ("frames/server.json", written_schema::<ServerFrame>()),
     ]
-}
-
-/// The schema of what is read into `T`.
-pub(crate) fn read<T: JsonSchema>() -> Value {
-    SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
-}
-
-/// The schema of what `T` is written as.
-pub(crate) fn written<T: JsonSchema>() -> Value {
-    SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
 }
