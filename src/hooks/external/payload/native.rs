@@ -1,5 +1,6 @@
-//! The native input (the hookwire and seed 004 spellings of an event): seed 001's fields plus
-//! seed 004's envelope, unset fields left out; and the answer such a hook may give.
+//! The native input (an event under hookwire's own names, which are the jcli format's, or the
+//! OpenHarness format's): the jcli fields plus the OpenHarness envelope, unset fields left out;
+//! and the answer such a hook may give.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -7,10 +8,10 @@ use serde_json::{Map, Value};
 
 use super::PlainMessage;
 
-/// What a hookwire- or seed-004-dialect hook reads. Which of the optional fields are present
+/// What a hook under a hookwire or OpenHarness event name reads. Which of the optional fields are present
 /// depends on the event: each is there when the event has that value.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
-#[schemars(title = "hookwire hook input (hookwire and seed 004 spellings)")]
+#[schemars(title = "hookwire hook input (hookwire and OpenHarness event names)")]
 pub(crate) struct NativeInput {
     /// The canonical event (`pre_tool_execution`, …).
     pub(crate) event: &'static str,
@@ -42,20 +43,20 @@ pub(crate) struct NativeInput {
     pub(crate) user_input: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) assistant_output: Option<String>,
-    /// The assistant's output again, in seed 004's shape.
+    /// The assistant's output again, in the OpenHarness shape.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) model_response: Option<ModelResponse>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_name: Option<String>,
-    /// The tool call's arguments as JSON text (seed 001).
+    /// The tool call's arguments as JSON text (the jcli name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_arguments: Option<String>,
-    /// The same arguments as an object (seed 004).
+    /// The same arguments as an object (the OpenHarness name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_input: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_result: Option<String>,
-    /// The tool's result or error (seed 004).
+    /// The tool's result or error (the OpenHarness name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool_output: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,12 +109,12 @@ pub(crate) struct CompactionMetadata {
     pub(crate) keep_recent_group_count: usize,
 }
 
-/// What a hookwire- or seed-004-dialect hook may answer on stdout (or as its HTTP body): a JSON
+/// What a hook under a hookwire or OpenHarness event name may answer on stdout (or as its HTTP body): a JSON
 /// object, every field optional; `{}` or nothing means no change. A change needs the capability
 /// the hook declares (or, without declared capabilities, a top-level field of a
 /// hookwire-spelled hook). Unknown keys are logged and ignored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "hookwire hook output (hookwire and seed 004 spellings)")]
+#[schemars(title = "hookwire hook output (hookwire and OpenHarness event names)")]
 pub(crate) struct NativeOutput {
     #[serde(flatten)]
     pub(crate) changes: NativeChanges,
@@ -155,7 +156,7 @@ pub(crate) struct NativeOutput {
     /// `block`: skip the step on a tool event, stop elsewhere (other values change nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) decision: Option<String>,
-    /// Seed 004's patch: the same change fields, each needing a declared capability.
+    /// The OpenHarness patch: the same change fields, each needing a declared capability.
     #[serde(
         rename = "hookSpecificOutput",
         default,
@@ -176,13 +177,13 @@ pub(crate) struct NativeChanges {
     /// New arguments: an object, or its JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tool_arguments: Option<ToolArguments>,
-    /// Seed 004's name for `tool_arguments`.
+    /// The OpenHarness name for `tool_arguments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tool_input: Option<ToolArguments>,
     /// A new tool result; anything but a string is written as its JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tool_result: Option<Value>,
-    /// Seed 004's name for `tool_result`.
+    /// The OpenHarness name for `tool_result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tool_output: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
