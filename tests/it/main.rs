@@ -38,6 +38,7 @@ mod reload;
 mod replicas;
 mod retries;
 mod rust_hooks;
+mod schema;
 mod seed_gaps;
 mod seed_results;
 mod skills;

@@ -1,7 +1,10 @@
-use super::*;
+use super::{ClientFrame, ServerFrame};
+use crate::config::Limits;
 use crate::types::Usage;
 use crate::types::{ChatError, DoneReason, NoticeLevel};
+use crate::types::{ChatEvent, ErrorCode, HookMessage, HookTag, Message, Role};
 use serde_json::json;
+use serde_json::Value;
 
 fn parse(text: &str) -> ClientFrame {
     ClientFrame::parse(text, &Limits::default())
@@ -390,4 +393,40 @@ fn trace_context_fields_of_a_chat_frame_and_the_start_frame() {
         serde_json::to_value(&start).unwrap(),
         json!({"type":"start","id":"c1","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"})
     );
+}
+
+/// The enums the frames carry are written as the names the protocol gives them.
+#[test]
+fn frame_enums_are_written_as_their_protocol_names() {
+    use crate::types::{DoneReason as D, ErrorCode as E, NoticeLevel as N};
+    let written = |value: serde_json::Value| value.as_str().map(str::to_string);
+    for code in [
+        E::BadFrame,
+        E::UnknownSkill,
+        E::Busy,
+        E::Upstream,
+        E::HookBlocked,
+        E::Internal,
+        E::ContextTooLong,
+        E::Draining,
+    ] {
+        assert_eq!(written(json!(code)).as_deref(), Some(code.as_str()));
+    }
+    for reason in [
+        D::Completed,
+        D::Cancelled,
+        D::MaxSteps,
+        D::Stopped,
+        D::Length,
+        D::MaxTokens,
+        D::ApprovalRequired,
+    ] {
+        assert_eq!(written(json!(reason)).as_deref(), Some(reason.as_str()));
+    }
+    for level in [N::Info, N::Warn, N::Error] {
+        assert_eq!(written(json!(level)).as_deref(), Some(level.as_str()));
+    }
+    for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+        assert_eq!(written(json!(role)).as_deref(), Some(role.as_str()));
+    }
 }
