@@ -98,18 +98,17 @@ async fn real_frames_are_valid_under_the_frame_schemas() {
     std::fs::write(dir.path().join("a.txt"), "ALPHA").unwrap();
     let skills = dir.path().join("skills");
     write_skill(&skills);
-    let server = TestServer::start_in(
-        dir,
-        Some(&upstream),
-        move |c| {
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| {
             c.skills_dir = skills;
             c.agent.secret = Some("schema-secret".into());
             c.agent.approval.require_approval = vec!["read_file".into()];
             c.agent.context.keep_recent_groups = 1;
-        },
-        |b| b,
-    )
-    .await;
+        })
+        .start()
+        .await;
     let mut client = server.connect().await;
     let (mut sent, mut received) = (Vec::new(), Vec::new());
 
@@ -287,16 +286,14 @@ async fn real_hook_payloads_are_valid_under_the_hook_schemas() {
             ));
         }
     }
-    let server = start_with_hook_file(
-        &upstream,
-        Some(("hooks.yaml", &yaml)),
-        |dir| {
-            std::fs::create_dir_all(dir.join("payloads")).unwrap();
-            std::fs::write(dir.join("a.txt"), "ALPHA").unwrap();
-        },
-        |c| c.agent.context.keep_recent_groups = 1,
-    )
-    .await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &yaml)
+        .prepare(|dir| std::fs::create_dir_all(dir.join("payloads")).unwrap())
+        .file("a.txt", "ALPHA")
+        .config(|c| c.agent.context.keep_recent_groups = 1)
+        .start()
+        .await;
     upstream.push(Reply::text(&["[NEED_TOOL] read"]));
     upstream.push(Reply::tool_calls(&[
         ("l1", "list_dir", json!({"path":"."})),
