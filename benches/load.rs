@@ -16,7 +16,8 @@
 //!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS sampled every 10 s.
 //!
 //! `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the load's clients (1000) and
-//! measured window (20 s).
+//! measured window (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone
+//! and prints its pid, for `perf record -g -p PID`.
 
 #[path = "relay.rs"]
 mod relay;
@@ -525,6 +526,19 @@ async fn load() {
     };
     settle().await;
     let (floor_start, hookwire_start) = (floor.rss(), hookwire.rss());
+    // One server alone, for a profiler to attach to (`perf record -p PID`): no ratios.
+    if let Ok(only) = std::env::var("HOOKWIRE_LOAD_ONLY") {
+        let server = if only == "floor" { &floor } else { &hookwire };
+        println!("{only}: pid {}", server.pid());
+        if let Some(figures) = run_load(server, clients, seconds).await {
+            print_figures(&only, &figures);
+        }
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            println!("  idle: RSS {:.1} MiB", mib(server.rss()));
+        }
+        return;
+    }
 
     println!("{clients} clients chatting at once (200 tokens: first after 50 ms, then every 20 ms), {seconds} s measured:");
     let Some(floor_a) = run_load(&floor, clients, seconds).await else {
