@@ -195,7 +195,10 @@ fn start_upstream(tokens: usize) -> Option<Server> {
 
 fn start_relay(upstream: &Server) -> Option<Server> {
     let mut command = own_exe_as("relay")?;
-    command.env("HOOKWIRE_LOAD_UPSTREAM", format!("http://{}/v1", upstream.addr));
+    command.env(
+        "HOOKWIRE_LOAD_UPSTREAM",
+        format!("http://{}/v1", upstream.addr),
+    );
     Server::spawn(command)
 }
 
@@ -416,8 +419,10 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
         );
         tasks.push(tokio::spawn(async move {
             // Starts spread over the first second: the clients do not all ask at one instant.
-            tokio::time::sleep(Duration::from_micros((n as u64 * 1_000_000) / clients as u64))
-                .await;
+            tokio::time::sleep(Duration::from_micros(
+                (n as u64 * 1_000_000) / clients as u64,
+            ))
+            .await;
             let mut mine = Samples::default();
             let mut id = 0;
             while !stop.load(Ordering::Relaxed) {

@@ -379,9 +379,8 @@ impl Stream for ChatStream {
         }
         if let Some(chat) = self.chat.as_mut() {
             // A panic anywhere in the chat (a tool, the model, a hook) stays in the chat.
-            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                chat.as_mut().poll(cx)
-            }));
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chat.as_mut().poll(cx)));
             match polled {
                 Ok(Poll::Pending) => {}
                 Ok(Poll::Ready(())) => self.chat = None,
