@@ -180,8 +180,6 @@ pub struct AgentParts {
 /// builder around them. Fails on a model client that cannot be made, a workspace that cannot be
 /// opened, or any problem in a hook file.
 pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
-    // The tokenizer's tables take a moment to build: now, off the way, not in the first chat.
-    std::thread::spawn(crate::llm::warm_up);
     let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
     let llm = &config.llm;
     let model: Arc<dyn ChatModel> = match (llm.effective_base_url(), llm.provider) {

@@ -7,6 +7,11 @@ use clap::Parser;
 use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
 use tracing_subscriber::EnvFilter;
 
+/// jemalloc rather than glibc's malloc: its background thread gives freed memory back to the
+/// system after a burst, even while the server idles (glibc's kept it), docs/performance.md.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn init_logging(format: LogFormat) {
     // The MCP SDK logs each session's details at info: its warnings are what an operator needs.
     let filter =

@@ -122,6 +122,9 @@ impl ChatRun {
     async fn request_messages(&mut self) -> Outcome<Vec<Message>> {
         let inner = self.inner.clone();
         let settings = &inner.config.context;
+        if context::Sendable::surely_small(&self.ctx.messages, None, settings, &self.ctx.model) {
+            return Ok(self.ctx.messages.clone());
+        }
         let mut sendable =
             context::Sendable::of(&self.ctx.messages, None, settings, &self.ctx.model);
         if sendable.estimated() >= settings.threshold_for(&self.ctx.model)

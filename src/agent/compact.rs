@@ -176,6 +176,11 @@ impl ChatRun {
         let model = self.ctx.model.clone();
         let window = settings.window_for(&model);
         let input_message = (!input.is_empty()).then(|| Message::user(input));
+        if trigger == Trigger::Auto
+            && Sendable::surely_small(&self.ctx.messages, input_message.as_ref(), settings, &model)
+        {
+            return Ok(());
+        }
         let sendable = |messages: &[Message]| {
             Sendable::of(messages, input_message.as_ref(), settings, &model).estimated()
         };

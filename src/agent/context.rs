@@ -145,6 +145,22 @@ pub(super) struct Sendable {
 }
 
 impl Sendable {
+    /// Whether the messages (and `extra`) are surely below the micro and the compaction
+    /// thresholds and the window, known without the tokenizer (from [`crate::llm::token_bound`]): then
+    /// nothing is compacted and nothing needs counting. Most conversations never leave it.
+    pub(super) fn surely_small(
+        messages: &[Message],
+        extra: Option<&Message>,
+        settings: &ContextSettings,
+        model: &str,
+    ) -> bool {
+        let lowest = settings
+            .micro_threshold_for(model)
+            .min(settings.threshold_for(model))
+            .min(settings.window_for(model));
+        crate::llm::token_bound(messages.iter().chain(extra)) < lowest
+    }
+
     /// The messages (and `extra`, the user input still to come, at the start of a chat) of one
     /// model call. Below the micro threshold nothing is copied.
     pub(super) fn of(

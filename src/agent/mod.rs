@@ -83,7 +83,6 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::hooks::{AgentHook, HookFactory, HookStack, SessionInfo};
 use crate::llm::demo::DemoModel;
@@ -236,17 +235,18 @@ impl AgentClient {
             request.conversation_id.as_deref(),
             request.traceparent.as_deref(),
         );
-        let task = tokio::spawn(async move {
+        let chat = async move {
             let trace = span.run(async {
                 inner.session_started(&request).await;
                 run::run_chat(inner, request, tx, None, span.trace_id()).await
             });
             let outcome = trace.await;
             span.end(outcome);
-        });
+        };
         ChatStream {
             rx,
-            task: Some(task),
+            chat: Some(Box::pin(chat)),
+            panicked: None,
             chat_id,
             ended: false,
         }
@@ -318,12 +318,13 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
         let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
-        let task = tokio::spawn(async move {
+        let chat = async move {
             run::run_chat(inner, request, tx, Some(spend), None).await;
-        });
+        };
         let mut events = ChatStream {
             rx,
-            task: Some(task),
+            chat: Some(Box::pin(chat)),
+            panicked: None,
             chat_id,
             ended: false,
         };
@@ -355,11 +356,16 @@ impl AgentConfig {
     }
 }
 
-/// The events of one chat. Dropping it aborts the chat's task.
+/// The events of one chat. The chat runs as the stream is read, in the reader's task: no task of
+/// its own, so an event reaches the reader without a wake-up of another task (under load, that
+/// hop per streamed token was a measurable share of the server's CPU, docs/performance.md). The
+/// chat still runs ahead of the reader by up to 64 events. Dropping the stream drops the chat.
 pub struct ChatStream {
     rx: mpsc::Receiver<ChatEvent>,
-    /// The chat's task; watched so that a panic still ends the stream with an `Error`.
-    task: Option<JoinHandle<()>>,
+    /// The chat itself, until it is over.
+    chat: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// What the chat's panic said: the stream still ends with an `Error`.
+    panicked: Option<String>,
     chat_id: String,
     /// Whether the last event (`Done` or `Error`) was yielded.
     ended: bool,
@@ -372,27 +378,32 @@ impl Stream for ChatStream {
         if self.ended {
             return Poll::Ready(None);
         }
+        if let Some(chat) = self.chat.as_mut() {
+            // A panic anywhere in the chat (a tool, the model, a hook) stays in the chat.
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chat.as_mut().poll(cx)));
+            match polled {
+                Ok(Poll::Pending) => {}
+                Ok(Poll::Ready(())) => self.chat = None,
+                Err(payload) => {
+                    self.chat = None;
+                    self.panicked = Some(panic_message(payload));
+                }
+            }
+        }
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(event)) => {
                 self.ended = event.is_terminal();
                 Poll::Ready(Some(event))
             }
-            // The task dropped its sender without a last event: it panicked (or was aborted).
-            // Wait for it to be done so the panic can be told, then end with `internal`.
+            // The chat dropped its sender without a last event: it panicked.
             Poll::Ready(None) => {
-                let Some(task) = self.task.as_mut() else {
-                    self.ended = true;
-                    return Poll::Ready(None);
-                };
-                let joined = std::task::ready!(Pin::new(task).poll(cx));
-                self.task = None;
                 self.ended = true;
-                let cause = match joined {
-                    Err(error) if error.is_panic() => panic_message(error.into_panic()),
-                    Err(error) => error.to_string(),
-                    Ok(()) => "it ended without a result".into(),
-                };
-                tracing::error!(chat = %self.chat_id, %cause, "the chat task failed");
+                let cause = self
+                    .panicked
+                    .take()
+                    .unwrap_or_else(|| "it ended without a result".into());
+                tracing::error!(chat = %self.chat_id, %cause, "the chat failed");
                 metrics::counter!("hookwire_chats_total", "outcome" => "internal").increment(1);
                 Poll::Ready(Some(ChatEvent::Error(ChatError::new(
                     ErrorCode::Internal,
@@ -400,14 +411,6 @@ impl Stream for ChatStream {
                 ))))
             }
             Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for ChatStream {
-    fn drop(&mut self) {
-        if let Some(task) = &self.task {
-            task.abort();
         }
     }
 }

@@ -128,6 +128,8 @@ pub(super) async fn stream<D: Decoder>(
         received,
         decoder,
         idle_timeout: idle,
+        idle: Box::pin(tokio::time::sleep(idle)),
+        last_event: tokio::time::Instant::now(),
         max_bytes,
     };
     // After an error or the end, the stream stops.
@@ -151,6 +153,11 @@ struct Reading<D> {
     received: Arc<AtomicUsize>,
     decoder: D,
     idle_timeout: Duration,
+    /// One timer for the whole reply, moved to `last_event + idle_timeout` only when it fires
+    /// early: a timer per read (set, then cancelled by the event) was a measurable share of a
+    /// streamed token's cost under load (docs/performance.md).
+    idle: Pin<Box<tokio::time::Sleep>>,
+    last_event: tokio::time::Instant,
     max_bytes: usize,
 }
 
@@ -158,11 +165,25 @@ impl<D: Decoder> Reading<D> {
     /// The next model event, or `None` when the reply has ended.
     async fn next(&mut self) -> Option<Result<ModelEvent, LlmError>> {
         loop {
-            let event = match tokio::time::timeout(self.idle_timeout, self.events.next()).await {
-                Err(_) => return Some(Err(LlmError::Timeout(self.idle_timeout))),
-                Ok(None) => return Some(self.decoder.end()),
-                Ok(Some(Err(error))) => return Some(Err(stream_error(error))),
-                Ok(Some(Ok(event))) => event,
+            // Silence is counted from each read, as a timeout per read would count it.
+            self.last_event = tokio::time::Instant::now();
+            let next = loop {
+                tokio::select! {
+                    biased;
+                    next = self.events.next() => break next,
+                    () = self.idle.as_mut() => {
+                        let deadline = self.last_event + self.idle_timeout;
+                        if deadline <= tokio::time::Instant::now() {
+                            return Some(Err(LlmError::Timeout(self.idle_timeout)));
+                        }
+                        self.idle.as_mut().reset(deadline);
+                    }
+                }
+            };
+            let event = match next {
+                None => return Some(self.decoder.end()),
+                Some(Err(error)) => return Some(Err(stream_error(error))),
+                Some(Ok(event)) => event,
             };
             if self.received.load(Ordering::Relaxed) > self.max_bytes {
                 return Some(Err(LlmError::TooLarge(self.max_bytes)));

@@ -19,7 +19,7 @@ pub use http::redact_url;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use shape::MessageStyle;
 pub use tokens::{
-    context_window, count_text_tokens, estimate_tokens, warm_up, DEFAULT_WINDOW_TOKENS,
+    context_window, count_text_tokens, estimate_tokens, token_bound, warm_up, DEFAULT_WINDOW_TOKENS,
 };
 
 use std::time::Duration;

@@ -64,8 +64,9 @@ const PER_MESSAGE: usize = 4;
 /// The tokens that prime the reply.
 const PER_REPLY: usize = 3;
 
-/// The tokenizer, built once: its tables are embedded, but building them takes tens of
-/// milliseconds, which [`warm_up`] spends at start instead of in the first chat.
+/// The tokenizer, built once, when a conversation first gets long enough to need it (see
+/// [`token_bound`]): its tables take tens of milliseconds to build and ~20 MiB to hold, which a
+/// server whose conversations stay short never spends.
 fn encoder() -> Option<&'static CoreBPE> {
     static ENCODER: OnceLock<Option<CoreBPE>> = OnceLock::new();
     ENCODER
@@ -79,7 +80,7 @@ fn encoder() -> Option<&'static CoreBPE> {
         .as_ref()
 }
 
-/// Builds the tokenizer now, so that the first chat does not pay for it.
+/// Builds the tokenizer now (benchmarks measure the estimate without its construction).
 pub fn warm_up() {
     let _ = encoder();
 }
@@ -91,6 +92,20 @@ pub fn count_text_tokens(text: &str) -> usize {
         // About four bytes a token in English: good enough to decide when to compact.
         None => text.len().div_ceil(4),
     }
+}
+
+/// An upper bound of [`estimate_tokens`] without the tokenizer: every token is at least one
+/// byte. Below a threshold, the bound says so without counting.
+pub fn token_bound<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
+    let mut total = PER_REPLY;
+    for message in messages {
+        total += PER_MESSAGE + message.content.len();
+        for call in &message.tool_calls {
+            total += call.name.len() + call.arguments.len();
+        }
+        total += message.tool_call_id.as_ref().map_or(0, String::len);
+    }
+    total as u64
 }
 
 /// The estimated input tokens of a message list as a model request: every message's content,
@@ -150,6 +165,27 @@ mod tests {
         assert_eq!(count_text_tokens(""), 0);
         let messages = [Message::system("hello world"), Message::user("hello world")];
         assert_eq!(estimate_tokens(&messages), 3 + 2 * (4 + 2));
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_estimate() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"src/main.rs"}"#.into(),
+        };
+        let mut result = Message::user("fn main() {}\n".repeat(50));
+        result.tool_call_id = Some("call_1".into());
+        let messages = [
+            Message::system(""),
+            Message::user("héllo wörld, 日本語 ✓ \u{1F600}"),
+            Message::assistant_with_tools("", vec![call]),
+            result,
+        ];
+        for n in 0..=messages.len() {
+            let part = &messages[..n];
+            assert!(token_bound(part) >= estimate_tokens(part), "{n}");
+        }
     }
 
     #[test]

@@ -43,9 +43,10 @@ use crate::voice::stt::Stt;
 use crate::voice::tts::Tts;
 
 /// WebSocket read buffer: tungstenite's default of 128 KiB per socket would cost ~138 KB per idle
-/// connection; 4 KiB keeps an idle connection near 10 KB (measured by `cargo bench`). Larger
-/// messages still arrive whole: the buffer is refilled as often as needed.
-const READ_BUFFER_BYTES: usize = 4 * 1024;
+/// connection (the buffer is zeroed, so touched, on every read); 1 KiB keeps an idle connection
+/// under 8 KB (`cargo bench --bench load`). Larger messages still arrive whole: a frame's
+/// length is reserved once its header is read, then filled 1 KiB per read.
+const READ_BUFFER_BYTES: usize = 1024;
 
 /// What every request handler shares.
 #[derive(Clone)]

@@ -1,0 +1,725 @@
+//! `cargo bench --bench load`: hookwire under load against the floor of its stack, in one run.
+//!
+//! The floor is `relay.rs` (axum WebSocket + reqwest + serde_json, no agent, no hooks) served in
+//! a process of its own, as hookwire is (the release binary, default settings and the
+//! repository's default skills). A fake upstream, a third process, streams 200 tokens per chat:
+//! the first after 50 ms, then one every 20 ms. This process is only the clients.
+//!
+//! - `load` (the default): 1,000 WebSocket clients chatting back to back against the floor, then
+//!   hookwire, then the floor again (the floor's figures are the better of its two runs, so noise
+//!   from the rest of the machine does not flatter hookwire): chats/s, time to first token p50 /
+//!   p99, the gap between text frames p99 (what it adds to the upstream's 20 ms), server CPU per
+//!   token; each as a ratio to the floor. Then memory: start-up RSS (hookwire with the default
+//!   skills, the floor), what the burst left and what is given back within a minute of idleness,
+//!   and the server RSS per idle connection at 10,000 connections.
+//! - `soak`: 10,000 connections to hookwire for 10 minutes (`HOOKWIRE_SOAK_MINUTES`), each
+//!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS sampled every 10 s.
+//!
+//! `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the load's clients (1000) and
+//! measured window (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone
+//! and prints its pid, for `perf record -g -p PID`.
+
+#[path = "relay.rs"]
+mod relay;
+
+use std::convert::Infallible;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+
+const ROLE: &str = "HOOKWIRE_LOAD_ROLE";
+const FIRST_TOKEN: Duration = Duration::from_millis(50);
+const TOKEN_INTERVAL: Duration = Duration::from_millis(20);
+
+fn main() {
+    let role = std::env::var(ROLE).unwrap_or_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start a runtime: {error}");
+            return;
+        }
+    };
+    match role.as_str() {
+        "upstream" => runtime.block_on(serve_upstream()),
+        "relay" => runtime.block_on(serve_relay()),
+        _ if std::env::args().any(|a| a == "soak") => runtime.block_on(soak()),
+        _ => runtime.block_on(load()),
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child processes: the fake upstream and the floor relay.
+
+#[derive(Clone, Copy)]
+struct Shape {
+    tokens: usize,
+}
+
+/// The fake upstream: every request gets `tokens` deltas on the clock of FIRST_TOKEN and
+/// TOKEN_INTERVAL (measured from the request, so a late poll does not shift later tokens).
+async fn serve_upstream() {
+    let shape = Shape {
+        tokens: env_number("HOOKWIRE_LOAD_TOKENS", 200) as usize,
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(shape);
+    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+        eprintln!("upstream: cannot bind");
+        return;
+    };
+    if let Ok(addr) = listener.local_addr() {
+        eprintln!("listening on http://{addr}");
+    }
+    let _ = axum::serve(listener, app).await;
+}
+
+async fn completions(State(shape): State<Shape>, _body: Bytes) -> Response {
+    let start = tokio::time::Instant::now();
+    let chunks = futures::stream::unfold(0usize, move |i| async move {
+        let text = if i < shape.tokens {
+            tokio::time::sleep_until(start + FIRST_TOKEN + TOKEN_INTERVAL * i as u32).await;
+            format!(
+                "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{i} \"}},\"finish_reason\":null}}]}}\n\n"
+            )
+        } else if i == shape.tokens {
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_string()
+        } else {
+            return None;
+        };
+        Some((Ok::<_, Infallible>(Bytes::from(text)), i + 1))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(chunks))
+        .unwrap_or_default()
+}
+
+async fn serve_relay() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Ok(upstream) = std::env::var("HOOKWIRE_LOAD_UPSTREAM") else {
+        eprintln!("relay: no upstream");
+        return;
+    };
+    match relay::start(&upstream).await {
+        Ok(addr) => eprintln!("listening on http://{addr}"),
+        Err(error) => {
+            eprintln!("relay: {error}");
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
+/// A child process, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn spawn(mut command: Command) -> Option<Server> {
+        let mut child = match command.stderr(Stdio::piped()).spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                eprintln!("cannot start {command:?}: {error}");
+                return None;
+            }
+        };
+        let stderr = child.stderr.take()?;
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let addr = lines.by_ref().map_while(Result::ok).find_map(|line| {
+            line.split("listening on http://")
+                .nth(1)
+                .map(|a| a.trim().to_string())
+        });
+        // Keep draining its log so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let server = Server { child, addr: addr? };
+        Some(server)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn rss(&self) -> u64 {
+        rss_bytes(self.pid()).unwrap_or(0)
+    }
+
+    fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+}
+
+fn own_exe_as(role: &str) -> Option<Command> {
+    let exe = std::env::current_exe().ok()?;
+    let mut command = Command::new(exe);
+    command.env(ROLE, role);
+    Some(command)
+}
+
+fn start_upstream(tokens: usize) -> Option<Server> {
+    let mut command = own_exe_as("upstream")?;
+    command.env("HOOKWIRE_LOAD_TOKENS", tokens.to_string());
+    Server::spawn(command)
+}
+
+fn start_relay(upstream: &Server) -> Option<Server> {
+    let mut command = own_exe_as("relay")?;
+    command.env(
+        "HOOKWIRE_LOAD_UPSTREAM",
+        format!("http://{}/v1", upstream.addr),
+    );
+    Server::spawn(command)
+}
+
+/// hookwire's release binary with its defaults (the repository's skills, logs at `info`), only
+/// `max_connections` raised for the 10,000-connection figures.
+fn start_hookwire(upstream: &Server, scratch: &std::path::Path) -> Option<Server> {
+    let config = scratch.join("load.yaml");
+    std::fs::write(&config, "limits:\n  max_connections: 30000\n").ok()?;
+    let workspace = scratch.join("workspace");
+    std::fs::create_dir_all(&workspace).ok()?;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("HOOKWIRE_CONFIG", &config)
+        .env("HOOKWIRE_WORKSPACE", &workspace)
+        .env("HOOKWIRE_STATE_DIR", scratch.join("state"))
+        .env(
+            "HOOKWIRE_LLM_BASE_URL",
+            format!("http://{}/v1", upstream.addr),
+        )
+        .env("HOOKWIRE_LLM_API_KEY", "k")
+        .env_remove("RUST_LOG")
+        .env_remove("HOOKWIRE_SKILLS_DIR")
+        .env_remove("HOOKWIRE_SECRET");
+    Server::spawn(command)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process figures.
+
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// User + system CPU time of a process.
+fn cpu_time(pid: u32) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+        return Duration::ZERO;
+    };
+    // Fields after the command: state is field 3, utime 14 and stime 15.
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok());
+    let (Some(user), Some(system)) = (ticks(14), ticks(15)) else {
+        return Duration::ZERO;
+    };
+    // SAFETY: sysconf only reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Duration::from_secs_f64((user + system) as f64 / hz)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The clients.
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens `count` connections, 64 at a time.
+async fn connect_many(url: &str, count: usize) -> Vec<Socket> {
+    let mut sockets = Vec::with_capacity(count);
+    let mut pending = futures::stream::iter(0..count)
+        .map(|_| tokio_tungstenite::connect_async(url.to_string()))
+        .buffer_unordered(64);
+    let mut failures = 0;
+    while let Some(result) = pending.next().await {
+        match result {
+            Ok((socket, _)) => sockets.push(socket),
+            Err(error) => {
+                failures += 1;
+                if failures <= 3 {
+                    eprintln!("connect failed: {error}");
+                }
+            }
+        }
+    }
+    sockets
+}
+
+#[derive(serde::Deserialize)]
+struct FrameType<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+}
+
+/// What one chat's frames showed.
+enum ChatOutcome {
+    Done,
+    Failed,
+    Closed,
+}
+
+/// What all clients saw during the measured window.
+#[derive(Default)]
+struct Samples {
+    /// Time to first text frame, µs.
+    first_token: Vec<u32>,
+    /// Time between consecutive text frames of a chat, µs.
+    gaps: Vec<u32>,
+}
+
+struct Window {
+    start: Instant,
+    end: Instant,
+}
+
+impl Window {
+    fn contains(&self, at: Instant) -> bool {
+        at >= self.start && at < self.end
+    }
+}
+
+/// One chat on `socket`; its samples go to `samples` when they fall in the window.
+async fn one_chat(
+    socket: &mut Socket,
+    id: u64,
+    window: &Window,
+    samples: &mut Samples,
+    tokens: &AtomicU64,
+) -> ChatOutcome {
+    let frame = format!(r#"{{"type":"chat","id":"c{id}","input":"go"}}"#);
+    let sent = Instant::now();
+    if socket.send(Message::text(frame)).await.is_err() {
+        return ChatOutcome::Closed;
+    }
+    let mut last_text: Option<Instant> = None;
+    while let Some(message) = socket.next().await {
+        let Ok(Message::Text(text)) = message else {
+            match message {
+                Ok(Message::Close(_)) | Err(_) => return ChatOutcome::Closed,
+                _ => continue,
+            }
+        };
+        let now = Instant::now();
+        let Ok(frame) = serde_json::from_str::<FrameType>(text.as_str()) else {
+            continue;
+        };
+        match frame.kind {
+            "text" => {
+                if window.contains(now) {
+                    tokens.fetch_add(1, Ordering::Relaxed);
+                    match last_text {
+                        None => samples
+                            .first_token
+                            .push((now - sent).as_micros().min(u32::MAX as u128) as u32),
+                        Some(last) => samples
+                            .gaps
+                            .push((now - last).as_micros().min(u32::MAX as u128) as u32),
+                    }
+                }
+                last_text = Some(now);
+            }
+            "done" => return ChatOutcome::Done,
+            "error" => return ChatOutcome::Failed,
+            _ => {}
+        }
+    }
+    ChatOutcome::Closed
+}
+
+struct LoadFigures {
+    chats_per_second: f64,
+    failed: u64,
+    first_token_p50: f64,
+    first_token_p99: f64,
+    gap_p99: f64,
+    cpu_per_token: Duration,
+    cpu_share: f64,
+    peak_rss: u64,
+}
+
+fn percentile(values: &mut [u32], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_unstable();
+    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[index] as f64 / 1000.0
+}
+
+/// `clients` connections chatting back to back against `server`; figures of the `seconds`
+/// window after a ramp of one chat's length.
+async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadFigures> {
+    let sockets = connect_many(&server.ws_url(), clients).await;
+    if sockets.len() < clients {
+        eprintln!("only {} of {clients} connections opened", sockets.len());
+        return None;
+    }
+    let ramp = Duration::from_secs(5);
+    let start = Instant::now() + ramp;
+    let window = Arc::new(Window {
+        start,
+        end: start + Duration::from_secs(seconds),
+    });
+    let completed = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let tokens = Arc::new(AtomicU64::new(0));
+    let samples = Arc::new(Mutex::new(Samples::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (n, mut socket) in sockets.into_iter().enumerate() {
+        let (window, completed, failed, tokens, samples, stop) = (
+            window.clone(),
+            completed.clone(),
+            failed.clone(),
+            tokens.clone(),
+            samples.clone(),
+            stop.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            // Starts spread over the first second: the clients do not all ask at one instant.
+            tokio::time::sleep(Duration::from_micros(
+                (n as u64 * 1_000_000) / clients as u64,
+            ))
+            .await;
+            let mut mine = Samples::default();
+            let mut id = 0;
+            while !stop.load(Ordering::Relaxed) {
+                id += 1;
+                let outcome = one_chat(&mut socket, id, &window, &mut mine, &tokens).await;
+                let now = Instant::now();
+                match outcome {
+                    ChatOutcome::Done if window.contains(now) => {
+                        completed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    ChatOutcome::Done => {}
+                    ChatOutcome::Failed => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    ChatOutcome::Closed => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                }
+                if now >= window.end {
+                    break;
+                }
+            }
+            if let Ok(mut all) = samples.lock() {
+                all.first_token.extend(mine.first_token);
+                all.gaps.extend(mine.gaps);
+            }
+            let _ = socket.close(None).await;
+        }));
+    }
+    tokio::time::sleep_until(start.into()).await;
+    let cpu_before = cpu_time(server.pid());
+    let tokens_before = tokens.load(Ordering::Relaxed);
+    let mut peak_rss = server.rss();
+    while Instant::now() < window.end {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        peak_rss = peak_rss.max(server.rss());
+    }
+    let cpu = cpu_time(server.pid()).saturating_sub(cpu_before);
+    let window_tokens = tokens.load(Ordering::Relaxed) - tokens_before;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        let _ = task.await;
+    }
+    let mut samples = std::mem::take(&mut *samples.lock().ok()?);
+    let interval_ms = TOKEN_INTERVAL.as_secs_f64() * 1000.0;
+    Some(LoadFigures {
+        chats_per_second: completed.load(Ordering::Relaxed) as f64 / seconds as f64,
+        failed: failed.load(Ordering::Relaxed),
+        first_token_p50: percentile(&mut samples.first_token, 0.5),
+        first_token_p99: percentile(&mut samples.first_token, 0.99),
+        gap_p99: (percentile(&mut samples.gaps, 0.99) - interval_ms).max(0.01),
+        cpu_per_token: cpu / window_tokens.max(1) as u32,
+        cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
+        peak_rss,
+    })
+}
+
+fn print_figures(name: &str, f: &LoadFigures) {
+    println!(
+        "  {name:<9} chats/s {:7.1}  first token p50 {:6.1} ms p99 {:6.1} ms  gap p99 +{:5.1} ms  CPU {:5.1}% of a core, {:5.1} µs/token  peak RSS {:6.1} MiB  failed {}",
+        f.chats_per_second,
+        f.first_token_p50,
+        f.first_token_p99,
+        f.gap_p99,
+        f.cpu_share,
+        f.cpu_per_token.as_secs_f64() * 1e6,
+        mib(f.peak_rss),
+        f.failed
+    );
+}
+
+/// The floor's better figure of two runs, field by field.
+fn best(a: LoadFigures, b: LoadFigures) -> LoadFigures {
+    LoadFigures {
+        chats_per_second: a.chats_per_second.max(b.chats_per_second),
+        failed: a.failed.min(b.failed),
+        first_token_p50: a.first_token_p50.min(b.first_token_p50),
+        first_token_p99: a.first_token_p99.min(b.first_token_p99),
+        gap_p99: a.gap_p99.min(b.gap_p99),
+        cpu_per_token: a.cpu_per_token.min(b.cpu_per_token),
+        cpu_share: a.cpu_share.min(b.cpu_share),
+        peak_rss: a.peak_rss.min(b.peak_rss),
+    }
+}
+
+async fn settle() {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+async fn load() {
+    let clients = env_number("HOOKWIRE_LOAD_CLIENTS", 1000) as usize;
+    let seconds = env_number("HOOKWIRE_LOAD_SECONDS", 20);
+    let Ok(scratch) = tempfile::tempdir() else {
+        eprintln!("cannot make a scratch folder");
+        return;
+    };
+    let Some(upstream) = start_upstream(200) else {
+        return;
+    };
+    let (Some(floor), Some(hookwire)) = (
+        start_relay(&upstream),
+        start_hookwire(&upstream, scratch.path()),
+    ) else {
+        return;
+    };
+    settle().await;
+    let (floor_start, hookwire_start) = (floor.rss(), hookwire.rss());
+    // One server alone, for a profiler to attach to (`perf record -p PID`): no ratios.
+    if let Ok(only) = std::env::var("HOOKWIRE_LOAD_ONLY") {
+        let server = if only == "floor" { &floor } else { &hookwire };
+        println!("{only}: pid {}", server.pid());
+        if let Some(figures) = run_load(server, clients, seconds).await {
+            print_figures(&only, &figures);
+        }
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            println!("  idle: RSS {:.1} MiB", mib(server.rss()));
+        }
+        return;
+    }
+
+    println!("{clients} clients chatting at once (200 tokens: first after 50 ms, then every 20 ms), {seconds} s measured:");
+    let Some(floor_a) = run_load(&floor, clients, seconds).await else {
+        return;
+    };
+    print_figures("floor", &floor_a);
+    settle().await;
+    let Some(ours) = run_load(&hookwire, clients, seconds).await else {
+        return;
+    };
+    print_figures("hookwire", &ours);
+    // The burst is over: watch what hookwire gives back while the floor runs again.
+    let after_burst = hookwire.rss();
+    let idle_from = Instant::now();
+    let Some(floor_b) = run_load(&floor, clients, seconds).await else {
+        return;
+    };
+    print_figures("floor", &floor_b);
+    let floor = best(floor_a, floor_b);
+    println!(
+        "  ratios (hookwire / floor): chats/s {:.2} (goal ≥ 0.98), first token p50 {:.2} p99 {:.2} (≤ 1.2), gap p99 {:.2} (≤ 1.5), CPU per token {:.2} (≤ 1.2)",
+        ours.chats_per_second / floor.chats_per_second,
+        ours.first_token_p50 / floor.first_token_p50,
+        ours.first_token_p99 / floor.first_token_p99,
+        ours.gap_p99 / floor.gap_p99,
+        ours.cpu_per_token.as_secs_f64() / floor.cpu_per_token.as_secs_f64().max(1e-12),
+    );
+    let idle = Duration::from_secs(60).saturating_sub(idle_from.elapsed());
+    tokio::time::sleep(idle).await;
+    let after_idle = hookwire.rss();
+    println!(
+        "memory: start-up RSS hookwire {:.1} MiB (default skills), floor {:.1} MiB, ratio {:.2} (goal ≤ 30 MiB); \
+         after the burst {:.1} MiB (peak {:.1}), after a minute idle {:.1} MiB: {:.0}% of the burst's growth given back",
+        mib(hookwire_start),
+        mib(floor_start),
+        hookwire_start as f64 / floor_start.max(1) as f64,
+        mib(after_burst),
+        mib(ours.peak_rss),
+        mib(after_idle),
+        100.0 * ours.peak_rss.saturating_sub(after_idle) as f64
+            / ours.peak_rss.saturating_sub(hookwire_start).max(1) as f64,
+    );
+    drop(hookwire);
+    idle_memory(&upstream, &floor_start, scratch.path()).await;
+}
+
+/// Server RSS per idle connection, 10,000 connections, hookwire and the floor.
+async fn idle_memory(upstream: &Server, _floor_start: &u64, scratch: &std::path::Path) {
+    const CONNECTIONS: usize = 10_000;
+    let mut figures = Vec::new();
+    for name in ["hookwire", "floor"] {
+        let server = if name == "hookwire" {
+            start_hookwire(upstream, scratch)
+        } else {
+            start_relay(upstream)
+        };
+        let Some(server) = server else {
+            return;
+        };
+        // Warm the allocator and the runtime with a few connections first.
+        let warm = connect_many(&server.ws_url(), 100).await;
+        settle().await;
+        let before = server.rss();
+        let sockets = connect_many(&server.ws_url(), CONNECTIONS).await;
+        settle().await;
+        let after = server.rss();
+        let per = after.saturating_sub(before) as f64 / sockets.len().max(1) as f64;
+        figures.push(per);
+        println!(
+            "  idle connections, {name}: {:.0} bytes of server RSS each ({} connections, {:.1} → {:.1} MiB)",
+            per,
+            sockets.len(),
+            mib(before),
+            mib(after)
+        );
+        drop(sockets);
+        drop(warm);
+    }
+    if let [ours, floor] = figures[..] {
+        println!(
+            "idle connection at 10,000: hookwire {:.1} KB, floor {:.1} KB, ratio {:.2} (goal ≤ 8 KB)",
+            ours / 1000.0,
+            floor / 1000.0,
+            ours / floor.max(1.0)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The soak.
+
+async fn soak() {
+    const CONNECTIONS: usize = 10_000;
+    let minutes = env_number("HOOKWIRE_SOAK_MINUTES", 10);
+    let Ok(scratch) = tempfile::tempdir() else {
+        return;
+    };
+    let Some(upstream) = start_upstream(20) else {
+        return;
+    };
+    let Some(hookwire) = start_hookwire(&upstream, scratch.path()) else {
+        return;
+    };
+    settle().await;
+    let start_rss = hookwire.rss();
+    let sockets = connect_many(&hookwire.ws_url(), CONNECTIONS).await;
+    println!(
+        "soak: {} connections for {minutes} min, chats of 20 tokens with 10–30 s between them; start-up RSS {:.1} MiB",
+        sockets.len(),
+        mib(start_rss)
+    );
+    let end = Instant::now() + Duration::from_secs(minutes * 60);
+    let completed = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let tokens = Arc::new(AtomicU64::new(0));
+    let window = Arc::new(Window { start: end, end });
+    let mut tasks = Vec::new();
+    for (n, mut socket) in sockets.into_iter().enumerate() {
+        let (completed, failed, tokens, window) = (
+            completed.clone(),
+            failed.clone(),
+            tokens.clone(),
+            window.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            // A cheap spread of pauses without a random number generator.
+            let mut pause = 10_000 + (n as u64 * 7919) % 20_000;
+            tokio::time::sleep(Duration::from_millis(pause / 2)).await;
+            let mut id = 0;
+            let mut samples = Samples::default();
+            while Instant::now() < end {
+                id += 1;
+                match one_chat(&mut socket, id, &window, &mut samples, &tokens).await {
+                    ChatOutcome::Done => completed.fetch_add(1, Ordering::Relaxed),
+                    ChatOutcome::Failed => failed.fetch_add(1, Ordering::Relaxed),
+                    ChatOutcome::Closed => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                };
+                pause = 10_000 + (pause * 7919 + 13) % 20_000;
+                let left = end.saturating_duration_since(Instant::now());
+                tokio::time::sleep(Duration::from_millis(pause).min(left)).await;
+            }
+            let _ = socket.close(None).await;
+        }));
+    }
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    while Instant::now() < end {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let rss = hookwire.rss();
+        samples.push(rss);
+        println!(
+            "  {:4.0} s: RSS {:6.1} MiB, chats done {}, failed {}",
+            started.elapsed().as_secs_f64(),
+            mib(rss),
+            completed.load(Ordering::Relaxed),
+            failed.load(Ordering::Relaxed)
+        );
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    // Flat: the last minute's mean against the second minute's (the first is the ramp).
+    let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+    if samples.len() >= 12 {
+        let second = mean(&samples[6..12]);
+        let last = mean(&samples[samples.len() - 6..]);
+        println!(
+            "soak: RSS second minute {:.1} MiB, last minute {:.1} MiB, ratio {:.3}; {} chats, {} failed",
+            mib(second as u64),
+            mib(last as u64),
+            last / second,
+            completed.load(Ordering::Relaxed),
+            failed.load(Ordering::Relaxed)
+        );
+    }
+}
