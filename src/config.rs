@@ -19,7 +19,7 @@ mod upstream;
 mod values;
 
 pub use access::SessionHookSettings;
-pub use cli::{CheckArgs, Cli, CliSettings, Command, HooksCommand, LogFormat, Provider, TrustArgs};
+pub use cli::{CliSettings, LogFormat, Provider};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
     MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, SessionHooksFile,
