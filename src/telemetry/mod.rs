@@ -100,9 +100,7 @@ impl Telemetry {
             exporter =
                 exporter.with_endpoint(format!("{}/v1/traces", base.trim().trim_end_matches('/')));
         }
-        let exporter = exporter
-            .build()
-            .map_err(TelemetryError::Exporter)?;
+        let exporter = exporter.build().map_err(TelemetryError::Exporter)?;
         let mut batch = BatchConfigBuilder::default();
         if let Some(delay) = settings.batch_delay {
             batch = batch.with_scheduled_delay(delay);
