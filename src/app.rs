@@ -21,7 +21,11 @@ use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::{builtin_tools, ToolLimits, Workspace};
 use crate::trust::TrustPolicy;
-use crate::types::Problem;
+pub use crate::types::{has_errors, Labelled, Problem, Severity};
+
+pub mod check;
+pub mod hooks_test;
+pub mod review;
 
 /// Why the server could not start; the message is for the person starting it.
 #[derive(Debug, thiserror::Error)]

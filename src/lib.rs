@@ -21,11 +21,11 @@
 //!   workspace's `.mcp.json`, each server's supervisor.
 //! - [`config`]: every setting, from flags, environment and a YAML file, in one merge.
 //! - [`app`]: the agent wired from a config as `serve` wires it ([`app::agent_parts`]), to add
-//!   hooks to before serving it.
+//!   hooks to before serving it; and what the binary's commands report: [`app::check`] (every
+//!   problem, the MCP probe), [`app::review`] (the workspace files to trust, `trust.json`),
+//!   [`app::hooks_test`] (one event's hooks run on an input).
 //! - [`server`]: serving an agent ([`server::RunningServer`], [`server::serve`]).
 //! - [`voice`]: the `voice:` settings (spoken answers, transcription; docs/voice.md).
-//! - [`check`], [`trust_command`], [`hooks_command`]: the `hookwire check`, `hookwire trust` and
-//!   `hookwire hooks test` commands.
 //!
 //! # Inside
 //!
@@ -42,10 +42,9 @@
 //!   the demo model.
 //! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
 //!
-//! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust`,
-//! `process` →
-//! `llm`, `tools` → `hooks` → `skills`, `mcp` → `agent` → `config` → `app` → `check`, `server`,
-//! `trust_command`.
+//! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →
+//! `process` → `llm`, `tools` → `hooks` → `skills`, `mcp` → `agent` → `config` → `app` →
+//! `server`; the binary's command line (`src/cli/`) above them all.
 //!
 //! The outside contract is `docs/protocol.md`; how the inside implements it, and the four "seed"
 //! design documents that comments cite by number (000 … 004), are in `docs/design.md`;
@@ -56,10 +55,8 @@
 
 pub mod agent;
 pub mod app;
-pub mod check;
 pub mod config;
 pub mod hooks;
-pub mod hooks_command;
 pub mod llm;
 pub mod mcp;
 mod process;
@@ -69,7 +66,6 @@ mod skills;
 pub mod telemetry;
 pub mod tools;
 mod trust;
-pub mod trust_command;
 mod types;
 pub mod voice;
 

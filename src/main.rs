@@ -4,8 +4,12 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use hookwire::config::{Cli, Command, Config, HooksCommand, LogFormat};
+use hookwire::config::{Config, LogFormat};
 use tracing_subscriber::EnvFilter;
+
+use cli::{Cli, Command, HooksCommand};
+
+mod cli;
 
 /// jemalloc rather than glibc's malloc: its background thread gives freed memory back to the
 /// system after a burst, even while the server idles (glibc's kept it), docs/performance.md.
@@ -43,7 +47,7 @@ fn main() -> ExitCode {
              (the process list); set HOOKWIRE_LLM_API_KEY instead"
         );
     }
-    let config = match Config::load(&cli.settings) {
+    let config = match Config::load(&cli.flags.into()) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("hookwire: {error}");
@@ -51,17 +55,19 @@ fn main() -> ExitCode {
         }
     };
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Check(args) => check(&config, args),
+        Command::Check(args) => cli::check::run(&config, args),
         Command::Serve => serve(config),
         Command::Trust(args) => trust(&config, args),
-        Command::Hooks(HooksCommand::Test { event, input }) => hooks_test(&config, &event, input),
+        Command::Hooks(HooksCommand::Test { event, input }) => {
+            cli::hooks::run(&config, &event, input)
+        }
         Command::Health => health(&config),
     }
 }
 
 /// Probes the server's `/healthz`: its answer on stdout and exit 0, or why not and exit 1.
 fn health(config: &Config) -> ExitCode {
-    let Some(runtime) = runtime(false) else {
+    let Some(runtime) = cli::runtime(false) else {
         return ExitCode::FAILURE;
     };
     match runtime.block_on(hookwire::server::health::probe(config)) {
@@ -77,69 +83,23 @@ fn health(config: &Config) -> ExitCode {
 }
 
 /// Reviews the workspace's hook files and trusts them, on the terminal.
-fn trust(config: &Config, args: hookwire::config::TrustArgs) -> ExitCode {
+fn trust(config: &Config, args: cli::TrustArgs) -> ExitCode {
     let stdin = std::io::stdin();
     let interactive = stdin.is_terminal();
     let mut input = stdin.lock();
     let (mut output, mut errors) = (std::io::stdout(), std::io::stderr());
-    let mut terminal = hookwire::trust_command::Terminal {
+    let mut terminal = cli::trust::Terminal {
         input: &mut input,
         output: &mut output,
         errors: &mut errors,
         interactive,
     };
-    ExitCode::from(hookwire::trust_command::run(config, args, &mut terminal))
-}
-
-/// `hookwire hooks test EVENT [--input FILE|-]`.
-fn hooks_test(config: &Config, event: &str, input: Option<std::path::PathBuf>) -> ExitCode {
-    let text = match input.as_deref() {
-        None => Ok("{}".to_string()),
-        Some(path) if path == std::path::Path::new("-") => {
-            std::io::read_to_string(std::io::stdin())
-        }
-        Some(path) => std::fs::read_to_string(path),
-    };
-    let input: serde_json::Value = match text
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}")))
-    {
-        Ok(input) => input,
-        Err(error) => {
-            eprintln!("hookwire hooks test: the input: {error}");
-            return ExitCode::from(1);
-        }
-    };
-    let Some(runtime) = runtime(true) else {
-        return ExitCode::FAILURE;
-    };
-    let mut out = std::io::stdout();
-    let code = runtime.block_on(hookwire::hooks_command::test(
-        config, event, &input, &mut out,
-    ));
-    ExitCode::from(code)
-}
-
-/// The async runtime of a command (`multi_thread` for the server); `None` after saying why
-/// there is none.
-fn runtime(multi_thread: bool) -> Option<tokio::runtime::Runtime> {
-    let mut builder = if multi_thread {
-        tokio::runtime::Builder::new_multi_thread()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    match builder.enable_all().build() {
-        Ok(runtime) => Some(runtime),
-        Err(error) => {
-            eprintln!("hookwire: cannot start the async runtime: {error}");
-            None
-        }
-    }
+    ExitCode::from(cli::trust::run(config, args, &mut terminal))
 }
 
 fn serve(config: Config) -> ExitCode {
     init_logging(config.log_format);
-    let Some(runtime) = runtime(true) else {
+    let Some(runtime) = cli::runtime(true) else {
         return ExitCode::FAILURE;
     };
     match runtime.block_on(hookwire::server::serve(config)) {
@@ -149,36 +109,5 @@ fn serve(config: Config) -> ExitCode {
             eprintln!("hookwire: {error}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Loads everything `serve` would load and prints every problem; with `--probe`, starts each
-/// MCP server too and lists its tools.
-fn check(config: &Config, args: hookwire::config::CheckArgs) -> ExitCode {
-    let (text, mut passed) = hookwire::check::report(&hookwire::check::problems(config));
-    print!(
-        "{}{}{text}",
-        hookwire::check::upstream_summary(config),
-        hookwire::check::context_summary(config)
-    );
-    if args.probe {
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(error) => {
-                eprintln!("hookwire: cannot start the async runtime: {error}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let (probed, answered) = runtime.block_on(hookwire::check::probe(config));
-        print!("{probed}");
-        passed &= answered;
-    }
-    if passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     }
 }

@@ -68,7 +68,7 @@ impl TrustFile {
 
 /// Why the store cannot be used; the message names the file or folder and what to do.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TrustError {
+pub enum TrustError {
     #[error("no state directory to keep trust.json in: set HOOKWIRE_STATE_DIR (or XDG_STATE_HOME or HOME)")]
     NoStateDir,
     #[error(
@@ -373,7 +373,7 @@ pub(crate) fn printable_with(text: &str, newlines: bool) -> String {
 }
 
 /// [`printable_with`] on one line.
-pub(crate) fn printable(text: &str) -> String {
+pub fn printable(text: &str) -> String {
     printable_with(text, false)
 }
 

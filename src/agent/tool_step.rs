@@ -118,7 +118,12 @@ impl ChatRun {
         ) {
             (Ok(arguments), Some(tool)) => match tool.prepare(arguments) {
                 Ok(prepared) => Ok(prepared),
-                Err(error) => return self.refuse_unprepared(call, error).await.map(|()| None),
+                Err(error) => {
+                    return self
+                        .refuse_unprepared(call, error.to_string())
+                        .await
+                        .map(|()| None)
+                }
             },
             (parsed, _) => parsed,
         };

@@ -1,156 +1,45 @@
-//! The command line: subcommands and flags, each flag with its environment variable (clap
-//! resolves flag before env).
+//! The settings the command line gives (flags, each with its environment variable), and the
+//! value types flags and file share. The command line itself (clap's definitions, the
+//! subcommands) is the binary's.
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::ValueEnum;
 use serde::Deserialize;
 
 use super::{MessageStyleSetting, PlanningSetting};
 
-/// The command line.
-#[derive(Debug, Parser)]
-#[command(
-    name = "hookwire",
-    version,
-    about = "A stateless WebSocket chat backend for LLM agents, built around hooks"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Option<Command>,
-    #[command(flatten)]
-    pub settings: CliSettings,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
-pub enum Command {
-    /// Run the server (the default).
-    Serve,
-    /// Load skills and hook files as `serve` would, print every problem, exit 1 if any error.
-    Check(CheckArgs),
-    /// Show the workspace's hook files and what they run; trust them once confirmed.
-    Trust(TrustArgs),
-    /// Ask the server these settings describe whether it takes chats (`GET /healthz`): exit 0
-    /// when it does, 1 otherwise (for a container's health check).
-    Health,
-    /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real.
-    #[command(subcommand)]
-    Hooks(HooksCommand),
-}
-
-/// `hookwire hooks …`.
-#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
-pub enum HooksCommand {
-    /// Run EVENT's hooks (any dialect's name: `pre_tool_execution`, `PreToolUse`, …) on an input
-    /// with their real handlers; print each hook's outcome and what it changed. Exit 0: the
-    /// event goes on; 2: a hook stopped, skipped, blocked or asked; 1: a hook failed.
-    Test {
-        /// The event, as a hook file names it.
-        event: String,
-        /// The input JSON a hook would get (`tool_name`, `tool_input`, `user_input`, …): a
-        /// file, or `-` for stdin; none = an empty input.
-        #[arg(long)]
-        input: Option<PathBuf>,
-    },
-}
-
-/// `hookwire check [--probe]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
-pub struct CheckArgs {
-    /// Also start each MCP server, list its tools and stop it (exit 1 if one fails).
-    #[arg(long)]
-    pub probe: bool,
-}
-
-/// `hookwire trust [--workspace DIR] [--yes | --list | --revoke]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Args)]
-pub struct TrustArgs {
-    /// Trust the files shown without asking (needed when stdin is not a terminal).
-    #[arg(long, conflicts_with_all = ["list", "revoke"])]
-    pub yes: bool,
-    /// Show every trusted workspace and its files.
-    #[arg(long, conflicts_with = "revoke")]
-    pub list: bool,
-    /// Forget the workspace: its hook files stop loading.
-    #[arg(long)]
-    pub revoke: bool,
-}
-
-/// Flags, each with its environment variable (clap resolves flag before env).
-#[derive(Debug, Default, Clone, Args)]
+/// What the command line gave: each flag, or its environment variable (the binary's clap
+/// definitions read both, flag first). [`Config::resolve`](super::Config::resolve) puts them
+/// before the file.
+#[derive(Debug, Default, Clone)]
 pub struct CliSettings {
     /// YAML config file.
-    #[arg(long, env = "HOOKWIRE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Listen address (port 0 = pick a free port).
-    #[arg(long, env = "HOOKWIRE_ADDR", global = true)]
     pub addr: Option<String>,
     /// Skill folders.
-    #[arg(long, env = "HOOKWIRE_SKILLS_DIR", global = true)]
     pub skills_dir: Option<PathBuf>,
     /// Root that the file tools may read; nothing outside it.
-    #[arg(long, env = "HOOKWIRE_WORKSPACE", global = true)]
     pub workspace: Option<PathBuf>,
     /// The browser page.
-    #[arg(long, env = "HOOKWIRE_STATIC_DIR", global = true)]
     pub static_dir: Option<PathBuf>,
     /// OpenAI-compatible API root (else OPENAI_BASE_URL).
-    #[arg(long, env = "HOOKWIRE_LLM_BASE_URL", global = true)]
     pub llm_base_url: Option<String>,
     /// Bearer token (else OPENAI_API_KEY).
-    #[arg(
-        long,
-        env = "HOOKWIRE_LLM_API_KEY",
-        global = true,
-        hide_env_values = true
-    )]
     pub llm_api_key: Option<String>,
     /// The model API: `openai` (any OpenAI-compatible server) or `anthropic` (the Messages API).
-    #[arg(long, env = "HOOKWIRE_PROVIDER", global = true)]
     pub provider: Option<Provider>,
     /// Model name sent upstream.
-    #[arg(long, env = "HOOKWIRE_MODEL", global = true)]
     pub model: Option<String>,
     /// Seconds the upstream may stay silent before the chat fails.
-    #[arg(long, env = "HOOKWIRE_LLM_TIMEOUT", global = true)]
     pub llm_timeout: Option<f64>,
     /// `text` or `json`; the level comes from RUST_LOG.
-    #[arg(long, env = "HOOKWIRE_LOG_FORMAT", global = true)]
     pub log_format: Option<LogFormat>,
     /// How OpenAI-compatible requests are laid out: `auto` (default), `strict` or `openai`.
-    #[arg(long, env = "HOOKWIRE_MESSAGE_STYLE", global = true)]
     pub message_style: Option<MessageStyleSetting>,
     /// How a chat with tools decides to use them: `marker` (default), `native` or `off`.
-    #[arg(long, env = "HOOKWIRE_PLANNING", global = true)]
     pub planning: Option<PlanningSetting>,
-}
-
-impl Cli {
-    /// The environment variables of the flags (`HOOKWIRE_LLM_BASE_URL`, …).
-    pub fn flag_variables() -> Vec<String> {
-        let command = Cli::command();
-        let mut names: Vec<String> = command
-            .get_arguments()
-            .chain(command.get_subcommands().flat_map(|c| c.get_arguments()))
-            .filter_map(|arg| arg.get_env())
-            .map(|name| name.to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-    }
-
-    /// The flags' variables that are set to the empty string: they count as unset (an
-    /// `HOOKWIRE_LLM_BASE_URL=` left in a shell is not a URL). clap reads an empty value as
-    /// given, so the binary removes them before parsing.
-    pub fn empty_flag_variables(
-        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
-    ) -> Vec<String> {
-        Self::flag_variables()
-            .into_iter()
-            .filter(|name| lookup(name).is_some_and(|value| value.is_empty()))
-            .collect()
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Deserialize)]

@@ -13,24 +13,26 @@
 //! that makes no progress for `limits.write_stall_seconds` (the client stopped reading) ends the
 //! session: the chat is cancelled, its upstream request dropped, the socket closed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
-use futures::{Sink, SinkExt, Stream, StreamExt};
+use axum::extract::ws::Message as WsMessage;
+use futures::{Sink, Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
-
 use super::frames::{ChatFrame, ClientFrame, ErrorFrame, ServerFrame};
 use super::AppState;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
-use crate::voice::pipeline::{Speech, Spoken};
+use crate::types::{ChatRequest, ErrorCode};
+use crate::voice::pipeline::Speech;
+
+mod forward;
+mod writer;
+
+use forward::Forward;
+use writer::{write_loop, WriterChannels};
 
 /// Close codes of RFC 6455 that the session uses.
 pub(super) mod close_code {
@@ -445,222 +447,6 @@ fn start_chat(
         cancel,
         forwarder,
     }
-}
-
-/// Where one chat's frames go.
-struct Forward {
-    chat_id: String,
-    instance: Arc<str>,
-    out: mpsc::Sender<Outbound>,
-    max_frame_bytes: usize,
-}
-
-type ChatEvents = crate::agent::ChatStream;
-
-impl Forward {
-    /// Sends one frame (fitted); `false` once the writer is gone.
-    async fn send(&self, frame: ServerFrame) -> bool {
-        for frame in super::fit::fit(frame, self.max_frame_bytes) {
-            if self
-                .out
-                .send(Outbound::Frame(Box::new(frame)))
-                .await
-                .is_err()
-            {
-                return false; // the writer is gone: nobody is left to tell
-            }
-        }
-        true
-    }
-
-    fn frame(&self, event: ChatEvent) -> ServerFrame {
-        ServerFrame::from_event(&self.chat_id, event).with_instance(&self.instance)
-    }
-
-    /// The stream promised a last event and broke the promise: the client still learns that the
-    /// chat is over.
-    fn no_end(&self) -> ServerFrame {
-        tracing::error!(chat = %self.chat_id, "a chat stream ended without done or error");
-        ServerFrame::error(
-            Some(self.chat_id.clone()),
-            ErrorCode::Internal,
-            "the chat ended without a result",
-        )
-    }
-
-    fn voice_notice(&self, message: String) -> ServerFrame {
-        ServerFrame::Notice {
-            id: self.chat_id.clone(),
-            level: NoticeLevel::Warn,
-            message,
-            source: "voice".into(),
-        }
-    }
-
-    /// Every event as its frame, in order. `voice_asked`: the chat asked for voice, which is
-    /// not configured; a notice after `start` says so and the chat goes on as text.
-    async fn unspoken(self, mut events: ChatEvents, voice_asked: bool) {
-        let mut ended = false;
-        while let Some(event) = events.next().await {
-            ended = event.is_terminal();
-            let started = matches!(event, ChatEvent::Started { .. });
-            if !self.send(self.frame(event)).await {
-                return;
-            }
-            if started && voice_asked {
-                let notice = self.voice_notice(
-                    "voice was asked for, but this server has no voice.tts configured; the \
-                     answer comes as text only"
-                        .into(),
-                );
-                if !self.send(notice).await {
-                    return;
-                }
-            }
-            if ended {
-                return;
-            }
-        }
-        if !ended {
-            let _ = self.send(self.no_end()).await;
-        }
-    }
-
-    /// The events as frames with the answer's `audio` frames among them, in the order of
-    /// [`crate::voice::pipeline`]; everything is sent before the last frame.
-    async fn spoken(self, mut events: ChatEvents, mut speech: Speech<ServerFrame>) {
-        let mut ended = false;
-        loop {
-            tokio::select! {
-                // What is ready goes out first; the events are read meanwhile, so synthesis runs
-                // ahead while a sentence's audio is awaited.
-                biased;
-                spoken = speech.next() => {
-                    let (frame, last) = match spoken {
-                        Spoken::Frame(frame) => {
-                            let last = matches!(frame, ServerFrame::Done { .. } | ServerFrame::Error(_));
-                            (frame, last)
-                        }
-                        Spoken::Audio { seq, text, data } => (ServerFrame::Audio {
-                            id: self.chat_id.clone(),
-                            seq,
-                            format: speech.format().to_string(),
-                            text,
-                            data: BASE64.encode(data),
-                        }, false),
-                        Spoken::Failed(why) => {
-                            tracing::warn!(chat = %self.chat_id, "speech synthesis failed: {why}");
-                            (self.voice_notice(format!("the answer cannot be spoken: {why}; it goes on as text")), false)
-                        }
-                    };
-                    if !self.send(frame).await || last {
-                        return;
-                    }
-                }
-                event = events.next(), if !ended => match event {
-                    Some(ChatEvent::Text(delta)) => {
-                        let frame = self.frame(ChatEvent::Text(delta.clone()));
-                        speech.text(&delta, frame);
-                    }
-                    Some(event) => {
-                        ended = event.is_terminal();
-                        speech.frame(self.frame(event));
-                    }
-                    None => {
-                        ended = true;
-                        speech.frame(self.no_end());
-                    }
-                },
-            }
-            if ended && speech.is_empty() {
-                return;
-            }
-        }
-    }
-}
-
-/// The writer's ends of the two channels.
-struct WriterChannels {
-    data: mpsc::Receiver<Outbound>,
-    control: mpsc::Receiver<Outbound>,
-}
-
-impl WriterChannels {
-    /// The next message: control first (a pong must not wait behind a long answer); `None`
-    /// once the data channel is closed.
-    async fn next(&mut self) -> Option<Outbound> {
-        tokio::select! {
-            biased;
-            Some(control) = self.control.recv() => Some(control),
-            data = self.data.recv() => data,
-        }
-    }
-}
-
-/// Writes outbound messages until the channels close, a close is sent, or the socket fails or
-/// stalls (a write that makes no progress for `stall`); then cancels `failed`.
-async fn write_loop<W>(
-    mut sink: W,
-    mut channels: WriterChannels,
-    stall: Duration,
-    failed: CancellationToken,
-    failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
-) where
-    W: Sink<WsMessage> + Unpin,
-    W::Error: std::fmt::Display,
-{
-    let fail = |why: WriteFailure| {
-        if let Ok(mut slot) = failure.lock() {
-            *slot = Some(why);
-        }
-        failed.cancel();
-    };
-    while let Some(outbound) = channels.next().await {
-        let (message, last) = match outbound {
-            Outbound::Frame(frame) => (WsMessage::Text(Utf8Bytes::from(frame.to_json())), false),
-            Outbound::Ping => (WsMessage::Ping(Default::default()), false),
-            Outbound::Close(code, reason) => (
-                WsMessage::Close(Some(CloseFrame {
-                    code,
-                    reason: Utf8Bytes::from_static(reason),
-                })),
-                true,
-            ),
-        };
-        // The sink's error type need not be `Send`: keep only its text across awaits.
-        let sent = tokio::time::timeout(stall, sink.send(message))
-            .await
-            .map(|result| result.map_err(|error| error.to_string()));
-        match sent {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
-                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
-                    .increment(1);
-                let close = WsMessage::Close(Some(CloseFrame {
-                    code: close_code::INTERNAL,
-                    reason: Utf8Bytes::from_static("server write failed"),
-                }));
-                let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close)).await;
-                fail(WriteFailure::Failed);
-                return;
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "a client stopped reading: no write progress for {:.1}s; closing the connection and cancelling its chat",
-                    stall.as_secs_f64()
-                );
-                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
-                    .increment(1);
-                fail(WriteFailure::Stalled);
-                return;
-            }
-        }
-        if last {
-            break;
-        }
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
 #[cfg(test)]

@@ -82,7 +82,7 @@ pub(super) async fn transcribe(State(state): State<AppState>, request: Request) 
     }
     match stt.transcribe(audio.to_vec(), &content_type).await {
         Ok(text) => Json(json!({ "text": text })).into_response(),
-        Err(why) => refuse(StatusCode::BAD_GATEWAY, why),
+        Err(why) => refuse(StatusCode::BAD_GATEWAY, why.to_string()),
     }
 }
 

@@ -22,18 +22,18 @@ pub(super) struct ReqwestClient {
 
 impl ReqwestClient {
     /// Starts the sending thread; it ends when the client is dropped.
-    pub(super) fn new() -> Result<ReqwestClient, String> {
+    pub(super) fn new() -> Result<ReqwestClient, super::TelemetryError> {
         // reqwest panics without a process-wide rustls provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(5))
             .timeout(std::time::Duration::from_secs(10))
             .build()
-            .map_err(|error| format!("the OTLP HTTP client: {error}"))?;
+            .map_err(super::TelemetryError::Client)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|error| format!("the OTLP sender's runtime: {error}"))?;
+            .map_err(super::TelemetryError::Runtime)?;
         let (jobs, mut queue) = mpsc::channel::<Job>(4);
         std::thread::Builder::new()
             .name("otlp-sender".into())
@@ -44,7 +44,7 @@ impl ReqwestClient {
                     }
                 });
             })
-            .map_err(|error| format!("the OTLP sender's thread: {error}"))?;
+            .map_err(super::TelemetryError::Thread)?;
         Ok(ReqwestClient { jobs })
     }
 }

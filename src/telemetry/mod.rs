@@ -55,6 +55,20 @@ struct Scope {
     capture_content: bool,
 }
 
+/// Why the exporter could not be built (the server then runs without traces).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    #[error("the OTLP HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("the OTLP sender's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("the OTLP sender's thread: {0}")]
+    Thread(#[source] std::io::Error),
+    #[error("the OTLP exporter: {0}")]
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
+}
+
 impl Telemetry {
     /// No exporter: no span, no context, nothing sent.
     pub fn off() -> Telemetry {
@@ -64,7 +78,7 @@ impl Telemetry {
     /// An exporter when `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
     /// `settings.otlp_endpoint` names one; else [`Telemetry::off`]. The other `OTEL_*` variables (headers, sampler,
     /// service name, batch sizes) are read by the SDK as the specification says.
-    pub fn start(settings: &TelemetrySettings) -> Result<Telemetry, String> {
+    pub fn start(settings: &TelemetrySettings) -> Result<Telemetry, TelemetryError> {
         let from_env = [
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
             "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -86,9 +100,7 @@ impl Telemetry {
             exporter =
                 exporter.with_endpoint(format!("{}/v1/traces", base.trim().trim_end_matches('/')));
         }
-        let exporter = exporter
-            .build()
-            .map_err(|error| format!("the OTLP exporter: {error}"))?;
+        let exporter = exporter.build().map_err(TelemetryError::Exporter)?;
         let mut batch = BatchConfigBuilder::default();
         if let Some(delay) = settings.batch_delay {
             batch = batch.with_scheduled_delay(delay);

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::ToolError;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -39,14 +40,14 @@ impl Tool for ListDir {
         }
     }
 
-    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+    fn prepare(&self, arguments: Value) -> Result<Value, ToolError> {
         normalize_path_argument(arguments, "path", false)
     }
 
     async fn run(&self, arguments: Value) -> ToolOutput {
         let path = match arguments_object(&arguments).and_then(|args| optional_str(args, "path")) {
             Ok(path) => path.unwrap_or(".").to_string(),
-            Err(error) => return ToolOutput::error(error),
+            Err(error) => return ToolOutput::error(error.to_string()),
         };
         let workspace = self.workspace.clone();
         let max_entries = self.limits.max_entries;
@@ -62,11 +63,13 @@ fn list(
     path: &str,
     max_entries: usize,
     stop: &StopSignal,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let resolved = workspace.resolve(path)?;
     let (dir, kind) = workspace.open_path(&resolved, path)?;
     if kind != Kind::Dir {
-        return Err(format!("{path} is a file; use read_file to read it"));
+        return Err(ToolError::new(format!(
+            "{path} is a file; use read_file to read it"
+        )));
     }
     // Read the folder that was opened and verified, not whatever the name points at now.
     let entries = std::fs::read_dir(workspace.opened_dir_path(&dir, &resolved))

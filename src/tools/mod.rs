@@ -13,6 +13,45 @@ use serde_json::Value;
 
 pub use crate::types::{ToolOutput, ToolSpec};
 
+/// Why a tool call cannot go on (bad arguments, a path outside the workspace, a file that
+/// cannot be read): its text is the error result the model gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+/// The message, as text (tests and callers read it like one).
+impl std::ops::Deref for ToolError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for ToolError {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        ToolError(message.into())
+    }
+}
+
 /// A tool the model may call.
 #[async_trait]
 pub trait Tool: Send + Sync {
@@ -21,7 +60,7 @@ pub trait Tool: Send + Sync {
     /// built-in tools normalise workspace paths here, so a guard hook cannot be passed by
     /// spelling `.env` as `./.env//`). `Err` answers the call with that error result: neither
     /// hooks nor `run` see it. The default keeps the arguments as they are.
-    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+    fn prepare(&self, arguments: Value) -> Result<Value, ToolError> {
         Ok(arguments)
     }
     /// Runs the tool. `arguments` is the JSON object the model sent, after [`Tool::prepare`] and
@@ -229,7 +268,7 @@ impl<R: Read> Read for StopReader<R> {
 pub(crate) async fn run_bounded(
     name: &str,
     limits: ToolLimits,
-    work: impl FnOnce(&StopSignal) -> Result<String, String> + Send + 'static,
+    work: impl FnOnce(&StopSignal) -> Result<String, ToolError> + Send + 'static,
 ) -> ToolOutput {
     let stop = StopSignal::new(limits.timeout);
     let _abandon_on_drop = AbandonOnDrop(stop.clone());
@@ -249,7 +288,7 @@ pub(crate) async fn run_bounded(
         Ok(Ok(Ok(content))) => ToolOutput::ok(cap_output(content, limits.max_output_bytes)),
         // The work gave up at its deadline (with nothing to show): say so plainly.
         Ok(Ok(Err(_))) if stop.check() == Err(Stopped::Deadline) => timed_out(),
-        Ok(Ok(Err(error))) => ToolOutput::error(error),
+        Ok(Ok(Err(error))) => ToolOutput::error(error.to_string()),
     }
 }
 
@@ -279,10 +318,10 @@ pub(crate) fn cap_output(mut text: String, max: usize) -> String {
 /// The arguments object, or an error naming what was wrong.
 pub(crate) fn arguments_object(
     arguments: &Value,
-) -> Result<&serde_json::Map<String, Value>, String> {
+) -> Result<&serde_json::Map<String, Value>, ToolError> {
     arguments
         .as_object()
-        .ok_or_else(|| "arguments must be a JSON object".to_string())
+        .ok_or_else(|| ToolError::new("arguments must be a JSON object"))
 }
 
 /// `arguments` with its string `key` (when present) in the workspace's one spelling
@@ -292,14 +331,14 @@ pub(crate) fn normalize_path_argument(
     mut arguments: Value,
     key: &str,
     refuse_folder: bool,
-) -> Result<Value, String> {
+) -> Result<Value, ToolError> {
     let Some(Value::String(path)) = arguments.get_mut(key) else {
         return Ok(arguments); // absent or not a string: `run` reports it
     };
     if refuse_folder && workspace::names_a_folder(path) {
-        return Err(format!(
+        return Err(ToolError::new(format!(
             "{path} ends in '/': it names a folder; use list_dir to see what is in it"
-        ));
+        )));
     }
     *path = workspace::normalize(path)?;
     Ok(arguments)
@@ -309,11 +348,13 @@ pub(crate) fn normalize_path_argument(
 pub(crate) fn optional_str<'a>(
     args: &'a serde_json::Map<String, Value>,
     key: &str,
-) -> Result<Option<&'a str>, String> {
+) -> Result<Option<&'a str>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("argument \"{key}\" must be a string")),
+        Some(_) => Err(ToolError::new(format!(
+            "argument \"{key}\" must be a string"
+        ))),
     }
 }
 
@@ -321,14 +362,14 @@ pub(crate) fn optional_str<'a>(
 pub(crate) fn optional_count(
     args: &serde_json::Map<String, Value>,
     key: &str,
-) -> Result<Option<usize>, String> {
+) -> Result<Option<usize>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => match value.as_u64() {
             Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-            _ => Err(format!(
+            _ => Err(ToolError::new(format!(
                 "argument \"{key}\" must be a whole number of at least 1"
-            )),
+            ))),
         },
     }
 }
@@ -364,8 +405,8 @@ mod tests {
     /// Works until told to stop, then says why and when.
     fn busy_until_stopped(
         report: std::sync::mpsc::Sender<(Stopped, Instant)>,
-        result: Result<String, String>,
-    ) -> impl FnOnce(&StopSignal) -> Result<String, String> {
+        result: Result<String, ToolError>,
+    ) -> impl FnOnce(&StopSignal) -> Result<String, ToolError> {
         move |stop| loop {
             if let Err(why) = stop.check() {
                 let _ = report.send((why, Instant::now()));

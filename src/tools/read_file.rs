@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 
+use super::ToolError;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -45,7 +46,7 @@ impl Tool for ReadFile {
         }
     }
 
-    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+    fn prepare(&self, arguments: Value) -> Result<Value, ToolError> {
         normalize_path_argument(arguments, "path", true)
     }
 
@@ -56,19 +57,19 @@ impl Tool for ReadFile {
                 .ok_or("missing argument \"path\"")?
                 .to_string();
             if names_a_folder(&path) {
-                return Err(format!(
+                return Err(ToolError::new(format!(
                     "{path} ends in '/': it names a folder; use list_dir to see what is in it"
-                ));
+                )));
             }
             let offset = optional_count(args, "offset")?.unwrap_or(1);
             let limit = optional_count(args, "limit")?
                 .unwrap_or(self.limits.max_lines)
                 .min(self.limits.max_lines);
-            Ok::<_, String>((path, offset, limit))
+            Ok::<_, ToolError>((path, offset, limit))
         })();
         let (path, offset, limit) = match parsed {
             Ok(parsed) => parsed,
-            Err(error) => return ToolOutput::error(error),
+            Err(error) => return ToolOutput::error(error.to_string()),
         };
         let workspace = self.workspace.clone();
         // Leave room for the marker inside the output cap.
@@ -87,12 +88,12 @@ fn read_lines(
     limit: usize,
     max_bytes: usize,
     stop: &StopSignal,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let (file, kind) = workspace.open(path)?;
     if kind == Kind::Dir {
-        return Err(format!(
+        return Err(ToolError::new(format!(
             "{path} is a folder; use list_dir to see what is in it"
-        ));
+        )));
     }
     // Every read checks `stop`: skipping to a far `offset` of a huge file ends at the deadline.
     let mut reader = BufReader::new(StopReader::new(file, stop.clone()));
@@ -100,9 +101,9 @@ fn read_lines(
         .fill_buf()
         .map_err(|e| format!("cannot read {path}: {e}"))?;
     if head[..head.len().min(8192)].contains(&0) {
-        return Err(format!(
+        return Err(ToolError::new(format!(
             "{path} is a binary file; read_file only reads text"
-        ));
+        )));
     }
     let mut output = String::new();
     let mut line_number = 0usize;
@@ -144,9 +145,9 @@ fn read_lines(
         shown += 1;
     }
     if shown == 0 && line_number > 0 && offset > 1 {
-        return Err(format!(
+        return Err(ToolError::new(format!(
             "offset {offset} is past the end of {path} ({line_number} lines)"
-        ));
+        )));
     }
     if line_number == 0 {
         return Ok(format!("[{path} is empty]"));

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::ToolError;
 use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::UTF8;
@@ -52,7 +53,7 @@ impl Tool for SearchText {
         }
     }
 
-    fn prepare(&self, arguments: Value) -> Result<Value, String> {
+    fn prepare(&self, arguments: Value) -> Result<Value, ToolError> {
         normalize_path_argument(arguments, "path", false)
     }
 
@@ -66,7 +67,7 @@ impl Tool for SearchText {
         });
         let (pattern, path) = match parsed {
             Ok(parsed) => parsed,
-            Err(error) => return ToolOutput::error(error),
+            Err(error) => return ToolOutput::error(error.to_string()),
         };
         let workspace = self.workspace.clone();
         let limits = self.limits;
@@ -83,7 +84,7 @@ fn search(
     path: &str,
     limits: ToolLimits,
     stop: &StopSignal,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     if pattern.is_empty() {
         return Err("argument \"pattern\" must not be empty".into());
     }
@@ -153,7 +154,9 @@ fn search(
     }
     if matches == 0 {
         if let Some(why) = cut {
-            return Err(format!("no match for /{pattern}/ before the {why}"));
+            return Err(ToolError::new(format!(
+                "no match for /{pattern}/ before the {why}"
+            )));
         }
         return Ok(format!(
             "no matches for /{pattern}/ in {}",

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
 /// A tool failure, shown to the model as an error result.
-pub(super) type ToolError = String;
+pub(super) use super::ToolError;
 
 /// The folder the built-in tools work in: every path they are given is resolved against its
 /// root, and nothing outside it is ever opened.
@@ -48,7 +48,9 @@ impl Workspace {
     /// The lexical path of `relative` under the root, refusing absolute paths and `..`.
     pub(crate) fn resolve(&self, relative: &str) -> Result<PathBuf, ToolError> {
         if relative.contains('\0') {
-            return Err(format!("path {relative:?} contains a NUL byte"));
+            return Err(ToolError::new(format!(
+                "path {relative:?} contains a NUL byte"
+            )));
         }
         let path = Path::new(relative);
         let mut resolved = self.root.clone();
@@ -56,9 +58,9 @@ impl Workspace {
             match component {
                 Component::Normal(part) => resolved.push(part),
                 Component::CurDir => {}
-                Component::ParentDir => return Err(format!("path {relative:?} is outside the workspace ('..' is not allowed)")),
+                Component::ParentDir => return Err(ToolError::new(format!("path {relative:?} is outside the workspace ('..' is not allowed)"))),
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!("path {relative:?} is outside the workspace (use a path relative to the workspace)"))
+                    return Err(ToolError::new(format!("path {relative:?} is outside the workspace (use a path relative to the workspace)")))
                 }
             }
         }
@@ -159,20 +161,24 @@ fn open_nonblocking(path: &Path) -> std::io::Result<File> {
 }
 
 fn open_error(error: &std::io::Error, shown: &str) -> ToolError {
-    match error.kind() {
+    ToolError::new(match error.kind() {
         std::io::ErrorKind::NotFound => format!("no such file or directory: {shown}"),
         std::io::ErrorKind::PermissionDenied => format!("permission denied: {shown}"),
         std::io::ErrorKind::NotADirectory => format!("not a folder: {shown}"),
         _ => format!("cannot open {shown}: {error}"),
-    }
+    })
 }
 
 fn outside_through_symlink(shown: &str) -> ToolError {
-    format!("path {shown:?} is outside the workspace (it leads out through a symlink)")
+    ToolError::new(format!(
+        "path {shown:?} is outside the workspace (it leads out through a symlink)"
+    ))
 }
 
 fn not_regular(shown: &str) -> ToolError {
-    format!("{shown} is not a regular file or folder (FIFOs, sockets and devices are not read)")
+    ToolError::new(format!(
+        "{shown} is not a regular file or folder (FIFOs, sockets and devices are not read)"
+    ))
 }
 
 /// The one spelling of a workspace path that hooks see and tools use: relative, `/`-separated,
@@ -180,21 +186,23 @@ fn not_regular(shown: &str) -> ToolError {
 /// and NUL bytes are refused here, before any hook or tool sees them.
 pub(super) fn normalize(relative: &str) -> Result<String, ToolError> {
     if relative.contains('\0') {
-        return Err(format!("path {relative:?} contains a NUL byte"));
+        return Err(ToolError::new(format!(
+            "path {relative:?} contains a NUL byte"
+        )));
     }
     if relative.starts_with('/') {
-        return Err(format!(
+        return Err(ToolError::new(format!(
             "path {relative:?} is outside the workspace (use a path relative to the workspace)"
-        ));
+        )));
     }
     let mut parts = Vec::new();
     for part in relative.split('/') {
         match part {
             "" | "." => {}
             ".." => {
-                return Err(format!(
+                return Err(ToolError::new(format!(
                     "path {relative:?} is outside the workspace ('..' is not allowed)"
-                ))
+                )))
             }
             part => parts.push(part),
         }

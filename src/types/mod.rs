@@ -16,7 +16,6 @@ pub use chat::{
     HookTrace, NoticeLevel, PendingCall, Resume,
 };
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
-pub(crate) use problem::has_errors;
-pub use problem::{Labelled, Problem, Severity};
+pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
 pub use tool::{ToolOutput, ToolSpec};

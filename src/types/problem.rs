@@ -90,7 +90,7 @@ impl Problem {
 }
 
 /// Whether any problem is an error (warnings alone never are).
-pub(crate) fn has_errors(problems: &[Problem]) -> bool {
+pub fn has_errors(problems: &[Problem]) -> bool {
     problems.iter().any(Problem::is_error)
 }
 

@@ -13,3 +13,21 @@ pub(crate) mod stt;
 pub(crate) mod tts;
 
 pub use settings::{VoiceFile, VoiceSettings};
+
+/// Why speech could not be made or read: an engine that cannot be built, a command or server
+/// that failed or sent too much; the text is what the client's notice and the log show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct VoiceError(String);
+
+impl From<String> for VoiceError {
+    fn from(message: String) -> Self {
+        VoiceError(message)
+    }
+}
+
+impl From<&str> for VoiceError {
+    fn from(message: &str) -> Self {
+        VoiceError(message.into())
+    }
+}

@@ -41,7 +41,7 @@ enum Slot<T> {
     Audio {
         seq: u64,
         text: String,
-        task: AbortOnDropHandle<Result<Vec<u8>, String>>,
+        task: AbortOnDropHandle<Result<Vec<u8>, super::VoiceError>>,
     },
 }
 
@@ -105,7 +105,7 @@ impl<T> Speech<T> {
         let sentence = text.clone();
         let task = tokio::spawn(async move {
             tokio::select! {
-                _ = cancel.cancelled() => Err("cancelled".to_string()),
+                _ = cancel.cancelled() => Err(super::VoiceError::from("cancelled")),
                 audio = async {
                     // The semaphore is never closed.
                     let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
@@ -146,7 +146,7 @@ impl<T> Speech<T> {
                     match result {
                         Ok(Ok(data)) => return Spoken::Audio { seq, text, data },
                         _ if self.cancel.is_cancelled() => {}
-                        Ok(Err(why)) => return self.fail(why),
+                        Ok(Err(why)) => return self.fail(why.to_string()),
                         Err(join) => return self.fail(format!("the synthesis failed: {join}")),
                     }
                 }

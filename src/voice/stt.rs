@@ -14,7 +14,7 @@ pub(crate) struct Stt {
 }
 
 impl Stt {
-    pub(crate) fn new(settings: SttSettings) -> Result<Self, String> {
+    pub(crate) fn new(settings: SttSettings) -> Result<Self, super::VoiceError> {
         Ok(Stt {
             http: http_client()?,
             settings,
@@ -26,7 +26,7 @@ impl Stt {
         &self,
         audio: Vec<u8>,
         content_type: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::VoiceError> {
         let file_name = format!("speech.{}", extension(content_type));
         let part = reqwest::multipart::Part::bytes(audio)
             .file_name(file_name)

@@ -24,7 +24,7 @@ pub(crate) struct Tts {
 }
 
 impl Tts {
-    pub(crate) fn new(settings: TtsSettings, cwd: PathBuf) -> Result<Self, String> {
+    pub(crate) fn new(settings: TtsSettings, cwd: PathBuf) -> Result<Self, super::VoiceError> {
         Ok(Tts {
             http: http_client()?,
             settings,
@@ -44,7 +44,7 @@ impl Tts {
 
     /// The audio of `text`; `Err` says why there is none. Dropping the future stops the work
     /// (a command's processes are killed).
-    pub(crate) async fn synthesize(&self, text: &str) -> Result<Vec<u8>, String> {
+    pub(crate) async fn synthesize(&self, text: &str) -> Result<Vec<u8>, super::VoiceError> {
         let timeout = self.settings.timeout;
         let audio = match &self.settings.engine {
             TtsEngine::Command { command, env } => {
@@ -60,25 +60,25 @@ impl Tts {
                 .await
                 .map_err(|e| format!("the speech command could not run: {e}"))?;
                 if run.timed_out {
-                    return Err(format!(
+                    return Err(super::VoiceError::from(format!(
                         "the speech command took longer than {:.0}s",
                         timeout.as_secs_f64()
-                    ));
+                    )));
                 }
                 if run.exit_code != Some(0) {
                     let why = match run.exit_code {
                         Some(code) => format!("exited with status {code}"),
                         None => "was killed by a signal".into(),
                     };
-                    return Err(format!(
+                    return Err(super::VoiceError::from(format!(
                         "the speech command {why}{}",
                         excerpt(&String::from_utf8_lossy(&run.stderr))
-                    ));
+                    )));
                 }
                 if run.stdout_cut {
-                    return Err(format!(
+                    return Err(super::VoiceError::from(format!(
                         "the speech command wrote more than {MAX_AUDIO_BYTES} bytes of audio"
-                    ));
+                    )));
                 }
                 run.stdout
             }
@@ -117,13 +117,13 @@ impl Tts {
 }
 
 /// An HTTP client for the voice endpoints (a process-wide rustls provider, as the model's).
-pub(crate) fn http_client() -> Result<reqwest::Client, String> {
+pub(crate) fn http_client() -> Result<reqwest::Client, super::VoiceError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .tcp_nodelay(true)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(|e| format!("cannot build the HTTP client: {e}").into())
 }
 
 /// A successful response's body, at most `limit` bytes; else why not.
@@ -131,11 +131,14 @@ pub(crate) async fn read_body(
     mut response: reqwest::Response,
     limit: usize,
     who: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, super::VoiceError> {
     let status = response.status();
     if !status.is_success() {
         let text = response.text().await.unwrap_or_default();
-        return Err(format!("{who} answered {status}{}", excerpt(&text)));
+        return Err(super::VoiceError::from(format!(
+            "{who} answered {status}{}",
+            excerpt(&text)
+        )));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response
@@ -144,7 +147,9 @@ pub(crate) async fn read_body(
         .map_err(|e| format!("{who} broke off its answer: {e}"))?
     {
         if body.len() + chunk.len() > limit {
-            return Err(format!("{who} sent more than {limit} bytes"));
+            return Err(super::VoiceError::from(format!(
+                "{who} sent more than {limit} bytes"
+            )));
         }
         body.extend_from_slice(&chunk);
     }

@@ -588,7 +588,7 @@ async fn an_invalid_hook_file_stops_the_server_from_starting_and_check_reports_i
             .contains("hooks.yaml:4: unknown event \"not_an_event\""),
         "{error}"
     );
-    let problems: Vec<String> = hookwire::check::problems(&config)
+    let problems: Vec<String> = hookwire::app::check::problems(&config)
         .iter()
         .map(ToString::to_string)
         .collect();

@@ -16,7 +16,8 @@ const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["config"],
     &["app"],
-    &["check", "hooks_command", "server", "trust_command"],
+    &["server"],
+    &["cli"],
     &["lib", "main"],
 ];
 

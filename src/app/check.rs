@@ -1,15 +1,15 @@
-//! `hookwire check`: everything `serve` would load, with every problem reported as
-//! `severity: file: field: reason`. A workspace hook file that `serve` would not load because it
-//! is not trusted is an error (its hooks would not run); a non-loopback address without an
-//! `auth_token` is a warning.
+//! What `hookwire check` reports: everything `serve` would load, with every problem
+//! (`severity: file: field: reason`). A workspace hook file that `serve` would not load because
+//! it is not trusted is an error (its hooks would not run); a non-loopback address without an
+//! `auth_token` is a warning. And `--probe`: each MCP server started, its tools listed.
 
 use std::net::ToSocketAddrs;
 
-use crate::config::{Config, MessageStyleSetting, Provider};
+use crate::config::Config;
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
 use crate::trust::TrustPolicy;
-pub use crate::types::{Labelled, Problem, Severity};
+use crate::types::Problem;
 
 /// Every problem found, errors and warnings; empty when all is well.
 pub fn problems(config: &Config) -> Vec<Problem> {
@@ -112,10 +112,39 @@ fn trust_policy(config: &Config, workspace: &std::path::Path) -> TrustPolicy {
     .with_config_file(config.config_file.as_deref())
 }
 
-/// `hookwire check --probe`: starts each MCP server `serve` would start (the config file's,
-/// and the workspace's `.mcp.json` when trusted), lists its tools and stops it. The report, and
-/// whether every enabled server answered.
-pub async fn probe(config: &Config) -> (String, bool) {
+/// One MCP server as `--probe` found it.
+#[derive(Debug, Clone)]
+pub struct ProbedServer {
+    pub name: String,
+    /// What it runs or calls (`stdio: npx …`, `http: https://…`), as the settings say.
+    pub describe: String,
+    /// Where it is configured: the config file or the workspace's `.mcp.json`.
+    pub origin: &'static str,
+    pub outcome: ProbeOutcome,
+}
+
+/// What starting one MCP server gave.
+#[derive(Debug, Clone)]
+pub enum ProbeOutcome {
+    /// `enabled: false`: not started.
+    Disabled,
+    Tools(Vec<ProbedTool>),
+    Failed(String),
+}
+
+/// One tool a probed server lists.
+#[derive(Debug, Clone)]
+pub struct ProbedTool {
+    /// The name the model sees (`mcp__<server>__<tool>`).
+    pub name: String,
+    pub description: String,
+    /// Whether its calls run without approval (`auto_approve`).
+    pub auto_approved: bool,
+}
+
+/// Starts each MCP server `serve` would start (the config file's, and the workspace's
+/// `.mcp.json` when trusted), lists its tools and stops it.
+pub async fn probe(config: &Config) -> Vec<ProbedServer> {
     let workspace = config
         .workspace
         .canonicalize()
@@ -127,48 +156,33 @@ pub async fn probe(config: &Config) -> (String, bool) {
         &trust_policy(config, &workspace),
         &crate::process::server_variable,
     );
-    if configured.servers.is_empty() {
-        return ("mcp: no MCP server to probe\n".into(), true);
-    }
-    let mut text = String::new();
-    let mut passed = true;
+    let mut probed = Vec::new();
     for server in &configured.servers {
-        let head = format!(
-            "mcp: {} ({}, {})",
-            server.name,
-            crate::trust::printable(&server.describe()),
-            server.origin.as_str()
-        );
-        if !server.enabled {
-            text.push_str(&format!("{head}: disabled, not started\n"));
-            continue;
-        }
-        match crate::mcp::probe(server, &workspace).await {
-            Ok(tools) => {
-                text.push_str(&format!("{head}: {} tool(s)\n", tools.len()));
-                for (name, remote, description) in tools {
-                    let approval = if server.auto_approves(&remote, &name) {
-                        "runs without approval"
-                    } else {
-                        "needs approval"
-                    };
-                    text.push_str(&format!(
-                        "  {}  ({approval}) {}\n",
-                        crate::trust::printable(&name),
-                        crate::trust::printable(&description)
-                    ));
-                }
+        let outcome = if !server.enabled {
+            ProbeOutcome::Disabled
+        } else {
+            match crate::mcp::probe(server, &workspace).await {
+                Ok(tools) => ProbeOutcome::Tools(
+                    tools
+                        .into_iter()
+                        .map(|(name, remote, description)| ProbedTool {
+                            auto_approved: server.auto_approves(&remote, &name),
+                            name,
+                            description,
+                        })
+                        .collect(),
+                ),
+                Err(error) => ProbeOutcome::Failed(error.to_string()),
             }
-            Err(error) => {
-                passed = false;
-                text.push_str(&format!(
-                    "{head}: failed: {}\n",
-                    crate::trust::printable(&error)
-                ));
-            }
-        }
+        };
+        probed.push(ProbedServer {
+            name: server.name.clone(),
+            describe: server.describe(),
+            origin: server.origin.as_str(),
+            outcome,
+        });
     }
-    (text, passed)
+    probed
 }
 
 /// Whether every address `addr` names is a loopback one (as `serve` would bind it).
@@ -183,78 +197,12 @@ fn is_loopback(addr: &str) -> bool {
     }
 }
 
-/// The model API in use and how requests are laid out for it (one line).
-pub fn upstream_summary(config: &Config) -> String {
-    let llm = &config.llm;
-    let Some(url) = llm.effective_base_url() else {
-        return "upstream: the built-in demo model (no base URL, no API key)\n".into();
-    };
-    let layout = match llm.provider {
-        Provider::Anthropic => format!(
-            "Anthropic Messages API, system texts in `system`, max_tokens {}",
-            llm.max_tokens
-        ),
-        Provider::Openai => {
-            let style = llm.message_style();
-            let why = match llm.message_style {
-                MessageStyleSetting::Auto => " (auto)",
-                _ => "",
-            };
-            format!("message style {}{why}", style.describe())
-        }
-    };
-    // The operator's terminal, but a key in a URL is a key: it is never printed.
-    let url = crate::llm::redact_url(&url);
-    format!(
-        "upstream: {} at {url}, model {}, {layout}\n",
-        llm.provider.as_str(),
-        config.agent.model
-    )
-}
-
-/// The context window in use and where it comes from, and what compaction keeps (one line).
-pub fn context_summary(config: &Config) -> String {
-    let context = &config.agent.context;
-    let model = &config.agent.model;
-    let source = match context.window_tokens {
-        Some(_) => "context.window_tokens".to_string(),
-        None => format!("built-in table for {model}"),
-    };
-    let window = context.window_for(model);
-    format!(
-        "context: window {window} tokens ({source}), compaction threshold {} tokens, \
-         the last {} message group(s) kept by auto compaction, \
-         micro threshold {} tokens (context.micro_threshold {}), \
-         tool results of the last {} agent round(s) kept in full\n",
-        context.threshold_for(model),
-        context.keep_recent_groups,
-        context.micro_threshold_for(model),
-        context.micro_threshold,
-        context.micro_keep_rounds
-    )
-}
-
-/// What `check` prints (each problem with its severity, then a verdict), and whether it passed.
-pub fn report(problems: &[Problem]) -> (String, bool) {
-    let mut text = String::new();
-    for problem in problems {
-        text.push_str(&format!("{}\n", problem.labelled()));
-    }
-    // Any error fails `check`; warnings alone do not.
-    let passed = !crate::types::has_errors(problems);
-    if passed {
-        text.push_str("ok: configuration, skills and hooks load without errors\n");
-    } else {
-        text.push_str(&format!("{} problem(s) found\n", problems.len()));
-    }
-    (text, passed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{CliSettings, FileConfig};
     use crate::types::has_errors;
+    use crate::types::Severity;
 
     fn config(workspace: &std::path::Path, skills: &std::path::Path) -> Config {
         let cli = CliSettings {
@@ -266,50 +214,6 @@ mod tests {
             Ok(config) => config,
             Err(error) => panic!("{error}"),
         }
-    }
-
-    #[test]
-    fn the_upstream_line_says_what_is_sent_where() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = config(dir.path(), dir.path());
-        assert_eq!(
-            upstream_summary(&config),
-            "upstream: the built-in demo model (no base URL, no API key)\n"
-        );
-        config.llm.base_url = Some("http://127.0.0.1:11434/v1".into());
-        config.llm.message_style = MessageStyleSetting::Auto;
-        config.llm.system_role = false;
-        assert_eq!(
-            upstream_summary(&config),
-            "upstream: openai at http://127.0.0.1:11434/v1, model gpt-4o-mini, \
-             message style strict, no system role (auto)\n"
-        );
-        config.llm.provider = Provider::Anthropic;
-        config.llm.base_url = None;
-        config.llm.api_key = Some("k".into());
-        assert_eq!(
-            upstream_summary(&config),
-            "upstream: anthropic at https://api.anthropic.com, model gpt-4o-mini, \
-             Anthropic Messages API, system texts in `system`, max_tokens 4096\n"
-        );
-    }
-
-    #[test]
-    fn the_severity_decides_whether_check_passes() {
-        let warning = Problem::warning("error: only looks bad").in_file("x");
-        let (text, passed) = report(std::slice::from_ref(&warning));
-        assert!(passed, "{text}");
-        assert_eq!(
-            text,
-            "warning: x: error: only looks bad\nok: configuration, skills and hooks load without errors\n"
-        );
-        let (text, passed) = report(&[warning, Problem::error("broken").in_file("y")]);
-        assert!(!passed, "{text}");
-        assert_eq!(
-            text,
-            "warning: x: error: only looks bad\nerror: y: broken\n2 problem(s) found\n"
-        );
-        assert!(report(&[]).1);
     }
 
     #[test]

@@ -1,0 +1,98 @@
+//! What `hookwire hooks test EVENT` runs: one event's hooks, loaded as `serve` loads them, run
+//! for real on an input, hook by hook (PROTOCOL section 12). The command prints it.
+
+use serde_json::Value;
+
+use super::{agent_parts, StartError};
+use crate::config::Config;
+use crate::hooks::external::dry_run::{DryDecision, DryRun};
+
+/// One event's chain, run hook by hook.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookTest {
+    /// The event's canonical name.
+    pub event: &'static str,
+    pub hooks: Vec<HookTestRun>,
+    pub decision: HookTestDecision,
+    /// Some hook failed or timed out.
+    pub failed: bool,
+}
+
+/// One hook's run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookTestRun {
+    pub name: String,
+    /// Its file and line.
+    pub place: String,
+    pub outcome: &'static str,
+    pub ms: f64,
+    /// Each field it changed: its value before and after (JSON).
+    pub changes: Vec<(&'static str, Value, Value)>,
+}
+
+/// What the chain decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookTestDecision {
+    /// Nothing stops the event.
+    Continue,
+    /// `retry_feedback`: the model (or, before a tool, the tool's result) gets this.
+    Feedback(String),
+    /// A stop, skip, block or ask.
+    Refused { how: &'static str, reason: String },
+}
+
+/// Why the hooks could not be run; the message is for the person who ran the command.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookTestError {
+    #[error("{0}")]
+    Load(#[from] StartError),
+    #[error("no hook files are loaded")]
+    NoHookFiles,
+    /// An unknown event, an input that does not fit it.
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Runs EVENT's hooks (any dialect's spelling) on `input`, the JSON a hook would get.
+pub async fn test_hooks(
+    config: &Config,
+    event: &str,
+    input: &Value,
+) -> Result<HookTest, HookTestError> {
+    let parts = agent_parts(config)?;
+    let files = parts
+        .sources
+        .hook_files()
+        .ok_or(HookTestError::NoHookFiles)?;
+    let run = files
+        .dry_run(event, input)
+        .await
+        .map_err(|e| HookTestError::Input(e.to_string()))?;
+    Ok(HookTest::from(run))
+}
+
+impl From<DryRun> for HookTest {
+    fn from(run: DryRun) -> Self {
+        HookTest {
+            event: run.event,
+            hooks: run
+                .hooks
+                .into_iter()
+                .map(|hook| HookTestRun {
+                    name: hook.name,
+                    place: hook.place,
+                    outcome: hook.outcome,
+                    ms: hook.ms,
+                    changes: hook.changes,
+                })
+                .collect(),
+            decision: match run.decision {
+                DryDecision::Continue => HookTestDecision::Continue,
+                DryDecision::Feedback(feedback) => HookTestDecision::Feedback(feedback),
+                DryDecision::Refused { how, reason } => HookTestDecision::Refused { how, reason },
+            },
+            failed: run.failed,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `hookwire hooks test EVENT`: one event's hooks run for real on an input, each hook's
+//! outcome and what it changed printed as a diff, the chain's decision as the exit code
+//! (PROTOCOL section 12).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use hookwire::app::hooks_test::{test_hooks, HookTest, HookTestDecision};
+use hookwire::config::Config;
+use serde_json::Value;
+
+/// `hookwire hooks test EVENT [--input FILE|-]`.
+pub(crate) fn run(config: &Config, event: &str, input: Option<std::path::PathBuf>) -> ExitCode {
+    let text = match input.as_deref() {
+        None => Ok("{}".to_string()),
+        Some(path) if path == std::path::Path::new("-") => {
+            std::io::read_to_string(std::io::stdin())
+        }
+        Some(path) => std::fs::read_to_string(path),
+    };
+    let input: serde_json::Value = match text
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}")))
+    {
+        Ok(input) => input,
+        Err(error) => {
+            eprintln!("hookwire hooks test: the input: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(runtime) = super::runtime(true) else {
+        return ExitCode::FAILURE;
+    };
+    let mut out = std::io::stdout();
+    ExitCode::from(runtime.block_on(test(config, event, &input, &mut out)))
+}
+
+/// Runs EVENT's hooks on `input` and prints the report to `out`; returns the exit code: 0 the
+/// event goes on, 2 a hook stopped, skipped, blocked or asked, 1 a hook failed (or the hooks
+/// could not be loaded).
+async fn test(config: &Config, event: &str, input: &Value, out: &mut dyn Write) -> u8 {
+    match test_hooks(config, event, input).await {
+        Ok(run) => {
+            let _ = print(&run, out);
+            exit_code(&run)
+        }
+        Err(error) => {
+            let _ = writeln!(out, "hookwire hooks test: {error}");
+            1
+        }
+    }
+}
+
+fn exit_code(run: &HookTest) -> u8 {
+    match &run.decision {
+        HookTestDecision::Refused { .. } => 2,
+        _ if run.failed => 1,
+        _ => 0,
+    }
+}
+
+fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
+    if run.hooks.is_empty() {
+        writeln!(out, "no hook runs at {} for this input", run.event)?;
+    }
+    for hook in &run.hooks {
+        writeln!(
+            out,
+            "{} ({}) → {} in {:.1} ms",
+            hook.name, hook.place, hook.outcome, hook.ms
+        )?;
+        for (field, before, after) in &hook.changes {
+            writeln!(out, "  {field}:")?;
+            for line in pretty(before).lines() {
+                writeln!(out, "  - {line}")?;
+            }
+            for line in pretty(after).lines() {
+                writeln!(out, "  + {line}")?;
+            }
+        }
+    }
+    match &run.decision {
+        HookTestDecision::Continue => writeln!(out, "decision: continue"),
+        HookTestDecision::Feedback(feedback) => {
+            writeln!(out, "decision: retry with feedback: {feedback}")
+        }
+        HookTestDecision::Refused { how, reason } => writeln!(out, "decision: {how}: {reason}"),
+    }
+}
+
+/// A string as its text, anything else as indented JSON.
+fn pretty(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "(none)".into(),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
