@@ -101,7 +101,10 @@ async fn native_planning_prompt_goes_with_the_system_prompt_in_both_styles() {
             .unwrap_or_else(|| panic!("{style:?}: no prompt in {messages:?}"));
         let first_user = messages.iter().position(|(role, _)| role == "user");
         assert_eq!(messages[at].0, "system", "{style:?}: {messages:?}");
-        assert!(first_user.is_some_and(|u| at < u), "{style:?}: {messages:?}");
+        assert!(
+            first_user.is_some_and(|u| at < u),
+            "{style:?}: {messages:?}"
+        );
         assert_eq!(
             messages.last().map(|(_, content)| content.as_str()),
             Some("what is here?"),
