@@ -275,6 +275,8 @@ async fn hookwire_at(
         c.llm.base_url = Some(base_url);
         c.llm.api_key = Some("none".into());
         c.llm.message_style = MessageStyleSetting::Auto; // the test servers default to openai
+                                                         // Reading a prompt that lists the tools may take minutes on a busy machine.
+        c.llm.idle_timeout = FRAME_WAIT;
         c.agent.model = "smollm2-135m".into();
         tweak(c);
     })
