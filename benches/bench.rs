@@ -34,9 +34,14 @@
 //! 11. A chat whose one event has 5 command hooks (each a 20 ms guard), run side by side
 //!     (`parallel: true`) vs one after another.
 //!
+//! 12. A real model (tests/it/real_model.rs: llama.cpp's llama-server with SmolLM2-135M, as the
+//!     real-model tests installed it under `target/real-model/`): time to first token and
+//!     tokens/s of the same answer through hookwire vs the request hookwire sends upstream
+//!     (captured) sent straight to llama-server. Skipped when not installed.
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
-//! `-- telemetry` only (10); `-- hooks` only (11).
+//! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -44,6 +49,9 @@
 #[path = "../tests/it/common.rs"]
 mod common;
 mod micro;
+#[path = "../tests/it/real_model.rs"]
+#[allow(dead_code)] // its tests are not built here, only its figures
+mod real_model;
 mod relay;
 
 use std::hint::black_box;
@@ -90,6 +98,10 @@ fn main() {
         runtime.block_on(bench_telemetry());
         return;
     }
+    if std::env::args().any(|arg| arg == "real-model") {
+        runtime.block_on(bench_real_model());
+        return;
+    }
     if !only_tokens && !only_mcp {
         runtime.block_on(bench_chat());
         runtime.block_on(bench_short_chat());
@@ -108,6 +120,17 @@ fn main() {
         runtime.block_on(bench_voice());
         runtime.block_on(bench_telemetry());
         runtime.block_on(bench_parallel_hooks());
+        runtime.block_on(bench_real_model());
+    }
+}
+
+/// (12): hookwire against llama-server alone, when the real-model tests installed it.
+async fn bench_real_model() {
+    match real_model::already_installed() {
+        Some(installed) => println!("{}", real_model::figures(&installed, 10).await),
+        None => println!(
+            "real model: skipped (not installed; `cargo test --test it real_model::` installs it)"
+        ),
     }
 }
 

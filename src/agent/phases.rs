@@ -108,7 +108,9 @@ impl ChatRun {
         loop {
             self.hooks.before_planning(&mut self.ctx).await;
             let prompt = self.inner.config.native_planning_prompt.clone();
-            let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
+            // With the system prompt, not after the input: it speaks of the tools offered, and
+            // after the person's words a small model answered it instead of them.
+            let prompt_id = PromptHookManager::inject_system_prompt(&mut self.ctx, prompt);
             let tools = self.ctx.active_tools();
             let result = self
                 .call(CallPhase::Planning, tools, TextMode::Stream)

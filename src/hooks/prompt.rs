@@ -210,6 +210,25 @@ impl PromptHookManager {
         mark
     }
 
+    /// Puts a built-in system prompt with the system prompt, after the list's leading system
+    /// messages and before the conversation; returns the reference that removes it. For an
+    /// instruction about the request's tools rather than about the person's last words: chat
+    /// templates render the tools in the system turn, and an instruction after the person's
+    /// words (a trailing system message, or strict style's reminder in their turn) is what a
+    /// small model answers instead of them.
+    pub(crate) fn inject_system_prompt(ctx: &mut HookContext, content: impl Into<String>) -> u64 {
+        let mark = ctx.new_injection_id();
+        let mut message = Message::new(Role::System, content);
+        message.injection = Some(mark);
+        let at = ctx
+            .messages
+            .iter()
+            .position(|m| m.role != Role::System)
+            .unwrap_or(ctx.messages.len());
+        ctx.messages.insert(at, message);
+        mark
+    }
+
     /// Removes a built-in prompt by its reference.
     pub(crate) fn remove_prompt(ctx: &mut HookContext, reference: u64) {
         ctx.remove_injected(reference);

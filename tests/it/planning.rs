@@ -73,6 +73,53 @@ async fn native_planning_offers_the_tools_and_a_call_is_round_one() {
     server.shutdown().await;
 }
 
+/// The native planning prompt speaks of the tools offered: it goes with the system prompt, before
+/// the conversation, in both styles. After the input (a trailing system message, or strict
+/// style's reminder in the input's turn) a small model answered it instead of the person
+/// (tests/it/real_model.rs).
+#[tokio::test]
+async fn native_planning_prompt_goes_with_the_system_prompt_in_both_styles() {
+    use hookwire::config::MessageStyleSetting;
+    for style in [MessageStyleSetting::Openai, MessageStyleSetting::Strict] {
+        let upstream = FakeUpstream::start().await;
+        upstream.push(Reply::text(&["hello"]));
+        let server = TestServer::builder()
+            .upstream(&upstream)
+            .config(move |c| {
+                c.agent.planning = Planning::Native;
+                c.agent.native_planning_prompt = "NATIVE-PROMPT".into();
+                c.llm.message_style = style;
+            })
+            .start()
+            .await;
+        let history = json!([{"role":"user","content":"earlier"},
+                             {"role":"assistant","content":"answer"}]);
+        let frames = chat(
+            &server,
+            json!({"type":"chat","input":"what is here?","messages":history}),
+        )
+        .await;
+        assert_eq!(types(&frames).last(), Some(&"done"), "{frames:?}");
+        let messages = upstream.requests()[0].messages();
+        let at = messages
+            .iter()
+            .position(|(_, content)| content.contains("NATIVE-PROMPT"))
+            .unwrap_or_else(|| panic!("{style:?}: no prompt in {messages:?}"));
+        let first_user = messages.iter().position(|(role, _)| role == "user");
+        assert_eq!(messages[at].0, "system", "{style:?}: {messages:?}");
+        assert!(
+            first_user.is_some_and(|u| at < u),
+            "{style:?}: {messages:?}"
+        );
+        assert_eq!(
+            messages.last().map(|(_, content)| content.as_str()),
+            Some("what is here?"),
+            "{style:?}: the input ends the request as the person wrote it"
+        );
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn native_planning_ends_with_a_plain_answer() {
     let upstream = FakeUpstream::start().await;
