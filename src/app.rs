@@ -231,7 +231,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             config.config_file.as_deref(),
             workspace.root(),
             &trust,
-            &crate::hooks::external::process::server_variable,
+            &crate::process::server_variable,
         ),
         workspace.root(),
     );

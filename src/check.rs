@@ -81,7 +81,7 @@ fn mcp_problems(config: &Config) -> Vec<Problem> {
         .workspace
         .canonicalize()
         .unwrap_or_else(|_| config.workspace.clone());
-    let lookup = crate::hooks::external::process::server_variable;
+    let lookup = crate::process::server_variable;
     let mut problems = crate::mcp::configured(
         &config.mcp_servers,
         config.config_file.as_deref(),
@@ -125,7 +125,7 @@ pub async fn probe(config: &Config) -> (String, bool) {
         config.config_file.as_deref(),
         &workspace,
         &trust_policy(config, &workspace),
-        &crate::hooks::external::process::server_variable,
+        &crate::process::server_variable,
     );
     if configured.servers.is_empty() {
         return ("mcp: no MCP server to probe\n".into(), true);

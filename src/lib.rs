@@ -33,6 +33,8 @@
 //!   problems); it depends on nothing else in the crate.
 //! - `reload`: hot reload of skills and hook files on real changes.
 //! - `trust`: which workspace files the operator vouched for (`trust.json`, SHA-256 pins).
+//! - `process`: the processes the server starts (hooks, MCP servers, speech commands): a clean
+//!   environment, a process group of their own, every leftover killed and reaped.
 //! - `skills`: skill discovery, `hooks.json` validation, the registry and its reloads.
 //! - `hooks::external`, `hooks::prompt`, `hooks::signing`: hooks from YAML files, skill prompt
 //!   hooks, and the signatures of what travels with the client.
@@ -40,7 +42,8 @@
 //!   the demo model.
 //! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
 //!
-//! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →
+//! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust`,
+//! `process` →
 //! `llm`, `tools` → `hooks` → `skills`, `mcp` → `agent` → `config` → `app` → `check`, `server`,
 //! `trust_command`.
 //!
@@ -59,6 +62,7 @@ pub mod hooks;
 pub mod hooks_command;
 pub mod llm;
 pub mod mcp;
+mod process;
 mod reload;
 pub mod server;
 mod skills;

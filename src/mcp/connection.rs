@@ -21,8 +21,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
 use super::settings::{McpServerSettings, McpTransport};
-use crate::hooks::external::config::expand;
-use crate::hooks::external::process::{plain_environment, ServerChild};
+use crate::process::expand;
+use crate::process::{plain_environment, ServerChild};
 
 /// Lines of a stdio server's stderr kept to say why it ended.
 const STDERR_LINES: usize = 5;

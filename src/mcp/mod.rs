@@ -167,7 +167,7 @@ impl McpServers {
         let context = McpContext {
             workspace: workspace.to_path_buf(),
             limits: ToolLimits::default(),
-            lookup: Arc::new(crate::hooks::external::process::server_variable),
+            lookup: Arc::new(crate::process::server_variable),
         };
         for problem in &configured.problems {
             tracing::warn!("{}", problem.labelled());
@@ -293,7 +293,7 @@ pub(crate) async fn probe(
     let context = McpContext {
         workspace: workspace.to_path_buf(),
         limits: ToolLimits::default(),
-        lookup: Arc::new(crate::hooks::external::process::server_variable),
+        lookup: Arc::new(crate::process::server_variable),
     };
     server::probe(settings, &context).await
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::hooks::external::config::variables_in;
+use crate::process::variables_in;
 use crate::types::Problem;
 
 /// The workspace file Claude Code keeps a project's MCP servers in.
@@ -218,7 +218,7 @@ impl McpServerSettings {
         }
         if let McpTransport::Stdio { env, .. } = &self.transport {
             for name in env.keys() {
-                if name == crate::hooks::external::process::RUN_MARKER {
+                if name == crate::process::RUN_MARKER {
                     problems.push(format!("env name {name} is reserved by hookwire"));
                 }
             }

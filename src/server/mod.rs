@@ -370,7 +370,7 @@ impl RunningServer {
 
 /// Runs the server until SIGTERM or Ctrl-C.
 pub async fn serve(config: Config) -> Result<(), StartError> {
-    crate::hooks::external::process::guard_server_process();
+    crate::process::guard_server_process();
     let workspace = config
         .workspace
         .canonicalize()

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::settings::{TtsEngine, TtsSettings};
-use crate::hooks::external::process;
+use crate::process;
 
 /// Audio of one sentence past this is refused (a minute of 16-bit 48 kHz stereo is ~11 MB).
 pub(crate) const MAX_AUDIO_BYTES: usize = 16 * 1024 * 1024;

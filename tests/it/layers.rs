@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first. Modules on one line are on the same level and may not use each other.
 const LAYERS: &[&[&str]] = &[
     &["types", "reload", "trust", "telemetry"],
+    &["process"],
     &["llm", "tools"],
     &["hooks"],
     &["skills", "mcp", "voice"],

@@ -36,44 +36,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use serde_json::Value;
-
 use super::config::{HookDef, OnError};
 use super::dialect;
 use super::event::Event;
+use super::hook_run::{over_limit, run_hook, Failure, RunHook};
 use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::queue::{AsyncHooks, Job};
-use super::runner::{RunResult, Runner};
-use crate::hooks::spend::{Exhausted, HookSpend};
+use super::stats::Ran;
+use crate::hooks::spend::HookSpend;
 use crate::hooks::LateEvents;
-use crate::types::{Message, Role};
-
-/// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
-/// Its model calls, if it makes any, are charged to `spend` (the chat's).
-#[async_trait]
-pub(super) trait RunHook: Send + Sync {
-    async fn run(
-        &self,
-        hook: &HookDef,
-        input: &Value,
-        timeout: Duration,
-        spend: &Arc<HookSpend>,
-    ) -> RunResult;
-}
-
-#[async_trait]
-impl RunHook for Runner {
-    async fn run(
-        &self,
-        hook: &HookDef,
-        input: &Value,
-        timeout: Duration,
-        spend: &Arc<HookSpend>,
-    ) -> RunResult {
-        Runner::run(self, hook, input, timeout, spend).await
-    }
-}
+use crate::types::Message;
 
 /// One event's chain: its hooks, in order, and the time they may take in all.
 pub(super) struct Chain<'a> {
@@ -135,46 +107,6 @@ pub(super) enum ChainControl {
     Retry(String),
     /// The tool waits for the person's approval.
     Ask(String),
-}
-
-/// How one hook's run ended: the `outcome` label of its metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ran {
-    Success,
-    Skip,
-    Block,
-    /// It asked for the person's approval.
-    Ask,
-    Timeout,
-    Failure,
-}
-
-impl Ran {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Ran::Success => "success",
-            Ran::Skip => "skip",
-            Ran::Block => "block",
-            Ran::Ask => "ask",
-            Ran::Timeout => "timeout",
-            Ran::Failure => "failure",
-        }
-    }
-}
-
-/// Why a hook gave no output.
-pub(super) enum Failure {
-    TimedOut(Duration),
-    Failed(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::TimedOut(after) => write!(f, "timed out after {after:?}"),
-            Failure::Failed(error) => f.write_str(error),
-        }
-    }
 }
 
 /// What one hook's answer does to the chain, once it is applied.
@@ -426,101 +358,6 @@ impl Chain<'_> {
     }
 }
 
-/// A hook that calls the model was skipped past the chat's limit: logged, and the chat's one
-/// notice the first time.
-pub(super) fn over_limit(
-    spend: &HookSpend,
-    hook: &HookDef,
-    event: Event,
-    exhausted: Exhausted,
-    warnings: &mut Vec<String>,
-) {
-    tracing::debug!(hook = %hook.name, event = event.as_str(), %exhausted, "a hook that calls the model was skipped");
-    if spend.first_skip() {
-        tracing::warn!(hook = %hook.name, event = event.as_str(), %exhausted, "hooks that call the model are skipped for the rest of the chat");
-        metrics::counter!("hookwire_hook_model_calls_capped_total").increment(1);
-        warnings.push(format!(
-            "{exhausted}: hooks that call the model are skipped for the rest of this chat"
-        ));
-    }
-}
-
-/// Runs one hook with `input` within `timeout`, reads its answer in its dialect (against the
-/// event's state and envelope) and records how it ended (in a chain, and from the async queue).
-pub(super) async fn run_hook(
-    runner: &dyn RunHook,
-    hook: &HookDef,
-    event: Event,
-    input: &Value,
-    timeout: Duration,
-    (state, envelope): (&EventState, &Envelope),
-    spend: &Arc<HookSpend>,
-) -> (Result<HookOutput, Failure>, Ran, Duration) {
-    let started = Instant::now();
-    let span = crate::telemetry::Span::start(
-        || format!("hook {}", event.as_str()),
-        crate::telemetry::Kind::Internal,
-        || {
-            crate::telemetry::hook_attributes(
-                &hook.name,
-                event.as_str(),
-                hook.level,
-                hook.dialect.as_str(),
-            )
-        },
-    );
-    let output = match span.run(runner.run(hook, input, timeout, spend)).await {
-        RunResult::Error(error) => Err(Failure::Failed(error)),
-        RunResult::Timeout => Err(Failure::TimedOut(timeout)),
-        answer => dialect::read(hook, event, answer, state, envelope)
-            .map(|output| match hook.level {
-                "session" => limit_session(output),
-                _ => output,
-            })
-            .map_err(|e| Failure::Failed(format!("bad result: {e}"))),
-    };
-    let ran = match &output {
-        Ok(out) => match &out.control {
-            Some(Control::Skip(_)) => Ran::Skip,
-            Some(Control::Stop(_) | Control::Block(_)) => Ran::Block,
-            Some(Control::Ask(_)) => Ran::Ask,
-            None => Ran::Success,
-        },
-        Err(Failure::TimedOut(_)) => Ran::Timeout,
-        Err(Failure::Failed(_)) => Ran::Failure,
-    };
-    let elapsed = started.elapsed();
-    span.set(|| {
-        vec![crate::telemetry::Attribute::new(
-            "hookwire.hook.outcome",
-            ran.label(),
-        )]
-    });
-    span.end();
-    record(hook, event, ran, elapsed);
-    (output, ran, elapsed)
-}
-
-/// A session hook's output without the messages it may not inject: any but `user` ones (a
-/// `system` message would outrank the operator's prompt). They are refused, so logged.
-fn limit_session(mut output: HookOutput) -> HookOutput {
-    // Context from a session hook is the model's own words coming back: it goes in as a user
-    // message, never appended to the operator's system prompt.
-    if let Some(context) = output.additional_context.take() {
-        output.inject_messages.push(Message::user(context));
-    }
-    let before = output.inject_messages.len();
-    output
-        .inject_messages
-        .retain(|message| message.role == Role::User);
-    if output.inject_messages.len() < before {
-        output
-            .refused
-            .push("inject_messages with a role other than user".into());
-    }
-    output
-}
-
 /// What `on_error: block` makes of a failed hook: the action its event guards is refused. A
 /// tool is skipped (the model sees why); at the other events that can end the chat, the chat
 /// ends (before the model ran: `error` `hook_blocked`; after: `done` `stopped`). The events that
@@ -545,20 +382,6 @@ fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<ChainControl> 
         );
         None
     }
-}
-
-fn record(hook: &HookDef, event: Event, ran: Ran, elapsed: Duration) {
-    let outcome = ran.label();
-    let labels = [
-        ("hook", hook.name.clone()),
-        ("event", event.as_str().to_string()),
-        ("outcome", outcome.to_string()),
-    ];
-    super::stats::record(hook, ran, elapsed);
-    metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
-    metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
-        .record(elapsed.as_secs_f64());
-    tracing::debug!(hook = %hook.name, event = event.as_str(), outcome, ms = elapsed.as_millis() as u64, "hook ran");
 }
 
 /// Applies one hook's output to the chain's state, at the events where each field is valid;

@@ -32,7 +32,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::event::{Dialect, Event, Spelling};
+use super::event::{Dialect, Event, Spelling, CAPABILITIES, TRIGGER_TYPE};
 use crate::types::Problem;
 
 /// What a hook runs.
@@ -170,19 +170,6 @@ impl Filter {
     }
 }
 
-/// What a hook result may change (seed 004 `capabilities`); the names are the result fields.
-pub(crate) const CAPABILITIES: [&str; 9] = [
-    "user_input",
-    "messages",
-    "system_prompt",
-    "tool_arguments",
-    "tool_result",
-    "tool_error",
-    "assistant_output",
-    "inject_messages",
-    "additional_context",
-];
-
 /// One configured hook.
 #[derive(Debug, Clone)]
 pub(crate) struct HookDef {
@@ -254,7 +241,7 @@ impl HookDef {
     fn other_subject<'a>(&self, event: Event, trigger: Option<&'a str>) -> Option<&'a str> {
         use Dialect::*;
         Some(match (event, self.dialect) {
-            (Event::RunCompleted | Event::RunFailed, _) => super::protocol::TRIGGER_TYPE,
+            (Event::RunCompleted | Event::RunFailed, _) => TRIGGER_TYPE,
             // A compaction's trigger: the `SessionStart` that follows a compaction.
             (Event::SessionStart, Claude) if trigger.is_some() => "compact",
             (Event::SessionStart, Claude | Gemini) => "startup",
@@ -731,7 +718,6 @@ mod env;
 mod matcher;
 
 pub(crate) use env::check_env;
-pub(crate) use env::{expand, variables_in};
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
 
 #[cfg(test)]

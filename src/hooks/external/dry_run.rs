@@ -4,9 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::chain::{Chain, ChainControl, Ran};
+use super::chain::{Chain, ChainControl};
 use super::event::Event;
 use super::protocol::{Envelope, EventState};
+use super::stats::Ran;
 use super::HookFiles;
 use crate::types::{Message, Role};
 

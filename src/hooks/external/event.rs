@@ -2,6 +2,22 @@
 //! names), spelled four ways. The spelling a hook is configured under is its [`Dialect`]
 //! (docs/protocol.md §9): it decides the JSON the hook gets and how its answer is read.
 
+/// The `trigger_type` of `run_completed` / `run_failed` (what their matcher matches): a chat.
+pub(crate) const TRIGGER_TYPE: &str = "chat";
+
+/// What a hook result may change (the OpenHarness format's `capabilities:`); the names are the result fields.
+pub(crate) const CAPABILITIES: [&str; 9] = [
+    "user_input",
+    "messages",
+    "system_prompt",
+    "tool_arguments",
+    "tool_result",
+    "tool_error",
+    "assistant_output",
+    "inject_messages",
+    "additional_context",
+];
+
 /// A canonical event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Event {
@@ -32,11 +48,13 @@ pub(crate) enum Event {
 /// How a hook is written: which spelling of the events, which input JSON, which output fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Dialect {
-    /// hookwire's own names, which are seed 001's (plus the seed 004 events hookwire adopted
-    /// under their only name: `run_completed`, `before_context_build`, …).
+    /// hookwire's own names, which are the jcli format's (`.jcli/hooks.yaml`: `pre_tool_execution`,
+    /// …), plus the OpenHarness events hookwire adopted under their only name: `run_completed`,
+    /// `before_context_build`, ….
     Hookwire,
-    /// Seed 004's aliases (`before_tool_dispatch`, …): its rewrites need declared capabilities.
-    Seed004,
+    /// The OpenHarness format's aliases (`.openharness/hooks/*.yaml`: `before_tool_dispatch`, …):
+    /// its rewrites need declared capabilities.
+    OpenHarness,
     /// Claude Code's `settings.json` hooks (`PreToolUse`, …).
     Claude,
     /// Gemini CLI's `settings.json` hooks (`BeforeTool`, …).
@@ -47,7 +65,8 @@ impl Dialect {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Dialect::Hookwire => "hookwire",
-            Dialect::Seed004 => "seed004",
+            // The name `/api/hooks` and the traces have always shown.
+            Dialect::OpenHarness => "seed004",
             Dialect::Claude => "claude",
             Dialect::Gemini => "gemini",
         }
@@ -59,7 +78,7 @@ impl Dialect {
     }
 }
 
-use Dialect::{Claude, Gemini, Hookwire, Seed004};
+use Dialect::{Claude, Gemini, Hookwire, OpenHarness};
 use Event::*;
 
 /// Every spelling: the name, its dialect, the canonical events it stands for. `SessionStart`,
@@ -88,16 +107,16 @@ const SPELLINGS: &[(&str, Dialect, &[Event])] = &[
     ("post_auto_compact", Hookwire, &[PostAutoCompact]),
     ("pre_micro_compact", Hookwire, &[PreMicroCompact]),
     ("post_micro_compact", Hookwire, &[PostMicroCompact]),
-    ("before_model_call", Seed004, &[PreLlmRequest]),
-    ("after_model_call", Seed004, &[PostLlmResponse]),
-    ("before_tool_dispatch", Seed004, &[PreToolExecution]),
+    ("before_model_call", OpenHarness, &[PreLlmRequest]),
+    ("after_model_call", OpenHarness, &[PostLlmResponse]),
+    ("before_tool_dispatch", OpenHarness, &[PreToolExecution]),
     (
         "after_tool_dispatch",
-        Seed004,
+        OpenHarness,
         &[PostToolExecution, PostToolExecutionFailure],
     ),
-    ("before_context_compact", Seed004, &[PreAutoCompact]),
-    ("after_context_compact", Seed004, &[PostAutoCompact]),
+    ("before_context_compact", OpenHarness, &[PreAutoCompact]),
+    ("after_context_compact", OpenHarness, &[PostAutoCompact]),
     ("SessionStart", Claude, &[SessionStart]),
     ("SessionEnd", Claude, &[SessionEnd]),
     ("UserPromptSubmit", Claude, &[PreSendMessage]),
@@ -277,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             Event::spelling("before_tool_dispatch", None),
-            Spelling::Known(Seed004, &[PreToolExecution])
+            Spelling::Known(OpenHarness, &[PreToolExecution])
         );
         assert_eq!(
             Event::spelling("PreToolUse", Some(Gemini)),

@@ -7,11 +7,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::event::{Dialect, Event};
+use super::event::{Dialect, Event, CAPABILITIES, TRIGGER_TYPE};
 use crate::types::{Message, Role};
-
-/// The `trigger_type` of `run_completed` / `run_failed` (what their matcher matches): a chat.
-pub(crate) const TRIGGER_TYPE: &str = "chat";
 
 /// The values a chain works on; each hook sees them as the previous hook left them.
 #[derive(Debug, Clone, Default)]
@@ -233,7 +230,7 @@ pub(crate) struct HookOutput {
 }
 
 /// The top-level keys a hookwire-dialect or seed-004-dialect answer may have besides the
-/// change fields ([`super::config::CAPABILITIES`]).
+/// change fields ([`CAPABILITIES`]).
 const CONTROL_KEYS: [&str; 14] = [
     "tool_input",
     "tool_output",
@@ -325,7 +322,7 @@ pub(crate) fn parse_output(
                 "hookEventName" => continue,
                 other => other,
             };
-            let change = super::config::CAPABILITIES.contains(&field);
+            let change = CAPABILITIES.contains(&field);
             if !change || value.is_null() {
                 // Control keys belong at the top level; in a patch only changes do.
                 if !change && (from_patch || !CONTROL_KEYS.contains(&key.as_str())) {
@@ -453,7 +450,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_001_results() {
+    fn jcli_format_results() {
         let out = parse_output(
             &json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
                     "retry_feedback":"again","system_message":"hi","action":"skip","reason":"nope"}),
@@ -483,7 +480,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_004_results_and_capabilities() {
+    fn openharness_format_results_and_capabilities() {
         let answer = json!({"continue": false, "stopReason": "budget", "systemMessage": "stopped",
                             "hookSpecificOutput": {"hookEventName":"before_model_call","system_prompt":"new"}});
         let without = parse_output(&answer, None, Dialect::Hookwire).unwrap();
@@ -513,17 +510,17 @@ mod tests {
         let tool = parse_output(
             &json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
             Some(&["tool_arguments".to_string()].into()),
-            Dialect::Seed004,
+            Dialect::OpenHarness,
         )
         .unwrap();
         assert_eq!(tool.tool_arguments, Some(json!({"path":"b"})));
     }
 
     #[test]
-    fn seed_004_dialect_top_level_rewrites_need_capabilities_too() {
+    fn openharness_format_top_level_rewrites_need_capabilities_too() {
         let answer = json!({"tool_input": {"path": "b"}, "colour": "red", "user_input": null,
                             "hookSpecificOutput": {"hookEventName": "x", "continue": false}});
-        let without = parse_output(&answer, None, Dialect::Seed004).unwrap();
+        let without = parse_output(&answer, None, Dialect::OpenHarness).unwrap();
         assert_eq!(without.tool_arguments, None);
         assert_eq!(without.refused, vec!["tool_arguments"]);
         assert_eq!(
@@ -532,10 +529,10 @@ mod tests {
             "logged, not silently dropped"
         );
         let caps: BTreeSet<String> = ["tool_arguments".to_string()].into();
-        let with = parse_output(&answer, Some(&caps), Dialect::Seed004).unwrap();
+        let with = parse_output(&answer, Some(&caps), Dialect::OpenHarness).unwrap();
         assert_eq!(with.tool_arguments, Some(json!({"path":"b"})));
-        let seed_001 = parse_output(&answer, None, Dialect::Hookwire).unwrap();
-        assert_eq!(seed_001.tool_arguments, Some(json!({"path":"b"})));
+        let jcli = parse_output(&answer, None, Dialect::Hookwire).unwrap();
+        assert_eq!(jcli.tool_arguments, Some(json!({"path":"b"})));
     }
 
     #[test]

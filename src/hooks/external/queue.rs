@@ -30,9 +30,9 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::chain::{over_limit, run_hook, RunHook};
 use super::config::{HookDef, OnFull};
 use super::event::Event;
+use super::hook_run::{over_limit, run_hook, RunHook};
 use super::protocol::{Envelope, EventState};
 use super::runner::Runner;
 use crate::hooks::spend::HookSpend;

@@ -2,16 +2,16 @@
 //! and the chain decides from its variant (a timeout is [`RunResult::Timeout`], not a message).
 //!
 //! A command hook first ends as a [`CommandRun`] (exit code, stdout, stderr, timed out); its
-//! exit-code contract is its dialect's ([`super::dialect::command_result`]). hookwire's is
-//! written once, in [`CommandRun::result`]: exit 0 → stdout is the result (empty or `{}` = no
-//! change); exit 2 → block, stderr is the reason; anything else → an error (logged; what the
-//! chain does then is the hook's `on_error`). How the command's processes are started, killed
-//! and reaped is [`super::process`].
+//! exit-code contract is its dialect's ([`super::dialect::command_result`]). How the command's
+//! processes are started, killed and reaped is [`crate::process`].
 //!
 //! An http hook POSTs the input: redirects are not followed (a 3xx is an error), an answer over
 //! [`MAX_HTTP_ANSWER_BYTES`] is an error (read no further), and a hook that is not the
 //! operator's (workspace or session level) may only call a URL under `http_hooks.allowed_urls`.
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,72 +19,39 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::config::{Handler, HookDef};
-use super::event::Dialect;
-use super::process::{environment, execute, server_variable};
+use super::outcome::RunResult;
 use super::protocol::json_in_text;
 use crate::hooks::spend::HookSpend;
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
+use crate::process::{environment_with, execute, server_variable};
 use crate::types::Message;
 
 /// An http hook's answer past this is a failure.
 pub(crate) const MAX_HTTP_ANSWER_BYTES: usize = 1024 * 1024;
 
-/// How one run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum RunResult {
-    /// The result JSON (`Null` = no change).
-    Output(Value),
-    /// Exit 2: blocked, with the reason.
-    Block(String),
-    /// Exit 0 with plain text that is not JSON (Claude Code and Gemini CLI give it a meaning).
-    Text(String),
-    /// The handler failed: could not run, answered badly, exited with another code.
-    Error(String),
-    /// The handler ran past its timeout (a command was killed).
-    Timeout,
-}
-
-/// How a command ended, before the contract gives it a meaning.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CommandRun {
-    /// `None` when a signal ended the shell (or it was killed at its timeout).
-    pub(crate) exit_code: Option<i32>,
-    /// Capped at [`super::process::MAX_OUTPUT_BYTES`], lossily decoded.
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-    pub(crate) timed_out: bool,
-}
-
-impl CommandRun {
-    /// The exit-code contract of command hooks (see the module doc).
-    pub(crate) fn result(self) -> RunResult {
-        if self.timed_out {
-            return RunResult::Timeout;
-        }
-        let stderr = self.stderr.trim();
-        match self.exit_code {
-            Some(0) => {
-                let stdout = self.stdout.trim();
-                if stdout.is_empty() {
-                    return RunResult::Output(Value::Null);
-                }
-                match serde_json::from_str(stdout) {
-                    Ok(value) => RunResult::Output(value),
-                    Err(error) => RunResult::Error(format!(
-                        "stdout is not JSON ({error}): {:?}",
-                        self.stdout.chars().take(200).collect::<String>()
-                    )),
-                }
-            }
-            Some(2) if stderr.is_empty() => RunResult::Block("blocked by a hook".into()),
-            Some(2) => RunResult::Block(stderr.to_string()),
-            Some(code) => RunResult::Error(format!(
-                "exit code {code}: {}",
-                stderr.chars().take(300).collect::<String>()
-            )),
-            None => RunResult::Error("killed by a signal".into()),
-        }
+/// The environment of a command hook: the process layer's clean environment from `lookup` (the
+/// server's), with the hook variables of docs/protocol.md §9 for `event` in the workspace `cwd`
+/// before the hook's `env:` map.
+pub(crate) fn environment(
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+    event: &str,
+    cwd: &Path,
+    own: &BTreeMap<String, String>,
+) -> Vec<(String, OsString)> {
+    let mut hook = Vec::new();
+    for name in ["HOOKWIRE_HOOK_EVENT", "JCLI_HOOK_EVENT"] {
+        hook.push((name.to_string(), event.into()));
     }
+    let cwd = cwd.as_os_str();
+    for name in [
+        "HOOKWIRE_CWD",
+        "JCLI_CWD",
+        "CLAUDE_PROJECT_DIR",
+        "GEMINI_PROJECT_DIR",
+    ] {
+        hook.push((name.to_string(), cwd.to_os_string()));
+    }
+    environment_with(lookup, hook, own)
 }
 
 /// The bounded sub-run behind `agent` hooks: a task in, the agent's final answer out. The agent
@@ -117,14 +84,6 @@ pub(crate) struct Runner {
 
 /// The default [`Runner::chain_budget`].
 pub(crate) const DEFAULT_CHAIN_BUDGET: Duration = crate::hooks::DEFAULT_HOOK_BUDGET;
-
-const JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else. Use only the fields you need: \
-\"action\" (\"stop\" or \"skip\"), \"reason\", \"retry_feedback\", \"system_message\", \"additional_context\", \
-\"user_input\", \"tool_arguments\", \"tool_result\", \"assistant_output\". Reply {} for no change.";
-
-/// What a Claude-dialect prompt or agent hook answers (Claude Code's own contract).
-const CLAUDE_JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else: \
-{\"ok\": true} to let it go on, or {\"ok\": false, \"reason\": \"<why>\"} to block it.";
 
 impl Runner {
     pub(crate) fn new(
@@ -214,7 +173,7 @@ impl Runner {
                 model,
                 envelope,
             } => {
-                let prompt = task(hook.dialect, prompt, *envelope, input);
+                let prompt = super::dialect::task(hook.dialect, prompt, *envelope, input);
                 let model = model.clone().unwrap_or_else(|| self.model_name.clone());
                 // The model wrote a session hook: one call, never a retry (each hook run of the
                 // model's costs the operator one call at most).
@@ -237,7 +196,7 @@ impl Runner {
                         }
                     },
                 };
-                let task = task(hook.dialect, prompt, true, input);
+                let task = super::dialect::task(hook.dialect, prompt, true, input);
                 let asked = run_agent(sub_agent.as_ref(), task, spend.clone());
                 match tokio::time::timeout(timeout, asked).await {
                     Err(_) => RunResult::Timeout,
@@ -363,27 +322,6 @@ impl Runner {
     }
 }
 
-/// The text a prompt or agent hook sends: the template filled from the input, the input itself
-/// when `envelope` (seed 004's `prompt` and every `agent` hook: the runtime hands over the
-/// envelope), and the answer it must give. A Claude-dialect prompt has `$ARGUMENTS` replaced by
-/// the input (appended when it has none) and answers `{"ok", "reason"}`.
-fn task(dialect: Dialect, prompt: &str, envelope: bool, input: &Value) -> String {
-    if dialect == Dialect::Claude {
-        let filled = if prompt.contains("$ARGUMENTS") {
-            prompt.replace("$ARGUMENTS", &input.to_string())
-        } else {
-            format!("{prompt}\n\nThe event:\n{input}")
-        };
-        return format!("{filled}{CLAUDE_JSON_INSTRUCTION}");
-    }
-    let filled = render(prompt, input);
-    if envelope {
-        format!("{filled}\n\nThe event:\n{input}{JSON_INSTRUCTION}")
-    } else {
-        format!("{filled}{JSON_INSTRUCTION}")
-    }
-}
-
 async fn run_agent(agent: &dyn SubAgent, task: String, spend: Arc<HookSpend>) -> RunResult {
     match agent.answer(task, spend).await {
         Ok(content) => match json_in_text(&content) {
@@ -392,34 +330,6 @@ async fn run_agent(agent: &dyn SubAgent, task: String, spend: Arc<HookSpend>) ->
         },
         Err(error) => RunResult::Error(format!("the agent failed: {error}")),
     }
-}
-
-/// Fills `{{variable}}` from the input JSON (strings as they are, other values as JSON).
-pub(crate) fn render(template: &str, input: &Value) -> String {
-    let mut out = template.to_string();
-    for key in [
-        "event",
-        "user_input",
-        "tool_name",
-        "tool_arguments",
-        "tool_result",
-        "assistant_output",
-        "model",
-        "cwd",
-        "tool_error",
-        "session_id",
-    ] {
-        let placeholder = format!("{{{{{key}}}}}");
-        if out.contains(&placeholder) {
-            let value = match input.get(key) {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
-            };
-            out = out.replace(&placeholder, &value);
-        }
-    }
-    out
 }
 
 /// Whether a hook that is not the operator's may call `url`: its normalised form starts with
@@ -453,7 +363,7 @@ pub(crate) fn url_allowed(url: &str, allowed: &[String]) -> bool {
     })
 }
 
-/// Runs `sh -c command` with `env` (see [`super::process`]) and applies the exit-code contract
+/// Runs `sh -c command` with `env` (see [`crate::process`]) and applies the exit-code contract
 /// (the runner does both steps itself, with the hook's dialect in between).
 #[cfg(test)]
 pub(crate) async fn run_command(
@@ -464,7 +374,7 @@ pub(crate) async fn run_command(
     timeout: Duration,
 ) -> RunResult {
     match execute(command, env, cwd, input, timeout).await {
-        Ok(run) => run.result(),
+        Ok(run) => super::dialect::command_result(super::event::Dialect::Hookwire, run),
         Err(error) => RunResult::Error(error),
     }
 }

@@ -9,8 +9,32 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::chain::Ran;
 use super::config::HookDef;
+
+/// How one hook's run ended: the `outcome` label of its metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ran {
+    Success,
+    Skip,
+    Block,
+    /// It asked for the person's approval.
+    Ask,
+    Timeout,
+    Failure,
+}
+
+impl Ran {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Ran::Success => "success",
+            Ran::Skip => "skip",
+            Ran::Block => "block",
+            Ran::Ask => "ask",
+            Ran::Timeout => "timeout",
+            Ran::Failure => "failure",
+        }
+    }
+}
 
 /// The runs whose durations the percentiles are taken over.
 const RECENT: usize = 256;

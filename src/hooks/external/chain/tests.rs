@@ -3,11 +3,14 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use serde_json::json;
+use async_trait::async_trait;
+use serde_json::{json, Value};
 
 use super::super::config::parse_hooks;
+use super::super::outcome::RunResult;
 use super::super::queue::AsyncHooks;
 use super::*;
+use crate::types::Role;
 
 /// A hook's answer by its name and its input.
 type Script = dyn Fn(&str, &Value) -> RunResult + Send + Sync;

@@ -27,7 +27,7 @@ pub(crate) fn compile_matcher(
         Regex::new(&format!("^(?:{})$", names.join("|"))).map_err(invalid)
     };
     match dialect {
-        Dialect::Hookwire | Dialect::Seed004 => Regex::new(text).map(Some).map_err(invalid),
+        Dialect::Hookwire | Dialect::OpenHarness => Regex::new(text).map(Some).map_err(invalid),
         Dialect::Claude => {
             let text = text.trim();
             if text.is_empty() || text == "*" {
@@ -67,7 +67,7 @@ pub(crate) fn compile_matcher(
 pub(crate) fn matcher_applies(event: Event, dialect: Dialect) -> bool {
     use Event::*;
     match dialect {
-        Dialect::Hookwire | Dialect::Seed004 => !event.takes_no_matcher(),
+        Dialect::Hookwire | Dialect::OpenHarness => !event.takes_no_matcher(),
         Dialect::Claude => {
             event.is_tool_event()
                 || matches!(
@@ -84,7 +84,7 @@ pub(crate) fn matcher_applies(event: Event, dialect: Dialect) -> bool {
 /// The warning for a matcher that is ignored at its event.
 pub(crate) fn ignored_matcher(event_name: &str, dialect: Dialect) -> String {
     match dialect {
-        Dialect::Hookwire | Dialect::Seed004 => {
+        Dialect::Hookwire | Dialect::OpenHarness => {
             format!("{event_name} takes no matcher (seed 004); it is ignored")
         }
         Dialect::Claude => format!("{event_name} takes no matcher in Claude Code; it is ignored"),

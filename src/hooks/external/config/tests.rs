@@ -87,14 +87,6 @@ fn env_maps_name_server_variables_only_at_server_level_and_only_set_ones() {
 }
 
 #[test]
-fn env_values_expand_server_variables() {
-    let lookup = |name: &str| (name == "KEY").then(|| "k3y".to_string());
-    assert_eq!(expand("Bearer ${KEY}!", &lookup), "Bearer k3y!");
-    assert_eq!(expand("${KEY}${KEY} $KEY $", &lookup), "k3yk3y $KEY $");
-    assert_eq!(expand("[${GONE}]", &lookup), "[]");
-}
-
-#[test]
 fn problems_name_file_and_line() {
     let cases = [
         (

@@ -21,8 +21,9 @@ use serde_json::{json, Map, Value};
 use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::event::{Dialect, Event};
+use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
-use crate::hooks::external::runner::{CommandRun, RunResult};
+use crate::process::CommandRun;
 
 /// The input JSON of a Claude-dialect hook.
 pub(super) fn input(
@@ -109,6 +110,22 @@ pub(super) fn input(
         _ => {}
     }
     Value::Object(map)
+}
+
+/// What a Claude-dialect prompt or agent hook answers (Claude Code's own contract).
+const CLAUDE_JSON_INSTRUCTION: &str = "\n\nReply with exactly one JSON object and nothing else: \
+{\"ok\": true} to let it go on, or {\"ok\": false, \"reason\": \"<why>\"} to block it.";
+
+/// A prompt or agent hook's task: `$ARGUMENTS` in the prompt replaced by the input (the input
+/// appended when it has none), and the answer Claude Code's contract asks for:
+/// `{"ok", "reason"}`.
+pub(super) fn task(prompt: &str, input: &Value) -> String {
+    let filled = if prompt.contains("$ARGUMENTS") {
+        prompt.replace("$ARGUMENTS", &input.to_string())
+    } else {
+        format!("{prompt}\n\nThe event:\n{input}")
+    };
+    format!("{filled}{CLAUDE_JSON_INSTRUCTION}")
 }
 
 /// Claude Code's exit-code contract (the module doc).

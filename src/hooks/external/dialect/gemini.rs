@@ -24,8 +24,9 @@ use serde_json::{json, Map, Value};
 use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
+use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
-use crate::hooks::external::runner::{CommandRun, RunResult};
+use crate::process::CommandRun;
 use crate::types::{Message, Role};
 
 /// Messages in Gemini's text-only `llm_request` shape (tool calls and results are left out, as

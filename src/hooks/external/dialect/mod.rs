@@ -11,6 +11,8 @@
 
 mod claude;
 mod gemini;
+mod hookwire;
+
 pub(crate) mod tools;
 pub(crate) mod transcript;
 
@@ -21,8 +23,9 @@ use serde_json::Value;
 
 use super::config::HookDef;
 use super::event::{Dialect, Event};
-use super::protocol::{input_json, parse_output, Envelope, EventState, HookOutput};
-use super::runner::{CommandRun, RunResult};
+use super::outcome::RunResult;
+use super::protocol::{input_json, Envelope, EventState, HookOutput};
+use crate::process::CommandRun;
 
 /// The input JSON for `hook` at `event`.
 pub(crate) fn input(
@@ -32,7 +35,7 @@ pub(crate) fn input(
     state: &EventState,
 ) -> Value {
     match hook.dialect {
-        Dialect::Hookwire | Dialect::Seed004 => {
+        Dialect::Hookwire | Dialect::OpenHarness => {
             input_json(event, &hook.event_name, envelope, state)
         }
         Dialect::Claude => claude::input(hook, event, envelope, state),
@@ -40,10 +43,32 @@ pub(crate) fn input(
     }
 }
 
+/// Whether `hook` fires again at `session_start` after a compaction (with source `compact`):
+/// only Claude Code's `SessionStart` hooks do; the other dialects have no such source.
+pub(crate) fn fires_after_compaction(hook: &HookDef) -> bool {
+    hook.dialect == Dialect::Claude
+}
+
+/// Whether a chain of `hooks` needs the chat's transcript: a Claude-dialect hook reads its
+/// `transcript_path`.
+pub(crate) fn needs_transcript(hooks: &[std::sync::Arc<HookDef>]) -> bool {
+    hooks.iter().any(|hook| hook.dialect == Dialect::Claude)
+}
+
+/// The text a prompt or agent hook of `dialect` sends to the model: its `prompt` filled from
+/// the input, the input itself when `envelope` (the OpenHarness format's `prompt` and every
+/// `agent` hook: the runtime hands over the envelope), and the answer it must give.
+pub(crate) fn task(dialect: Dialect, prompt: &str, envelope: bool, input: &Value) -> String {
+    match dialect {
+        Dialect::Claude => claude::task(prompt, input),
+        _ => hookwire::task(prompt, envelope, input),
+    }
+}
+
 /// How a command hook of `dialect` ended, by that dialect's exit-code contract.
 pub(crate) fn command_result(dialect: Dialect, run: CommandRun) -> RunResult {
     match dialect {
-        Dialect::Hookwire | Dialect::Seed004 => run.result(),
+        Dialect::Hookwire | Dialect::OpenHarness => hookwire::command_result(run),
         Dialect::Claude => claude::command_result(run),
         Dialect::Gemini => gemini::command_result(run),
     }
@@ -61,18 +86,7 @@ pub(crate) fn read(
 ) -> Result<HookOutput, String> {
     let root = Path::new(&envelope.cwd);
     let mut output = match hook.dialect {
-        Dialect::Hookwire | Dialect::Seed004 => match answer {
-            RunResult::Output(value) => {
-                parse_output(&value, hook.capabilities.as_ref(), hook.dialect)?
-            }
-            RunResult::Block(reason) => HookOutput {
-                control: Some(super::protocol::Control::Block(reason)),
-                ..HookOutput::default()
-            },
-            RunResult::Text(text) => return Err(format!("stdout is not JSON: {text:?}")),
-            RunResult::Error(error) => return Err(error),
-            RunResult::Timeout => return Err("timed out".into()),
-        },
+        Dialect::Hookwire | Dialect::OpenHarness => hookwire::read(hook, answer)?,
         Dialect::Claude => claude::read(hook, event, answer, state, root)?,
         Dialect::Gemini => gemini::read(hook, event, answer, state, root)?,
     };
@@ -528,4 +542,31 @@ mod tests {
         assert_eq!(now.len(), "2024-01-01T00:00:00.000Z".len(), "{now}");
         assert!(now.ends_with('Z'));
     }
+
+    #[test]
+    fn prompts_carry_the_envelope_as_their_dialect_wants() {
+        let input = json!({"tool_name":"read_file"});
+        let jcli = task(Dialect::Hookwire, "check {{tool_name}}", false, &input);
+        assert!(jcli.starts_with("check read_file\n\nReply with exactly one JSON object"));
+        let openharness = task(Dialect::OpenHarness, "check", true, &input);
+        assert!(openharness.starts_with("check\n\nThe event:\n{\"tool_name\":\"read_file\"}"));
+        let claude = task(Dialect::Claude, "Judge: $ARGUMENTS", false, &input);
+        assert!(claude.starts_with("Judge: {\"tool_name\":\"read_file\"}"));
+        assert!(claude.contains("{\"ok\": false"));
+    }
+
+    #[test]
+    fn templates_fill_variables() {
+        let input =
+            json!({"tool_name":"read_file","tool_arguments":"{\"path\":\"a\"}","model":"m"});
+        assert_eq!(
+            render(
+                "{{tool_name}} {{tool_arguments}} {{model}} {{user_input}}!",
+                &input
+            ),
+            "read_file {\"path\":\"a\"} m !"
+        );
+    }
+
+    use super::hookwire::render;
 }

@@ -48,7 +48,7 @@ impl Row {
         match dialect {
             Dialect::Claude => self.claude,
             Dialect::Gemini => self.gemini,
-            Dialect::Hookwire | Dialect::Seed004 => self.hookwire,
+            Dialect::Hookwire | Dialect::OpenHarness => self.hookwire,
         }
     }
 }

@@ -147,6 +147,36 @@ fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Writes a chat's transcript into `slot` (made at first use, in the folder for `workspace`)
+/// and returns its path. A transcript that cannot be written is logged; the hooks then get an
+/// empty path.
+pub(crate) fn write(
+    slot: &mut Option<Transcript>,
+    workspace: &Path,
+    session_id: &str,
+    messages: &[Message],
+    last: Option<&str>,
+) -> Option<String> {
+    if slot.is_none() {
+        let dir = folder_for(workspace)?;
+        match Transcript::create(&dir) {
+            Ok(transcript) => *slot = Some(transcript),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "cannot make the chat's transcript for Claude Code hooks");
+                return None;
+            }
+        }
+    }
+    let transcript = slot.as_mut()?;
+    match transcript.write(session_id, workspace, messages, last) {
+        Ok(()) => Some(transcript.path().display().to_string()),
+        Err(error) => {
+            tracing::warn!(%error, "cannot write the chat's transcript");
+            None
+        }
+    }
+}
+
 /// A chat's transcript file; removed when dropped.
 #[derive(Debug)]
 pub(crate) struct Transcript {

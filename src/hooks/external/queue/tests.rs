@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 
 use super::super::config::parse_hooks;
-use super::super::runner::RunResult;
+use super::super::outcome::RunResult;
 use super::*;
 use crate::types::ChatEvent;
 

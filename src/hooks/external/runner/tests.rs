@@ -1,4 +1,7 @@
+use super::super::dialect::command_result;
+use super::super::event::Dialect;
 use super::*;
+use crate::process::CommandRun;
 use serde_json::json;
 
 /// A hook's environment for `event`, with the server's PATH.
@@ -68,47 +71,10 @@ async fn a_command_past_its_timeout_is_a_timeout_not_an_error() {
             ..CommandRun::default()
         })
     );
-    assert_eq!(run.map(CommandRun::result), Ok(RunResult::Timeout));
-}
-
-#[test]
-fn the_exit_code_contract() {
-    let ended = |exit_code: Option<i32>, stdout: &str, stderr: &str| {
-        CommandRun {
-            exit_code,
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            timed_out: false,
-        }
-        .result()
-    };
-    assert_eq!(ended(Some(0), " {} \n", ""), RunResult::Output(json!({})));
     assert_eq!(
-        ended(Some(0), "\n", "noise"),
-        RunResult::Output(Value::Null)
+        run.map(|run| command_result(Dialect::Hookwire, run)),
+        Ok(RunResult::Timeout)
     );
-    assert!(
-        matches!(ended(Some(0), "nope", ""), RunResult::Error(e) if e.starts_with("stdout is not JSON"))
-    );
-    assert_eq!(
-        ended(Some(2), "{}", " \n"),
-        RunResult::Block("blocked by a hook".into())
-    );
-    assert_eq!(ended(Some(2), "", "no\n"), RunResult::Block("no".into()));
-    assert_eq!(
-        ended(Some(1), "", "x"),
-        RunResult::Error("exit code 1: x".into())
-    );
-    assert_eq!(
-        ended(None, "", ""),
-        RunResult::Error("killed by a signal".into())
-    );
-    let late = CommandRun {
-        exit_code: Some(0),
-        timed_out: true,
-        ..CommandRun::default()
-    };
-    assert_eq!(late.result(), RunResult::Timeout);
 }
 
 #[tokio::test]
@@ -207,26 +173,41 @@ async fn agent_hooks_ask_the_agent_they_name() {
     );
 }
 
-#[test]
-fn prompts_carry_the_envelope_as_their_dialect_wants() {
-    let input = json!({"tool_name":"read_file"});
-    let seed_001 = task(Dialect::Hookwire, "check {{tool_name}}", false, &input);
-    assert!(seed_001.starts_with("check read_file\n\nReply with exactly one JSON object"));
-    let seed_004 = task(Dialect::Seed004, "check", true, &input);
-    assert!(seed_004.starts_with("check\n\nThe event:\n{\"tool_name\":\"read_file\"}"));
-    let claude = task(Dialect::Claude, "Judge: $ARGUMENTS", false, &input);
-    assert!(claude.starts_with("Judge: {\"tool_name\":\"read_file\"}"));
-    assert!(claude.contains("{\"ok\": false"));
+/// A fake server environment: a PATH, a HOME and two secrets no hook may see.
+fn lookup(name: &str) -> Option<std::ffi::OsString> {
+    match name {
+        "PATH" => Some("/usr/bin:/bin".into()),
+        "HOME" => Some("/home/h".into()),
+        "HOOKWIRE_SECRET" => Some("secret".into()),
+        "OPENAI_API_KEY" => Some("sk-1".into()),
+        _ => None,
+    }
 }
 
 #[test]
-fn templates_fill_variables() {
-    let input = json!({"tool_name":"read_file","tool_arguments":"{\"path\":\"a\"}","model":"m"});
+fn the_environment_is_the_passed_variables_the_hook_variables_and_the_env_map() {
+    let own = std::collections::BTreeMap::from([
+        ("TOKEN".to_string(), "Bearer ${OPENAI_API_KEY}".to_string()),
+        ("MODE".to_string(), "strict".to_string()),
+    ]);
+    let env = environment(&lookup, "stop", std::path::Path::new("/ws"), &own);
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
+        .collect();
     assert_eq!(
-        render(
-            "{{tool_name}} {{tool_arguments}} {{model}} {{user_input}}!",
-            &input
-        ),
-        "read_file {\"path\":\"a\"} m !"
+        env,
+        [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", "/home/h"),
+            ("HOOKWIRE_HOOK_EVENT", "stop"),
+            ("JCLI_HOOK_EVENT", "stop"),
+            ("HOOKWIRE_CWD", "/ws"),
+            ("JCLI_CWD", "/ws"),
+            ("CLAUDE_PROJECT_DIR", "/ws"),
+            ("GEMINI_PROJECT_DIR", "/ws"),
+            ("MODE", "strict"),
+            ("TOKEN", "Bearer sk-1"),
+        ]
     );
 }

@@ -1,106 +1,18 @@
-//! A command hook's processes (docs/protocol.md §8, "Hook processes").
-//!
-//! **Environment.** A hook starts with an empty environment plus [`PASSED_VARIABLES`] (those the
-//! server has), the hook variables of section 9 and the hook's own `env:` map: nothing else of
-//! the server's, so no API key or signing secret, unless the operator's `env:` names it.
-//!
-//! **Cleanup.** The shell runs in its own process group. When it ends (it exits, times out, or
-//! the run is dropped because the chat was cancelled), everything it left is killed and reaped:
-//! - the process group catches what stayed in it (`cmd &`, `nohup cmd &`, `(cmd &)`);
-//! - every hook process also carries [`RUN_MARKER`]`=<uuid>` in its environment, so a process
-//!   that left the group (`setsid`, `setpgid`, a double fork that does either) is found by
-//!   reading `/proc/PID/environ` (Linux);
-//! - the server is the subreaper of its hooks' orphans ([`guard_server_process`]) and reaps them
-//!   (each time a hook run ends: one that died since is `<defunct>` until then).
-//!
-//! What this cannot catch: a process that both leaves the group and clears or rewrites its own
-//! environment (`setsid env -i cmd`), or one the server may not read or signal (a setuid
-//! program). A hook runs as the server's user: for a hook that is hostile, the boundary is a
-//! separate user or container, not this.
-//!
-//! Cost: a pass over `/proc` when a hook's shell ends (each process's `stat`; `environ` only for
-//! the processes started since the hook), in a blocking thread that the run does not wait for:
-//! about 10 µs a process (1 ms for 70 processes, measured on a small VM).
+//! The process group of a run, the run marker, and the cleanup of what a run left (see the
+//! module doc of [`super`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use super::config::expand;
-use super::runner::CommandRun;
-
-/// The variable that marks every process of one hook run (and that an `env:` map may not set).
+/// The variable that marks every process of one run (and that an `env:` map may not set).
 pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
 
-/// The server's variables a hook gets, when the server has them.
-pub(crate) const PASSED_VARIABLES: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
-
-/// Output past this is not kept (the process may go on writing; it is drained).
-pub(crate) const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
-
-/// How long the cleanup keeps killing what a hook left before it gives up (and logs it).
+/// How long the cleanup keeps killing what a run left before it gives up (and logs it).
 const CLEANUP_LIMIT: Duration = Duration::from_secs(2);
-
-/// A variable of the server's own environment: the `lookup` of [`environment`] outside tests.
-pub(crate) fn server_variable(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
-}
-
-/// The environment of a command hook: [`PASSED_VARIABLES`] from `lookup` (the server's
-/// environment), the section 9 variables for `event` in the workspace `cwd`, then the hook's
-/// `env:` map with its `${NAME}`s filled from `lookup`. The run marker is added by [`execute`].
-pub(crate) fn environment(
-    lookup: &dyn Fn(&str) -> Option<OsString>,
-    event: &str,
-    cwd: &Path,
-    own: &BTreeMap<String, String>,
-) -> Vec<(String, OsString)> {
-    let mut env: Vec<(String, OsString)> = PASSED_VARIABLES
-        .iter()
-        .filter_map(|name| lookup(name).map(|value| (name.to_string(), value)))
-        .collect();
-    let cwd = cwd.as_os_str().to_os_string();
-    for name in ["HOOKWIRE_HOOK_EVENT", "JCLI_HOOK_EVENT"] {
-        env.push((name.to_string(), event.into()));
-    }
-    for name in [
-        "HOOKWIRE_CWD",
-        "JCLI_CWD",
-        "CLAUDE_PROJECT_DIR",
-        "GEMINI_PROJECT_DIR",
-    ] {
-        env.push((name.to_string(), cwd.clone()));
-    }
-    let text = |name: &str| lookup(name).map(|value| value.to_string_lossy().into_owned());
-    for (name, value) in own {
-        env.push((name.clone(), expand(value, &text).into()));
-    }
-    env
-}
-
-/// The environment of a process the server runs that is not a hook (an MCP server over stdio):
-/// [`PASSED_VARIABLES`] from `lookup`, then the process's own `env:` map with its `${NAME}`s
-/// filled from `lookup`. No hook variable, and nothing else of the server's.
-pub(crate) fn plain_environment(
-    lookup: &dyn Fn(&str) -> Option<OsString>,
-    own: &BTreeMap<String, String>,
-) -> Vec<(String, OsString)> {
-    let mut env: Vec<(String, OsString)> = PASSED_VARIABLES
-        .iter()
-        .filter_map(|name| lookup(name).map(|value| (name.to_string(), value)))
-        .collect();
-    let text = |name: &str| lookup(name).map(|value| value.to_string_lossy().into_owned());
-    for (name, value) in own {
-        env.push((name.clone(), expand(value, &text).into()));
-    }
-    env
-}
 
 /// A long-running process of the server's that is not a hook run (an MCP server over stdio),
 /// started the way a hook's shell is: exactly its environment plus the run marker, in its own
@@ -108,7 +20,7 @@ pub(crate) fn plain_environment(
 /// the process left (see the module doc); once it exits by itself ([`ServerChild::wait`]), what
 /// it left is killed too.
 pub(crate) struct ServerChild {
-    process: HookProcess,
+    process: GroupLeader,
     pub(crate) stdin: Option<tokio::process::ChildStdin>,
     pub(crate) stdout: Option<tokio::process::ChildStdout>,
     pub(crate) stderr: Option<tokio::process::ChildStderr>,
@@ -124,14 +36,10 @@ impl ServerChild {
     ) -> Result<ServerChild, String> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
-        let (mut child, run) = spawn_grouped(command, env, cwd, program)?;
-        let (stdin, stdout, stderr) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let mut process = spawn_grouped(command, env, cwd, program)?;
+        let (stdin, stdout, stderr) = process.take_stdio();
         Ok(ServerChild {
-            process: HookProcess {
-                child: Some(child),
-                run,
-            },
+            process,
             stdin,
             stdout,
             stderr,
@@ -151,12 +59,12 @@ impl ServerChild {
 /// Starts `command` with exactly `env` (and the run marker), in `cwd`, in a process group of its
 /// own, its stdio piped; `what` names it in errors. The spawn holds the lock of the shells, so a
 /// process that exits at once is never taken for an orphan and reaped behind tokio's back.
-fn spawn_grouped(
+pub(super) fn spawn_grouped(
     mut command: tokio::process::Command,
     env: &[(String, OsString)],
     cwd: &Path,
     what: &str,
-) -> Result<(tokio::process::Child, Run), String> {
+) -> Result<GroupLeader, String> {
     let marker = uuid::Uuid::new_v4().simple().to_string();
     command
         .current_dir(cwd)
@@ -187,125 +95,10 @@ fn spawn_grouped(
         started: started(pid),
         marker,
     };
-    Ok((child, run))
-}
-
-/// Runs `sh -c command` with exactly `env`, in its own process group in `cwd`: JSON on stdin
-/// (written while stdout is read, so a large input cannot deadlock), stdout and stderr capped.
-/// When the shell ends, what it left is killed and reaped (see the module doc); a leftover that
-/// still holds stdout open therefore does not hold the run. `Err` only when the shell could not
-/// be started or waited for; how the command itself ended is the [`CommandRun`].
-pub(crate) async fn execute(
-    command: &str,
-    env: &[(String, OsString)],
-    cwd: &Path,
-    input: &Value,
-    timeout: Duration,
-) -> Result<CommandRun, String> {
-    let payload = input.to_string().into_bytes();
-    let run = execute_bytes(command, env, cwd, payload, timeout, MAX_OUTPUT_BYTES).await?;
-    Ok(CommandRun {
-        exit_code: run.exit_code,
-        stdout: String::from_utf8_lossy(&run.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
-        timed_out: run.timed_out,
-    })
-}
-
-/// How a command run by [`execute_bytes`] ended, its output as bytes.
-#[derive(Debug, Default)]
-pub(crate) struct ByteRun {
-    /// `None` when a signal ended the shell (or it was killed at its timeout).
-    pub(crate) exit_code: Option<i32>,
-    pub(crate) stdout: Vec<u8>,
-    /// Capped at [`MAX_OUTPUT_BYTES`].
-    pub(crate) stderr: Vec<u8>,
-    pub(crate) timed_out: bool,
-    /// More than `max_stdout` bytes were written to stdout (the rest was drained, not kept).
-    pub(crate) stdout_cut: bool,
-}
-
-/// [`execute`] for any bytes on stdin and binary output (a speech engine's audio): the same
-/// shell, environment, process group and cleanup; stdout kept up to `max_stdout` bytes. Dropping
-/// the future (a cancelled chat) kills the whole run at once.
-pub(crate) async fn execute_bytes(
-    command: &str,
-    env: &[(String, OsString)],
-    cwd: &Path,
-    payload: Vec<u8>,
-    timeout: Duration,
-    max_stdout: usize,
-) -> Result<ByteRun, String> {
-    let mut shell = tokio::process::Command::new("sh");
-    shell.arg("-c").arg(command);
-    let (mut child, run) = spawn_grouped(shell, env, cwd, &format!("`sh -c {command}`"))?;
-    let (mut stdin, mut stdout, mut stderr) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    // If the run ends before the shell does (timeout, or this future dropped because the chat was
-    // cancelled), dropping `process` kills and reaps everything.
-    let mut process = HookProcess {
+    Ok(GroupLeader {
         child: Some(child),
         run,
-    };
-    let work = async {
-        let write = async {
-            if let Some(mut stdin) = stdin.take() {
-                // A command that does not read its input closes the pipe early; that is fine.
-                let _ = stdin.write_all(&payload).await;
-                let _ = stdin.shutdown().await;
-            }
-        };
-        let main = async {
-            let status = process.wait().await;
-            process.finished();
-            status
-        };
-        let (_, out, err, status) = tokio::join!(
-            write,
-            read_capped(stdout.as_mut(), max_stdout),
-            read_capped(stderr.as_mut(), MAX_OUTPUT_BYTES),
-            main
-        );
-        (out, err, status)
-    };
-    let Ok(((out, out_cut), (err, _), status)) = tokio::time::timeout(timeout, work).await else {
-        drop(process);
-        return Ok(ByteRun {
-            timed_out: true,
-            ..ByteRun::default()
-        });
-    };
-    let status = status.map_err(|error| format!("waiting for the command failed: {error}"))?;
-    Ok(ByteRun {
-        exit_code: status.code(),
-        stdout: out,
-        stderr: err,
-        timed_out: false,
-        stdout_cut: out_cut,
     })
-}
-
-/// Reads to the end, keeping at most `limit` bytes; `true` when more came (and was drained).
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(
-    reader: Option<&mut R>,
-    limit: usize,
-) -> (Vec<u8>, bool) {
-    let Some(reader) = reader else {
-        return (Vec::new(), false);
-    };
-    let mut kept = Vec::new();
-    let mut cut = false;
-    let mut buffer = [0u8; 8192];
-    loop {
-        match reader.read(&mut buffer).await {
-            Ok(0) | Err(_) => return (kept, cut),
-            Ok(n) => {
-                let room = limit.saturating_sub(kept.len());
-                cut |= n > room;
-                kept.extend_from_slice(&buffer[..n.min(room)]);
-            }
-        }
-    }
 }
 
 /// The hook shells (and [`ServerChild`]ren) that tokio owns, by pid, from their start until
@@ -329,15 +122,31 @@ struct Run {
     marker: String,
 }
 
-/// A hook's shell, leader of its own process group.
-struct HookProcess {
+/// The process a run started, leader of its own process group. Dropping it before it was
+/// waited for kills the group and cleans up the rest.
+pub(super) struct GroupLeader {
     /// `None` once the shell exited by itself and was waited for.
     child: Option<tokio::process::Child>,
     run: Run,
 }
 
-impl HookProcess {
-    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+/// The pipes of a process started by [`spawn_grouped`].
+type Stdio3 = (
+    Option<tokio::process::ChildStdin>,
+    Option<tokio::process::ChildStdout>,
+    Option<tokio::process::ChildStderr>,
+);
+
+impl GroupLeader {
+    /// Its stdin, stdout and stderr (once; `None` after).
+    pub(super) fn take_stdio(&mut self) -> Stdio3 {
+        match self.child.as_mut() {
+            Some(child) => (child.stdin.take(), child.stdout.take(), child.stderr.take()),
+            None => (None, None, None),
+        }
+    }
+
+    pub(super) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         match self.child.as_mut() {
             Some(child) => child.wait().await,
             None => Err(std::io::Error::other("the hook's process is gone")),
@@ -347,7 +156,7 @@ impl HookProcess {
     /// The shell exited and was reaped: what it left is killed and reaped, in the background
     /// (the run's answer does not wait for the pass over `/proc`; a leftover that holds the
     /// output open is killed by it, which ends the reads).
-    fn finished(&mut self) {
+    pub(super) fn finished(&mut self) {
         self.child = None;
         shells().remove(&self.run.group);
         let run = self.run.clone();
@@ -358,7 +167,7 @@ impl HookProcess {
     }
 }
 
-impl Drop for HookProcess {
+impl Drop for GroupLeader {
     /// Kills the group at once, then, once the shell is reaped, cleans up the rest.
     fn drop(&mut self) {
         let Some(mut child) = self.child.take() else {
@@ -551,70 +360,8 @@ mod proc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::execute;
     use serde_json::json;
-
-    fn lookup(name: &str) -> Option<OsString> {
-        match name {
-            "PATH" => Some("/usr/bin:/bin".into()),
-            "HOME" => Some("/home/h".into()),
-            "HOOKWIRE_SECRET" => Some("secret".into()),
-            "OPENAI_API_KEY" => Some("sk-1".into()),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn the_environment_is_the_passed_variables_the_hook_variables_and_the_env_map() {
-        let own = BTreeMap::from([
-            ("TOKEN".to_string(), "Bearer ${OPENAI_API_KEY}".to_string()),
-            ("MODE".to_string(), "strict".to_string()),
-        ]);
-        let env = environment(&lookup, "stop", Path::new("/ws"), &own);
-        let env: Vec<(&str, &str)> = env
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
-            .collect();
-        assert_eq!(
-            env,
-            [
-                ("PATH", "/usr/bin:/bin"),
-                ("HOME", "/home/h"),
-                ("HOOKWIRE_HOOK_EVENT", "stop"),
-                ("JCLI_HOOK_EVENT", "stop"),
-                ("HOOKWIRE_CWD", "/ws"),
-                ("JCLI_CWD", "/ws"),
-                ("CLAUDE_PROJECT_DIR", "/ws"),
-                ("GEMINI_PROJECT_DIR", "/ws"),
-                ("MODE", "strict"),
-                ("TOKEN", "Bearer sk-1"),
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn the_shell_gets_exactly_its_environment_and_the_run_marker() {
-        let env = vec![
-            ("PATH".to_string(), OsString::from("/usr/bin:/bin")),
-            ("ONLY".to_string(), OsString::from("this")),
-        ];
-        let run = execute(
-            "env",
-            &env,
-            &std::env::temp_dir(),
-            &json!({}),
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
-        let mut names: Vec<&str> = run
-            .stdout
-            .lines()
-            .filter_map(|line| line.split_once('=').map(|(name, _)| name))
-            .filter(|name| !["PWD", "OLDPWD", "SHLVL", "_"].contains(name))
-            .collect();
-        names.sort();
-        assert_eq!(names, [RUN_MARKER, "ONLY", "PATH"]);
-    }
 
     #[test]
     fn stat_lines_are_read_from_the_last_parenthesis() {
