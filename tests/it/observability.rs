@@ -427,3 +427,20 @@ async fn skill_and_session_hooks_have_figures_like_the_other_hooks() {
     assert!(figures["total_ms"].as_f64().unwrap() > 0.0, "{judge}");
     server.shutdown().await;
 }
+
+#[test]
+fn hooks_test_shows_the_context_a_hook_adds_as_a_diff() {
+    let hooks = "pre_llm_request:\n  - name: rules\n    command: 'echo \"{\\\"additional_context\\\":\\\"REMEMBER THE RULES\\\"}\"'\n";
+    let (code, out) = hooks_test(hooks, "pre_llm_request", r#"{"messages":[]}"#);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("rules") && out.contains("additional_context:"),
+        "{out}"
+    );
+    assert!(out.contains("+ REMEMBER THE RULES"), "{out}");
+    // A Claude Code hook's additionalContext, the same way.
+    let claude = "UserPromptSubmit:\n  - command: 'echo \"{\\\"hookSpecificOutput\\\":{\\\"hookEventName\\\":\\\"UserPromptSubmit\\\",\\\"additionalContext\\\":\\\"TODAY IS MONDAY\\\"}}\"'\n";
+    let (code, out) = hooks_test(claude, "UserPromptSubmit", r#"{"prompt":"hi"}"#);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("+ TODAY IS MONDAY"), "{out}");
+}
