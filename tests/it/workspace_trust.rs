@@ -543,3 +543,60 @@ fn check_fails_on_untrusted_files_and_warns_about_a_public_address() {
         stdout(&output)
     );
 }
+
+#[tokio::test]
+async fn a_broken_hook_file_is_logged_as_not_trusted_with_the_command_then_with_its_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+    // A Claude Code settings file whose hook has no command: an error `hookwire check` shows.
+    let broken = r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command"}]}]}}"#;
+    std::fs::write(dir.path().join(".claude/settings.json"), broken).unwrap();
+    let workspace = dir.path().to_path_buf();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap().to_string();
+    let server = Hookwire::start_in(
+        dir,
+        "stop: []\n",
+        &[("HOOKWIRE_STATE_DIR", &state_dir)],
+        |command| command,
+    );
+    // Untrusted, it is never parsed: the log says so and names the command that shows its errors.
+    assert!(
+        server
+            .logged(|line| line.contains(".claude/settings.json")
+                && line
+                    .contains("not trusted; review and trust it with: hookwire trust --workspace"))
+            .await,
+        "{:?}",
+        server.log()
+    );
+    // That command shows the errors and trusts nothing.
+    let output = hookwire(
+        &["trust", "--workspace", workspace.to_str().unwrap(), "--yes"],
+        &[("HOOKWIRE_STATE_DIR", state.path())],
+    );
+    let shown = stdout(&output);
+    assert!(
+        shown.contains(".claude/settings.json  (has problems: not trusted)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("command hooks need a non-empty `command`"),
+        "{shown}"
+    );
+    // A file that is loaded (the server's own) and breaks: the log line has its errors.
+    std::fs::write(
+        server.path("server-hooks.yaml"),
+        "stop:\n  - type: command\n",
+    )
+    .unwrap();
+    assert!(
+        server
+            .logged(|line| line.contains("server-hooks.yaml:2")
+                && line.contains("command hooks need a non-empty `command`")
+                && line.contains("keeping the last good hook files"))
+            .await,
+        "{:?}",
+        server.log()
+    );
+}
