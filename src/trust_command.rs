@@ -153,8 +153,28 @@ fn review(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8,
         if hooks.is_empty() {
             writeln!(out, "  (no hooks)")?;
         }
-        for hook in hooks {
-            writeln!(out, "{}", describe(&hook))?;
+        for hook in &hooks {
+            writeln!(out, "{}", describe(hook))?;
+        }
+        // The prompt files its hooks read are pinned with it (their text is in the hooks shown).
+        let mut prompt_files: Vec<_> = hooks.iter().filter_map(|h| h.prompt_file.clone()).collect();
+        prompt_files.dedup();
+        for prompt in prompt_files {
+            let Some(prompt_key) = relative_key(&workspace, &prompt.path) else {
+                continue; // not valid UTF-8: never trusted, so its hook file is not either
+            };
+            let status = Status::of(old.as_ref(), &prompt_key, &prompt.sha256);
+            writeln!(
+                out,
+                "  prompt file {}  ({}, sha256 {})",
+                printable(&prompt_key),
+                status.as_str(),
+                &prompt.sha256[..12]
+            )?;
+            if status != Status::Trusted {
+                to_confirm += 1;
+            }
+            pins.insert(prompt_key, prompt.sha256);
         }
         writeln!(out)?;
         if status != Status::Trusted {

@@ -202,6 +202,8 @@ pub(crate) struct HookDef {
     pub(crate) level: &'static str,
     pub(crate) file: PathBuf,
     pub(crate) line: u64,
+    /// The file its prompt was read from (`prompt_file:`), which trust pins with `file`.
+    pub(crate) prompt_file: Option<PromptFile>,
 }
 
 impl HookDef {
@@ -267,6 +269,8 @@ struct RawHook {
     url: Option<String>,
     headers: Option<BTreeMap<String, String>>,
     prompt: Option<String>,
+    /// OpenHarness format: the prompt read from a file beside the hook file.
+    prompt_file: Option<String>,
     model: Option<String>,
     timeout: Option<f64>,
     on_error: Option<String>,
@@ -414,7 +418,16 @@ pub(crate) fn parse_hooks(
             let line = entry.referenced.line();
             let field = format!("{}[{position}]", event_name.value);
             let at = |problem: Problem| problem.in_file(path).at_line(line).in_field(field.clone());
-            match build(entry.value, level, dialect, canonical) {
+            let mut raw = entry.value;
+            let prompt_file = match with_prompt_file(path, &mut raw) {
+                Ok(prompt_file) => prompt_file,
+                Err(error) => {
+                    problems.push(at(Problem::error(error)));
+                    index += 1;
+                    continue;
+                }
+            };
+            match build(raw, level, dialect, canonical) {
                 Ok((built, warnings)) => {
                     problems.extend(warnings.into_iter().map(|w| at(Problem::warning(w))));
                     let place = Place {
@@ -426,7 +439,10 @@ pub(crate) fn parse_hooks(
                         index,
                         parallel,
                     };
-                    hooks.extend(built.define(canonical, &place));
+                    hooks.extend(built.define(canonical, &place).into_iter().map(|mut hook| {
+                        hook.prompt_file = prompt_file.clone();
+                        hook
+                    }));
                 }
                 Err(errors) => problems.extend(errors.into_iter().map(|e| at(Problem::error(e)))),
             }
@@ -434,6 +450,22 @@ pub(crate) fn parse_hooks(
         }
     }
     (hooks, problems)
+}
+
+/// Reads an entry's `prompt_file` into its `prompt`; returns the file read.
+fn with_prompt_file(path: &Path, raw: &mut RawHook) -> Result<Option<PromptFile>, String> {
+    let Some(name) = raw.prompt_file.take() else {
+        return Ok(None);
+    };
+    if raw.prompt.is_some() {
+        return Err("give `prompt` or `prompt_file`, not both".into());
+    }
+    if !matches!(raw.kind.as_deref(), Some("prompt" | "llm" | "agent")) {
+        return Err("`prompt_file` applies to prompt, llm and agent hooks".into());
+    }
+    let (text, file) = prompt_file::read(path, &name)?;
+    raw.prompt = Some(text);
+    Ok(Some(file))
 }
 
 /// The warning for a hook under an event of Claude Code or Gemini CLI that hookwire lacks.
@@ -511,6 +543,7 @@ impl Built {
                 level: place.level,
                 file: place.file.to_path_buf(),
                 line: place.line,
+                prompt_file: None,
             })
             .collect()
     }
@@ -716,9 +749,11 @@ fn build(
 
 mod env;
 mod matcher;
+mod prompt_file;
 
 pub(crate) use env::check_env;
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
+pub(crate) use prompt_file::PromptFile;
 
 #[cfg(test)]
 mod tests;
