@@ -16,6 +16,7 @@ pub use context::{
     CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunConfig, RunOutcome, RunOutput,
     Step, ToolCallInfo, ToolResultInfo,
 };
+pub use external::payload::hook_schemas;
 pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::frames::ServerFrame;
+use crate::types::NoticeLevel;
 
 /// Room left for everything in a frame besides the field being fitted (type, id, names, JSON
 /// punctuation); the chat id is counted on top.
@@ -171,7 +172,7 @@ fn whole_or_notice(
 fn not_sent(id: String, message: String) -> ServerFrame {
     ServerFrame::Notice {
         id,
-        level: "warn",
+        level: NoticeLevel::Warn,
         message,
         source: "server".into(),
     }
@@ -229,6 +230,7 @@ fn needs_escape(ch: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Role;
 
     fn json_len(frame: &ServerFrame) -> usize {
         frame.to_json().len()
@@ -281,7 +283,7 @@ mod tests {
         let frames = fit(
             ServerFrame::Notice {
                 id: "c1".into(),
-                level: "info",
+                level: NoticeLevel::Info,
                 message: "\u{1}".repeat(100_000),
                 source: "hook".into(),
             },
@@ -304,15 +306,7 @@ mod tests {
         let summary = |content: String| ServerFrame::Compact {
             id: "c1".into(),
             count: 4,
-            message: super::super::frames::WireMessage {
-                role: "system",
-                content,
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-                name: None,
-                hook: None,
-                compact: None,
-            },
+            message: super::super::frames::WireMessage::plain(Role::System, content),
             pinned: Vec::new(),
         };
         let small = summary("notes".into());
@@ -321,7 +315,7 @@ mod tests {
         let [ServerFrame::Notice { message, level, .. }] = &big[..] else {
             panic!("{big:?}")
         };
-        assert_eq!(*level, "warn");
+        assert_eq!(*level, NoticeLevel::Warn);
         assert!(
             message.contains("summary of 4 earlier messages") && message.contains("not compacted")
         );

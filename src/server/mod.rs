@@ -10,6 +10,7 @@
 mod access;
 mod fit;
 mod frames;
+pub use frames::frame_schemas;
 pub mod health;
 mod hooks;
 mod listen;

@@ -29,7 +29,7 @@ use base64::Engine as _;
 use super::frames::{ChatFrame, ClientFrame, ErrorFrame, ServerFrame};
 use super::AppState;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatEvent, ChatRequest, ErrorCode};
+use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::{Speech, Spoken};
 
 /// Close codes of RFC 6455 that the session uses.
@@ -361,7 +361,7 @@ fn handle_frame(
                 // sends this chat again on a new connection, which reaches a server that is up.
                 return out.control(ServerFrame::Error(ErrorFrame {
                     id: frame.id,
-                    code: ErrorCode::Draining.as_str(),
+                    code: ErrorCode::Draining,
                     message: "the server is shutting down; send the chat again on a new connection"
                         .into(),
                     fatal: running.is_none(),
@@ -491,7 +491,7 @@ impl Forward {
     fn voice_notice(&self, message: String) -> ServerFrame {
         ServerFrame::Notice {
             id: self.chat_id.clone(),
-            level: "warn",
+            level: NoticeLevel::Warn,
             message,
             source: "voice".into(),
         }

@@ -76,7 +76,7 @@ pub struct HookTrace {
 }
 
 /// A tool call that waits for the person's decision.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PendingCall {
     pub call_id: String,
     pub name: String,
@@ -106,7 +106,8 @@ impl ChatRequest {
 }
 
 /// Why a chat ended normally.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DoneReason {
     Completed,
@@ -136,7 +137,8 @@ impl DoneReason {
 }
 
 /// The closed set of error codes a client can see (docs/protocol.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorCode {
     BadFrame,
@@ -189,7 +191,8 @@ impl ChatError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum NoticeLevel {
     Info,

@@ -6,6 +6,7 @@ mod chat;
 mod message;
 mod problem;
 pub(crate) mod redact;
+mod schema;
 mod tool;
 
 pub(crate) use chat::MAX_DENY_REASON_CHARS;
@@ -17,4 +18,5 @@ pub use chat::{
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
 pub(crate) use problem::has_errors;
 pub use problem::{Labelled, Problem, Severity};
+pub(crate) use schema::{read_schema, written_schema};
 pub use tool::{ToolOutput, ToolSpec};

@@ -37,6 +37,7 @@ mod reload;
 mod replicas;
 mod retries;
 mod rust_hooks;
+mod schema;
 mod seed_gaps;
 mod seed_results;
 mod skills;

@@ -3,6 +3,8 @@
 //!
 //! - `config`, `event`: the hook files' shape and the event vocabulary (four spellings, each a
 //!   dialect); `settings`: Claude Code's and Gemini CLI's `settings.json` as hook files;
+//! - `payload`: what a hook reads and may answer, typed per dialect (the JSON Schemas under
+//!   `docs/schema/hooks/` are generated from it);
 //! - `protocol`: the JSON a hookwire- or seed-004-dialect hook reads and writes; `dialect`: the
 //!   translation layer for every dialect (input, exit codes, output; Claude Code's and Gemini
 //!   CLI's tool names; Claude Code's transcript);
@@ -27,6 +29,7 @@ pub(crate) mod event;
 mod files;
 mod hook_run;
 pub(crate) mod outcome;
+pub(crate) mod payload;
 pub(crate) mod protocol;
 mod queue;
 pub(crate) mod register_hook;

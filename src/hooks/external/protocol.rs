@@ -5,7 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+
+use super::payload::native::{CompactionMetadata, ModelRequest, ModelResponse, NativeInput};
+use super::payload::PlainMessage;
 
 use super::event::{Dialect, Event, CAPABILITIES, TRIGGER_TYPE};
 use crate::types::{Message, Role};
@@ -83,13 +86,15 @@ pub(crate) fn workspace_id(root: &std::path::Path) -> String {
     format!("ws-{}", &hash[..16.min(hash.len())])
 }
 
-fn messages_json(messages: &[Message]) -> Value {
-    Value::Array(
-        messages
-            .iter()
-            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-            .collect(),
-    )
+/// Messages as a hook sees them: role and text.
+fn plain_messages(messages: &[Message]) -> Vec<PlainMessage> {
+    messages
+        .iter()
+        .map(|m| PlainMessage {
+            role: m.role.as_str(),
+            content: m.content.clone(),
+        })
+        .collect()
 }
 
 /// The input JSON for one hook.
@@ -99,92 +104,63 @@ pub(crate) fn input_json(
     envelope: &Envelope,
     state: &EventState,
 ) -> Value {
-    let mut map = Map::new();
-    let mut put = |key: &str, value: Value| {
-        map.insert(key.to_string(), value);
-    };
-    put("event", json!(event.as_str()));
-    put("hook_event_name", json!(event_name));
-    put("session_id", json!(envelope.session_id));
-    if let Some(run_id) = &envelope.run_id {
-        put("run_id", json!(run_id));
-    }
-    put("cwd", json!(envelope.cwd));
-    put("workspace_id", json!(envelope.workspace_id));
-    put("agent_name", json!("hookwire"));
-    put("effective_agent_name", json!("hookwire"));
-    put("model", json!(envelope.model));
-    if matches!(event, Event::PreLlmRequest | Event::PostLlmResponse) {
-        put("model_ref", json!(envelope.model));
-        let mut request = json!({"model": envelope.model});
-        if let Some(messages) = &state.messages {
-            request["messages"] = messages_json(messages);
-        }
-        if let Some(tools) = &state.tools {
-            request["tools"] = json!(tools);
-        }
-        put("model_request", request);
-    }
-    if let Some(messages) = &state.messages {
-        put("messages", messages_json(messages));
-    }
-    if let Some(v) = &state.system_prompt {
-        put("system_prompt", json!(v));
-    }
-    if let Some(v) = &state.user_input {
-        put("user_input", json!(v));
-    }
-    if let Some(v) = &state.assistant_output {
-        put("assistant_output", json!(v));
-        put("model_response", json!({"content": v}));
-    }
-    if let Some(v) = &state.tool_name {
-        put("tool_name", json!(v));
-    }
-    if let Some(v) = &state.tool_arguments {
-        put("tool_arguments", json!(v.to_string()));
-        put("tool_input", v.clone());
-    }
-    if let Some(v) = &state.tool_result {
-        put("tool_result", json!(v));
-        put("tool_output", json!(v));
-    }
-    if let Some(v) = &state.tool_error {
-        put("tool_error", json!(v));
-        put("tool_output", json!(v));
-    }
-    if matches!(event, Event::RunCompleted | Event::RunFailed) {
-        put("trigger_type", json!(TRIGGER_TYPE));
-    }
-    if let Some(v) = &state.error {
-        put("error", json!(v));
-    }
-    if let Some(summary) = &state.summary {
-        put("summary", json!(summary));
-        put("summaryText", json!(summary));
-        put(
-            "summaryMessage",
-            json!({"role": "system", "content": summary}),
-        );
-    }
-    if let Some(info) = &state.compaction {
+    let model_call = matches!(event, Event::PreLlmRequest | Event::PostLlmResponse);
+    let messages = state.messages.as_deref().map(plain_messages);
+    let input = NativeInput {
+        event: event.as_str(),
+        hook_event_name: event_name.to_string(),
+        session_id: envelope.session_id.clone(),
+        run_id: envelope.run_id.clone(),
+        cwd: envelope.cwd.clone(),
+        workspace_id: envelope.workspace_id.clone(),
+        agent_name: "hookwire",
+        effective_agent_name: "hookwire",
+        model: envelope.model.clone(),
+        model_ref: model_call.then(|| envelope.model.clone()),
+        model_request: model_call.then(|| ModelRequest {
+            model: envelope.model.clone(),
+            messages: messages.clone(),
+            tools: state.tools.clone(),
+        }),
+        messages,
+        system_prompt: state.system_prompt.clone(),
+        user_input: state.user_input.clone(),
+        assistant_output: state.assistant_output.clone(),
+        model_response: state
+            .assistant_output
+            .clone()
+            .map(|content| ModelResponse { content }),
+        tool_name: state.tool_name.clone(),
+        tool_arguments: state.tool_arguments.as_ref().map(Value::to_string),
+        tool_input: state.tool_arguments.clone(),
+        tool_result: state.tool_result.clone(),
+        // The error when there is one, else the result.
+        tool_output: state.tool_error.clone().or(state.tool_result.clone()),
+        tool_error: state.tool_error.clone(),
+        trigger_type: matches!(event, Event::RunCompleted | Event::RunFailed)
+            .then_some(TRIGGER_TYPE),
+        error: state.error.clone(),
+        summary: state.summary.clone(),
+        summary_text: state.summary.clone(),
+        summary_message: state.summary.clone().map(|content| PlainMessage {
+            role: "system",
+            content,
+        }),
         // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
         // hooks read it.
-        put("trigger", json!(info.trigger));
-        put(
-            "metadata",
-            json!({
-                "trigger": info.trigger,
-                "context_window_tokens": info.context_window_tokens,
-                "compact_threshold_tokens": info.compact_threshold_tokens,
-                "estimated_input_tokens": info.estimated_input_tokens,
-                "estimated_post_compact_tokens": info.estimated_post_compact_tokens,
-                "summarized_message_count": info.summarized_message_count,
-                "keep_recent_group_count": info.keep_recent_group_count,
-            }),
-        );
-    }
-    Value::Object(map)
+        trigger: state.compaction.as_ref().map(|info| info.trigger.clone()),
+        metadata: state.compaction.as_ref().map(|info| CompactionMetadata {
+            trigger: info.trigger.clone(),
+            context_window_tokens: info.context_window_tokens,
+            compact_threshold_tokens: info.compact_threshold_tokens,
+            estimated_input_tokens: info.estimated_input_tokens,
+            estimated_post_compact_tokens: info.estimated_post_compact_tokens,
+            summarized_message_count: info.summarized_message_count,
+            keep_recent_group_count: info.keep_recent_group_count,
+        }),
+    };
+    // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
+    serde_json::to_value(input).unwrap_or(Value::Null)
 }
 
 /// What a hook decided about the flow.
@@ -420,6 +396,7 @@ pub(crate) fn json_in_text(text: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn input_has_both_vocabularies_and_omits_unset_fields() {

@@ -1,7 +1,10 @@
-use super::*;
+use super::{ClientFrame, ServerFrame};
+use crate::config::Limits;
 use crate::types::Usage;
 use crate::types::{ChatError, DoneReason, NoticeLevel};
+use crate::types::{ChatEvent, ErrorCode, HookMessage, HookTag, Message, Role};
 use serde_json::json;
+use serde_json::Value;
 
 fn parse(text: &str) -> ClientFrame {
     ClientFrame::parse(text, &Limits::default())

@@ -16,12 +16,13 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::outcome::RunResult;
+use crate::hooks::external::payload::claude::{ClaudeEvent, ClaudeInput, ClaudeTool};
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
 use crate::process::CommandRun;
 
@@ -33,83 +34,71 @@ pub(super) fn input(
     state: &EventState,
 ) -> Value {
     let root = Path::new(&envelope.cwd);
-    let mut map = Map::new();
-    let mut put = |key: &str, value: Value| {
-        map.insert(key.to_string(), value);
-    };
-    put("session_id", json!(envelope.session_id));
-    put(
-        "transcript_path",
-        json!(envelope.transcript_path.clone().unwrap_or_default()),
-    );
-    put("cwd", json!(envelope.cwd));
-    put("permission_mode", json!("default"));
-    put("hook_event_name", json!(hook.event_name));
     let tool = state.tool_name.as_deref().unwrap_or_default();
     let arguments = state.tool_arguments.clone().unwrap_or(Value::Null);
-    if event.is_tool_event() {
-        put("tool_name", json!(tools::name_for(Dialect::Claude, tool)));
-        put(
-            "tool_input",
-            tools::input_for(Dialect::Claude, tool, &arguments, root),
-        );
-        put(
-            "tool_use_id",
-            json!(state.tool_call_id.clone().unwrap_or_default()),
-        );
-    }
-    match event {
-        Event::PreSendMessage => put(
-            "prompt",
-            json!(state.user_input.clone().unwrap_or_default()),
-        ),
-        Event::PostToolExecution => {
-            let result = state.tool_result.as_deref().unwrap_or_default();
-            put(
-                "tool_response",
-                tools::claude_response(tool, &arguments, result, root),
-            );
-        }
-        Event::PostToolExecutionFailure => {
-            put("error", json!(state.tool_error.clone().unwrap_or_default()));
-            put("is_interrupt", json!(false));
-        }
-        Event::Stop => {
-            put("stop_hook_active", json!(envelope.stop_hook_active));
-            put(
-                "last_assistant_message",
-                json!(state.assistant_output.clone().unwrap_or_default()),
-            );
-        }
-        Event::SessionStart => {
+    let tool_fields = || ClaudeTool {
+        tool_name: tools::name_for(Dialect::Claude, tool).to_string(),
+        tool_input: tools::input_for(Dialect::Claude, tool, &arguments, root),
+        tool_use_id: state.tool_call_id.clone().unwrap_or_default(),
+    };
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
+    let fields = match event {
+        Event::PreToolExecution => ClaudeEvent::Tool(tool_fields()),
+        Event::PostToolExecution => ClaudeEvent::ToolDone {
+            tool: tool_fields(),
+            tool_response: tools::claude_response(
+                tool,
+                &arguments,
+                state.tool_result.as_deref().unwrap_or_default(),
+                root,
+            ),
+        },
+        Event::PostToolExecutionFailure => ClaudeEvent::ToolFailed {
+            tool: tool_fields(),
+            error: text(&state.tool_error),
+            is_interrupt: false,
+        },
+        Event::PreSendMessage => ClaudeEvent::Prompt {
+            prompt: text(&state.user_input),
+        },
+        Event::Stop => ClaudeEvent::Stop {
+            stop_hook_active: envelope.stop_hook_active,
+            last_assistant_message: text(&state.assistant_output),
+        },
+        Event::SessionStart => ClaudeEvent::SessionStart {
             // Fired again after a compaction, as Claude Code does (PROTOCOL section 13).
-            let source = if state.compaction.is_some() {
+            source: if state.compaction.is_some() {
                 "compact"
             } else {
                 "startup"
-            };
-            put("source", json!(source));
-            put("model", json!(envelope.model));
-        }
-        Event::SessionEnd => put("reason", json!("other")),
-        Event::PreAutoCompact => {
-            put("trigger", json!(trigger(state)));
-            put("custom_instructions", Value::Null);
-        }
-        Event::PostAutoCompact => {
-            put("trigger", json!(trigger(state)));
-            put(
-                "compact_summary",
-                json!(state.summary.clone().unwrap_or_default()),
-            );
-        }
-        Event::Notification => {
-            put("notification_type", json!("permission_prompt"));
-            put("message", json!("a tool call waits for approval"));
-        }
-        _ => {}
-    }
-    Value::Object(map)
+            },
+            model: envelope.model.clone(),
+        },
+        Event::SessionEnd => ClaudeEvent::SessionEnd { reason: "other" },
+        Event::PreAutoCompact => ClaudeEvent::PreCompact {
+            trigger: trigger(state).to_string(),
+            custom_instructions: None,
+        },
+        Event::PostAutoCompact => ClaudeEvent::PostCompact {
+            trigger: trigger(state).to_string(),
+            compact_summary: text(&state.summary),
+        },
+        Event::Notification => ClaudeEvent::Notification {
+            notification_type: "permission_prompt",
+            message: "a tool call waits for approval",
+        },
+        _ => ClaudeEvent::Bare {},
+    };
+    let input = ClaudeInput {
+        session_id: envelope.session_id.clone(),
+        transcript_path: envelope.transcript_path.clone().unwrap_or_default(),
+        cwd: envelope.cwd.clone(),
+        permission_mode: "default",
+        hook_event_name: hook.event_name.clone(),
+        event: fields,
+    };
+    // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
+    serde_json::to_value(input).unwrap_or(Value::Null)
 }
 
 /// What a Claude-dialect prompt or agent hook answers (Claude Code's own contract).

@@ -25,27 +25,49 @@ use super::{answer_object, appended, read_common, string, tools};
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::outcome::RunResult;
+use crate::hooks::external::payload::gemini::{
+    Candidate, CandidateContent, GeminiEvent, GeminiInput, GeminiTool, LlmRequest, LlmResponse,
+    ToolConfig, ToolResponse,
+};
+use crate::hooks::external::payload::PlainMessage;
 use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
 use crate::process::CommandRun;
 use crate::types::{Message, Role};
 
 /// Messages in Gemini's text-only `llm_request` shape (tool calls and results are left out, as
 /// Gemini CLI leaves out non-text parts).
-fn messages_json(messages: &[Message]) -> Value {
-    Value::Array(
-        messages
-            .iter()
-            .filter(|m| m.role != Role::Tool && !m.content.is_empty())
-            .map(|m| {
-                let role = match m.role {
-                    Role::Assistant => "model",
-                    Role::System => "system",
-                    _ => "user",
-                };
-                json!({"role": role, "content": m.content})
-            })
-            .collect(),
-    )
+fn plain_messages(messages: &[Message]) -> Vec<PlainMessage> {
+    messages
+        .iter()
+        .filter(|m| m.role != Role::Tool && !m.content.is_empty())
+        .map(|m| PlainMessage {
+            role: match m.role {
+                Role::Assistant => "model",
+                Role::System => "system",
+                _ => "user",
+            },
+            content: m.content.clone(),
+        })
+        .collect()
+}
+
+/// The model request as a Gemini-dialect hook sees it.
+fn llm_request(envelope: &Envelope, state: &EventState) -> LlmRequest {
+    LlmRequest {
+        model: envelope.model.clone(),
+        config: Map::new(),
+        messages: state.messages.as_deref().map(plain_messages),
+        tool_config: state.tools.as_ref().map(|offered| {
+            let names: Vec<String> = offered
+                .iter()
+                .map(|name| tools::name_for(Dialect::Gemini, name).to_string())
+                .collect();
+            ToolConfig {
+                mode: if names.is_empty() { "NONE" } else { "AUTO" },
+                allowed_function_names: names,
+            }
+        }),
+    }
 }
 
 /// The input JSON of a Gemini-dialect hook.
@@ -56,95 +78,94 @@ pub(super) fn input(
     state: &EventState,
 ) -> Value {
     let root = Path::new(&envelope.cwd);
-    let mut map = Map::new();
-    let mut put = |key: &str, value: Value| {
-        map.insert(key.to_string(), value);
-    };
-    put("session_id", json!(envelope.session_id));
-    put("transcript_path", json!(""));
-    put("cwd", json!(envelope.cwd));
-    put("hook_event_name", json!(hook.event_name));
-    put("timestamp", json!(super::timestamp()));
     let tool = state.tool_name.as_deref().unwrap_or_default();
-    if event.is_tool_event() {
+    let tool_fields = || {
         let arguments = state.tool_arguments.clone().unwrap_or(Value::Null);
-        put("tool_name", json!(tools::name_for(Dialect::Gemini, tool)));
-        put(
-            "tool_input",
-            tools::input_for(Dialect::Gemini, tool, &arguments, root),
-        );
-    }
-    let request = || {
-        let mut request = json!({"model": envelope.model, "config": {}});
-        if let Some(messages) = &state.messages {
-            request["messages"] = messages_json(messages);
+        GeminiTool {
+            tool_name: tools::name_for(Dialect::Gemini, tool).to_string(),
+            tool_input: tools::input_for(Dialect::Gemini, tool, &arguments, root),
         }
-        if let Some(offered) = &state.tools {
-            let names: Vec<&str> = offered
-                .iter()
-                .map(|name| tools::name_for(Dialect::Gemini, name))
-                .collect();
-            let mode = if names.is_empty() { "NONE" } else { "AUTO" };
-            request["toolConfig"] = json!({"mode": mode, "allowedFunctionNames": names});
-        }
-        request
     };
-    match event {
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
+    let fields = match event {
+        Event::PreToolExecution => GeminiEvent::Tool(tool_fields()),
         Event::PostToolExecution => {
-            let result = state.tool_result.clone().unwrap_or_default();
-            put(
-                "tool_response",
-                json!({"llmContent": result, "returnDisplay": result}),
-            );
+            let result = text(&state.tool_result);
+            GeminiEvent::ToolDone {
+                tool: tool_fields(),
+                tool_response: ToolResponse {
+                    llm_content: result.clone(),
+                    return_display: result,
+                    error: None,
+                },
+            }
         }
         Event::PostToolExecutionFailure => {
-            let error = state.tool_error.clone().unwrap_or_default();
-            put(
-                "tool_response",
-                json!({"llmContent": error, "returnDisplay": error, "error": error}),
-            );
+            let error = text(&state.tool_error);
+            GeminiEvent::ToolDone {
+                tool: tool_fields(),
+                tool_response: ToolResponse {
+                    llm_content: error.clone(),
+                    return_display: error.clone(),
+                    error: Some(error),
+                },
+            }
         }
-        Event::PreSendMessage => put(
-            "prompt",
-            json!(state.user_input.clone().unwrap_or_default()),
-        ),
-        Event::Stop => {
-            put(
-                "prompt",
-                json!(state.user_input.clone().unwrap_or_default()),
-            );
-            put(
-                "prompt_response",
-                json!(state.assistant_output.clone().unwrap_or_default()),
-            );
-            put("stop_hook_active", json!(envelope.stop_hook_active));
-        }
-        Event::PreLlmRequest => put("llm_request", request()),
-        Event::PostLlmResponse => {
-            put("llm_request", request());
-            let text = state.assistant_output.clone().unwrap_or_default();
-            put(
-                "llm_response",
-                json!({"candidates": [{"content": {"role": "model", "parts": [text]}, "finishReason": "STOP"}]}),
-            );
-        }
-        Event::SessionStart => put("source", json!("startup")),
-        Event::SessionEnd => put("reason", json!("exit")),
-        Event::PreAutoCompact => put(
-            "trigger",
-            json!(state
+        Event::PreSendMessage => GeminiEvent::Prompt {
+            prompt: text(&state.user_input),
+        },
+        Event::Stop => GeminiEvent::Stop {
+            prompt: text(&state.user_input),
+            prompt_response: text(&state.assistant_output),
+            stop_hook_active: envelope.stop_hook_active,
+        },
+        Event::PreLlmRequest => GeminiEvent::Model {
+            llm_request: llm_request(envelope, state),
+        },
+        Event::PostLlmResponse => GeminiEvent::ModelDone {
+            llm_request: llm_request(envelope, state),
+            llm_response: LlmResponse {
+                candidates: vec![Candidate {
+                    content: CandidateContent {
+                        role: "model",
+                        parts: vec![text(&state.assistant_output)],
+                    },
+                    finish_reason: "STOP",
+                }],
+            },
+        },
+        Event::SessionStart => GeminiEvent::Session {
+            source: Some("startup"),
+            reason: None,
+        },
+        Event::SessionEnd => GeminiEvent::Session {
+            source: None,
+            reason: Some("exit"),
+        },
+        Event::PreAutoCompact => GeminiEvent::Compress {
+            trigger: state
                 .compaction
                 .as_ref()
-                .map_or("auto", |info| info.trigger.as_str())),
-        ),
-        Event::Notification => {
-            put("notification_type", json!("ToolPermission"));
-            put("message", json!("a tool call waits for approval"));
-            put("details", json!({}));
-        }
-        _ => {}
-    }
-    Value::Object(map)
+                .map_or("auto", |info| info.trigger.as_str())
+                .to_string(),
+        },
+        Event::Notification => GeminiEvent::Notification {
+            notification_type: "ToolPermission",
+            message: "a tool call waits for approval",
+            details: Map::new(),
+        },
+        _ => GeminiEvent::Bare {},
+    };
+    let input = GeminiInput {
+        session_id: envelope.session_id.clone(),
+        transcript_path: "",
+        cwd: envelope.cwd.clone(),
+        hook_event_name: hook.event_name.clone(),
+        timestamp: super::timestamp(),
+        event: fields,
+    };
+    // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
+    serde_json::to_value(input).unwrap_or(Value::Null)
 }
 
 /// Gemini CLI's exit-code contract (the module doc).

@@ -1,0 +1,23 @@
+//! What a hook reads on stdin (or as an HTTP body), typed per dialect: the native input
+//! (hookwire's and the OpenHarness event names), Claude Code's and Gemini CLI's; and what each
+//! dialect may answer. Data only: the builders are the dialects' (`protocol::input_json`,
+//! `dialect::claude`, `dialect::gemini`), the readers too. The JSON Schemas under
+//! `docs/schema/hooks/` are generated from these types.
+
+pub(crate) mod claude;
+pub(crate) mod gemini;
+pub(crate) mod native;
+mod schema;
+
+pub use schema::hook_schemas;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A message as a hook sees it: a role and its text.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub(crate) struct PlainMessage {
+    /// `system`, `user` or `assistant` (Gemini CLI: `model` for the assistant).
+    pub(crate) role: &'static str,
+    pub(crate) content: String,
+}

@@ -1,0 +1,27 @@
+//! The wire: client frames in, server frames out (docs/protocol.md §3). All JSON of the chat
+//! protocol lives here; the rest of the crate speaks Rust types. The frames' JSON Schemas
+//! (docs/schema/frames/) are generated from these types.
+
+mod client;
+mod history;
+mod message;
+mod schema;
+mod server;
+
+pub(crate) use client::{ChatFrame, ClientFrame};
+#[cfg(test)]
+pub(crate) use message::WireMessage;
+pub use schema::frame_schemas;
+pub(crate) use server::{ErrorFrame, ServerFrame};
+
+/// JSON nesting deeper than this is refused before parsing.
+pub(crate) const MAX_JSON_DEPTH: usize = 64;
+
+/// The longest `traceparent` / `conversation_id` a chat frame may carry.
+const MAX_TRACE_FIELD_BYTES: usize = 256;
+
+/// Session hooks one chat may carry.
+pub(crate) const MAX_SESSION_HOOKS: usize = 100;
+
+#[cfg(test)]
+mod tests;
