@@ -310,7 +310,8 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
         &self,
         task: String,
         spend: Arc<crate::hooks::spend::HookSpend>,
-    ) -> Result<String, String> {
+    ) -> Result<String, crate::hooks::external::runner::SubAgentError> {
+        use crate::hooks::external::runner::SubAgentError;
         use futures::StreamExt;
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());
@@ -329,11 +330,11 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
         while let Some(event) = events.next().await {
             match event {
                 ChatEvent::Done { content, .. } => return Ok(content),
-                ChatEvent::Error(error) => return Err(error.message),
+                ChatEvent::Error(error) => return Err(SubAgentError::Failed(error.message)),
                 _ => {}
             }
         }
-        Err("it ended without an answer".into())
+        Err(SubAgentError::NoAnswer)
     }
 }
 

@@ -129,7 +129,8 @@ pub(crate) async fn connect(
         } => {
             let env = plain_environment(lookup, env);
             let cwd = settings.working_dir(workspace);
-            let mut child = ServerChild::spawn(command, args, &env, &cwd)?;
+            let mut child =
+                ServerChild::spawn(command, args, &env, &cwd).map_err(|e| e.to_string())?;
             let stderr = Arc::new(StderrTail::default());
             let mut stderr_reader = child
                 .stderr

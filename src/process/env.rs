@@ -53,6 +53,15 @@ pub(crate) fn is_variable_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Why an `env` value's `${NAME}` references do not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum VariableError {
+    #[error("`${{` without a closing `}}` in {0:?}")]
+    Unclosed(String),
+    #[error("${{{0}}} is not a variable name")]
+    NotAName(String),
+}
+
 /// The pieces of an `env` value: text, and `${NAME}` references.
 enum Piece<'a> {
     Text(&'a str),
@@ -61,7 +70,7 @@ enum Piece<'a> {
 
 /// Splits `value` at its `${NAME}` references. Only `${` is special: a `$` before anything
 /// else is text.
-fn pieces(value: &str) -> Result<Vec<Piece<'_>>, String> {
+fn pieces(value: &str) -> Result<Vec<Piece<'_>>, VariableError> {
     let mut out = Vec::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -69,10 +78,10 @@ fn pieces(value: &str) -> Result<Vec<Piece<'_>>, String> {
         let after = &rest[start + 2..];
         let end = after
             .find('}')
-            .ok_or_else(|| format!("`${{` without a closing `}}` in {value:?}"))?;
+            .ok_or_else(|| VariableError::Unclosed(value.to_string()))?;
         let name = &after[..end];
         if !is_variable_name(name) {
-            return Err(format!("${{{name}}} is not a variable name"));
+            return Err(VariableError::NotAName(name.to_string()));
         }
         out.push(Piece::Variable(name));
         rest = &after[end + 1..];
@@ -82,7 +91,7 @@ fn pieces(value: &str) -> Result<Vec<Piece<'_>>, String> {
 }
 
 /// The server variables an `env` value names.
-pub(crate) fn variables_in(value: &str) -> Result<Vec<&str>, String> {
+pub(crate) fn variables_in(value: &str) -> Result<Vec<&str>, VariableError> {
     Ok(pieces(value)?
         .into_iter()
         .filter_map(|piece| match piece {

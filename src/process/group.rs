@@ -8,6 +8,8 @@ use std::process::Stdio;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::ProcessError;
+
 /// The variable that marks every process of one run (and that an `env:` map may not set).
 pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
 
@@ -33,7 +35,7 @@ impl ServerChild {
         args: &[String],
         env: &[(String, OsString)],
         cwd: &Path,
-    ) -> Result<ServerChild, String> {
+    ) -> Result<ServerChild, ProcessError> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
         let mut process = spawn_grouped(command, env, cwd, program)?;
@@ -64,7 +66,7 @@ pub(super) fn spawn_grouped(
     env: &[(String, OsString)],
     cwd: &Path,
     what: &str,
-) -> Result<GroupLeader, String> {
+) -> Result<GroupLeader, ProcessError> {
     let marker = uuid::Uuid::new_v4().simple().to_string();
     command
         .current_dir(cwd)
@@ -79,16 +81,17 @@ pub(super) fn spawn_grouped(
         .kill_on_drop(true);
     let child = {
         let mut shells = shells();
-        let child = command
-            .spawn()
-            .map_err(|error| format!("cannot start {what}: {error}"))?;
+        let child = command.spawn().map_err(|source| ProcessError::Start {
+            what: what.to_string(),
+            source,
+        })?;
         if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
             shells.insert(pid);
         }
         child
     };
     let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-        return Err(format!("{what} has no process id"));
+        return Err(ProcessError::NoProcessId(what.to_string()));
     };
     let run = Run {
         group: pid,

@@ -35,6 +35,20 @@ pub(crate) mod env;
 mod group;
 mod run;
 
+/// Why a process could not be started or waited for (how it ended is data, not an error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProcessError {
+    #[error("cannot start {what}: {source}")]
+    Start {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{0} has no process id")]
+    NoProcessId(String),
+    #[error("waiting for the command failed: {0}")]
+    Wait(std::io::Error),
+}
+
 pub(crate) use env::{
     environment_with, expand, is_variable_name, plain_environment, server_variable, variables_in,
 };

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::group::spawn_grouped;
+use super::ProcessError;
 
 /// Output past this is not kept (the process may go on writing; it is drained).
 pub(crate) const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -36,7 +37,7 @@ pub(crate) async fn execute(
     cwd: &Path,
     input: &Value,
     timeout: Duration,
-) -> Result<CommandRun, String> {
+) -> Result<CommandRun, ProcessError> {
     let payload = input.to_string().into_bytes();
     let run = execute_bytes(command, env, cwd, payload, timeout, MAX_OUTPUT_BYTES).await?;
     Ok(CommandRun {
@@ -70,7 +71,7 @@ pub(crate) async fn execute_bytes(
     payload: Vec<u8>,
     timeout: Duration,
     max_stdout: usize,
-) -> Result<ByteRun, String> {
+) -> Result<ByteRun, ProcessError> {
     let mut shell = tokio::process::Command::new("sh");
     shell.arg("-c").arg(command);
     // If the run ends before the shell does (timeout, or this future dropped because the chat was
@@ -105,7 +106,7 @@ pub(crate) async fn execute_bytes(
             ..ByteRun::default()
         });
     };
-    let status = status.map_err(|error| format!("waiting for the command failed: {error}"))?;
+    let status = status.map_err(ProcessError::Wait)?;
     Ok(ByteRun {
         exit_code: status.code(),
         stdout: out,

@@ -143,64 +143,9 @@ impl Chain<'_> {
         let deadline = Instant::now() + self.budget;
         let mut next = 0;
         while next < self.hooks.len() {
-            // The hooks that run now: one, or a run of side-by-side hooks in a row.
-            let mut group: Vec<&Arc<HookDef>> = Vec::new();
-            // A hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or
-            // `block` (`Some(Some(refusal))`): the chain ends after the hooks before it.
-            let mut cut: Option<Option<ChainControl>> = None;
-            while let Some(hook) = self.hooks.get(next) {
-                if !group.is_empty() && !hook.parallel {
-                    break;
-                }
-                next += 1;
-                if !hook.applies(
-                    event,
-                    state.tool_name.as_deref(),
-                    &envelope.model,
-                    state.compaction.as_ref().map(|c| c.trigger.as_str()),
-                ) {
-                    continue;
-                }
-                // Off the chat's path: it sees the values as the hooks before it left them,
-                // and nothing of its answer but a notice comes back. It takes none of the
-                // budget.
-                if let (true, Some(background)) = (hook.run_async, &self.background) {
-                    let job = Job {
-                        hook: hook.clone(),
-                        event,
-                        input: dialect::input(hook, event, envelope, state),
-                        state: state.clone(),
-                        envelope: envelope.clone(),
-                        notices: background.notices.clone(),
-                        source: background.source,
-                        spend: self.spend.clone(),
-                    };
-                    let wait = deadline.saturating_duration_since(Instant::now());
-                    background.queue.hand_over(job, wait).await;
-                    continue;
-                }
-                // Past the chat's hook model calls (or its tokens), a hook that calls the model
-                // is left out of its group; `on_error` decides what that means (a `block` hook
-                // fails closed).
-                if hook.handler.calls_model() {
-                    if let Err(exhausted) = self.spend.room() {
-                        over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
-                        match hook.on_error {
-                            OnError::Skip => continue,
-                            OnError::Abort => cut = Some(None),
-                            OnError::Block => {
-                                let failure = Failure::Failed(exhausted.to_string());
-                                cut = Some(refusal(event, &hook.name, &failure));
-                            }
-                        }
-                        break;
-                    }
-                }
-                group.push(hook);
-                if !hook.parallel {
-                    break;
-                }
-            }
+            let (group, cut) = self
+                .gather(&mut next, envelope, state, deadline, &mut outcome)
+                .await;
             if group.is_empty() {
                 if let Some(control) = cut {
                     outcome.control = control;
@@ -238,26 +183,14 @@ impl Chain<'_> {
                 match self.take(hook, result, state, &mut outcome) {
                     Step::Next => {}
                     Step::End(None) => ended = true,
-                    Step::End(Some(control)) => {
-                        if decision
-                            .as_ref()
-                            .is_none_or(|kept| control.rank() > kept.rank())
-                        {
-                            decision = Some(control);
-                        }
-                    }
+                    Step::End(Some(control)) => keep_stronger(&mut decision, control),
                 }
             }
             let cut_short = cut.is_some();
             if let (false, Some(Some(control))) = (ended, cut) {
                 // The capped hook is declared after the group: it wins only over weaker
                 // decisions.
-                if decision
-                    .as_ref()
-                    .is_none_or(|kept| control.rank() > kept.rank())
-                {
-                    decision = Some(control);
-                }
+                keep_stronger(&mut decision, control);
             }
             if decision.is_some() || ended || cut_short {
                 outcome.control = decision;
@@ -265,6 +198,76 @@ impl Chain<'_> {
             }
         }
         outcome
+    }
+
+    /// The hooks that run next, from `next` on: one, or a run of side-by-side hooks in a row.
+    /// Hooks whose filter does not match are passed over, `async` ones handed to the queue. A
+    /// hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or `block`
+    /// (`Some(Some(refusal))`) cuts the chain after the hooks before it.
+    async fn gather<'h>(
+        &'h self,
+        next: &mut usize,
+        envelope: &Envelope,
+        state: &EventState,
+        deadline: Instant,
+        outcome: &mut ChainOutcome,
+    ) -> (Vec<&'h Arc<HookDef>>, Option<Option<ChainControl>>) {
+        let event = self.event;
+        let mut group: Vec<&Arc<HookDef>> = Vec::new();
+        let mut cut: Option<Option<ChainControl>> = None;
+        while let Some(hook) = self.hooks.get(*next) {
+            if !group.is_empty() && !hook.parallel {
+                break;
+            }
+            *next += 1;
+            if !hook.applies(
+                event,
+                state.tool_name.as_deref(),
+                &envelope.model,
+                state.compaction.as_ref().map(|c| c.trigger.as_str()),
+            ) {
+                continue;
+            }
+            // Off the chat's path: it sees the values as the hooks before it left them, and
+            // nothing of its answer but a notice comes back. It takes none of the budget.
+            if let (true, Some(background)) = (hook.run_async, &self.background) {
+                let job = Job {
+                    hook: hook.clone(),
+                    event,
+                    input: dialect::input(hook, event, envelope, state),
+                    state: state.clone(),
+                    envelope: envelope.clone(),
+                    notices: background.notices.clone(),
+                    source: background.source,
+                    spend: self.spend.clone(),
+                };
+                let wait = deadline.saturating_duration_since(Instant::now());
+                background.queue.hand_over(job, wait).await;
+                continue;
+            }
+            // Past the chat's hook model calls (or its tokens), a hook that calls the model is
+            // left out of its group; `on_error` decides what that means (a `block` hook fails
+            // closed).
+            if hook.handler.calls_model() {
+                if let Err(exhausted) = self.spend.room() {
+                    over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                    match hook.on_error {
+                        OnError::Skip => continue,
+                        OnError::Abort => cut = Some(None),
+                        OnError::Block => {
+                            let failure = Failure::Failed(exhausted.to_string());
+                            cut = Some(refusal(event, &hook.name, &failure));
+                        }
+                    }
+                    break;
+                }
+            }
+            group.push(hook);
+            if !hook.parallel {
+                break;
+            }
+        }
+        (group, cut)
     }
 
     /// Applies one hook's answer (or failure) to the state and the outcome.
@@ -355,6 +358,16 @@ impl Chain<'_> {
             changed: Vec::new(),
         };
         (output, run)
+    }
+}
+
+/// Keeps `control` as the decision when it is stronger than the one kept (of equals, the first).
+fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) {
+    if kept
+        .as_ref()
+        .is_none_or(|kept| control.rank() > kept.rank())
+    {
+        *kept = Some(control);
     }
 }
 

@@ -42,15 +42,30 @@ pub(crate) struct DryRun {
     pub(crate) failed: bool,
 }
 
+/// Why a dry run could not start: the event or the input is not one a hook could get.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DryRunError {
+    #[error("unknown event {name:?}; one of: {known}")]
+    UnknownEvent { name: String, known: String },
+    #[error("the input must be a JSON object")]
+    NotAnObject,
+    #[error("`messages` must be an array")]
+    MessagesNotAnArray,
+    #[error("`tool_arguments` is not JSON: {0}")]
+    ArgumentsNotJson(String),
+}
+
 impl HookFiles {
     /// Runs the hooks configured under `event_name` (any dialect's spelling) on `input` (the
     /// JSON a hook would get: `user_input`, `tool_name`, `tool_input`, `messages`, …).
-    pub(crate) async fn dry_run(&self, event_name: &str, input: &Value) -> Result<DryRun, String> {
-        let events = Event::parse(event_name).ok_or_else(|| {
-            format!(
-                "unknown event {event_name:?}; one of: {}",
-                Event::known_names().join(", ")
-            )
+    pub(crate) async fn dry_run(
+        &self,
+        event_name: &str,
+        input: &Value,
+    ) -> Result<DryRun, DryRunError> {
+        let events = Event::parse(event_name).ok_or_else(|| DryRunError::UnknownEvent {
+            name: event_name.to_string(),
+            known: Event::known_names().join(", "),
         })?;
         let event = events[0];
         let set = self.current();
@@ -132,12 +147,12 @@ fn text(input: &Value, key: &str) -> Option<String> {
 }
 
 /// The event's values from a hook input JSON (both vocabularies' names).
-fn state_from(input: &Value) -> Result<EventState, String> {
+fn state_from(input: &Value) -> Result<EventState, DryRunError> {
     let empty = Map::new();
     let object = match input {
         Value::Object(object) => object,
         Value::Null => &empty,
-        _ => return Err("the input must be a JSON object".into()),
+        _ => return Err(DryRunError::NotAnObject),
     };
     let get = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
     let messages = match object.get("messages") {
@@ -157,12 +172,12 @@ fn state_from(input: &Value) -> Result<EventState, String> {
                 })
                 .collect(),
         ),
-        Some(_) => return Err("`messages` must be an array".into()),
+        Some(_) => return Err(DryRunError::MessagesNotAnArray),
     };
     let tool_arguments = match object.get("tool_input").or(object.get("tool_arguments")) {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) => Some(
-            serde_json::from_str(text).map_err(|e| format!("`tool_arguments` is not JSON: {e}"))?,
+            serde_json::from_str(text).map_err(|e| DryRunError::ArgumentsNotJson(e.to_string()))?,
         ),
         Some(other) => Some(other.clone()),
     };

@@ -54,13 +54,23 @@ pub(crate) fn environment(
     environment_with(lookup, hook, own)
 }
 
+/// Why a hook agent's sub-run gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SubAgentError {
+    /// The sub-run ended with an error (its message).
+    #[error("{0}")]
+    Failed(String),
+    #[error("it ended without an answer")]
+    NoAnswer,
+}
+
 /// The bounded sub-run behind `agent` hooks: a task in, the agent's final answer out. The agent
 /// layer implements it for `AgentClient` (hooks sit below the agent, so they know it only by this
 /// trait).
 #[async_trait::async_trait]
 pub(crate) trait SubAgent: Send + Sync {
     /// The sub-run's answer; its model calls are charged to `spend` (the calling chat's).
-    async fn answer(&self, task: String, spend: Arc<HookSpend>) -> Result<String, String>;
+    async fn answer(&self, task: String, spend: Arc<HookSpend>) -> Result<String, SubAgentError>;
 }
 
 /// What the handlers need from the server.
@@ -70,7 +80,8 @@ pub(crate) struct Runner {
     pub(crate) model_name: String,
     /// The sub-agent of `agent` hooks: read-only tools, no hooks.
     pub(crate) sub_agent: Arc<dyn SubAgent>,
-    /// The configured hook agents an `agent` hook may name (seed 004: 指定 agent).
+    /// The configured hook agents an `agent` hook may name (`agent: NAME`, as in the OpenHarness
+    /// format).
     pub(crate) agents: std::collections::BTreeMap<String, Arc<dyn SubAgent>>,
     pub(crate) cwd: std::path::PathBuf,
     /// Time one chain of hooks may take in all (each hook's own timeout is cut to what is left).
@@ -156,7 +167,7 @@ impl Runner {
                 let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
                 match execute(command, &env, &self.cwd, input, timeout).await {
                     Ok(run) => super::dialect::command_result(hook.dialect, run),
-                    Err(error) => RunResult::Error(error),
+                    Err(error) => RunResult::Error(error.to_string()),
                 }
             }
             Handler::Http { url, headers } => {
@@ -375,7 +386,7 @@ pub(crate) async fn run_command(
 ) -> RunResult {
     match execute(command, env, cwd, input, timeout).await {
         Ok(run) => super::dialect::command_result(super::event::Dialect::Hookwire, run),
-        Err(error) => RunResult::Error(error),
+        Err(error) => RunResult::Error(error.to_string()),
     }
 }
 

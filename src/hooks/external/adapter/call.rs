@@ -103,7 +103,8 @@ impl Call<'_> {
                 },
                 None => EventState::default(),
             },
-            // Seed 001: the chat's messages and system prompt, before the summary call.
+            // As the jcli format has it: the chat's messages and system prompt, before the
+            // summary call.
             Call::PreAutoCompact(info, _) => EventState {
                 messages: chat(),
                 system_prompt: ctx.system_prompt().map(str::to_string),
@@ -189,8 +190,8 @@ impl Call<'_> {
                 }
             }
             Call::RunCompleted(output) => put(&mut output.content, state.assistant_output),
-            // Seed 001: `additional_context` goes to the system prompt of the call it precedes,
-            // which here is the summary call.
+            // As in the jcli format, `additional_context` goes to the system prompt of the call
+            // it precedes, which here is the summary call.
             Call::PreAutoCompact(_, summary_prompt) => {
                 for context in &outcome.additional_context {
                     summary_prompt.push_str("\n\n");

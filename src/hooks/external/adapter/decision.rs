@@ -55,7 +55,8 @@ impl Decision for ToolAction {
     fn skip(reason: String) -> Self {
         ToolAction::Skip { reason }
     }
-    /// Seed 001's `retry_feedback` before a tool: it does not run, the model gets the feedback.
+    /// A `retry_feedback` before a tool (the jcli format's): it does not run, the model gets the
+    /// feedback.
     fn retry(feedback: String) -> Self {
         ToolAction::Skip { reason: feedback }
     }

@@ -1,4 +1,7 @@
+use std::path::Path;
+
 use super::*;
+use crate::types::Problem;
 
 fn parse(text: &str) -> (Vec<HookDef>, Vec<String>) {
     let (hooks, problems) = parse_hooks(Path::new("hooks.yaml"), text, "server");

@@ -4,7 +4,8 @@
 //! one output reader ([`read`]), and everything they produce is the chain's one vocabulary
 //! ([`EventState`] in, [`HookOutput`] out). No dialect has a runtime of its own.
 //!
-//! - hookwire and seed 004: [`super::protocol`] (seed 001's fields plus seed 004's envelope);
+//! - hookwire and the OpenHarness format: [`hookwire`] and [`super::protocol`] (the jcli
+//!   format's fields plus the OpenHarness envelope);
 //! - Claude Code: [`claude`]; Gemini CLI: [`gemini`];
 //! - the built-in tools under Claude Code's and Gemini CLI's names: [`tools`] (one table);
 //! - Claude Code's `transcript_path`: [`transcript`].

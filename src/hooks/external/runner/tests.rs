@@ -63,7 +63,8 @@ async fn a_command_past_its_timeout_is_a_timeout_not_an_error() {
         &json!({}),
         Duration::from_millis(100),
     )
-    .await;
+    .await
+    .map_err(|error| error.to_string());
     assert_eq!(
         run,
         Ok(CommandRun {
@@ -132,7 +133,7 @@ impl SubAgent for Fixed {
         &self,
         _task: String,
         _: Arc<crate::hooks::spend::HookSpend>,
-    ) -> Result<String, String> {
+    ) -> Result<String, SubAgentError> {
         Ok(self.0.to_string())
     }
 }
