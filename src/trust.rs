@@ -298,6 +298,35 @@ impl WorkspaceTrust<'_> {
             command: self.policy.command.clone(),
         })
     }
+
+    /// Whether the prompt file `prompt` that the trusted hook file `hook_file` reads (read as
+    /// bytes of digest `sha256`) is pinned as it was read; if not, the hook file is not trusted.
+    pub(crate) fn check_prompt_file(
+        &self,
+        hook_file: &Path,
+        prompt: &Path,
+        sha256: &str,
+    ) -> Result<(), Untrusted> {
+        let Ok(Some(pins)) = &self.pins else {
+            return Ok(()); // every file trusted (a store that is not usable trusted no hook file)
+        };
+        let key = relative_key(&self.policy.workspace, prompt);
+        let changed = match key.as_ref().and_then(|key| pins.get(key)) {
+            Some(pin) if pin == sha256 => return Ok(()),
+            Some(_) => true,
+            None => false,
+        };
+        Err(Untrusted {
+            shown: relative_key(&self.policy.workspace, hook_file)
+                .unwrap_or_else(|| hook_file.display().to_string()),
+            file: hook_file.to_path_buf(),
+            reason: Reason::PromptFile {
+                shown: key.unwrap_or_else(|| prompt.display().to_string()),
+                changed,
+            },
+            command: self.policy.command.clone(),
+        })
+    }
 }
 
 /// A workspace file that was not loaded because it is not trusted. Shown as the warning: the
@@ -320,6 +349,8 @@ pub(crate) enum Reason {
     Changed,
     /// No store to ask: nothing is trusted, for this reason.
     NoStore(String),
+    /// The prompt file it reads (`prompt_file:`) is not trusted, or changed since it was.
+    PromptFile { shown: String, changed: bool },
 }
 
 impl Untrusted {
@@ -335,6 +366,17 @@ impl Untrusted {
             Reason::NotTrusted => format!("not trusted; review and trust it with: {command}"),
             Reason::Changed => {
                 format!("changed since it was trusted; review and trust it again with: {command}")
+            }
+            Reason::PromptFile { shown, changed } => {
+                let state = if *changed {
+                    "changed since it was trusted"
+                } else {
+                    "not trusted"
+                };
+                format!(
+                    "its prompt file {} is {state}; review and trust it with: {command}",
+                    printable(shown)
+                )
             }
             Reason::NoStore(why) => {
                 format!("no workspace file is trusted: {why}; then trust it with: {command}")

@@ -70,8 +70,15 @@ export function hookLevels(api, sessionHooks) {
       what: (text(hook.role) || 'system') + ' message' + (hook.persistent ? ', persistent' : ''),
       trusted: true,
       async: false,
-      metrics: null,
+      metrics: metricsOf(hook.metrics),
     });
+  }
+  // The server's figures of session hooks, by event and name (it keeps no conversation).
+  const sessionFigures = new Map();
+  for (const figures of list(api.session_hooks)) {
+    if (figures && typeof figures === 'object' && text(figures.name) && text(figures.event)) {
+      sessionFigures.set(figures.event + '\u0000' + figures.name, figures.metrics);
+    }
   }
   list(sessionHooks).forEach((hook, index) => {
     if (!hook || typeof hook !== 'object') return;
@@ -90,7 +97,7 @@ export function hookLevels(api, sessionHooks) {
       what: text(hook.prompt) || text(hook.command),
       trusted: true,
       async: false,
-      metrics: null,
+      metrics: text(hook.name) ? metricsOf(sessionFigures.get((text(hook.event) || '?') + '\u0000' + hook.name) || {}) : null,
       expires_at: Number.isInteger(hook.expires_at) ? hook.expires_at : null,
     });
   });

@@ -79,6 +79,8 @@ pub struct ReviewedFile {
     pub entries: Vec<String>,
     /// Its problems (labelled): why it cannot be trusted, or warnings.
     pub problems: Vec<String>,
+    /// The prompt files its hooks read (`prompt_file:`), pinned with it: their keys, escaped.
+    pub prompt_files: Vec<(String, FilePin)>,
 }
 
 /// The hash of the bytes reviewed and how it stands against the pin.
@@ -139,7 +141,7 @@ pub fn review(config: &Config) -> Result<Review, ReviewError> {
             old.as_ref(),
         )),
     }
-    let pins = files.iter().filter_map(|(_, pin)| pin.clone()).collect();
+    let pins = files.iter().flat_map(|(_, pins)| pins.clone()).collect();
     Ok(Review {
         workspace,
         files: files.into_iter().map(|(file, _)| file).collect(),
@@ -150,11 +152,12 @@ pub fn review(config: &Config) -> Result<Review, ReviewError> {
     })
 }
 
-/// Each hook file, with the pin it would get (its key and hash) unless it has problems.
+/// Each hook file, with the pins it would get (its key and hash, and its prompt files') unless
+/// it has problems.
 fn hook_file_reviews(
     workspace: &Path,
     old: Option<&Pins>,
-) -> Vec<(ReviewedFile, Option<(String, String)>)> {
+) -> Vec<(ReviewedFile, Vec<(String, String)>)> {
     let files = hook_files(None, workspace);
     // Each file is read once, and its pin is the hash of the bytes shown.
     let (set, problems) = load_hook_set(&files, &crate::trust::TrustPolicy::all(workspace));
@@ -173,6 +176,7 @@ fn hook_file_reviews(
             pin: None,
             entries: Vec::new(),
             problems: own,
+            prompt_files: Vec::new(),
         };
         let (Some(key), Some(sha256), true) =
             (&key, set.sha256.get(path), file.problems.is_empty())
@@ -182,19 +186,31 @@ fn hook_file_reviews(
                 file.problems
                     .push("error: its path is not valid UTF-8".into());
             }
-            reviews.push((file, None));
+            reviews.push((file, Vec::new()));
             continue;
         };
         file.pin = Some(FilePin {
             status: TrustStatus::of(old, key, sha256),
             sha256: sha256.clone(),
         });
-        file.entries = set
-            .hooks_in(path)
-            .iter()
-            .map(|hook| describe(hook))
-            .collect();
-        reviews.push((file, Some((key.clone(), sha256.clone()))));
+        let hooks = set.hooks_in(path);
+        file.entries = hooks.iter().map(|hook| describe(hook)).collect();
+        let mut pins = vec![(key.clone(), sha256.clone())];
+        // The prompt files its hooks read are pinned with it (their text is in the hooks shown).
+        let mut prompt_files: Vec<_> = hooks.iter().filter_map(|h| h.prompt_file.clone()).collect();
+        prompt_files.dedup();
+        for prompt in prompt_files {
+            let Some(prompt_key) = relative_key(workspace, &prompt.path) else {
+                continue; // not valid UTF-8: never trusted, so its hook file is not either
+            };
+            let pin = FilePin {
+                status: TrustStatus::of(old, &prompt_key, &prompt.sha256),
+                sha256: prompt.sha256.clone(),
+            };
+            file.prompt_files.push((printable(&prompt_key), pin));
+            pins.push((prompt_key, prompt.sha256));
+        }
+        reviews.push((file, pins));
     }
     reviews
 }
@@ -206,7 +222,7 @@ fn mcp_file_review(
     path: &Path,
     bytes: Result<Vec<u8>, String>,
     old: Option<&Pins>,
-) -> (ReviewedFile, Option<(String, String)>) {
+) -> (ReviewedFile, Vec<(String, String)>) {
     let key = relative_key(workspace, path);
     let mut file = ReviewedFile {
         shown: printable(&key.clone().unwrap_or_else(|| path.display().to_string())),
@@ -214,13 +230,14 @@ fn mcp_file_review(
         pin: None,
         entries: Vec::new(),
         problems: Vec::new(),
+        prompt_files: Vec::new(),
     };
     let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(error) => {
             file.problems
                 .push(format!("error: cannot read: {}", printable(&error)));
-            return (file, None);
+            return (file, Vec::new());
         }
     };
     let (servers, problems) = parse_project_file(&bytes, path);
@@ -230,7 +247,7 @@ fn mcp_file_review(
         .map(|p| printable(&p.labelled().to_string()))
         .collect();
     let Some(key) = key.filter(|_| !has_errors) else {
-        return (file, None);
+        return (file, Vec::new());
     };
     let sha256 = sha256_hex(&bytes);
     file.pin = Some(FilePin {
@@ -238,7 +255,7 @@ fn mcp_file_review(
         sha256: sha256.clone(),
     });
     file.entries = servers.iter().map(describe_mcp_server).collect();
-    (file, Some((key, sha256)))
+    (file, vec![(key, sha256)])
 }
 
 impl Review {
@@ -246,11 +263,13 @@ impl Review {
     pub fn to_confirm(&self) -> usize {
         self.files
             .iter()
-            .filter(|f| {
+            .filter(|f| f.pin.is_some())
+            .flat_map(|f| {
                 f.pin
-                    .as_ref()
-                    .is_some_and(|p| p.status != TrustStatus::Trusted)
+                    .iter()
+                    .chain(f.prompt_files.iter().map(|(_, pin)| pin))
             })
+            .filter(|pin| pin.status != TrustStatus::Trusted)
             .count()
     }
 

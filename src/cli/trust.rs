@@ -157,6 +157,14 @@ fn show(out: &mut dyn Write, file: &ReviewedFile) -> std::io::Result<()> {
             for entry in &file.entries {
                 writeln!(out, "{entry}")?;
             }
+            for (shown, pin) in &file.prompt_files {
+                writeln!(
+                    out,
+                    "  prompt file {shown}  ({}, sha256 {})",
+                    pin.status.as_str(),
+                    &pin.sha256[..12]
+                )?;
+            }
         }
     }
     for problem in &file.problems {

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use super::external::stats;
 use super::signing::{HookSignature, SigningKey};
 use super::{AgentHook, Flow, HookContext, HookResult, Step};
 use crate::types::HookMessage;
@@ -140,6 +141,7 @@ impl PromptHookManager {
                     continue;
                 }
             }
+            let started = std::time::Instant::now();
             let spec = &hook.spec;
             let mut message = Message::new(spec.role, spec.text.clone());
             if spec.persistent {
@@ -172,6 +174,12 @@ impl PromptHookManager {
                 injected_any = true;
             }
             ctx.messages.push(message);
+            // A prompt hook always succeeds: it adds its text (the figures show how often).
+            stats::record_id(
+                stats::skill_hook_id(&hook.skill, &spec.name),
+                stats::Ran::Success,
+                started.elapsed(),
+            );
             if ctx.tracing() {
                 ctx.trace(crate::types::HookTrace {
                     event: timing.as_str().into(),

@@ -43,18 +43,32 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
         .values()
         .flat_map(|skill| {
             skill.hooks.iter().map(move |hook| {
+                let id = stats::skill_hook_id(&skill.name, &hook.name);
                 json!({
+                    "id": id,
                     "skill": skill.name,
                     "name": hook.name,
                     "timing": hook.timing.as_str(),
                     "role": hook.role.as_str(),
                     "persistent": hook.persistent,
                     "file": skill.dir.join("hooks").join(&hook.file).display().to_string(),
+                    "metrics": stats::metrics(&id),
                 })
             })
         })
         .collect();
-    Json(json!({"hooks": hooks, "skill_hooks": skill_hooks, "untrusted": untrusted}))
+    // The server keeps no conversation: session hooks are shown by event and name, with the
+    // figures of every run in this process (the page matches them to the hooks it stores).
+    let session_hooks: Vec<Value> = stats::session_metrics()
+        .into_iter()
+        .map(|(event, name, metrics)| json!({"event": event, "name": name, "metrics": metrics}))
+        .collect();
+    Json(json!({
+        "hooks": hooks,
+        "skill_hooks": skill_hooks,
+        "session_hooks": session_hooks,
+        "untrusted": untrusted,
+    }))
 }
 
 fn describe(hook: &HookDef) -> Value {

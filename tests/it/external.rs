@@ -152,6 +152,7 @@ post_llm_response:
   - command: echo '{}'
 run_completed:
   - command: echo '{"assistant_output":"DONE REPLACED"}'
+    capabilities: [assistant_output]
 "#;
     let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let frames = chat(&server, json!({"type":"chat","input":"original"})).await;
@@ -918,6 +919,7 @@ before_context_build:
   - command: 'cat > before.json'
 after_context_build:
   - command: echo '{"messages":[{"role":"system","content":"REBUILT SYSTEM"},{"role":"user","content":"REBUILT INPUT"}]}'
+    capabilities: [messages]
 "#;
     let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
     let history =
@@ -1015,5 +1017,66 @@ async fn run_failed_fires_when_the_chat_fails() {
         "{input}"
     );
     assert!(!server.workspace.path().join("completed").exists());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn openharness_own_events_rewrite_only_what_the_hook_declares() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["the answer"]));
+    // No capability declared: the rewrites at the OpenHarness format's own events are refused.
+    let yaml = r#"
+after_context_build:
+  - command: echo '{"messages":[{"role":"user","content":"UNDECLARED REBUILD"}]}'
+run_completed:
+  - command: echo '{"assistant_output":"UNDECLARED DONE"}'
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(
+        frames.last().unwrap()["message"]["content"],
+        "the answer",
+        "{frames:?}"
+    );
+    let asked = upstream.requests();
+    assert!(
+        !asked[0]
+            .messages()
+            .iter()
+            .any(|(_, c)| c == "UNDECLARED REBUILD"),
+        "{:?}",
+        asked[0].messages()
+    );
+    server.shutdown().await;
+
+    // Declared: the same answers apply.
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["the answer"]));
+    let yaml = r#"
+after_context_build:
+  - command: echo '{"messages":[{"role":"user","content":"DECLARED REBUILD"}]}'
+    capabilities: [messages]
+run_completed:
+  - command: echo '{"hookSpecificOutput":{"assistant_output":"DECLARED DONE"}}'
+    capabilities: [assistant_output]
+"#;
+    let server = server_with_hooks(&upstream, yaml, None, &[]).start().await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(
+        frames.last().unwrap()["message"]["content"],
+        "DECLARED DONE"
+    );
+    assert_eq!(
+        upstream.requests()[0].messages(),
+        [("user".to_string(), "DECLARED REBUILD".to_string())]
+    );
     server.shutdown().await;
 }

@@ -363,3 +363,90 @@ async fn the_connection_hooks_count_connection_events_only() {
         .collect();
     assert!(chat_events.is_empty(), "{chat_events:?}");
 }
+
+#[tokio::test]
+async fn skill_and_session_hooks_have_figures_like_the_other_hooks() {
+    let upstream = FakeUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hooks_dir = dir.path().join("skills/tally-skill/hooks");
+    std::fs::create_dir_all(&hooks_dir).unwrap();
+    std::fs::write(hooks_dir.join("tally.md"), "Count your words.").unwrap();
+    std::fs::write(
+        hooks_dir.join("hooks.json"),
+        json!({"hooks":[{"name":"tally","file":"tally.md","timing":"after_user_input","role":"system","persistent":false}]})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("skills/tally-skill/SKILL.md"),
+        "---\ndescription: counts\n---\n",
+    )
+    .unwrap();
+    let skills = dir.path().join("skills");
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| c.skills_dir = skills)
+        .start()
+        .await;
+    let expires_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    // The session hook's name is this test's own: the figures are kept per process.
+    let session_hook = json!({"event":"stop","type":"llm","name":"figures-session-judge",
+        "prompt":"JUDGE {{assistant_output}}","expires_at":expires_at});
+    upstream.push(Reply::text(&["the answer"]));
+    upstream.push(Reply::text(&["{}"]));
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false,"skills":["tally-skill"],
+               "session_hooks":[session_hook]}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    let list = api_hooks(&server).await;
+    let tally = list["skill_hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "tally")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    let figures = &tally["metrics"];
+    assert_eq!(figures["runs"], 1, "{tally}");
+    assert_eq!(figures["successes"], 1, "{tally}");
+    assert_eq!(
+        (&figures["blocked"], &figures["skipped"]),
+        (&json!(0), &json!(0))
+    );
+    assert!(figures["total_ms"].as_f64().is_some(), "{tally}");
+    let judge = list["session_hooks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no session_hooks in {list:#}"))
+        .iter()
+        .find(|h| h["name"] == "figures-session-judge" && h["event"] == "stop")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    let figures = &judge["metrics"];
+    assert_eq!(figures["runs"], 1, "{judge}");
+    assert_eq!(figures["successes"], 1, "{judge}");
+    assert!(figures["total_ms"].as_f64().unwrap() > 0.0, "{judge}");
+    server.shutdown().await;
+}
+
+#[test]
+fn hooks_test_shows_the_context_a_hook_adds_as_a_diff() {
+    let hooks = "pre_llm_request:\n  - name: rules\n    command: 'echo \"{\\\"additional_context\\\":\\\"REMEMBER THE RULES\\\"}\"'\n";
+    let (code, out) = hooks_test(hooks, "pre_llm_request", r#"{"messages":[]}"#);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("rules") && out.contains("additional_context:"),
+        "{out}"
+    );
+    assert!(out.contains("+ REMEMBER THE RULES"), "{out}");
+    // A Claude Code hook's additionalContext, the same way.
+    let claude = "UserPromptSubmit:\n  - command: 'echo \"{\\\"hookSpecificOutput\\\":{\\\"hookEventName\\\":\\\"UserPromptSubmit\\\",\\\"additionalContext\\\":\\\"TODAY IS MONDAY\\\"}}\"'\n";
+    let (code, out) = hooks_test(claude, "UserPromptSubmit", r#"{"prompt":"hi"}"#);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("+ TODAY IS MONDAY"), "{out}");
+}

@@ -172,7 +172,7 @@ async fn a_running_chat_finishes_on_the_hooks_it_started_with() {
     let gate = Gate::new();
     upstream.push(Reply::After(gate.clone(), Box::new(Reply::text(&["slow"]))));
     let yaml = |tag: &str| {
-        format!("run_completed:\n  - command: echo '{{\"assistant_output\":\"{tag}\"}}'\n")
+        format!("run_completed:\n  - command: echo '{{\"assistant_output\":\"{tag}\"}}'\n    capabilities: [assistant_output]\n")
     };
     let server = server_with_skills_and_hooks(&upstream, &yaml("OLD SET")).await;
     let server_file = server.workspace.path().join("server-hooks.yaml");

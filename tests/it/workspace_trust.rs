@@ -561,3 +561,196 @@ fn check_fails_on_untrusted_files_and_warns_about_a_public_address() {
         stdout(&output)
     );
 }
+
+#[tokio::test]
+async fn a_broken_hook_file_is_logged_as_not_trusted_with_the_command_then_with_its_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+    // A Claude Code settings file whose hook has no command: an error `hookwire check` shows.
+    let broken = r#"{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command"}]}]}}"#;
+    std::fs::write(dir.path().join(".claude/settings.json"), broken).unwrap();
+    let workspace = dir.path().to_path_buf();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap().to_string();
+    let server = Hookwire::start_in(
+        dir,
+        "stop: []\n",
+        &[("HOOKWIRE_STATE_DIR", &state_dir)],
+        |command| command,
+    );
+    // Untrusted, it is never parsed: the log says so and names the command that shows its errors.
+    assert!(
+        server
+            .logged(|line| line.contains(".claude/settings.json")
+                && line
+                    .contains("not trusted; review and trust it with: hookwire trust --workspace"))
+            .await,
+        "{:?}",
+        server.log()
+    );
+    // That command shows the errors and trusts nothing.
+    let output = hookwire(
+        &["trust", "--workspace", workspace.to_str().unwrap(), "--yes"],
+        &[("HOOKWIRE_STATE_DIR", state.path())],
+    );
+    let shown = stdout(&output);
+    assert!(
+        shown.contains(".claude/settings.json  (has problems: not trusted)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("command hooks need a non-empty `command`"),
+        "{shown}"
+    );
+    // A file that is loaded (the server's own) and breaks: the log line has its errors.
+    std::fs::write(
+        server.path("server-hooks.yaml"),
+        "stop:\n  - type: command\n",
+    )
+    .unwrap();
+    assert!(
+        server
+            .logged(|line| line.contains("server-hooks.yaml:2")
+                && line.contains("command hooks need a non-empty `command`")
+                && line.contains("keeping the last good hook files"))
+            .await,
+        "{:?}",
+        server.log()
+    );
+}
+
+/// How many upstream requests had a message containing `marker`.
+fn asked_with(upstream: &FakeUpstream, marker: &str) -> usize {
+    upstream
+        .requests()
+        .iter()
+        .filter(|r| r.messages().iter().any(|(_, text)| text.contains(marker)))
+        .count()
+}
+
+#[tokio::test]
+async fn an_openharness_prompt_hook_reads_its_prompt_file_which_trust_pins_too() {
+    let upstream = FakeUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join(".openharness/hooks");
+    std::fs::create_dir_all(hooks.join("prompts")).unwrap();
+    std::fs::write(
+        hooks.join("judge.yaml"),
+        "after_model_call:\n  - type: prompt\n    prompt_file: prompts/judge.md\n",
+    )
+    .unwrap();
+    std::fs::write(
+        hooks.join("prompts/judge.md"),
+        "JUDGE-FROM-FILE: is it fine?",
+    )
+    .unwrap();
+    let workspace = dir.path().to_path_buf();
+    let state = tempfile::tempdir().unwrap();
+    let shown = stdout(&trust(&workspace, state.path()));
+    assert!(
+        shown.contains(".openharness/hooks/prompts/judge.md"),
+        "the prompt file is shown: {shown}"
+    );
+    let state_dir = state.path().to_path_buf();
+    let server = TestServer::builder()
+        .workspace(dir)
+        .upstream(&upstream)
+        .config(move |c| c.state_dir = Some(state_dir))
+        .start()
+        .await;
+    upstream.push(Reply::text(&["the answer"]));
+    upstream.push(Reply::text(&["{}"]));
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(
+        asked_with(&upstream, "JUDGE-FROM-FILE"),
+        1,
+        "the hook asked with the file's text"
+    );
+
+    // The prompt file changes after it was trusted: at the next load (the hook file touched),
+    // its hook file is not trusted any more.
+    let hooks = server.workspace.path().join(".openharness/hooks");
+    std::fs::write(hooks.join("prompts/judge.md"), "JUDGE-CHANGED").unwrap();
+    std::fs::write(
+        hooks.join("judge.yaml"),
+        "after_model_call:\n  - type: prompt\n    prompt_file: prompts/judge.md\n\n",
+    )
+    .unwrap();
+    let addr = server.addr;
+    let untrusted = eventually(Duration::from_secs(10), || async move {
+        info(addr).await["untrusted_hook_files"]
+            .as_array()
+            .is_some_and(|files| !files.is_empty())
+    })
+    .await;
+    let listed = info(addr).await["untrusted_hook_files"].clone();
+    assert!(untrusted, "{listed}");
+    assert!(
+        listed.to_string().contains(".openharness/hooks/"),
+        "{listed}"
+    );
+    upstream.push(Reply::text(&["again"]));
+    chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(
+        asked_with(&upstream, "JUDGE-CHANGED"),
+        0,
+        "never runs untrusted text"
+    );
+    server.shutdown().await;
+}
+
+#[test]
+fn a_prompt_file_outside_the_openharness_hooks_folder_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join(".openharness/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(dir.path().join("secret.md"), "SECRET").unwrap();
+    std::fs::write(
+        hooks.join("judge.yaml"),
+        "after_model_call:\n  - type: prompt\n    prompt_file: ../../secret.md\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.md"), hooks.join("link.md")).unwrap();
+    std::fs::write(
+        hooks.join("linked.yaml"),
+        "run_completed:\n  - type: agent\n    prompt_file: link.md\n",
+    )
+    .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let output = hookwire(
+        &[
+            "trust",
+            "--workspace",
+            dir.path().to_str().unwrap(),
+            "--yes",
+        ],
+        &[("HOOKWIRE_STATE_DIR", state.path())],
+    );
+    let shown = stdout(&output);
+    assert!(
+        shown.contains("judge.yaml  (has problems: not trusted)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("linked.yaml  (has problems: not trusted)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("prompt_file \"../../secret.md\" must be a path inside .openharness/hooks/"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("prompt_file \"link.md\" leads outside .openharness/hooks/"),
+        "{shown}"
+    );
+    assert!(!shown.contains("SECRET"), "{shown}");
+}

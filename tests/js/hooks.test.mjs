@@ -105,7 +105,12 @@ const API = {
     { id: 'odd', level: 'mars', event: 'stop', type: 'llm', prompt: 'judge', trusted: false, metrics: 'none' },
   ],
   skill_hooks: [
-    { skill: 'concise', name: 'brevity', timing: 'after_user_input', role: 'system', persistent: true, file: '/s/concise/hooks/brevity.md' },
+    { skill: 'concise', name: 'brevity', timing: 'after_user_input', role: 'system', persistent: true, file: '/s/concise/hooks/brevity.md',
+      metrics: { runs: 2, successes: 2, failures: 0, timeouts: 0, blocked: 0, skipped: 0, total_ms: 0.1, p50_ms: 0, p95_ms: 0.1 } },
+  ],
+  session_hooks: [
+    { event: 'stop', name: 'judge', metrics: { runs: 3, successes: 2, failures: 1, timeouts: 0, blocked: 0, skipped: 0, total_ms: 40, p50_ms: 12, p95_ms: 20 } },
+    { event: 'pre_send_message', name: 'other', metrics: { runs: 9 } },
   ],
   untrusted: [
     {
@@ -142,12 +147,17 @@ test('the Hooks tab: every hook under its level, with file:line, what it runs an
   assert.equal(server.hooks[1].name, 'odd', 'no name: the id');
   assert.deepEqual(server.untrusted, []);
   assert.equal(skill.hooks[0].name, 'concise/brevity', 'as traces call it');
-  assert.deepEqual([skill.hooks[0].event, skill.hooks[0].what, skill.hooks[0].metrics], ['after_user_input', 'system message, persistent', null]);
+  assert.deepEqual([skill.hooks[0].event, skill.hooks[0].what, skill.hooks[0].metrics], ['after_user_input', 'system message, persistent',
+    { runs: 2, successes: 2, failures: 0, timeouts: 0, blocked: 0, skipped: 0, total_ms: 0.1, p50_ms: 0, p95_ms: 0.1 }]);
   assert.deepEqual(sessionLevel.hooks[0], {
     id: 'judge', name: 'judge', level: 'session', file: null, where: 'this conversation', event: 'stop', event_name: 'stop',
     dialect: 'hookwire', type: 'llm', matcher: null, what: 'JUDGE {{assistant_output}}', trusted: true, async: false,
-    metrics: null, expires_at: 1900000000,
+    metrics: { runs: 3, successes: 2, failures: 1, timeouts: 0, blocked: 0, skipped: 0, total_ms: 40, p50_ms: 12, p95_ms: 20 },
+    expires_at: 1900000000,
   });
+  // A named session hook that has not run here yet shows zeros; one without a name, none.
+  const [, , , fresh] = hookLevels(API, [{ event: 'stop', name: 'new', prompt: 'p' }, { event: 'stop', prompt: 'q' }]);
+  assert.deepEqual(fresh.hooks.map((h) => h.metrics && h.metrics.runs), [0, null]);
 });
 
 test('the Hooks tab before the API answered, or with odd answers, still has its four levels', () => {

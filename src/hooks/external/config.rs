@@ -200,6 +200,8 @@ pub(crate) struct HookDef {
     pub(crate) level: &'static str,
     pub(crate) file: PathBuf,
     pub(crate) line: u64,
+    /// The file its prompt was read from (`prompt_file:`), which trust pins with `file`.
+    pub(crate) prompt_file: Option<PromptFile>,
 }
 
 impl HookDef {
@@ -259,12 +261,14 @@ mod build;
 mod env;
 mod matcher;
 mod parse;
+mod prompt_file;
 mod raw;
 
 pub(crate) use build::{timeout_of, Built, Place};
 pub(crate) use env::check_env;
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
 pub(crate) use parse::{parse_hooks, unsupported_event};
+pub(crate) use prompt_file::PromptFile;
 use raw::one_line;
 
 #[cfg(test)]

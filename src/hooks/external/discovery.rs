@@ -217,6 +217,18 @@ pub(crate) fn load_hook_set(
             continue;
         };
         let (hooks, found) = parse_file(path, text, level);
+        if *level == "workspace" {
+            // The prompt files a trusted file reads are pinned with it.
+            let trust = workspace_trust.get_or_insert_with(|| trust.current());
+            let prompt_files = hooks.iter().filter_map(|hook| hook.prompt_file.as_ref());
+            let refused = prompt_files
+                .map(|prompt| trust.check_prompt_file(path, &prompt.path, &prompt.sha256))
+                .find_map(Result::err);
+            if let Some(untrusted) = refused {
+                set.untrusted.push(untrusted);
+                continue;
+            }
+        }
         for problem in found {
             if problem.is_error() {
                 problems.push(problem);

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::chain::{Chain, ChainControl};
+use super::chain::{Chain, ChainControl, ChainOutcome};
 use super::event::Event;
 use super::protocol::{Envelope, EventState};
 use super::stats::Ran;
@@ -117,7 +117,10 @@ impl HookFiles {
                 place: format!("{}:{}", hook.file.display(), hook.line),
                 outcome: ran.ran.label(),
                 ms: ran.ms,
-                changes: changes(&before, &state),
+                changes: changes(&before, &state)
+                    .into_iter()
+                    .chain(added(&outcome))
+                    .collect(),
             });
             let decision = match outcome.control {
                 None => continue,
@@ -192,6 +195,27 @@ fn state_from(input: &Value) -> Result<EventState, DryRunError> {
         summary: get("summary"),
         ..EventState::default()
     })
+}
+
+/// What the hook added rather than changed (context, messages), as a change from nothing.
+fn added(outcome: &ChainOutcome) -> Vec<(&'static str, Value, Value)> {
+    let mut added = Vec::new();
+    let mut text = |field: &'static str, texts: &[String]| {
+        if !texts.is_empty() {
+            added.push((field, Value::Null, Value::String(texts.join("\n"))));
+        }
+    };
+    text("additional_context", &outcome.additional_context);
+    text("chat_context", &outcome.chat_context);
+    if !outcome.inject_messages.is_empty() {
+        let messages = outcome
+            .inject_messages
+            .iter()
+            .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
+        added.push(("inject_messages", Value::Null, Value::Array(messages)));
+    }
+    added
 }
 
 /// Each field that differs, with its value before and after.

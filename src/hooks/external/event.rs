@@ -262,6 +262,16 @@ impl Event {
         SPELLINGS.iter().map(|(name, _, _)| *name).collect()
     }
 
+    /// The OpenHarness format's own events, which hookwire took under the format's names (it
+    /// has no other): the format's rule holds for them in any file, so a rewrite needs a
+    /// declared capability.
+    pub(crate) fn is_openharness_own(self) -> bool {
+        matches!(
+            self,
+            RunCompleted | RunFailed | BeforeContextBuild | AfterContextBuild
+        )
+    }
+
     /// Tool events: their subject is the tool name.
     pub(crate) fn is_tool_event(self) -> bool {
         matches!(

@@ -80,9 +80,31 @@ fn table() -> std::sync::MutexGuard<'static, HashMap<String, Figures>> {
     }
 }
 
+/// The key of a hook's figures. A session hook has no file of its own (the model wrote it and
+/// the client keeps it): its figures are by event and name, over every conversation of this
+/// process, which is how the page finds them for the hooks a conversation stores.
+fn key(hook: &HookDef) -> String {
+    if hook.level == "session" {
+        format!("{SESSION_PREFIX}{}:{}", hook.event_name, hook.name)
+    } else {
+        hook.id()
+    }
+}
+
+const SESSION_PREFIX: &str = "session:";
+
+/// The key of a skill prompt hook's figures (a skill's hooks have unique names).
+pub(crate) fn skill_hook_id(skill: &str, name: &str) -> String {
+    format!("skill:{skill}/{name}")
+}
+
 /// Counts one run of `hook`.
 pub(crate) fn record(hook: &HookDef, ran: Ran, elapsed: Duration) {
-    let id = hook.id();
+    record_id(key(hook), ran, elapsed);
+}
+
+/// Counts one run of the hook whose figures are kept under `id`.
+pub(crate) fn record_id(id: String, ran: Ran, elapsed: Duration) {
     let mut table = table();
     if table.len() >= MAX_HOOKS && !table.contains_key(&id) {
         return;
@@ -123,6 +145,24 @@ pub(crate) fn metrics(id: &str) -> HookMetrics {
         p50_ms: percentile(&sorted, 0.50),
         p95_ms: percentile(&sorted, 0.95),
     }
+}
+
+/// `(event, name, figures)` of every session hook that ran in this process, sorted.
+pub(crate) fn session_metrics() -> Vec<(String, String, HookMetrics)> {
+    let keys: Vec<String> = table()
+        .keys()
+        .filter(|key| key.starts_with(SESSION_PREFIX))
+        .cloned()
+        .collect();
+    let mut figures: Vec<(String, String, HookMetrics)> = keys
+        .iter()
+        .filter_map(|key| {
+            let (event, name) = key[SESSION_PREFIX.len()..].split_once(':')?;
+            Some((event.to_string(), name.to_string(), metrics(key)))
+        })
+        .collect();
+    figures.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    figures
 }
 
 /// The nearest-rank percentile of sorted values, rounded to 0.1 ms.

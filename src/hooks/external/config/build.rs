@@ -65,6 +65,7 @@ impl Built {
                 level: place.level,
                 file: place.file.to_path_buf(),
                 line: place.line,
+                prompt_file: None,
             })
             .collect()
     }

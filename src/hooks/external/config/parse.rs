@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::build::{build, Place};
-use super::raw::{one_line, RawEvent, RawFile};
-use super::HookDef;
+use super::raw::{one_line, RawEvent, RawFile, RawHook};
+use super::{HookDef, PromptFile};
 use crate::hooks::external::event::{Dialect, Event, Spelling};
 use crate::types::Problem;
 use serde_saphyr::Spanned;
@@ -69,7 +69,16 @@ pub(crate) fn parse_hooks(
             let line = entry.referenced.line();
             let field = format!("{}[{position}]", event_name.value);
             let at = |problem: Problem| problem.in_file(path).at_line(line).in_field(field.clone());
-            match build(entry.value, level, dialect, canonical) {
+            let mut raw = entry.value;
+            let prompt_file = match with_prompt_file(path, &mut raw) {
+                Ok(prompt_file) => prompt_file,
+                Err(error) => {
+                    problems.push(at(Problem::error(error)));
+                    index += 1;
+                    continue;
+                }
+            };
+            match build(raw, level, dialect, canonical) {
                 Ok((built, warnings)) => {
                     problems.extend(warnings.into_iter().map(|w| at(Problem::warning(w))));
                     let place = Place {
@@ -81,7 +90,10 @@ pub(crate) fn parse_hooks(
                         index,
                         parallel,
                     };
-                    hooks.extend(built.define(canonical, &place));
+                    hooks.extend(built.define(canonical, &place).into_iter().map(|mut hook| {
+                        hook.prompt_file = prompt_file.clone();
+                        hook
+                    }));
                 }
                 Err(errors) => problems.extend(errors.into_iter().map(|e| at(Problem::error(e)))),
             }
@@ -89,6 +101,22 @@ pub(crate) fn parse_hooks(
         }
     }
     (hooks, problems)
+}
+
+/// Reads an entry's `prompt_file` into its `prompt`; returns the file read.
+fn with_prompt_file(path: &Path, raw: &mut RawHook) -> Result<Option<PromptFile>, String> {
+    let Some(name) = raw.prompt_file.take() else {
+        return Ok(None);
+    };
+    if raw.prompt.is_some() {
+        return Err("give `prompt` or `prompt_file`, not both".into());
+    }
+    if !matches!(raw.kind.as_deref(), Some("prompt" | "llm" | "agent")) {
+        return Err("`prompt_file` applies to prompt, llm and agent hooks".into());
+    }
+    let (text, file) = super::prompt_file::read(path, &name)?;
+    raw.prompt = Some(text);
+    Ok(Some(file))
 }
 
 /// The warning for a hook under an event of Claude Code or Gemini CLI that hookwire lacks.

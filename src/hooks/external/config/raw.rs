@@ -16,6 +16,8 @@ pub(super) struct RawHook {
     pub(super) url: Option<String>,
     pub(super) headers: Option<BTreeMap<String, String>>,
     pub(super) prompt: Option<String>,
+    /// OpenHarness format: the prompt read from a file beside the hook file.
+    pub(super) prompt_file: Option<String>,
     pub(super) model: Option<String>,
     pub(super) timeout: Option<f64>,
     pub(super) on_error: Option<String>,

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::hooks::external::config::HookDef;
+use crate::hooks::external::event::Dialect;
 use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::protocol::{parse_output, Control, HookOutput};
 use crate::process::CommandRun;
@@ -89,7 +90,15 @@ pub(super) fn render(template: &str, input: &Value) -> String {
 /// Reads a hookwire-dialect answer: its JSON by [`parse_output`], exit 2 as a block.
 pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, String> {
     match answer {
-        RunResult::Output(value) => parse_output(&value, hook.capabilities.as_ref(), hook.dialect),
+        RunResult::Output(value) => {
+            // At the OpenHarness format's own events its rule holds: rewrites are declared.
+            let rules = if hook.event.is_openharness_own() {
+                Dialect::OpenHarness
+            } else {
+                hook.dialect
+            };
+            parse_output(&value, hook.capabilities.as_ref(), rules)
+        }
         RunResult::Block(reason) => Ok(HookOutput {
             control: Some(Control::Block(reason)),
             ..HookOutput::default()
