@@ -19,7 +19,6 @@ fn shown(file: &Path) -> String {
 }
 
 #[test]
-#[ignore = "until #26 merges: config.rs, server/frames.rs, hooks/external/, llm/anthropic.rs, server/access.rs and trust_command.rs are split on other branches; server/session.rs (667 lines) is not yet"]
 fn no_source_file_is_over_600_lines() {
     let mut long: Vec<String> = library_files()
         .iter()
@@ -128,7 +127,6 @@ fn is_the_chat_run_split(group: &[PathBuf]) -> bool {
 }
 
 #[test]
-#[ignore = "until #26 merges: the circles in hooks/external/ are untied on another branch"]
 fn no_circle_between_files_but_the_chat_run_split() {
     let found: Vec<String> = circles(&import_graph())
         .into_iter()
@@ -253,7 +251,6 @@ fn public_signatures(code: &str) -> Vec<(usize, String)> {
 }
 
 #[test]
-#[ignore = "until #26 merges: one error type per seam is on another branch"]
 fn no_string_error_crosses_a_module_boundary() {
     let mut found = Vec::new();
     for file in library_files() {
