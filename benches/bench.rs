@@ -22,7 +22,7 @@
 //!    vs serialising its request (`micro/mod.rs`, a module, not a bench target of its own).
 //!
 //! 8. A chat with 16 session `llm` hooks on `pre_tool_execution` and 128 tool calls (the
-//!    amplification chat of PROTOCOL section 15): upstream calls and wall time with
+//!    amplification chat of docs/protocol.md §15): upstream calls and wall time with
 //!    `limits.max_hook_model_calls` at its default (32) vs raised out of reach.
 //!
 //! 9. Voice: the time from the text that completes the first sentence to that sentence's

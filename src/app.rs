@@ -261,7 +261,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     .with_chain_budget(config.limits.hook_chain_timeout)
     .with_max_hook_model_calls(config.agent.max_hook_model_calls)
     .with_http_hook_urls(config.http_hook_urls.clone());
-    // The named agents `agent` hooks may ask (seed 004): each a bounded sub-run of its own.
+    // The named agents `agent` hooks may ask (the OpenHarness format): each a bounded sub-run of its own.
     for (name, settings) in &config.hook_agents {
         let mut agent = agent_config.for_hook_agent(settings.max_steps.unwrap_or(4));
         agent.system_prompt = settings

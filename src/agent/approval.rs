@@ -1,4 +1,4 @@
-//! Tool approval that survives a stateless server (PROTOCOL section 11): the settings, and the
+//! Tool approval that survives a stateless server (docs/protocol.md §11): the settings, and the
 //! opaque `state` an `approval` frame carries. The state holds what the agent loop needs to go on
 //! (the chat's messages from its user input on, the round, the pending calls), is bound to the
 //! conversation it came from (the length and SHA-256 of the history the chat started with; the
@@ -135,7 +135,7 @@ impl HistoryBinding {
                     None => hash.update(0u64.to_le_bytes()),
                 }
             }
-            // Tool calls and results are history too (PROTOCOL section 13).
+            // Tool calls and results are history too (docs/protocol.md §13).
             hash.update((message.tool_calls.len() as u64).to_le_bytes());
             let calls = message.tool_calls.iter().flat_map(|c| {
                 [

@@ -115,7 +115,7 @@ impl ChatRun {
         span.end();
     }
 
-    /// The messages of this call (PROTOCOL sections 10 and 13), judged by the estimate of what
+    /// The messages of this call (docs/protocol.md §10 and §13), judged by the estimate of what
     /// would be sent: at the compaction threshold the client's history is compacted first,
     /// wherever the chat is; at the micro threshold old tool results are stubbed in the copy
     /// sent, between the micro compaction hooks (a `pre_micro_compact` stop skips it).

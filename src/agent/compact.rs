@@ -1,11 +1,11 @@
-//! Auto and manual compaction of the client's history (PROTOCOL sections 10 and 13): when a
+//! Auto and manual compaction of the client's history (docs/protocol.md §10 and §13): when a
 //! model call's input (as it would be sent, micro-compacted) would reach `compact_threshold` of
 //! the window, the oldest message groups of the history the client sent are replaced by one
 //! summary (made by one extra model call), a `user` message in `<summary of the earlier
 //! conversation>` tags, followed by the persistent hook messages they held, verbatim; the client
 //! learns it by a `compact` frame.
 //!
-//! It is checked at the start of a chat, before any hook has touched the list (seed 004:
+//! It is checked at the start of a chat, before any hook has touched the list (the OpenHarness format:
 //! compaction comes before `before_context_build`), and again before every model call: a long
 //! agent loop compacts mid-chat. Only the client's history is summarised (this chat's own
 //! messages stay), so no temporary injection of this chat can enter a summary.

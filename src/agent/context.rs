@@ -1,4 +1,4 @@
-//! The context settings (PROTOCOL section 10) and micro compaction: when a model call's estimated
+//! The context settings (docs/protocol.md §10) and micro compaction: when a model call's estimated
 //! input reaches `micro_threshold` of the window, tool results outside the last
 //! `micro_keep_rounds` rounds (of the chat and of the history) are replaced, in the upstream
 //! request only, by a one-line stub; the chat's own list (and so the client's history) keeps them.

@@ -109,7 +109,7 @@ pub struct AgentConfig {
     /// checked before each agent round; `None` = no limit.
     pub max_total_tokens: Option<u64>,
     /// Model calls the hooks of one chat may make (`llm`, `prompt`, `agent` handlers, retries
-    /// included); past it, such hooks are skipped with one notice (PROTOCOL section 15).
+    /// included); past it, such hooks are skipped with one notice (docs/protocol.md §15).
     pub max_hook_model_calls: usize,
     /// At `max_steps` or `max_total_tokens`, one last call without tools asks the model for a
     /// summary of what was done and what remains; it streams as text and is the kept answer.
@@ -428,7 +428,7 @@ pub struct AgentClientBuilder {
 }
 
 impl AgentClientBuilder {
-    /// Where chats' spans go (PROTOCOL section 17); off by default.
+    /// Where chats' spans go (docs/protocol.md §17); off by default.
     pub fn telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
         self.telemetry = telemetry;
         self

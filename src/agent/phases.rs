@@ -266,7 +266,7 @@ impl ChatRun {
         Ok(reason)
     }
 
-    /// Seed 002's order: the step is recorded, then `post_llm_response` runs (so `ctx.steps`
+    /// The Python agent-hooks design's order: the step is recorded, then `post_llm_response` runs (so `ctx.steps`
     /// holds it), then the step takes what the hooks left (a rewritten output).
     async fn handle_response(&mut self, response: &mut LlmResponse) -> ResponseAction {
         let step = |response: &LlmResponse| Step::Assistant {

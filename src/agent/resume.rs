@@ -163,7 +163,7 @@ impl ChatRun {
 }
 
 impl ChatRun {
-    /// Puts the loop's messages back as the chat had them (PROTOCOL section 13): the user
+    /// Puts the loop's messages back as the chat had them (docs/protocol.md §13): the user
     /// input, then `post_send_message` again (the request-scoped `after_user_input` hooks, a
     /// Rust hook's run start), the messages up to round 1, `before_first_agent` again, then
     /// the rest. The hooks see `replaying()`, so nothing the state carries is added twice.

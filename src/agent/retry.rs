@@ -1,4 +1,4 @@
-//! Retries of a model call that failed before it streamed anything (PROTOCOL section 14):
+//! Retries of a model call that failed before it streamed anything (docs/protocol.md §14):
 //! `retries` more tries of a retryable failure (the server unreachable, HTTP 408, 409, 429, 5xx
 //! overload), each after an exponential back-off with jitter or the server's `Retry-After`
 //! (capped), each announced by a `warn` notice from `upstream`; then the next of

@@ -1,7 +1,7 @@
 //! One chat from start to end: its state, its setup (the hooks for this chat, the message list,
 //! the user input), and its end (`done` or `error`, after `run_completed` / `run_failed`, then
 //! `on_run_end` whatever the end, a cancel included). What
-//! happens in between is in `phases` (docs/design.md §1 and seed 000's flow chart).
+//! happens in between is in `phases` (docs/design.md §1 and the skill prompt hooks' flow chart).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! The connection events off the connection's path (PROTOCOL section 11): `session_start` and
+//! The connection events off the connection's path (docs/protocol.md §11): `session_start` and
 //! `session_end` hooks run in tasks of their own, so they never delay `pong`, other frames or the
 //! connection's close.
 //!

@@ -225,8 +225,8 @@ impl ChatRun {
         }
     }
 
-    /// A hook the model registered applies from the chat's next event on (PROTOCOL section
-    /// 13); the client gets it for later chats through the `session_hook` event.
+    /// A hook the model registered applies from the chat's next event on (docs/protocol.md
+    /// §13); the client gets it for later chats through the `session_hook` event.
     fn adopt_session_hook(&mut self, spec: Value) {
         let mut added = 0;
         for factory in &self.inner.factories {

@@ -1,4 +1,4 @@
-//! What one chat adds to the conversation (PROTOCOL section 13): the messages the client appends
+//! What one chat adds to the conversation (docs/protocol.md §13): the messages the client appends
 //! to the history it sent, recorded as the chat makes them — the user input as the model saw it,
 //! persistent hook messages where they were injected, the plan, each round's assistant message
 //! with its tool calls and the tool results (long ones cut), and the final answer. The server

@@ -1,5 +1,5 @@
 //! What `hookwire hooks test EVENT` runs: one event's hooks, loaded as `serve` loads them, run
-//! for real on an input, hook by hook (PROTOCOL section 12). The command prints it.
+//! for real on an input, hook by hook (docs/protocol.md §12). The command prints it.
 
 use serde_json::Value;
 

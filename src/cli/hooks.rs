@@ -1,6 +1,6 @@
 //! `hookwire hooks test EVENT`: one event's hooks run for real on an input, each hook's
 //! outcome and what it changed printed as a diff, the chain's decision as the exit code
-//! (PROTOCOL section 12).
+//! (docs/protocol.md §12).
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -44,7 +44,7 @@ pub struct FileConfig {
     pub hooks: Option<PathBuf>,
     /// Let the model register `command` session hooks too (default: only `llm`).
     pub allow_session_command_hooks: Option<bool>,
-    /// Named agents that `agent` hooks may ask (`agent: NAME`; seed 004).
+    /// Named agents that `agent` hooks may ask (`agent: NAME`; the OpenHarness format).
     #[serde(default)]
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
     #[serde(default)]
@@ -70,7 +70,7 @@ pub struct FileConfig {
     /// Spoken answers and transcribed speech (docs/voice.md).
     #[serde(default)]
     pub voice: crate::voice::VoiceFile,
-    /// `telemetry:` (PROTOCOL section 17).
+    /// `telemetry:` (docs/protocol.md §17).
     #[serde(default)]
     pub telemetry: TelemetryFile,
 }
@@ -118,7 +118,7 @@ pub struct McpServerFile {
     pub auto_approve: Vec<String>,
 }
 
-/// `tools:` (PROTOCOL section 11).
+/// `tools:` (docs/protocol.md §11).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsFile {
@@ -186,7 +186,7 @@ pub enum MessageStyleSetting {
     Auto,
 }
 
-/// `context:` (PROTOCOL section 10).
+/// `context:` (docs/protocol.md §10).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextFile {

@@ -22,7 +22,7 @@ pub enum CallPhase {
     Agent { round: usize },
     /// The last call of a chat that reached a limit (`limits.summary_on_limit`): no tools sent.
     Summary,
-    /// The summary call of a history compaction (PROTOCOL section 10): no tools, no text
+    /// The summary call of a history compaction (docs/protocol.md §10): no tools, no text
     /// streamed, no `pre_llm_request` / `post_llm_response` (the compaction hooks are its hooks).
     Compaction,
 }
@@ -63,7 +63,7 @@ pub enum Step {
 #[derive(Debug)]
 pub struct HookContext {
     pub session_id: String,
-    /// The chat's id (seed 004's `run_id`).
+    /// The chat's id (the OpenHarness format's `run_id`).
     pub run_id: String,
     /// The persistent message list (`full_messages`): changes here persist for later calls.
     pub messages: Vec<Message>,
@@ -220,7 +220,7 @@ impl HookContext {
     pub(crate) fn set_hook_spend(&mut self, spend: std::sync::Arc<super::spend::HookSpend>) {
         self.hook_spend = spend;
     }
-    /// The newest step (seed 002's `get_last_step()`).
+    /// The newest step (the Python agent-hooks design's `get_last_step()`).
     pub fn last_step(&self) -> Option<&Step> {
         self.steps.last()
     }
@@ -249,7 +249,7 @@ impl HookContext {
             .collect()
     }
     /// The results of the tool steps (of `tool_name` when given), oldest first, empty ones left
-    /// out (seed 002's `get_tool_results`).
+    /// out (the Python agent-hooks design's `get_tool_results`).
     pub fn tool_results(&self, tool_name: Option<&str>) -> Vec<&str> {
         self.tool_steps(tool_name)
             .into_iter()
@@ -321,7 +321,7 @@ impl HookContext {
     pub fn system_prompt(&self) -> Option<&str> {
         self.system_message().map(|m| m.content.as_str())
     }
-    /// The message that holds the system prompt (seed 002's `get_system_message`).
+    /// The message that holds the system prompt (the Python agent-hooks design's `get_system_message`).
     pub fn system_message(&self) -> Option<&Message> {
         self.messages.iter().find(|m| m.role == Role::System)
     }
@@ -364,7 +364,7 @@ impl HookContext {
     pub fn last_user_message(&self) -> Option<&Message> {
         self.messages.iter().rev().find(|m| m.role == Role::User)
     }
-    /// The messages with `role`, in order (seed 002's `get_messages_by_role`).
+    /// The messages with `role`, in order (the Python agent-hooks design's `get_messages_by_role`).
     pub fn messages_by_role(&self, role: Role) -> Vec<&Message> {
         self.messages.iter().filter(|m| m.role == role).collect()
     }
@@ -397,7 +397,7 @@ impl HookContext {
     pub fn emit_hook(&mut self, message: HookMessage) {
         self.outbox.push(ChatEvent::Hook(message));
     }
-    /// `true` while an approval resume rebuilds the chat as it was (PROTOCOL section 13):
+    /// `true` while an approval resume rebuilds the chat as it was (docs/protocol.md §13):
     /// `post_send_message` and `before_first_agent` run again so that what lasts only for the
     /// request is there again; what the client or the chat already keeps (persistent hook
     /// messages, additions to the system prompt, which the resumed state carries) must not be
@@ -435,7 +435,7 @@ impl HookContext {
     }
 }
 
-/// What a context compaction is about to do, or did (PROTOCOL section 10's hook metadata).
+/// What a context compaction is about to do, or did (docs/protocol.md §10's hook metadata).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct CompactInfo {
@@ -518,7 +518,7 @@ pub struct ToolCallInfo {
 }
 
 impl ToolCallInfo {
-    /// Sets one argument (seed 002's `update_argument`); arguments that are not a JSON object
+    /// Sets one argument (the Python agent-hooks design's `update_argument`); arguments that are not a JSON object
     /// become one.
     pub fn update_argument(&mut self, key: &str, value: Value) {
         if !self.arguments.is_object() {

@@ -1,4 +1,4 @@
-//! The one in-process hook runtime (seed 002): the [`AgentHook`] trait, the [`HookContext`] every
+//! The one in-process hook runtime (after the Python agent-hooks design): the [`AgentHook`] trait, the [`HookContext`] every
 //! hook sees, the per-call values it may change, and the `HookStack` that runs them.
 //!
 //! Every other kind of hook (skill prompt hooks, command/HTTP/LLM hooks from YAML) is an adapter
@@ -68,7 +68,7 @@ pub enum ToolAction {
     Stop {
         reason: String,
     },
-    /// The call waits for the person's approval (PROTOCOL section 11): the chat ends with an
+    /// The call waits for the person's approval (docs/protocol.md §11): the chat ends with an
     /// `approval` frame once the round's other calls ran; `reason` is shown with the call.
     Ask {
         reason: String,
@@ -129,7 +129,7 @@ pub trait AgentHook: Send + Sync {
     ) -> HookResult<Flow> {
         Ok(Flow::Continue)
     }
-    /// The user input is in `ctx.messages` (seed 000's `after_user_input` checkpoint).
+    /// The user input is in `ctx.messages` (the skill prompt hooks' `after_user_input` checkpoint).
     async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
         Ok(())
     }
@@ -178,8 +178,8 @@ pub trait AgentHook: Send + Sync {
         Ok(ResponseAction::Continue)
     }
 
-    /// Before the oldest groups of the history are summarised (auto compaction; PROTOCOL section
-    /// 10): may add to the instructions of the summary call (`summary_prompt`), or skip the
+    /// Before the oldest groups of the history are summarised (auto compaction; docs/protocol.md
+    /// §10): may add to the instructions of the summary call (`summary_prompt`), or skip the
     /// compaction with `Flow::Stop` (the chat goes on).
     async fn pre_auto_compact(
         &self,
@@ -292,7 +292,7 @@ pub trait HookFactory: Send + Sync {
     }
 
     /// The hooks a session hook registered during the chat (`register_hook`'s `spec`) adds to
-    /// it, from the chat's next event on (PROTOCOL section 13); `request.session_hooks` are the
+    /// it, from the chat's next event on (docs/protocol.md §13); `request.session_hooks` are the
     /// ones the chat already runs. Default: none.
     fn hooks_for_registered(
         &self,

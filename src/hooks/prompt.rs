@@ -1,4 +1,4 @@
-//! [`PromptHookManager`]: the skill prompt hooks of seed 000, as one [`AgentHook`] adapter.
+//! [`PromptHookManager`]: the skill prompt hooks, as one [`AgentHook`] adapter.
 //!
 //! It injects each hook's text at the end of `ctx.messages` at its checkpoint and takes it out
 //! again right before the next injection of the same timing, so the model sees it exactly at the
@@ -10,7 +10,7 @@
 //! | `before_planning` | before the planning call | right after it |
 //! | `before_each_agent` | at the start of every round | at the next round's start; after the loop |
 //! | `before_first_agent` | in round 1 | after the loop |
-//! | `after_tool_call` | after a round's tools, once per tool call and matching hook (seed 000 ⑤ "inject(per tool)") | at the next injection; after the loop |
+//! | `after_tool_call` | after a round's tools, once per tool call and matching hook (skill prompt hooks: ⑤ "inject(per tool)") | at the next injection; after the loop |
 //!
 //! Persistent hooks are injected the same way, never removed, never de-duplicated, and also sent
 //! to the client as `hook` events (signed when a secret is set).
@@ -26,7 +26,7 @@ use super::{AgentHook, Flow, HookContext, HookResult, Step};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
 
-/// The five checkpoints of seed 000.
+/// The five checkpoints of skill prompt hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Timing {
     AfterUserInput,
@@ -322,7 +322,7 @@ impl AgentHook for PromptHookManager {
 
     async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
         self.remove(ctx, Timing::AfterToolCall);
-        // Seed 000 step ⑤: inject(per tool) — once for each call, with its tool for the filter.
+        // Skill prompt hooks' step ⑤: inject(per tool) — once for each call, with its tool for the filter.
         for name in round_calls(ctx, tool_names) {
             self.inject(ctx, Timing::AfterToolCall, std::slice::from_ref(&name));
         }

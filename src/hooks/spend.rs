@@ -1,5 +1,5 @@
 //! [`HookSpend`]: what the hooks of one chat spent on model calls, and what they may still spend
-//! (PROTOCOL section 15).
+//! (docs/protocol.md §15).
 //!
 //! Every model call a hook makes (an `llm` / `prompt` hook's call and its JSON retry, each call
 //! of an `agent` hook's sub-agent) first takes a slot ([`HookSpend::try_call`]) and then adds

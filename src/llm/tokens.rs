@@ -1,4 +1,4 @@
-//! Token estimates for context compaction (PROTOCOL section 10): how large a model's context
+//! Token estimates for context compaction (docs/protocol.md §10): how large a model's context
 //! window is, and how many tokens a message list takes, counted with a real tokenizer
 //! (`o200k_base`, the encoding of OpenAI's current models; for other families it is an estimate
 //! close enough to decide when to compact).

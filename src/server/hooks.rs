@@ -1,4 +1,4 @@
-//! `GET /api/hooks` (PROTOCOL section 12): every loaded hook with where it comes from, what it
+//! `GET /api/hooks` (docs/protocol.md §12): every loaded hook with where it comes from, what it
 //! runs and its figures; the skills' prompt hooks; the workspace files not loaded for want of
 //! trust, with the command that trusts them. Commands and URLs are shown with their secrets
 //! hidden (`types::redact`; docs/protocol.md §16).

@@ -116,7 +116,7 @@ enum Ending {
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
-/// `traceparent`: the upgrade request's, the parent of its chats' spans (PROTOCOL section 17)
+/// `traceparent`: the upgrade request's, the parent of its chats' spans (docs/protocol.md §17)
 /// when a chat frame brings none.
 pub(super) async fn run_session<S, E>(socket: S, state: AppState, traceparent: Option<String>)
 where

@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (PROTOCOL section 17): the exporter ([`Telemetry`], OTLP/HTTP protobuf,
+//! OpenTelemetry traces (docs/protocol.md §17): the exporter ([`Telemetry`], OTLP/HTTP protobuf,
 //! batched on the SDK's own thread, flushed at shutdown) and the spans of a chat.
 //!
 //! Nothing here exists unless an endpoint is configured: [`Telemetry::off`] holds no provider,

@@ -29,16 +29,16 @@ pub struct ChatRequest {
     pub compact_only: bool,
     /// A chat that goes on after `approval_required` (no input): the state and the decisions.
     pub resume: Option<Resume>,
-    /// `hook_trace` events for every hook run (PROTOCOL section 12).
+    /// `hook_trace` events for every hook run (docs/protocol.md §12).
     pub trace: bool,
     /// A W3C `traceparent` the chat's span is the child of (the upgrade request's or the chat
-    /// frame's; PROTOCOL section 17).
+    /// frame's; docs/protocol.md §17).
     pub traceparent: Option<String>,
     /// The chat frame's `conversation_id`, for the `gen_ai.conversation.id` attribute.
     pub conversation_id: Option<String>,
 }
 
-/// The `resume` of a chat frame (PROTOCOL section 11).
+/// The `resume` of a chat frame (docs/protocol.md §11).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resume {
     /// The `state` of the `approval` frame, as received.
@@ -57,10 +57,10 @@ pub struct ApprovalDecision {
 }
 
 /// The longest deny `reason` of a resume, in Unicode scalar values; a longer one is refused
-/// (`bad_frame`), never cut (PROTOCOL section 15).
+/// (`bad_frame`), never cut (docs/protocol.md §15).
 pub(crate) const MAX_DENY_REASON_CHARS: usize = 500;
 
-/// One hook run, for a chat with `trace` (PROTOCOL section 12).
+/// One hook run, for a chat with `trace` (docs/protocol.md §12).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookTrace {
     /// The event as the hook was configured under (`PreToolUse`, `pre_tool_execution`, …).

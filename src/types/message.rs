@@ -43,7 +43,7 @@ pub struct HookTag {
     pub sig: String,
 }
 
-/// The `_compact` mark of a compaction summary (PROTOCOL sections 10 and 13): how many messages
+/// The `_compact` mark of a compaction summary (docs/protocol.md §10 and §13): how many messages
 /// of the client's history it replaced. Informative only: a summary is user text, never signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactTag {
@@ -138,7 +138,7 @@ impl Message {
 }
 
 /// Token counts as the upstream reports them; summed over every call of a chat. The totals
-/// include the model calls hooks made, which are also itemised (PROTOCOL section 15).
+/// include the model calls hooks made, which are also itemised (docs/protocol.md §15).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,

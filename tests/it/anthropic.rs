@@ -289,7 +289,7 @@ async fn http_errors_show_anthropics_own_message() {
     server.shutdown().await;
 }
 
-/// A history with an earlier chat's tool call and result (PROTOCOL section 13), in OpenAI's form
+/// A history with an earlier chat's tool call and result (docs/protocol.md §13), in OpenAI's form
 /// as `done.turn` has it, reaches the Messages API as a `tool_use` block and its `tool_result`.
 #[tokio::test]
 async fn tool_calls_and_results_in_the_history_become_tool_use_and_tool_result_blocks() {

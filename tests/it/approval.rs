@@ -1,4 +1,4 @@
-//! Tool approval across a stateless server (PROTOCOL section 11): `tools.require_approval` and
+//! Tool approval across a stateless server (docs/protocol.md §11): `tools.require_approval` and
 //! hook `ask` end the chat with an `approval` frame and `done` `approval_required`; a chat with
 //! `resume` goes on, on any server with the same secret; a changed, expired or foreign state is
 //! `bad_frame`.
@@ -48,7 +48,7 @@ async fn ask(
         .await
 }
 
-/// The history the client holds after the first chat (PROTOCOL section 3's rule).
+/// The history the client holds after the first chat (docs/protocol.md §3's rule).
 fn after(frames: &[Value]) -> Vec<Value> {
     let mut history = history();
     history.push(json!({"role":"user","content":"read the files"}));

@@ -1,4 +1,4 @@
-//! Hooks off the chat's path (PROTOCOL section 11): `async: true` hooks run from a bounded queue,
+//! Hooks off the chat's path (docs/protocol.md §11): `async: true` hooks run from a bounded queue,
 //! and the connection events (`session_start`, `session_end`) never hold up the connection.
 //! Real subprocesses; a slow hook waits for the test to release it ([`UNTIL_RELEASED`]), so what
 //! must happen while it runs is checked while it still runs.

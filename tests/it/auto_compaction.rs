@@ -1,4 +1,4 @@
-//! Auto and manual compaction of the client's history (PROTOCOL sections 10 and 13), against a
+//! Auto and manual compaction of the client's history (docs/protocol.md §10 and §13), against a
 //! fake upstream and a small `window_tokens`: what is summarised, the `compact` frame, the client
 //! rule, the summary as user text (never system text, never signed), pinned persistent hooks,
 //! the compaction hooks of every dialect, `context_too_long`.

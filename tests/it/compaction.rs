@@ -1,4 +1,4 @@
-//! Context compaction (PROTOCOL sections 10 and 13): micro compaction of old tool results in the
+//! Context compaction (docs/protocol.md §10 and §13): micro compaction of old tool results in the
 //! request the upstream receives, only past `context.micro_threshold`, its hooks, and a reply
 //! cut at the model's output limit.
 

@@ -1,4 +1,4 @@
-//! The conversation carries the agent's work (PROTOCOL section 13): `done.turn` holds the tool
+//! The conversation carries the agent's work (docs/protocol.md §13): `done.turn` holds the tool
 //! calls and results, the next chat sends them back and the model sees them; `error.turn` keeps
 //! what happened before a failure; a cut plan, a hook registered mid-chat, and an approval
 //! resume that rebuilds the chat's request-scoped hooks.

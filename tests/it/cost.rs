@@ -1,4 +1,4 @@
-//! What one chat may cost (PROTOCOL section 15): hooks' model calls counted in `done.usage` and
+//! What one chat may cost (docs/protocol.md §15): hooks' model calls counted in `done.usage` and
 //! capped per chat, session hooks never retried, a fair async queue whose audit runs can wait
 //! for room, and a deny reason that is short and guarded like user text.
 

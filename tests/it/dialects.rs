@@ -641,13 +641,13 @@ async fn gemini_before_agent_context_and_after_tool_context_reach_the_model() {
     server.shutdown().await;
 }
 
-// ─── seed 001 (jcli) and seed 004 (OpenHarness) ───
+// ─── the jcli format (jcli) and the OpenHarness format (OpenHarness) ───
 
 #[tokio::test]
 async fn seed_001_script_reads_jcli_hook_event_and_rewrites_user_input() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["ok"]));
-    // As seed 001's example `inject_time.py` would, in sh.
+    // As the jcli format's example `inject_time.py` would, in sh.
     let script = r#"#!/bin/sh
 [ "$JCLI_HOOK_EVENT" = "pre_send_message" ] || { echo "unexpected event: $JCLI_HOOK_EVENT" >&2; exit 1; }
 [ "$JCLI_CWD" = "$(pwd)" ] || exit 1

@@ -444,7 +444,7 @@ after_model_call:
 async fn seed_004_control_fields_stop_the_chat() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["answer"]));
-    // A script written for seed 004's protocol, unchanged.
+    // A script written for the OpenHarness format's protocol, unchanged.
     let script = "#!/bin/sh\ncat >/dev/null\necho '{\"continue\": false, \"stopReason\": \"budget reached\", \"systemMessage\": \"stopping\"}'\n";
     let yaml = "after_model_call:\n  - command: ./budget.sh\n";
     let server = server_with_hooks(&upstream, yaml, None, &[("budget.sh", script)])

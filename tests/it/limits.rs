@@ -1,4 +1,4 @@
-//! The end of the agent loop at a limit (PROTOCOL section 11): `max_steps` or
+//! The end of the agent loop at a limit (docs/protocol.md §11): `max_steps` or
 //! `limits.max_total_tokens`, then one last call without tools for a summary
 //! (`limits.summary_on_limit`); and `AgentHook::on_run_end`, which sees every end, a cancel
 //! included.

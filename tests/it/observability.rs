@@ -1,4 +1,4 @@
-//! Hook observability (PROTOCOL section 12): `GET /api/hooks` with each hook's place and
+//! Hook observability (docs/protocol.md §12): `GET /api/hooks` with each hook's place and
 //! figures, `hook_trace` frames for a chat that asks for them, and `hookwire hooks test`.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! `agent.planning` (PROTOCOL section 14): `native` offers the tools in the first call (a tool
+//! `agent.planning` (docs/protocol.md §14): `native` offers the tools in the first call (a tool
 //! call there is round 1 of the agent loop, a plain answer ends the chat, no marker); `off`
 //! goes straight to the agent loop. Asserted on the requests the model got.
 

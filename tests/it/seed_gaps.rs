@@ -1,5 +1,5 @@
 //! What seeds 000, 001 and 004 say that hookwire now does: each result at every event its seed
-//! names, filters and matchers as the seeds define them, seed 004's envelope and capabilities.
+//! names, filters and matchers as the seeds define them, the OpenHarness format's envelope and capabilities.
 //! Each test asserts what reached the upstream request (or the client).
 
 use std::path::Path;
@@ -191,7 +191,7 @@ async fn seed_001_retry_feedback_before_a_tool_is_its_result() {
 #[tokio::test]
 async fn seed_001_session_start_inject_messages_reach_the_chats_first_call() {
     let upstream = FakeUpstream::start().await;
-    // Seed 001's own example.
+    // The jcli format's own example.
     let yaml = "session_start:\n  - command: \"echo '{\\\"inject_messages\\\": [{\\\"role\\\": \\\"user\\\", \\\"content\\\": \\\"当前用户: jack\\\"}]}'\"\n";
     let server = with_hooks(&upstream, yaml).await;
     let history =

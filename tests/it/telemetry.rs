@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (PROTOCOL section 17): a real OTLP/HTTP receiver on 127.0.0.1:0 decodes
+//! OpenTelemetry traces (docs/protocol.md §17): a real OTLP/HTTP receiver on 127.0.0.1:0 decodes
 //! what the server exports with the official protobuf definitions (`opentelemetry-proto`), and
 //! the fake upstream, an http hook and a command hook show the trace context they were given.
 

@@ -1,4 +1,4 @@
-//! Seed 002's order around a model response: the step is recorded, then `post_llm_response`
+//! The Python agent-hooks design's order around a model response: the step is recorded, then `post_llm_response`
 //! (its `on_llm_end`) runs with it in `ctx.steps`; a hook that rewrites the output rewrites the
 //! recorded step too.
 

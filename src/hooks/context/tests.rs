@@ -1,4 +1,4 @@
-//! Seed 002's helpers on the context, each on a small chat record.
+//! The Python agent-hooks design's helpers on the context, each on a small chat record.
 
 use serde_json::json;
 
@@ -73,7 +73,7 @@ fn step_helpers_find_the_last_steps_and_the_tool_results() {
     assert_eq!(ctx.last_tool_step(), Some(&tool_step("read_file", "notes")));
     assert_eq!(ctx.tool_steps(None).len(), 3);
     assert_eq!(ctx.tool_steps(Some("list_dir")).len(), 1);
-    // Seed 002: the contents of the tool steps, empty ones left out.
+    // The Python agent-hooks design: the contents of the tool steps, empty ones left out.
     assert_eq!(ctx.tool_results(None), ["README text", "notes"]);
     assert_eq!(
         ctx.tool_results(Some("read_file")),

@@ -55,7 +55,7 @@ pub(crate) struct ExternalHooks {
 }
 
 /// What `session_start` hooks left for the session's chats: messages each chat starts with
-/// (seed 001 `inject_messages`, after the system prompt, so its first call and every later one
+/// (the jcli format's `inject_messages`, after the system prompt, so its first call and every later one
 /// sees them) and context for its system prompt (Claude Code's and Gemini CLI's
 /// `additionalContext`, or a Claude hook's plain stdout).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -266,7 +266,7 @@ impl ExternalHooks {
         self.chats().remove(&ctx.run_id);
     }
 
-    /// The start of a chat, before anything else: the session's carry goes in, then seed 004's
+    /// The start of a chat, before anything else: the session's carry goes in, then the OpenHarness format's
     /// `before_context_build` fires.
     async fn start_chat(&self, ctx: &mut HookContext) -> HookResult {
         if let Some(carry) = &self.carry {
@@ -286,7 +286,7 @@ impl ExternalHooks {
         self.fire::<()>(ctx, Call::BeforeContextBuild).await
     }
 
-    /// The input is in the list: what hooks asked to follow it goes in, then seed 004's
+    /// The input is in the list: what hooks asked to follow it goes in, then the OpenHarness format's
     /// `after_context_build` fires.
     async fn after_input(&self, ctx: &mut HookContext) -> HookResult {
         let follow = self
@@ -331,7 +331,7 @@ impl ExternalHooks {
 
 /// The [`AgentHook`] impl as a table. A row: a chat method, its values besides `ctx`, its
 /// answer, the [`Call`] it fires, what runs `first` (the two `send_message` methods: the chat's
-/// start, or what follows the input, then an observe-only seed 004 event), what runs `after` it
+/// start, or what follows the input, then an observe-only OpenHarness event), what runs `after` it
 /// (another event that follows: `SessionStart` after a compaction) and what runs `then`
 /// (the chat's end). Every row takes the one path, [`ExternalHooks::fire`].
 macro_rules! chat_events {

@@ -544,7 +544,7 @@ fn apply(
         Some(_) => invalid("action"),
         None => {}
     }
-    // Seed 001: at `pre_send_message` the feedback follows the input as a user message; at
+    // The jcli format: at `pre_send_message` the feedback follows the input as a user message; at
     // `pre_tool_execution` the tool does not run and the model gets the feedback as its result.
     if let Some(feedback) = output.retry_feedback {
         if matches!(

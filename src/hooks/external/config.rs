@@ -49,15 +49,15 @@ pub(crate) enum Handler {
         headers: BTreeMap<String, String>,
     },
     /// A prompt template sent to the model; its JSON answer is the result. `envelope`: the
-    /// input JSON is added after the prompt (`type: prompt`, seed 004: the runtime injects the
-    /// envelope); `type: llm` (seed 001) sends the filled template only.
+    /// input JSON is added after the prompt (`type: prompt`, the OpenHarness format: the runtime injects the
+    /// envelope); `type: llm` (the jcli format) sends the filled template only.
     Llm {
         prompt: String,
         model: Option<String>,
         envelope: bool,
     },
     /// A sub-run of the agent loop (at most 4 rounds) with the read-only tools; its final JSON
-    /// is the result. `agent` names one of the server's configured hook agents (seed 004:
+    /// is the result. `agent` names one of the server's configured hook agents (the OpenHarness format:
     /// 指定 agent); `None` = the default one.
     Agent {
         prompt: String,
@@ -174,7 +174,7 @@ pub(crate) struct HookDef {
     /// For logs and metrics: the `name` field, else `file:line`.
     pub(crate) name: String,
     pub(crate) event: Event,
-    /// The event name as configured (seed 004 hooks get their own name back).
+    /// The event name as configured (the OpenHarness format's hooks get their own name back).
     pub(crate) event_name: String,
     /// Decided by `event_name`'s spelling.
     pub(crate) dialect: Dialect,
@@ -185,7 +185,7 @@ pub(crate) struct HookDef {
     pub(crate) timeout: Duration,
     pub(crate) on_error: OnError,
     pub(crate) filter: Filter,
-    /// `None` = not declared: seed 001 result fields apply, `hookSpecificOutput` patches do not.
+    /// `None` = not declared: the jcli format result fields apply, `hookSpecificOutput` patches do not.
     pub(crate) capabilities: Option<BTreeSet<String>>,
     /// `async: true`: the hook runs off the chat's path, from the async queue
     /// ([`super::queue`]); its answer counts only for its `systemMessage`.

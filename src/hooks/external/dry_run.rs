@@ -1,4 +1,4 @@
-//! `hookwire hooks test EVENT` (PROTOCOL section 12): one event's chain run on a given input
+//! `hookwire hooks test EVENT` (docs/protocol.md §12): one event's chain run on a given input
 //! with the real handlers, hook by hook, so each hook's outcome and what it changed can be shown;
 //! the chain's decision is the answer.
 

@@ -1,4 +1,4 @@
-//! The event vocabulary of external hooks: one canonical event per step of a chat (seed 001's
+//! The event vocabulary of external hooks: one canonical event per step of a chat (the jcli format's
 //! names), spelled four ways. The spelling a hook is configured under is its [`Dialect`]
 //! (docs/protocol.md §9): it decides the JSON the hook gets and how its answer is read.
 
@@ -33,9 +33,9 @@ pub(crate) enum Event {
     Stop,
     RunCompleted,
     RunFailed,
-    /// Seed 004: before the chat's message list is assembled (observe).
+    /// The OpenHarness format: before the chat's message list is assembled (observe).
     BeforeContextBuild,
-    /// Seed 004: the list is assembled (system prompt, history, input); may replace `messages`.
+    /// The OpenHarness format: the list is assembled (system prompt, history, input); may replace `messages`.
     AfterContextBuild,
     PreAutoCompact,
     PostAutoCompact,
@@ -204,7 +204,7 @@ impl Event {
         Notification,
     ];
 
-    /// The canonical name (seed 001's; `notification` has no hookwire spelling).
+    /// The canonical name (the jcli format's; `notification` has no hookwire spelling).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             SessionStart => "session_start",
@@ -248,7 +248,7 @@ impl Event {
         }
     }
 
-    /// The canonical events a configured name stands for (seed 004's `after_tool_dispatch`
+    /// The canonical events a configured name stands for (the OpenHarness format's `after_tool_dispatch`
     /// and Gemini's `AfterTool` cover both tool outcomes).
     pub(crate) fn parse(name: &str) -> Option<&'static [Event]> {
         match Event::spelling(name, None) {
@@ -280,7 +280,7 @@ impl Event {
         )
     }
 
-    /// Seed 004's context events take no matcher.
+    /// The OpenHarness format's context events take no matcher.
     pub(crate) fn takes_no_matcher(self) -> bool {
         matches!(
             self,

@@ -5,7 +5,7 @@
 //!   dialect); `settings`: Claude Code's and Gemini CLI's `settings.json` as hook files;
 //! - `payload`: what a hook reads and may answer, typed per dialect (the JSON Schemas under
 //!   `docs/schema/hooks/` are generated from it);
-//! - `protocol`: the JSON a hookwire- or seed-004-dialect hook reads and writes; `dialect`: the
+//! - `protocol`: the JSON a hookwire- or OpenHarness-format hook reads and writes; `dialect`: the
 //!   translation layer for every dialect (input, exit codes, output; Claude Code's and Gemini
 //!   CLI's tool names; Claude Code's transcript);
 //! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;

@@ -1,5 +1,5 @@
-//! [`AsyncHooks`]: the queue and workers behind `async: true` hooks (PROTOCOL sections 11
-//! and 15).
+//! [`AsyncHooks`]: the queue and workers behind `async: true` hooks (docs/protocol.md §11
+//! and §15).
 //!
 //! A chain hands an async hook over as a [`Job`] (its input as it stands at the hook's place in
 //! the chain) and goes on at once. The rules:

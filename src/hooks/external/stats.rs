@@ -1,4 +1,4 @@
-//! Per-hook figures for `GET /api/hooks` (PROTOCOL section 12): runs, successes, failures,
+//! Per-hook figures for `GET /api/hooks` (docs/protocol.md §12): runs, successes, failures,
 //! timeouts, blocks, skips, the time spent in all and the recent durations, kept in memory by hook id. Prometheus has the same counts by
 //! hook name (`hookwire_external_hook_runs_total`); this is what the page reads without a
 //! scraper, with percentiles over the last runs.

@@ -135,7 +135,7 @@ pub(crate) struct ChatFrame {
     pub(crate) trace: bool,
     /// `audio` frames of the answer, spoken (docs/protocol.md §18).
     pub(crate) voice: bool,
-    /// A W3C `traceparent` the chat's span is the child of (PROTOCOL section 17); the upgrade
+    /// A W3C `traceparent` the chat's span is the child of (docs/protocol.md §17); the upgrade
     /// request's when the frame has none.
     pub(crate) traceparent: Option<String>,
     /// The client's conversation, for `gen_ai.conversation.id`.

@@ -216,7 +216,7 @@ pub(super) fn parse_message(index: usize, item: &Value) -> Result<Message, Strin
         );
         message.hook = None;
     }
-    // A summary is a user message (PROTOCOL section 13); a system message's `_compact` is kept
+    // A summary is a user message (docs/protocol.md §13); a system message's `_compact` is kept
     // only so the history check can drop it by name (old signed summaries are not system text).
     message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
         (Role::User | Role::System, tag) => tag?,
@@ -268,7 +268,7 @@ fn parse_tool_call(index: usize, at: usize, call: &Value) -> Result<ToolCall, St
     })
 }
 
-/// A summary's `_compact` mark: `{count}` (PROTOCOL section 13); an old `sig` is ignored.
+/// A summary's `_compact` mark: `{count}` (docs/protocol.md §13); an old `sig` is ignored.
 fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<CompactTag>, String> {
     let tag = match value {
         None | Some(Value::Null) => return Ok(None),

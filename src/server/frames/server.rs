@@ -21,7 +21,7 @@ pub(crate) enum ServerFrame {
         /// The server that runs the chat; set by the session.
         #[serde(skip_serializing_if = "Option::is_none")]
         instance: Option<String>,
-        /// The chat's trace (PROTOCOL section 17), when telemetry is on.
+        /// The chat's trace (docs/protocol.md §17), when telemetry is on.
         #[serde(skip_serializing_if = "Option::is_none")]
         trace_id: Option<String>,
     },
@@ -98,7 +98,7 @@ pub(crate) enum ServerFrame {
         reason: DoneReason,
         message: WireMessage,
         usage: WireUsage,
-        /// What the chat added to the conversation (PROTOCOL section 13).
+        /// What the chat added to the conversation (docs/protocol.md §13).
         turn: Vec<WireMessage>,
     },
     /// A refused frame, or a chat that failed.
@@ -121,7 +121,7 @@ pub(crate) struct ErrorFrame {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[schemars(extend("const" = true))]
     pub(crate) fatal: bool,
-    /// What a chat that failed after text or tools had added (PROTOCOL section 13).
+    /// What a chat that failed after text or tools had added (docs/protocol.md §13).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) turn: Option<Vec<WireMessage>>,
 }
@@ -140,7 +140,7 @@ pub(crate) struct HookRef {
 pub(crate) struct WireUsage {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
-    /// What hooks' model calls took of the totals (PROTOCOL section 15).
+    /// What hooks' model calls took of the totals (docs/protocol.md §15).
     pub(crate) hook_calls: u64,
     pub(crate) hook_prompt_tokens: u64,
     pub(crate) hook_completion_tokens: u64,

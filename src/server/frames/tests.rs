@@ -72,7 +72,7 @@ fn every_bad_frame_names_its_problem() {
         r#"{"type":"chat","input":"x","messages":[{"role":"function","content":"x"}]}"#
     )
     .contains("messages[0].role"));
-    // A tool message names the call it answers (PROTOCOL section 13).
+    // A tool message names the call it answers (docs/protocol.md §13).
     assert!(invalid_message(
         r#"{"type":"chat","input":"x","messages":[{"role":"tool","content":"x"}]}"#
     )

@@ -192,7 +192,7 @@ async fn the_first_stop_skip_block_or_retry_ends_the_chain() {
             Some(ChainControl::Retry("again".into())),
             Ran::Success,
         ),
-        // Seed 001 names these results at these events too.
+        // The jcli format names these results at these events too.
         (
             PreSendMessage,
             answer(json!({"retry_feedback": "again"})),

@@ -27,7 +27,7 @@ pub(super) struct RawHook {
     pub(super) capabilities: Option<Vec<String>>,
     /// `type: agent`: the configured hook agent to ask.
     pub(super) agent: Option<String>,
-    /// Run off the chat's path (PROTOCOL section 11).
+    /// Run off the chat's path (docs/protocol.md §11).
     #[serde(rename = "async")]
     pub(super) run_async: Option<bool>,
     /// `drop` (the default) or `wait`: an async run that finds the queue full.

@@ -66,7 +66,7 @@ pub(super) fn input(
             last_assistant_message: text(&state.assistant_output),
         },
         Event::SessionStart => ClaudeEvent::SessionStart {
-            // Fired again after a compaction, as Claude Code does (PROTOCOL section 13).
+            // Fired again after a compaction, as Claude Code does (docs/protocol.md §13).
             source: if state.compaction.is_some() {
                 "compact"
             } else {

@@ -159,7 +159,7 @@ async fn shutdown_takes_no_more_runs_and_ends_the_running_ones_after_the_grace()
     assert!(!queue.submit(job(&hook, None)), "no runs after shutdown");
 }
 
-// ─── fairness (PROTOCOL section 15) ───
+// ─── fairness (docs/protocol.md §15) ───
 
 fn waiting_hook() -> Arc<HookDef> {
     let yaml = "pre_tool_execution:\n  - {name: audit, command: x, async: true, on_full: wait}\n";
