@@ -39,9 +39,14 @@
 //!     tokens/s of the same answer through hookwire vs the request hookwire sends upstream
 //!     (captured) sent straight to llama-server. Skipped when not installed.
 //!
+//! 13. What one command hook adds to a chat (a chat with 10 trivial command hooks on one event,
+//!     minus the same chat with none, over 10) vs a bare `sh -c` spawn of the same script with
+//!     the same input piped, waited (in this process, which holds the servers too).
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
-//! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12).
+//! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12); `-- command_hook`
+//! only (13).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -74,6 +79,10 @@ fn main() {
     };
     let only_tokens = std::env::args().any(|arg| arg == "tokens");
     let only_mcp = std::env::args().any(|arg| arg == "mcp");
+    if std::env::args().any(|arg| arg == "command_hook") {
+        runtime.block_on(bench_command_hook());
+        return;
+    }
     if std::env::args().any(|arg| arg == "hooks") {
         runtime.block_on(bench_parallel_hooks());
         return;
@@ -121,6 +130,7 @@ fn main() {
         runtime.block_on(bench_telemetry());
         runtime.block_on(bench_parallel_hooks());
         runtime.block_on(bench_real_model());
+        runtime.block_on(bench_command_hook());
     }
 }
 
@@ -409,6 +419,104 @@ async fn bench_parallel_hooks() {
         "one event with 5 command hooks of 20 ms (median of {HOOK_CHATS} chats): side by side {par:?}, one after another {seq:?}, ratio {:.2}",
         par.as_secs_f64() / seq.as_secs_f64()
     );
+}
+
+const COMMAND_HOOK_CHATS: usize = 40;
+const COMMAND_HOOKS: usize = 10;
+const TRIVIAL_HOOK: &str = "cat >/dev/null; exit 0";
+
+/// (13): chats with 10 trivial command hooks vs none, interleaved, the difference per hook; and
+/// batches of 10 bare `sh -c` spawns of the same script, interleaved with them.
+async fn bench_command_hook() {
+    let upstream = FakeUpstream::start().await;
+    let hooks = format!(
+        "pre_llm_request:\n  hooks:\n{}",
+        format!("    - command: \"{TRIVIAL_HOOK}\"\n").repeat(COMMAND_HOOKS)
+    );
+    let with = TestServer::builder()
+        .upstream(&upstream)
+        .hooks_file("hooks.yaml", &hooks)
+        .start()
+        .await;
+    let without = TestServer::builder().upstream(&upstream).start().await;
+    let (mut with_ws, mut without_ws) = (with.connect().await, without.connect().await);
+    let input = json!({"hook_event_name": "pre_llm_request", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let (mut hooked, mut plain) = (Vec::new(), Vec::new());
+    let (mut bare, mut forked) = (Vec::new(), Vec::new());
+    for i in 0..COMMAND_HOOK_CHATS {
+        hooked.push(short_chat(&mut with_ws, &upstream, i).await);
+        plain.push(short_chat(&mut without_ws, &upstream, i).await);
+        let started = Instant::now();
+        for _ in 0..COMMAND_HOOKS {
+            bare_spawn(TRIVIAL_HOOK, input.as_bytes()).await;
+        }
+        bare.push(started.elapsed());
+        let started = Instant::now();
+        for _ in 0..COMMAND_HOOKS {
+            forked_spawn(TRIVIAL_HOOK, input.as_bytes()).await;
+        }
+        forked.push(started.elapsed());
+    }
+    with.shutdown().await;
+    without.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let per_hook = median(hooked).saturating_sub(median(plain)) / COMMAND_HOOKS as u32;
+    let bare = median(bare) / COMMAND_HOOKS as u32;
+    let forked = median(forked) / COMMAND_HOOKS as u32;
+    println!(
+        "one trivial command hook (median of {COMMAND_HOOK_CHATS} chats with {COMMAND_HOOKS} hooks minus without): {per_hook:?} a hook, a bare `sh -c` spawn {bare:?}, ratio {:.2}",
+        per_hook.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "  a bare spawn that sets its own PATH and names `sh` (the standard library forks rather than posix_spawn): {forked:?}, ratio {:.2} to the bare spawn",
+        forked.as_secs_f64() / bare.as_secs_f64()
+    );
+}
+
+/// [`bare_spawn`] with the environment cleared and `PATH` set while the program is a bare
+/// name: the standard library then forks the process (the lookup must use the child's `PATH`).
+async fn forked_spawn(script: &str, input: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut child) = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("command_hook: cannot start sh");
+        return;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input).await;
+    }
+    let _ = black_box(child.wait_with_output().await);
+}
+
+/// `sh -c script` with `input` on stdin, its output read, waited.
+async fn bare_spawn(script: &str, input: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut child) = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("command_hook: cannot start sh");
+        return;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input).await;
+    }
+    let _ = black_box(child.wait_with_output().await);
 }
 
 const MCP_CHATS: usize = 50;
