@@ -85,7 +85,7 @@ pub(crate) fn matcher_applies(event: Event, dialect: Dialect) -> bool {
 pub(crate) fn ignored_matcher(event_name: &str, dialect: Dialect) -> String {
     match dialect {
         Dialect::Hookwire | Dialect::OpenHarness => {
-            format!("{event_name} takes no matcher (seed 004); it is ignored")
+            format!("{event_name} takes no matcher (the OpenHarness format); it is ignored")
         }
         Dialect::Claude => format!("{event_name} takes no matcher in Claude Code; it is ignored"),
         Dialect::Gemini => format!("{event_name} takes no matcher in Gemini CLI; it is ignored"),
