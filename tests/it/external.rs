@@ -277,13 +277,13 @@ async fn a_slow_command_is_killed_with_its_process_group() {
 async fn a_chain_that_runs_out_of_its_budget_skips_the_rest() {
     let upstream = FakeUpstream::start().await;
     // Budget 1 s: the first hook applies; the second waits to be released, which never comes,
-    // and is cut off at the budget (not at its own 5 s); the third never starts.
+    // and is cut off at the budget (not at its own 60 s); the third never starts.
     let yaml = format!(
         r#"
 pre_send_message:
   - command: echo '{{"user_input":"first"}}'
   - command: {UNTIL_RELEASED}; echo '{{"user_input":"second"}}'
-    timeout: 5
+    timeout: 60
   - command: touch third-ran; echo '{{"user_input":"third"}}'
 "#
     );
@@ -300,9 +300,11 @@ pre_send_message:
     )
     .await;
     assert_eq!(frames.last().unwrap()["type"], "done");
+    // Not a timing check: the budget (1 s) and the hook's own timeout (60 s) are far apart, so
+    // which one ended the hook shows however busy the machine is.
     assert!(
-        started.elapsed() < Duration::from_millis(1000 + 500),
-        "the chain ended at its budget, took {:?}",
+        started.elapsed() < Duration::from_secs(30),
+        "the chain ended at its budget, not the hook's own timeout: took {:?}",
         started.elapsed()
     );
     let messages = upstream.requests()[0].messages();

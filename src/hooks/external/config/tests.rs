@@ -192,7 +192,10 @@ fn matchers_read_as_their_dialect_and_events_pick_their_subject() {
     );
     let shown: Vec<String> = problems.iter().map(|p| p.labelled().to_string()).collect();
     assert_eq!(shown.len(), 1, "{shown:?}");
-    assert!(shown[0].starts_with("warning") && shown[0].contains("takes no matcher (the OpenHarness format)"));
+    assert!(
+        shown[0].starts_with("warning")
+            && shown[0].contains("takes no matcher (the OpenHarness format)")
+    );
     assert!(hooks[0].filter.matcher.is_none(), "ignored");
 }
 
