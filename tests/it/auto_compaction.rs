@@ -345,12 +345,18 @@ async fn openharness_compaction_hooks_read_the_formats_envelope() {
         let input = read_json(&server, &format!("{event}.json"));
         assert_eq!(input["hook_event_name"], event);
         for old in ["messages", "metadata", "context_window_tokens"] {
-            assert!(input.get(old).is_none(), "{event} still has `{old}`: {input}");
+            assert!(
+                input.get(old).is_none(),
+                "{event} still has `{old}`: {input}"
+            );
         }
         assert!(input["context"]["messages"].is_array(), "{input}");
         assert_eq!(input["contextWindowTokens"], 1_000, "{input}");
         assert_eq!(input["compactThresholdTokens"], 500);
-        assert_eq!(input["summarizedMessageCount"], 2, "the pinned hook is not summarised");
+        assert_eq!(
+            input["summarizedMessageCount"], 2,
+            "the pinned hook is not summarised"
+        );
         assert_eq!(input["configuredRecentGroupCount"], 3);
         assert_eq!(input["keepRecentGroupCount"], 3);
         assert!(input["estimatedInputTokens"].as_u64().unwrap() >= 500);

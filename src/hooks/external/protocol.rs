@@ -163,15 +163,17 @@ pub(crate) fn input_json(
         // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
         // hooks read it.
         trigger: state.compaction.as_ref().map(|info| info.trigger.clone()),
-        metadata: compaction.filter(|_| !openharness).map(|info| CompactionMetadata {
-            trigger: info.trigger.clone(),
-            context_window_tokens: info.context_window_tokens,
-            compact_threshold_tokens: info.compact_threshold_tokens,
-            estimated_input_tokens: info.estimated_input_tokens,
-            estimated_post_compact_tokens: info.estimated_post_compact_tokens,
-            summarized_message_count: info.summarized_message_count,
-            keep_recent_group_count: info.keep_recent_group_count,
-        }),
+        metadata: compaction
+            .filter(|_| !openharness)
+            .map(|info| CompactionMetadata {
+                trigger: info.trigger.clone(),
+                context_window_tokens: info.context_window_tokens,
+                compact_threshold_tokens: info.compact_threshold_tokens,
+                estimated_input_tokens: info.estimated_input_tokens,
+                estimated_post_compact_tokens: info.estimated_post_compact_tokens,
+                summarized_message_count: info.summarized_message_count,
+                keep_recent_group_count: info.keep_recent_group_count,
+            }),
         context,
         compact: openharness_compaction.map(|info| OpenHarnessCompaction {
             context_window_tokens: info.context_window_tokens,
