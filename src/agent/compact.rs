@@ -89,6 +89,8 @@ pub(super) struct Plan {
     pub(super) recent: Vec<Sent>,
     /// How many groups are kept.
     pub(super) kept_groups: usize,
+    /// The place in the history as sent of the last summarised message.
+    pub(super) last_summarised: usize,
 }
 
 /// The plan that keeps the last `keep` groups of `history` (`sent_len` messages as sent);
@@ -106,15 +108,18 @@ pub(super) fn plan(history: &[Sent], sent_len: usize, keep: usize) -> Option<Pla
         .iter()
         .map(|sent| sent.message.clone())
         .partition(|message| message.hook.is_some());
-    if summarised.is_empty() {
-        return None;
-    }
+    let last_summarised = old
+        .iter()
+        .rev()
+        .find(|sent| sent.message.hook.is_none())?
+        .index;
     Some(Plan {
         count: recent.first().map_or(sent_len, |sent| sent.index),
         summarised,
         pinned,
         recent: recent.to_vec(),
         kept_groups,
+        last_summarised,
     })
 }
 
@@ -325,6 +330,9 @@ impl ChatRun {
             estimated_post_compact_tokens: after(&self.ctx.messages, None),
             summarized_message_count: plan.summarised.len(),
             keep_recent_group_count: plan.kept_groups,
+            configured_recent_group_count: settings.keep_recent_groups,
+            compact_through: Some(plan.last_summarised),
+            boundary: plan.recent.first().map(|sent| sent.message.clone()),
         };
         let mut prompt = settings.summary_prompt.clone();
         let pre = self

@@ -210,6 +210,9 @@ pub(super) fn micro_info(
         estimated_post_compact_tokens: after,
         summarized_message_count: stubbed,
         keep_recent_group_count: settings.micro_keep_rounds,
+        configured_recent_group_count: settings.micro_keep_rounds,
+        compact_through: None,
+        boundary: None,
     }
 }
 

@@ -452,6 +452,15 @@ pub struct CompactInfo {
     pub summarized_message_count: usize,
     /// Groups kept as they are (micro compaction: the agent rounds kept in full).
     pub keep_recent_group_count: usize,
+    /// The configured number of groups to keep (`context.keep_recent_groups`; micro
+    /// compaction: `micro_keep_rounds`): more than are kept when the history has fewer.
+    pub configured_recent_group_count: usize,
+    /// Auto and manual compaction: the place (0-based) in the client's history, as the chat
+    /// frame sent it, of the last message the summary replaces.
+    pub compact_through: Option<usize>,
+    /// Auto and manual compaction: the first message of the history kept as it is (none when
+    /// every group is summarised).
+    pub boundary: Option<crate::types::Message>,
 }
 
 /// The request about to be sent to the model: a copy, so changes affect this call only.

@@ -288,12 +288,8 @@ async fn the_compaction_events_of_both_seeds_fire_once_with_the_metadata() {
             "pre_auto_compact"
         ]
     );
-    for event in [
-        "pre_auto_compact",
-        "post_auto_compact",
-        "before_context_compact",
-        "after_context_compact",
-    ] {
+    // The OpenHarness names' own envelope: `openharness_compaction_hooks_read_the_formats_envelope`.
+    for event in ["pre_auto_compact", "post_auto_compact"] {
         let input = read_json(&server, &format!("{event}.json"));
         assert_eq!(input["hook_event_name"], event);
         let meta = &input["metadata"];
@@ -309,12 +305,77 @@ async fn the_compaction_events_of_both_seeds_fire_once_with_the_metadata() {
         let after = meta["estimated_post_compact_tokens"].as_u64().unwrap();
         assert!(before >= 500 && after < before, "{meta}");
     }
-    let post = read_json(&server, "after_context_compact.json");
+    let post = read_json(&server, "post_auto_compact.json");
     assert_eq!(post["summaryText"], SUMMARY);
     assert_eq!(post["summary"], SUMMARY);
+    let after = read_json(&server, "after_context_compact.json");
+    assert_eq!(after["summarizedMessageCount"], 4, "{after}");
+    assert_eq!(after["keepRecentGroupCount"], 2);
     let pre = read_json(&server, "pre_auto_compact.json");
     assert!(pre["messages"].as_array().unwrap().len() >= 10, "{pre}");
     assert!(pre["system_prompt"].is_string());
+}
+
+/// A hook under `.openharness/hooks/` reads the OpenHarness format's compaction envelope:
+/// `context.messages`, the figures under their camelCase names at the top,
+/// `configuredRecentGroupCount`, `compactThroughMessageId` and, after, `boundaryMessage`.
+#[tokio::test]
+async fn openharness_compaction_hooks_read_the_formats_envelope() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&[SUMMARY]));
+    upstream.push(Reply::text(&["the answer"]));
+    let yaml = format!(
+        "before_context_compact:\n{}after_context_compact:\n{}",
+        logging("before_context_compact"),
+        logging("after_context_compact"),
+    );
+    let server = compacting(&upstream, None, 1_000)
+        .file(".openharness/hooks/compact.yaml", yaml)
+        .config(|c| c.agent.context.keep_recent_groups = 3)
+        .trust_workspace_hooks()
+        .start()
+        .await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"and now?","enable_tools":false,"messages":history()}))
+        .await;
+    assert_eq!(types_of(&frames)[1], "compact", "{frames:#?}");
+    for event in ["before_context_compact", "after_context_compact"] {
+        let input = read_json(&server, &format!("{event}.json"));
+        assert_eq!(input["hook_event_name"], event);
+        for old in ["messages", "metadata", "context_window_tokens"] {
+            assert!(
+                input.get(old).is_none(),
+                "{event} still has `{old}`: {input}"
+            );
+        }
+        assert!(input["context"]["messages"].is_array(), "{input}");
+        assert_eq!(input["contextWindowTokens"], 1_000, "{input}");
+        assert_eq!(input["compactThresholdTokens"], 500);
+        assert_eq!(
+            input["summarizedMessageCount"], 2,
+            "the pinned hook is not summarised"
+        );
+        assert_eq!(input["configuredRecentGroupCount"], 3);
+        assert_eq!(input["keepRecentGroupCount"], 3);
+        assert!(input["estimatedInputTokens"].as_u64().unwrap() >= 500);
+        assert!(input["estimatedPostCompactTokens"].is_u64());
+        // q1, the pinned hook and a1 are replaced: a1 is the history's message 2.
+        assert_eq!(input["compactThroughMessageId"], "msg-2", "{input}");
+    }
+    let pre = read_json(&server, "before_context_compact.json");
+    let messages = pre["context"]["messages"].as_array().unwrap();
+    assert!(messages.len() >= 10, "{pre}");
+    let post = read_json(&server, "after_context_compact.json");
+    assert_eq!(post["summaryText"], SUMMARY);
+    assert_eq!(post["summaryMessage"]["content"], SUMMARY);
+    assert_eq!(
+        post["boundaryMessage"],
+        json!({"role":"user","content":long("q2","bravo")}),
+        "the first message kept: {post}"
+    );
+    assert!(pre.get("boundaryMessage").is_none());
 }
 
 #[tokio::test]

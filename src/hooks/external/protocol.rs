@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::payload::native::{CompactionMetadata, ModelRequest, ModelResponse, NativeInput};
+use super::payload::native::{
+    CompactionMetadata, MessagesContext, ModelRequest, ModelResponse, NativeInput,
+    OpenHarnessCompaction,
+};
 use super::payload::PlainMessage;
 
 use super::event::{Dialect, Event, CAPABILITIES, TRIGGER_TYPE};
@@ -88,24 +91,35 @@ pub(crate) fn workspace_id(root: &std::path::Path) -> String {
 
 /// Messages as a hook sees them: role and text.
 fn plain_messages(messages: &[Message]) -> Vec<PlainMessage> {
-    messages
-        .iter()
-        .map(|m| PlainMessage {
-            role: m.role.as_str(),
-            content: m.content.clone(),
-        })
-        .collect()
+    messages.iter().map(plain_message).collect()
+}
+
+fn plain_message(message: &Message) -> PlainMessage {
+    PlainMessage {
+        role: message.role.as_str(),
+        content: message.content.clone(),
+    }
 }
 
 /// The input JSON for one hook.
 pub(crate) fn input_json(
     event: Event,
     event_name: &str,
+    dialect: Dialect,
     envelope: &Envelope,
     state: &EventState,
 ) -> Value {
     let model_call = matches!(event, Event::PreLlmRequest | Event::PostLlmResponse);
     let messages = state.messages.as_deref().map(plain_messages);
+    // The OpenHarness format's compaction envelope: `context.messages` and camelCase figures
+    // (hookwire's names keep the jcli shape: top-level `messages`, `metadata`).
+    let openharness = dialect == Dialect::OpenHarness;
+    let compaction = state.compaction.as_ref();
+    let openharness_compaction = compaction.filter(|_| openharness);
+    let (messages, context) = match openharness_compaction {
+        Some(_) => (None, messages.map(|messages| MessagesContext { messages })),
+        None => (messages, None),
+    };
     let input = NativeInput {
         event: event.as_str(),
         hook_event_name: event_name.to_string(),
@@ -149,15 +163,32 @@ pub(crate) fn input_json(
         // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
         // hooks read it.
         trigger: state.compaction.as_ref().map(|info| info.trigger.clone()),
-        metadata: state.compaction.as_ref().map(|info| CompactionMetadata {
-            trigger: info.trigger.clone(),
+        metadata: compaction
+            .filter(|_| !openharness)
+            .map(|info| CompactionMetadata {
+                trigger: info.trigger.clone(),
+                context_window_tokens: info.context_window_tokens,
+                compact_threshold_tokens: info.compact_threshold_tokens,
+                estimated_input_tokens: info.estimated_input_tokens,
+                estimated_post_compact_tokens: info.estimated_post_compact_tokens,
+                summarized_message_count: info.summarized_message_count,
+                keep_recent_group_count: info.keep_recent_group_count,
+            }),
+        context,
+        compact: openharness_compaction.map(|info| OpenHarnessCompaction {
             context_window_tokens: info.context_window_tokens,
             compact_threshold_tokens: info.compact_threshold_tokens,
             estimated_input_tokens: info.estimated_input_tokens,
             estimated_post_compact_tokens: info.estimated_post_compact_tokens,
             summarized_message_count: info.summarized_message_count,
+            configured_recent_group_count: info.configured_recent_group_count,
             keep_recent_group_count: info.keep_recent_group_count,
+            compact_through_message_id: info.compact_through.map(|at| format!("msg-{at}")),
         }),
+        boundary_message: openharness_compaction
+            .filter(|_| event == Event::PostAutoCompact)
+            .and_then(|info| info.boundary.as_ref())
+            .map(plain_message),
     };
     // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
     serde_json::to_value(input).unwrap_or(Value::Null)
@@ -417,6 +448,7 @@ mod tests {
             input_json(
                 Event::PreToolExecution,
                 "before_tool_dispatch",
+                Dialect::OpenHarness,
                 &envelope,
                 &state
             ),

@@ -37,7 +37,7 @@ pub(crate) fn input(
 ) -> Value {
     match hook.dialect {
         Dialect::Hookwire | Dialect::OpenHarness => {
-            input_json(event, &hook.event_name, envelope, state)
+            input_json(event, &hook.event_name, hook.dialect, envelope, state)
         }
         Dialect::Claude => claude::input(hook, event, envelope, state),
         Dialect::Gemini => gemini::input(hook, event, envelope, state),

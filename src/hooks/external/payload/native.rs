@@ -77,9 +77,46 @@ pub(crate) struct NativeInput {
     /// Compaction events: `auto` or `manual` (also in `metadata`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) trigger: Option<String>,
-    /// Compaction events: the figures.
+    /// Compaction events: the figures (hookwire event names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<CompactionMetadata>,
+    /// OpenHarness compaction events: the chat's messages, under `context.messages` (in place
+    /// of the top-level `messages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<MessagesContext>,
+    /// OpenHarness compaction events: the figures at the top, under the format's camelCase
+    /// names (in place of `metadata`).
+    #[serde(flatten)]
+    pub(crate) compact: Option<OpenHarnessCompaction>,
+    /// `after_context_compact`: the first message of the history kept as it is (left out when
+    /// every group was summarised).
+    #[serde(rename = "boundaryMessage", skip_serializing_if = "Option::is_none")]
+    pub(crate) boundary_message: Option<PlainMessage>,
+}
+
+/// `context`: the messages.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub(crate) struct MessagesContext {
+    pub(crate) messages: Vec<PlainMessage>,
+}
+
+/// A compaction's figures under the OpenHarness format's names.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OpenHarnessCompaction {
+    pub(crate) context_window_tokens: u64,
+    pub(crate) compact_threshold_tokens: u64,
+    pub(crate) estimated_input_tokens: u64,
+    pub(crate) estimated_post_compact_tokens: u64,
+    pub(crate) summarized_message_count: usize,
+    /// `context.keep_recent_groups` as configured.
+    pub(crate) configured_recent_group_count: usize,
+    /// The groups actually kept (fewer when the history has fewer).
+    pub(crate) keep_recent_group_count: usize,
+    /// The last message the summary replaces: hookwire's messages carry no ids, so this is
+    /// `msg-<n>`, `n` its place (0-based) in the history the chat frame sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) compact_through_message_id: Option<String>,
 }
 
 /// `model_request`: the model, the messages and the offered tools' names.
