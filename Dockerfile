@@ -8,7 +8,7 @@ COPY Cargo.toml Cargo.lock ./
 RUN mkdir -p src benches \
  && echo 'fn main() {}' > src/main.rs \
  && touch src/lib.rs \
- && for bench in bench replicas; do echo 'fn main() {}' > "benches/$bench.rs"; done \
+ && for bench in bench load replicas; do echo 'fn main() {}' > "benches/$bench.rs"; done \
  && cargo build --release --locked \
  && rm -rf src benches
 COPY src ./src
