@@ -259,6 +259,7 @@ impl HookDef {
 
 mod build;
 mod env;
+mod error;
 mod matcher;
 mod parse;
 mod prompt_file;
@@ -266,6 +267,7 @@ mod raw;
 
 pub(crate) use build::{timeout_of, Built, Place};
 pub(crate) use env::check_env;
+pub(crate) use error::HookSpecError;
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
 pub(crate) use parse::{parse_hooks, unsupported_event};
 pub(crate) use prompt_file::PromptFile;
