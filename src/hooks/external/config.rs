@@ -257,9 +257,24 @@ impl HookDef {
     }
 }
 
+/// What is wrong with one field of a hook's spec (its `timeout`, its `matcher`), for the hook
+/// file readers of every dialect, which add where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum HookSpecError {
+    /// A `timeout` out of range in the dialect's unit.
+    #[error("timeout {value} must be a number of {unit} between 0 and {most}")]
+    Timeout {
+        value: f64,
+        unit: &'static str,
+        most: u32,
+    },
+    /// A `matcher` that is not a valid regex (the regex error, on one line).
+    #[error("matcher is not a valid regex: {0}")]
+    Matcher(String),
+}
+
 mod build;
 mod env;
-mod error;
 mod matcher;
 mod parse;
 mod prompt_file;
@@ -267,7 +282,6 @@ mod raw;
 
 pub(crate) use build::{timeout_of, Built, Place};
 pub(crate) use env::check_env;
-pub(crate) use error::HookSpecError;
 pub(crate) use matcher::{compile_matcher, ignored_matcher, matcher_applies};
 pub(crate) use parse::{parse_hooks, unsupported_event};
 pub(crate) use prompt_file::PromptFile;
