@@ -68,7 +68,10 @@ pub(super) fn mcp_servers(
             timeout,
             auto_approve: entry.auto_approve,
         };
-        servers.push(McpServerSettings::new(&name, spec, McpOrigin::Config).map_err(fail)?);
+        servers.push(
+            McpServerSettings::new(&name, spec, McpOrigin::Config)
+                .map_err(|error| fail(error.to_string()))?,
+        );
     }
     Ok(servers)
 }

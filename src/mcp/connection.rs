@@ -109,6 +109,32 @@ impl StderrTail {
     }
 }
 
+/// Why an MCP server could not be started, reached or listed (the server's status and
+/// `hookwire check --probe` show it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum McpError {
+    /// Its command could not be started.
+    #[error(transparent)]
+    Spawn(#[from] crate::process::ProcessError),
+    #[error("{0} has no stdin or stdout")]
+    NoPipes(String),
+    /// The handshake failed: why, and how the process ended when it did.
+    #[error("the handshake failed: {0}{SEE_THE_LOG}")]
+    Handshake(String),
+    #[error("{0:?} is not a valid header name")]
+    HeaderName(String),
+    #[error("the header {0} has a value a header cannot hold")]
+    HeaderValue(String),
+    #[error("cannot make the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    #[error("cannot connect to {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("cannot list its tools: {0}")]
+    ListTools(String),
+    #[error("it did not start within {0}s")]
+    StartTimeout(u64),
+}
+
 /// Starts (stdio) or reaches (HTTP) the server and initializes the session. `lookup` is the
 /// server's environment (`${NAME}`s, the passed variables); `workspace` the folder a stdio
 /// server runs in unless its `cwd` says otherwise.
@@ -117,7 +143,7 @@ pub(crate) async fn connect(
     workspace: &Path,
     lookup: &(dyn Fn(&str) -> Option<OsString> + Send + Sync),
     tools_changed: Arc<Notify>,
-) -> Result<Connection, String> {
+) -> Result<Connection, McpError> {
     let handler = Handler {
         server: settings.name.clone(),
         tools_changed,
@@ -129,21 +155,20 @@ pub(crate) async fn connect(
         } => {
             let env = plain_environment(lookup, env);
             let cwd = settings.working_dir(workspace);
-            let mut child =
-                ServerChild::spawn(command, args, &env, &cwd).map_err(|e| e.to_string())?;
+            let mut child = ServerChild::spawn(command, args, &env, &cwd)?;
             let stderr = Arc::new(StderrTail::default());
             let mut stderr_reader = child
                 .stderr
                 .take()
                 .map(|pipe| tokio::spawn(read_stderr(pipe, settings.name.clone(), stderr.clone())));
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                return Err(format!("{command} has no stdin or stdout"));
+                return Err(McpError::NoPipes(command.clone()));
             };
             // The child is dropped (its group killed) if the handshake fails.
             let service = match handler.serve((stdout, stdin)).await {
                 Ok(service) => service,
                 Err(error) => {
-                    let mut reason = format!("the handshake failed: {}", plain(error));
+                    let mut reason = plain(error);
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(500), child.wait()).await
                     {
@@ -155,8 +180,7 @@ pub(crate) async fn connect(
                         }
                     }
                     log_stderr(&settings.name, &stderr);
-                    reason.push_str(SEE_THE_LOG);
-                    return Err(reason);
+                    return Err(McpError::Handshake(reason));
                 }
             };
             Ok(Connection::new(
@@ -170,19 +194,23 @@ pub(crate) async fn connect(
             let mut custom = HashMap::new();
             for (name, value) in headers {
                 let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("{name:?} is not a valid header name"))?;
+                    .map_err(|_| McpError::HeaderName(name.clone()))?;
                 let value = reqwest::header::HeaderValue::from_str(&expand(value, &text))
-                    .map_err(|_| format!("the header {name} has a value a header cannot hold"))?;
+                    .map_err(|_| McpError::HeaderValue(name.to_string()))?;
                 custom.insert(name, value);
             }
             let client = http_client()?;
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::with_client(client, config);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|error| format!("cannot connect to {url}: {}", plain(error)))?;
+            let service =
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| McpError::Unreachable {
+                        url: url.to_string(),
+                        reason: plain(error),
+                    })?;
             Ok(Connection::new(
                 service,
                 None,
@@ -195,14 +223,14 @@ pub(crate) async fn connect(
 
 /// The HTTP client of HTTP servers: redirects are not followed (as for http hooks: a server
 /// cannot send the headers, which may hold a token, somewhere else).
-fn http_client() -> Result<reqwest::Client, String> {
+fn http_client() -> Result<reqwest::Client, McpError> {
     // reqwest without a default TLS provider panics on its first client without this.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(HTTP_CONNECT_TIMEOUT)
         .build()
-        .map_err(|error| format!("cannot make the HTTP client: {error}"))
+        .map_err(McpError::HttpClient)
 }
 
 impl Connection {

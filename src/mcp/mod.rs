@@ -36,9 +36,11 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
+pub(crate) use connection::McpError;
 pub use server::McpServerStatus;
 pub use settings::{
-    parse_project_file, McpOrigin, McpServerSettings, McpServerSpec, McpTransport, PROJECT_FILE,
+    parse_project_file, McpOrigin, McpServerSettings, McpServerSpec, McpSettingsError,
+    McpTransport, PROJECT_FILE,
 };
 
 use crate::tools::{Tool, ToolLimits, ToolSource};
@@ -289,7 +291,7 @@ impl ToolSource for McpServers {
 pub(crate) async fn probe(
     settings: &McpServerSettings,
     workspace: &Path,
-) -> Result<Vec<(String, String, String)>, String> {
+) -> Result<Vec<(String, String, String)>, McpError> {
     let context = McpContext {
         workspace: workspace.to_path_buf(),
         limits: ToolLimits::default(),

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{connect, plain, Connection};
+use super::connection::{connect, plain, Connection, McpError};
 use super::content::{output, tool_name};
 use super::settings::{McpServerSettings, McpTransport};
 use crate::telemetry;
@@ -264,7 +264,7 @@ impl McpServer {
             )
             .await?;
             let listed = list(&connection.peer).await?;
-            Ok::<_, String>((connection, listed))
+            Ok::<_, McpError>((connection, listed))
         };
         let stdio = matches!(self.settings.transport, McpTransport::Stdio { .. });
         let span = telemetry::Span::start(
@@ -282,13 +282,8 @@ impl McpServer {
         }
         span.end();
         let (mut connection, listed) = match started {
-            Err(_) => {
-                return Some(format!(
-                    "it did not start within {}s",
-                    START_TIMEOUT.as_secs()
-                ))
-            }
-            Ok(Err(reason)) => return Some(reason),
+            Err(_) => return Some(McpError::StartTimeout(START_TIMEOUT.as_secs()).to_string()),
+            Ok(Err(reason)) => return Some(reason.to_string()),
             Ok(Ok(started)) => started,
         };
         self.replace_tools(listed);
@@ -404,10 +399,10 @@ impl McpServer {
 }
 
 /// Every tool the server lists, page by page.
-async fn list(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+async fn list(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, McpError> {
     peer.list_all_tools()
         .await
-        .map_err(|error| format!("cannot list its tools: {}", plain(error)))
+        .map_err(|error| McpError::ListTools(plain(error)))
 }
 
 /// A tool of an MCP server, as the agent sees it.
@@ -488,7 +483,7 @@ impl Tool for McpTool {
 pub(crate) async fn probe(
     settings: &McpServerSettings,
     context: &McpContext,
-) -> Result<Vec<(String, String, String)>, String> {
+) -> Result<Vec<(String, String, String)>, McpError> {
     let start = async {
         let connection: Connection = connect(
             settings,
@@ -503,7 +498,7 @@ pub(crate) async fn probe(
     };
     let listed = tokio::time::timeout(START_TIMEOUT, start)
         .await
-        .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))??;
+        .map_err(|_| McpError::StartTimeout(START_TIMEOUT.as_secs()))??;
     Ok(listed
         .into_iter()
         .map(|tool| {

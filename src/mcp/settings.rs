@@ -92,40 +92,76 @@ pub struct McpServerSpec {
 /// Headers the MCP transport sets itself.
 const RESERVED_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
 
+/// Why an MCP server's settings are refused (shown with the file and field they came from).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpSettingsError {
+    #[error(
+        "the server name {0:?} must be letters, digits, `_` and `-` (it is part of its \
+         tools' names, mcp__<server>__<tool>)"
+    )]
+    NameCharacters(String),
+    #[error(
+        "the server name {0:?} may not contain `__` (it separates the parts of \
+         mcp__<server>__<tool>)"
+    )]
+    NameSeparator(String),
+    #[error(
+        "the legacy SSE transport is not supported: give the server's \
+         streamable HTTP endpoint as `url`"
+    )]
+    LegacySse,
+    #[error("type {0:?} is not a transport hookwire knows (stdio or http)")]
+    UnknownTransport(String),
+    #[error("give `command` or `url`, not both")]
+    CommandAndUrl,
+    #[error("give `command` (a stdio server) or `url` (streamable HTTP)")]
+    NoCommandOrUrl,
+    #[error("type http needs `url`, not `command`")]
+    HttpWithCommand,
+    #[error("type stdio needs `command`, not `url`")]
+    StdioWithUrl,
+    #[error("`command` is empty")]
+    EmptyCommand,
+    #[error("`headers` are for an HTTP server (`url`)")]
+    HeadersOnStdio,
+    #[error("`args`, `env` and `cwd` are for a stdio server (`command`)")]
+    StdioKeysOnHttp,
+    #[error("url {0:?} is not an absolute http:// or https:// URL")]
+    BadUrl(String),
+    #[error("{0:?} is not a valid header name")]
+    BadHeaderName(String),
+    #[error("the header {0} is set by the MCP transport itself")]
+    ReservedHeader(String),
+    #[error("auto_approve has an empty name ({0:?}): list tool names, or \"*\"")]
+    EmptyAutoApprove(String),
+}
+
 impl McpServerSettings {
     /// `spec` checked: a valid name, one transport, and only the keys of that transport.
-    pub fn new(name: &str, spec: McpServerSpec, origin: McpOrigin) -> Result<Self, String> {
+    pub fn new(
+        name: &str,
+        spec: McpServerSpec,
+        origin: McpOrigin,
+    ) -> Result<Self, McpSettingsError> {
         check_name(name)?;
         let kind = spec.kind.as_deref().map(str::to_ascii_lowercase);
         let transport = match (kind.as_deref(), spec.command, spec.url) {
-            (Some("sse"), ..) => {
-                return Err(
-                    "the legacy SSE transport is not supported: give the server's \
-                            streamable HTTP endpoint as `url`"
-                        .into(),
-                )
-            }
+            (Some("sse"), ..) => return Err(McpSettingsError::LegacySse),
             (Some(other), ..) if !matches!(other, "stdio" | "http" | "streamable-http") => {
-                return Err(format!(
-                    "type {other:?} is not a transport hookwire knows (stdio or http)"
-                ))
+                return Err(McpSettingsError::UnknownTransport(other.to_string()))
             }
-            (_, Some(_), Some(_)) => return Err("give `command` or `url`, not both".into()),
-            (_, None, None) => {
-                return Err("give `command` (a stdio server) or `url` (streamable HTTP)".into())
-            }
+            (_, Some(_), Some(_)) => return Err(McpSettingsError::CommandAndUrl),
+            (_, None, None) => return Err(McpSettingsError::NoCommandOrUrl),
             (Some("http" | "streamable-http"), Some(_), None) => {
-                return Err("type http needs `url`, not `command`".into())
+                return Err(McpSettingsError::HttpWithCommand)
             }
-            (Some("stdio"), None, Some(_)) => {
-                return Err("type stdio needs `command`, not `url`".into())
-            }
+            (Some("stdio"), None, Some(_)) => return Err(McpSettingsError::StdioWithUrl),
             (_, Some(command), None) => {
                 if command.trim().is_empty() {
-                    return Err("`command` is empty".into());
+                    return Err(McpSettingsError::EmptyCommand);
                 }
                 if !spec.headers.is_empty() {
-                    return Err("`headers` are for an HTTP server (`url`)".into());
+                    return Err(McpSettingsError::HeadersOnStdio);
                 }
                 McpTransport::Stdio {
                     command,
@@ -136,7 +172,7 @@ impl McpServerSettings {
             }
             (_, None, Some(url)) => {
                 if !spec.args.is_empty() || !spec.env.is_empty() || spec.cwd.is_some() {
-                    return Err("`args`, `env` and `cwd` are for a stdio server (`command`)".into());
+                    return Err(McpSettingsError::StdioKeysOnHttp);
                 }
                 check_url(&url)?;
                 for name in spec.headers.keys() {
@@ -149,9 +185,7 @@ impl McpServerSettings {
             }
         };
         if let Some(empty) = spec.auto_approve.iter().find(|n| n.trim().is_empty()) {
-            return Err(format!(
-                "auto_approve has an empty name ({empty:?}): list tool names, or \"*\""
-            ));
+            return Err(McpSettingsError::EmptyAutoApprove(empty.clone()));
         }
         Ok(Self {
             name: name.to_string(),
@@ -252,43 +286,33 @@ impl McpServerSettings {
 
 /// Server names become part of tool names, which models allow only `[A-Za-z0-9_-]` in; `__`
 /// separates the parts, so a name may not hold it.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), McpSettingsError> {
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(format!(
-            "the server name {name:?} must be letters, digits, `_` and `-` (it is part of its \
-             tools' names, mcp__<server>__<tool>)"
-        ));
+        return Err(McpSettingsError::NameCharacters(name.to_string()));
     }
     if name.contains("__") {
-        return Err(format!(
-            "the server name {name:?} may not contain `__` (it separates the parts of \
-             mcp__<server>__<tool>)"
-        ));
+        return Err(McpSettingsError::NameSeparator(name.to_string()));
     }
     Ok(())
 }
 
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), McpSettingsError> {
     match reqwest::Url::parse(url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => Ok(()),
-        _ => Err(format!(
-            "url {url:?} is not an absolute http:// or https:// URL"
-        )),
+        _ => Err(McpSettingsError::BadUrl(url.to_string())),
     }
 }
 
-fn check_header_name(name: &str) -> Result<(), String> {
+fn check_header_name(name: &str) -> Result<(), McpSettingsError> {
     if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return Err(format!("{name:?} is not a valid header name"));
+        return Err(McpSettingsError::BadHeaderName(name.to_string()));
     }
     if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-        return Err(format!(
-            "the header {name} is set by the MCP transport itself"
-        ));
+        return Err(McpSettingsError::ReservedHeader(name.to_string()));
     }
     Ok(())
 }
@@ -354,7 +378,11 @@ pub fn parse_project_file(bytes: &[u8], file: &Path) -> (Vec<McpServerSettings>,
         };
         match McpServerSettings::new(&name, spec, McpOrigin::Workspace) {
             Ok(settings) => servers.push(settings),
-            Err(error) => problems.push(Problem::error(error).in_file(file).in_field(field)),
+            Err(error) => problems.push(
+                Problem::error(error.to_string())
+                    .in_file(file)
+                    .in_field(field),
+            ),
         }
     }
     (servers, problems)

@@ -255,6 +255,25 @@ const CONTROL_KEYS: [&str; 14] = [
     "hookEventName",
 ];
 
+/// Why a hook's answer cannot be read (the chain treats it as a failed run and shows this
+/// text): one type for every dialect's reader. Its text is the whole message, built where the
+/// problem is found, since each field and dialect words its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct HookAnswerError(pub(crate) String);
+
+impl From<String> for HookAnswerError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for HookAnswerError {
+    fn from(message: &str) -> Self {
+        Self(message.to_string())
+    }
+}
+
 fn string_field(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -297,7 +316,7 @@ pub(crate) fn parse_output(
     value: &Value,
     capabilities: Option<&BTreeSet<String>>,
     dialect: Dialect,
-) -> Result<HookOutput, String> {
+) -> Result<HookOutput, HookAnswerError> {
     let empty = Map::new();
     let object = match value {
         Value::Null => &empty,
@@ -383,9 +402,7 @@ pub(crate) fn parse_output(
         Some("skip") => Some(Control::Skip(reason.clone().unwrap_or_default())),
         Some("ask") => Some(Control::Ask(reason.clone().unwrap_or_default())),
         Some(other) if !other.is_empty() && other != "continue" => {
-            return Err(format!(
-                "`action` {other:?} must be \"stop\", \"skip\" or \"ask\""
-            ))
+            return Err(format!("`action` {other:?} must be \"stop\", \"skip\" or \"ask\"").into())
         }
         _ => None,
     };
@@ -403,7 +420,7 @@ pub(crate) fn parse_output(
 }
 
 /// Pulls the JSON object out of a model's answer (which may wrap it in prose or a code fence).
-pub(crate) fn json_in_text(text: &str) -> Result<Value, String> {
+pub(crate) fn json_in_text(text: &str) -> Result<Value, HookAnswerError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(Value::Null);
@@ -415,13 +432,14 @@ pub(crate) fn json_in_text(text: &str) -> Result<Value, String> {
         return Err(format!(
             "no JSON object in the answer: {:?}",
             trimmed.chars().take(120).collect::<String>()
-        ));
+        )
+        .into());
     };
     if end < start {
         return Err("no JSON object in the answer".into());
     }
     serde_json::from_str(&trimmed[start..=end])
-        .map_err(|e| format!("the answer's JSON is invalid: {e}"))
+        .map_err(|e| format!("the answer's JSON is invalid: {e}").into())
 }
 
 #[cfg(test)]

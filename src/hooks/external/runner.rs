@@ -299,7 +299,7 @@ impl Runner {
             match self
                 .ask(prompt, model, spend)
                 .await
-                .and_then(|text| json_in_text(&text))
+                .and_then(|text| json_in_text(&text).map_err(|e| e.to_string()))
             {
                 Ok(value) => return RunResult::Output(value),
                 Err(error) => last = error,

@@ -43,6 +43,25 @@ const SPEC_FIELDS: [&str; 8] = [
 /// rewrite the prompt, the messages, the input, a tool's arguments or result, or the answer.
 pub(crate) const SESSION_CAPABILITIES: [&str; 2] = ["additional_context", "inject_messages"];
 
+/// Why a session hook spec is refused (the model sees it when registering; a stored spec that
+/// fails is dropped with it in the log).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SessionHookError {
+    #[error("arguments must be a JSON object")]
+    NotAnObject,
+    #[error("unknown field {0:?} (expected {fields})", fields = SPEC_FIELDS.join(", "))]
+    UnknownField(String),
+    #[error("session hooks may only use the llm handler on this server")]
+    CommandNotAllowed,
+    #[error("session hooks may not use the {0:?} handler")]
+    Handler(String),
+    #[error("missing field \"event\"")]
+    MissingEvent,
+    /// What the hook file parser found wrong, joined with `; `.
+    #[error("{0}")]
+    Invalid(String),
+}
+
 /// Seconds since the epoch, now.
 pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
@@ -52,20 +71,18 @@ pub(crate) fn unix_now() -> u64 {
 }
 
 /// Checks a spec against the rules: known fields, an allowed handler. Returns the spec to store.
-pub(crate) fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Value, String> {
-    let object = arguments
-        .as_object()
-        .ok_or("arguments must be a JSON object")?;
+pub(crate) fn validate_spec(
+    arguments: &Value,
+    allow_command: bool,
+) -> Result<Value, SessionHookError> {
+    let object = arguments.as_object().ok_or(SessionHookError::NotAnObject)?;
     let mut spec = Map::new();
     for (key, value) in object {
         if key == "sig" {
             continue;
         }
         if !SPEC_FIELDS.contains(&key.as_str()) {
-            return Err(format!(
-                "unknown field {key:?} (expected {})",
-                SPEC_FIELDS.join(", ")
-            ));
+            return Err(SessionHookError::UnknownField(key.clone()));
         }
         spec.insert(key.clone(), value.clone());
     }
@@ -77,10 +94,8 @@ pub(crate) fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Va
     match kind.as_str() {
         "llm" | "prompt" => {}
         "command" | "bash" if allow_command => {}
-        "command" | "bash" => {
-            return Err("session hooks may only use the llm handler on this server".into())
-        }
-        other => return Err(format!("session hooks may not use the {other:?} handler")),
+        "command" | "bash" => return Err(SessionHookError::CommandNotAllowed),
+        other => return Err(SessionHookError::Handler(other.to_string())),
     }
     spec.insert("type".into(), json!(kind));
     let spec = Value::Object(spec);
@@ -88,11 +103,11 @@ pub(crate) fn validate_spec(arguments: &Value, allow_command: bool) -> Result<Va
 }
 
 /// The spec as a hook set, validated exactly like a hook file.
-fn parse_spec(spec: &Value) -> Result<HookSet, String> {
+fn parse_spec(spec: &Value) -> Result<HookSet, SessionHookError> {
     let event = spec
         .get("event")
         .and_then(Value::as_str)
-        .ok_or("missing field \"event\"")?;
+        .ok_or(SessionHookError::MissingEvent)?;
     let mut hook = spec.clone();
     if let Some(object) = hook.as_object_mut() {
         object.remove("event");
@@ -105,7 +120,7 @@ fn parse_spec(spec: &Value) -> Result<HookSet, String> {
     problems.retain(crate::types::Problem::is_error);
     if !problems.is_empty() {
         let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        return Err(problems.join("; "));
+        return Err(SessionHookError::Invalid(problems.join("; ")));
     }
     let capabilities: BTreeSet<String> =
         SESSION_CAPABILITIES.iter().map(|c| c.to_string()).collect();
@@ -170,7 +185,7 @@ impl SessionHookFactory {
             return Some(("expired", "it has expired (expires_at)".into()));
         }
         if let Err(error) = validate_spec(spec, self.settings.allow_command) {
-            return Some(("refused", error));
+            return Some(("refused", error.to_string()));
         }
         None
     }
@@ -225,7 +240,7 @@ impl HookFactory for SessionHookFactory {
                         set.by_event.entry(event).or_default().extend(hooks);
                     }
                 }
-                Err(error) => drop_spec(request, "refused", &error),
+                Err(error) => drop_spec(request, "refused", &error.to_string()),
             }
         }
         let mut hooks: Vec<Arc<dyn AgentHook>> = Vec::new();
@@ -289,7 +304,7 @@ pub(crate) fn registered_hooks(
             ExternalHooks::new(set, factory.runner.clone()).with_label("session"),
         )],
         Err(error) => {
-            drop_spec(request, "refused", &error);
+            drop_spec(request, "refused", &error.to_string());
             Vec::new()
         }
     }
@@ -335,16 +350,19 @@ mod tests {
         let command = json!({"event":"stop","type":"command","command":"rm -rf /"});
         assert!(validate_spec(&command, false)
             .unwrap_err()
+            .to_string()
             .contains("only use the llm handler"));
         assert!(validate_spec(&command, true).is_ok());
         let http = json!({"event":"stop","type":"http","url":"http://127.0.0.1:1"});
         assert!(validate_spec(&http, true).is_err());
         assert!(validate_spec(&json!({"event":"nope","prompt":"x"}), false)
             .unwrap_err()
+            .to_string()
             .contains("unknown event"));
         assert!(
             validate_spec(&json!({"event":"stop","prompt":"x","timeout":1}), false)
                 .unwrap_err()
+                .to_string()
                 .contains("unknown field")
         );
     }

@@ -258,7 +258,9 @@ fn matcher(
         ));
     }
     let tool_event = events.iter().any(|e| e.is_tool_event());
-    compile_matcher(text, dialect, tool_event).map(|m| (m, None))
+    compile_matcher(text, dialect, tool_event)
+        .map(|m| (m, None))
+        .map_err(|error| error.to_string())
 }
 
 fn entry_string(entry: &Map<String, Value>, key: &str) -> Option<String> {
@@ -441,7 +443,7 @@ fn build(
         Some(value) => match value.as_f64().map(|v| timeout_of(v, dialect)) {
             Some(Ok(timeout)) => timeout,
             Some(Err(error)) => {
-                errors.push(error);
+                errors.push(error.to_string());
                 handler.default_timeout()
             }
             None => {

@@ -11,7 +11,7 @@ use regex::Regex;
 use super::raw::{one_line, RawHook};
 use super::{
     check_env, compile_matcher, ignored_matcher, matcher_applies, Filter, Handler, HookDef,
-    OnError, OnFull,
+    HookSpecError, OnError, OnFull,
 };
 use crate::hooks::external::event::{Dialect, Event, CAPABILITIES};
 
@@ -76,7 +76,7 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A configured `timeout` in the dialect's unit (Gemini CLI: milliseconds; the others:
 /// seconds), or why it is wrong.
-pub(crate) fn timeout_of(value: f64, dialect: Dialect) -> Result<Duration, String> {
+pub(crate) fn timeout_of(value: f64, dialect: Dialect) -> Result<Duration, HookSpecError> {
     let (seconds, unit, most) = match dialect {
         Dialect::Gemini => (value / 1000.0, "milliseconds", 600_000),
         _ => (value, "seconds", 600),
@@ -84,9 +84,7 @@ pub(crate) fn timeout_of(value: f64, dialect: Dialect) -> Result<Duration, Strin
     if value.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT.as_secs_f64() {
         Ok(Duration::from_secs_f64(seconds))
     } else {
-        Err(format!(
-            "timeout {value} must be a number of {unit} between 0 and {most}"
-        ))
+        Err(HookSpecError::Timeout { value, unit, most })
     }
 }
 
@@ -120,7 +118,7 @@ pub(super) fn build(
         None => handler.default_timeout(),
         Some(Ok(timeout)) => timeout,
         Some(Err(error)) => {
-            errors.push(error);
+            errors.push(error.to_string());
             handler.default_timeout()
         }
     };
@@ -228,7 +226,7 @@ fn filter_of(
         Some(text) => match compile_matcher(text, dialect, tool_event) {
             Ok(matcher) => matcher,
             Err(error) => {
-                errors.push(error);
+                errors.push(error.to_string());
                 None
             }
         },

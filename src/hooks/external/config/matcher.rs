@@ -2,7 +2,7 @@
 
 use regex::Regex;
 
-use super::one_line;
+use super::{one_line, HookSpecError};
 use crate::hooks::external::event::{Dialect, Event};
 
 /// A `matcher` as its dialect reads it, as one regex on the subject (`None` = every subject):
@@ -15,13 +15,8 @@ pub(crate) fn compile_matcher(
     text: &str,
     dialect: Dialect,
     tool_event: bool,
-) -> Result<Option<Regex>, String> {
-    let invalid = |error: regex::Error| {
-        format!(
-            "matcher is not a valid regex: {}",
-            one_line(&error.to_string())
-        )
-    };
+) -> Result<Option<Regex>, HookSpecError> {
+    let invalid = |error: regex::Error| HookSpecError::Matcher(one_line(&error.to_string()));
     let exact = |names: &mut dyn Iterator<Item = &str>| {
         let names: Vec<String> = names.map(regex::escape).collect();
         Regex::new(&format!("^(?:{})$", names.join("|"))).map_err(invalid)

@@ -23,7 +23,9 @@ use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::payload::claude::{ClaudeEvent, ClaudeInput, ClaudeTool};
-use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
+use crate::hooks::external::protocol::{
+    Control, Envelope, EventState, HookAnswerError, HookOutput,
+};
 use crate::process::CommandRun;
 
 /// The input JSON of a Claude-dialect hook.
@@ -242,7 +244,7 @@ pub(super) fn read(
     answer: RunResult,
     state: &EventState,
     root: &Path,
-) -> Result<HookOutput, String> {
+) -> Result<HookOutput, HookAnswerError> {
     let mut out = HookOutput::default();
     let object = match answer {
         RunResult::Block(reason) => {
@@ -322,9 +324,9 @@ pub(super) fn read(
                 None => {}
                 Some("defer") => out.unknown.push("permissionDecision: defer".into()),
                 Some(other) => {
-                    return Err(format!(
-                        "permissionDecision {other:?} must be allow, deny or ask"
-                    ))
+                    return Err(
+                        format!("permissionDecision {other:?} must be allow, deny or ask").into(),
+                    )
                 }
             }
             if refused {

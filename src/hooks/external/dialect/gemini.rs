@@ -30,7 +30,9 @@ use crate::hooks::external::payload::gemini::{
     ToolConfig, ToolResponse,
 };
 use crate::hooks::external::payload::PlainMessage;
-use crate::hooks::external::protocol::{Control, Envelope, EventState, HookOutput};
+use crate::hooks::external::protocol::{
+    Control, Envelope, EventState, HookAnswerError, HookOutput,
+};
 use crate::process::CommandRun;
 use crate::types::{Message, Role};
 
@@ -254,7 +256,7 @@ pub(super) fn read(
     answer: RunResult,
     state: &EventState,
     root: &Path,
-) -> Result<HookOutput, String> {
+) -> Result<HookOutput, HookAnswerError> {
     let mut out = HookOutput::default();
     let object = match answer {
         RunResult::Block(reason) => {

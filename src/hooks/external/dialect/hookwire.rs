@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::Dialect;
 use crate::hooks::external::outcome::RunResult;
-use crate::hooks::external::protocol::{parse_output, Control, HookOutput};
+use crate::hooks::external::protocol::{parse_output, Control, HookAnswerError, HookOutput};
 use crate::process::CommandRun;
 
 /// The exit-code contract of hookwire's command hooks (the module doc).
@@ -88,7 +88,7 @@ pub(super) fn render(template: &str, input: &Value) -> String {
 }
 
 /// Reads a hookwire-dialect answer: its JSON by [`parse_output`], exit 2 as a block.
-pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, String> {
+pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, HookAnswerError> {
     match answer {
         RunResult::Output(value) => {
             // At the OpenHarness format's own events its rule holds: rewrites are declared.
@@ -103,8 +103,8 @@ pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, Stri
             control: Some(Control::Block(reason)),
             ..HookOutput::default()
         }),
-        RunResult::Text(text) => Err(format!("stdout is not JSON: {text:?}")),
-        RunResult::Error(error) => Err(error),
+        RunResult::Text(text) => Err(format!("stdout is not JSON: {text:?}").into()),
+        RunResult::Error(error) => Err(error.into()),
         RunResult::Timeout => Err("timed out".into()),
     }
 }

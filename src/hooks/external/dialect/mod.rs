@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::config::HookDef;
 use super::event::{Dialect, Event};
 use super::outcome::RunResult;
-use super::protocol::{input_json, Envelope, EventState, HookOutput};
+use super::protocol::{input_json, Envelope, EventState, HookAnswerError, HookOutput};
 use crate::process::CommandRun;
 
 /// The input JSON for `hook` at `event`.
@@ -84,7 +84,7 @@ pub(crate) fn read(
     answer: RunResult,
     state: &EventState,
     envelope: &Envelope,
-) -> Result<HookOutput, String> {
+) -> Result<HookOutput, HookAnswerError> {
     let root = Path::new(&envelope.cwd);
     let mut output = match hook.dialect {
         Dialect::Hookwire | Dialect::OpenHarness => hookwire::read(hook, answer)?,
