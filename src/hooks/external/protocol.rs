@@ -1,5 +1,5 @@
-//! The JSON a hookwire-dialect or seed-004-dialect hook reads and writes (Claude Code's and
-//! Gemini CLI's are in [`super::dialect`]). Input: seed 001's fields plus seed 004's envelope,
+//! The JSON a hookwire-dialect or OpenHarness-format hook reads and writes (Claude Code's and
+//! Gemini CLI's are in [`super::dialect`]). Input: the jcli format's fields plus the OpenHarness format's envelope,
 //! unset fields omitted. Output: both vocabularies, normalised into [`HookOutput`], the one
 //! shape every dialect's answer is read into.
 
@@ -33,7 +33,7 @@ pub(crate) struct EventState {
     pub(crate) tools: Option<Vec<String>>,
     /// `run_failed`: what went wrong.
     pub(crate) error: Option<String>,
-    /// Compaction events: their metadata (PROTOCOL section 10).
+    /// Compaction events: their metadata (docs/protocol.md §10).
     pub(crate) compaction: Option<crate::hooks::CompactInfo>,
     /// `post_auto_compact`: the summary (a hook may rewrite it).
     pub(crate) summary: Option<String>,
@@ -73,7 +73,7 @@ pub(crate) struct Envelope {
     pub(crate) run_id: Option<String>,
     pub(crate) cwd: String,
     pub(crate) model: String,
-    /// Seed 004's `workspace_id`: stable for a workspace ([`workspace_id`]).
+    /// The OpenHarness format's `workspace_id`: stable for a workspace ([`workspace_id`]).
     pub(crate) workspace_id: String,
     /// Claude Code's `transcript_path`: the chat so far as JSONL, outside the workspace.
     pub(crate) transcript_path: Option<String>,
@@ -82,7 +82,7 @@ pub(crate) struct Envelope {
     pub(crate) stop_hook_active: bool,
 }
 
-/// Seed 004's `workspace_id` for a workspace root: the first 16 hex digits of the SHA-256 of
+/// The OpenHarness format's `workspace_id` for a workspace root: the first 16 hex digits of the SHA-256 of
 /// its path (stable, and it says nothing about the path).
 pub(crate) fn workspace_id(root: &std::path::Path) -> String {
     let hash = crate::trust::sha256_hex(root.as_os_str().as_encoded_bytes());
@@ -217,7 +217,7 @@ pub(crate) struct HookOutput {
     pub(crate) tool_result: Option<String>,
     pub(crate) tool_error: Option<String>,
     pub(crate) assistant_output: Option<String>,
-    /// `post_auto_compact`: a new summary (`summary`, seed 004's `summaryText`; capability
+    /// `post_auto_compact`: a new summary (`summary`, the OpenHarness format's `summaryText`; capability
     /// `messages`).
     pub(crate) summary: Option<String>,
     pub(crate) inject_messages: Vec<Message>,
@@ -236,7 +236,7 @@ pub(crate) struct HookOutput {
     pub(crate) unknown: Vec<String>,
 }
 
-/// The top-level keys a hookwire-dialect or seed-004-dialect answer may have besides the
+/// The top-level keys a hookwire-dialect or OpenHarness-format answer may have besides the
 /// change fields ([`CAPABILITIES`]).
 const CONTROL_KEYS: [&str; 14] = [
     "tool_input",
@@ -309,8 +309,8 @@ fn parse_messages(value: &Value, key: &str) -> Result<Vec<Message>, String> {
         .collect()
 }
 
-/// Parses a hookwire-dialect or seed-004-dialect hook's JSON answer. `Value::Null` and `{}`
-/// mean no change. Changes need a declared capability, except top-level (seed 001) fields of a
+/// Parses a hookwire-dialect or OpenHarness-format hook's JSON answer. `Value::Null` and `{}`
+/// mean no change. Changes need a declared capability, except top-level (the jcli format) fields of a
 /// hookwire-dialect hook that declares none; `hookSpecificOutput` patches always need one.
 pub(crate) fn parse_output(
     value: &Value,
@@ -324,8 +324,8 @@ pub(crate) fn parse_output(
         _ => return Err("the result must be a JSON object".into()),
     };
     let mut out = HookOutput::default();
-    // Change fields: top level (seed 001) unless capabilities are declared and leave them out;
-    // `hookSpecificOutput` (seed 004) only with a declared capability.
+    // Change fields: top level (the jcli format) unless capabilities are declared and leave them out;
+    // `hookSpecificOutput` (the OpenHarness format) only with a declared capability.
     let specific = match object.get("hookSpecificOutput") {
         None | Some(Value::Null) => None,
         Some(Value::Object(patch)) => Some(patch),

@@ -1,4 +1,4 @@
-//! Session hooks (seed 001's level 3): the model registers a hook with the `register_hook` tool
+//! Session hooks (the jcli format's level 3): the model registers a hook with the `register_hook` tool
 //! for the rest of the conversation. The server keeps no state, so the hook travels like a
 //! persistent hook: a `session_hook` frame whose `hook` the client stores and sends back in
 //! `chat.session_hooks`, signed when a secret is set. Only `llm` hooks, unless the operator sets

@@ -6,7 +6,7 @@ use super::{one_line, HookSpecError};
 use crate::hooks::external::event::{Dialect, Event};
 
 /// A `matcher` as its dialect reads it, as one regex on the subject (`None` = every subject):
-/// - hookwire and seed 004: a regex, unanchored;
+/// - hookwire and the OpenHarness format: a regex, unanchored;
 /// - Claude Code: `""`/`"*"` = all; only letters, digits, `_`, `-`, spaces, `,` and `|` = an
 ///   exact name or a list of them; anything else a regex, unanchored;
 /// - Gemini CLI: `""`/`"*"` = all; on tool events a regex, unanchored (an invalid one is an
@@ -57,7 +57,7 @@ pub(crate) fn compile_matcher(
 }
 
 /// Whether a matcher means something at `event` in `dialect` (elsewhere it is ignored, with a
-/// warning): seed 004's context events take none; Claude Code and Gemini CLI match only on the
+/// warning): the OpenHarness format's context events take none; Claude Code and Gemini CLI match only on the
 /// events their documentation names.
 pub(crate) fn matcher_applies(event: Event, dialect: Dialect) -> bool {
     use Event::*;
