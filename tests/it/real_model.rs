@@ -644,20 +644,6 @@ async fn figures_against_llama_server_alone() {
     println!("{}", figures(installed, 2).await);
 }
 
-/// How many tokens llama-server's tokenizer makes of `text`.
-async fn token_count(llama: &LlamaServer, text: &str) -> usize {
-    let body: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{}/tokenize", llama.port))
-        .json(&json!({ "content": text }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["tokens"].as_array().map_or(0, Vec::len)
-}
-
 const HOOK_TEXT: &str = "Remember: the listing you just received is the complete content of \
     the workspace folder, nothing is hidden, and the answer must name every entry it shows.";
 
@@ -682,7 +668,9 @@ async fn a_skill_hook_acts_on_the_real_tool_call() {
     )
     .unwrap();
     let dir = skills.path().to_path_buf();
-    let server = hookwire(&llama, |c| {
+    // Through a relay that keeps each request, to see what the model was sent.
+    let (relay, bodies) = recording_relay(&llama).await;
+    let server = hookwire_at(&relay, |c| {
         native_two_steps(c);
         c.skills_dir = dir;
     })
@@ -707,9 +695,22 @@ async fn a_skill_hook_acts_on_the_real_tool_call() {
     );
     assert_eq!(hook["message"]["content"], HOOK_TEXT);
     assert_eq!(kinds.iter().filter(|k| *k == "hook").count(), 1);
-    // The model was sent the hook's text: the same chat without the skill costs at least that
-    // many prompt tokens fewer (llama-server counts what it was given).
-    // (No `skills` field would mean the server's default skills, which is every skill.)
+    // The model was sent the hook's text in the round after the call (and only then).
+    let sent_with_hook = |bodies: &Arc<Mutex<Vec<Vec<u8>>>>| {
+        let bodies = bodies.lock().unwrap();
+        bodies
+            .iter()
+            .filter(|body| String::from_utf8_lossy(body).contains(HOOK_TEXT))
+            .count()
+    };
+    assert!(
+        sent_with_hook(&bodies) >= 1,
+        "no request carried the hook's text"
+    );
+    bodies.lock().unwrap().clear();
+    // Without the skill no hook fires and no request carries its text (no `skills` field would
+    // mean the server's default skills, which is every skill). What the model then answers is
+    // its own affair: the temp folder's name is in the prompt, so not asserted.
     let mut without_skill = list_dir_chat();
     without_skill["skills"] = json!([]);
     let without = chat(&server, without_skill).await;
@@ -717,19 +718,7 @@ async fn a_skill_hook_acts_on_the_real_tool_call() {
         !types_of(&without).iter().any(|k| k == "hook"),
         "{without:?}"
     );
-    assert_eq!(frame_of(&without, "tool_call")["name"], "list_dir");
-    let prompt = |frames: &[Value]| {
-        frames.last().unwrap()["usage"]["prompt_tokens"]
-            .as_u64()
-            .unwrap() as usize
-    };
-    let hook_tokens = token_count(&llama, HOOK_TEXT).await;
-    assert!(
-        prompt(&frames) >= prompt(&without) + hook_tokens,
-        "with the hook {} prompt tokens, without {}, the hook's text is {hook_tokens}",
-        prompt(&frames),
-        prompt(&without)
-    );
+    assert_eq!(sent_with_hook(&bodies), 0, "{without:?}");
     server.shutdown().await;
 }
 
