@@ -134,6 +134,12 @@ fn main() {
     }
 }
 
+/// The middle of `times` (the upper one of an even count).
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
 /// (12): hookwire against llama-server alone, when the real-model tests installed it.
 async fn bench_real_model() {
     match real_model::already_installed() {
@@ -181,10 +187,6 @@ async fn bench_telemetry() {
     }
     on.shutdown().await;
     off.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "chat with one tool round (median of {TELEMETRY_CHATS}): traces exported {ours:?}, telemetry off {baseline:?}, ratio {:.2}, added {:.3} ms",
@@ -199,10 +201,6 @@ const SEALS: usize = 200;
 /// (6): one state sealed and opened, against signed and verified, alternating, medians.
 fn bench_approval_state() {
     let cost = hookwire::agent::StateCost::new(STATE_BYTES);
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (mut sealed, mut signed) = (Vec::new(), Vec::new());
     let (mut sealed_len, mut signed_len) = (0, 0);
     for _ in 0..SEALS {
@@ -296,10 +294,6 @@ async fn bench_voice() {
         eprintln!("voice: no audio frame came; skipped");
         return;
     }
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "voice, first sentence's text to its audio frame (median of {VOICE_CHATS}): {ours:?}, espeak-ng alone {baseline:?}, ratio {:.2}, added {:.3} ms",
@@ -410,10 +404,6 @@ async fn bench_parallel_hooks() {
     }
     sequential.shutdown().await;
     parallel.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (seq, par) = (median(seq), median(par));
     println!(
         "one event with 5 command hooks of 20 ms (median of {HOOK_CHATS} chats): side by side {par:?}, one after another {seq:?}, ratio {:.2}",
@@ -459,10 +449,6 @@ async fn bench_command_hook() {
     }
     with.shutdown().await;
     without.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let per_hook = median(hooked).saturating_sub(median(plain)) / COMMAND_HOOKS as u32;
     let bare = median(bare) / COMMAND_HOOKS as u32;
     let forked = median(forked) / COMMAND_HOOKS as u32;
@@ -630,10 +616,6 @@ async fn bench_mcp_round() {
         );
     }
     server.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "chat with one tool round (median of {MCP_CHATS}): an MCP tool over stdio {ours:?}, the built-in read_file {baseline:?}, ratio {:.2}, added {:.3} ms",
@@ -702,10 +684,6 @@ fn bench_token_estimate() {
     let request = history_json(&messages);
     // The tokenizer is built at start in the server (`app::agent_parts`): not part of a chat.
     hookwire::llm::warm_up();
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let mut ours = Vec::new();
     let mut baseline = Vec::new();
     let mut tokens = 0;
@@ -780,10 +758,6 @@ async fn bench_chat() {
         );
     }
     server.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "streamed chat ({CHUNKS} chunks, median of {CHATS}): through hookwire {ours:?}, upstream read directly {baseline:?}, ratio {:.2}",
@@ -832,10 +806,6 @@ async fn bench_short_chat() {
         ours.push(short_chat(&mut ours_ws, &upstream, i).await);
     }
     server.shutdown().await;
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (ours, baseline) = (median(ours), median(baseline));
     println!(
         "short chat, first token at once (median of {SHORT_CHATS}): hookwire {ours:?}, minimal relay {baseline:?}, ratio {:.2}, added {:.3} ms (target ≤ 0.3 ms)",
