@@ -227,7 +227,6 @@ impl AgentClient {
     /// (then `Error` with code `internal`). Dropping it stops the chat and drops the upstream
     /// request at once.
     pub fn chat_stream(&self, request: ChatRequest) -> ChatStream {
-        let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
         let span = self.inner.telemetry.chat(
@@ -235,21 +234,14 @@ impl AgentClient {
             request.conversation_id.as_deref(),
             request.traceparent.as_deref(),
         );
-        let chat = async move {
+        ChatStream::new(chat_id, move |tx, late| async move {
             let trace = span.run(async {
                 inner.session_started(&request).await;
-                run::run_chat(inner, request, tx, None, span.trace_id()).await
+                run::run_chat(inner, request, tx, late, None, span.trace_id()).await
             });
             let outcome = trace.await;
             span.end(outcome);
-        };
-        ChatStream {
-            rx,
-            chat: Some(Box::pin(chat)),
-            panicked: None,
-            chat_id,
-            ended: false,
-        }
+        })
     }
 
     /// Tells every hook that a WebSocket session opened. Returns at once: the hooks run in a
@@ -315,19 +307,11 @@ impl crate::hooks::external::runner::SubAgent for AgentClient {
         use futures::StreamExt;
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());
-        let (tx, rx) = mpsc::channel(64);
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
-        let chat = async move {
-            run::run_chat(inner, request, tx, Some(spend), None).await;
-        };
-        let mut events = ChatStream {
-            rx,
-            chat: Some(Box::pin(chat)),
-            panicked: None,
-            chat_id,
-            ended: false,
-        };
+        let mut events = ChatStream::new(chat_id, move |tx, late| async move {
+            run::run_chat(inner, request, tx, late, Some(spend), None).await;
+        });
         while let Some(event) = events.next().await {
             match event {
                 ChatEvent::Done { content, .. } => return Ok(content),
@@ -362,6 +346,11 @@ impl AgentConfig {
 /// chat still runs ahead of the reader by up to 64 events. Dropping the stream drops the chat.
 pub struct ChatStream {
     rx: mpsc::Receiver<ChatEvent>,
+    /// Woken by events from work beside the chat ([`crate::hooks::LateEvents`]): while the chat
+    /// runs, the channel is read without registering a waker there, because the chat's own
+    /// sends happen while this stream polls it, and a wake-up of the running task would only
+    /// poll it once more for nothing (once per streamed token).
+    late: Arc<futures::task::AtomicWaker>,
     /// The chat itself, until it is over.
     chat: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// What the chat's panic said: the stream still ends with an `Error`.
@@ -371,12 +360,46 @@ pub struct ChatStream {
     ended: bool,
 }
 
+impl ChatStream {
+    /// Runs the chat that `start` makes of the events' sender and the late events' handle.
+    fn new<F, Fut>(chat_id: String, start: F) -> Self
+    where
+        F: FnOnce(mpsc::Sender<ChatEvent>, crate::hooks::LateEvents) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(64);
+        let late = Arc::new(futures::task::AtomicWaker::new());
+        let late_events = crate::hooks::LateEvents::new(&tx, late.clone());
+        ChatStream {
+            rx,
+            late,
+            chat: Some(Box::pin(start(tx, late_events))),
+            panicked: None,
+            chat_id,
+            ended: false,
+        }
+    }
+
+    /// An event already sent, without registering for the next one.
+    fn sent(&mut self) -> Option<ChatEvent> {
+        let event = self.rx.try_recv().ok()?;
+        self.ended = event.is_terminal();
+        Some(event)
+    }
+}
+
 impl Stream for ChatStream {
     type Item = ChatEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ChatEvent>> {
         if self.ended {
             return Poll::Ready(None);
+        }
+        if self.chat.is_some() {
+            self.late.register(cx.waker());
+            if let Some(event) = self.sent() {
+                return Poll::Ready(Some(event));
+            }
         }
         if let Some(chat) = self.chat.as_mut() {
             // A panic anywhere in the chat (a tool, the model, a hook) stays in the chat.
@@ -390,6 +413,14 @@ impl Stream for ChatStream {
                     self.panicked = Some(panic_message(payload));
                 }
             }
+        }
+        if self.chat.is_some() {
+            // Still running: what it sent is there now; anything later wakes this task through
+            // the chat's own wakers or `late`.
+            return match self.sent() {
+                Some(event) => Poll::Ready(Some(event)),
+                None => Poll::Pending,
+            };
         }
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(event)) => {

@@ -73,6 +73,7 @@ pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
     tx: mpsc::Sender<ChatEvent>,
+    late: crate::hooks::LateEvents,
     hook_call_of: Option<Arc<HookSpend>>,
     trace_id: Option<String>,
 ) -> &'static str {
@@ -117,7 +118,7 @@ pub(crate) async fn run_chat(
         inner.config.max_total_tokens,
     )));
     ctx.set_tracing(request.trace);
-    ctx.set_late_events(&tx);
+    ctx.set_late_events(late);
     let inner_limit = inner.config.history_tool_result_chars;
     let mut run = ChatRun {
         inner,

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -143,17 +144,30 @@ impl RunConfig {
 /// `systemMessage`): they reach the client only while the chat runs. The sender is weak, so
 /// once the chat's task ends nothing is sent; and a stream ends at `done` or `error`, so what
 /// arrives after it is never shown.
+///
+/// The chat's stream reads its channel without waiting on it while the chat runs (the chat's own
+/// events are sent while the stream polls it), so a late event also wakes the stream's reader
+/// through `wake`.
 #[derive(Debug, Clone)]
-pub(crate) struct LateEvents(tokio::sync::mpsc::WeakSender<ChatEvent>);
+pub(crate) struct LateEvents {
+    events: tokio::sync::mpsc::WeakSender<ChatEvent>,
+    wake: Arc<futures::task::AtomicWaker>,
+}
 
 impl LateEvents {
-    pub(crate) fn new(events: &tokio::sync::mpsc::Sender<ChatEvent>) -> Self {
-        Self(events.downgrade())
+    pub(crate) fn new(
+        events: &tokio::sync::mpsc::Sender<ChatEvent>,
+        wake: Arc<futures::task::AtomicWaker>,
+    ) -> Self {
+        Self {
+            events: events.downgrade(),
+            wake,
+        }
     }
     /// Sends a notice if the chat still runs and its channel has room (never waits: a chat
     /// whose client reads slowly loses the notice rather than slowing the sender).
     pub(crate) fn notify(&self, level: NoticeLevel, message: String, source: String) -> bool {
-        let Some(events) = self.0.upgrade() else {
+        let Some(events) = self.events.upgrade() else {
             return false;
         };
         let notice = ChatEvent::Notice {
@@ -161,7 +175,11 @@ impl LateEvents {
             message,
             source,
         };
-        events.try_send(notice).is_ok()
+        let sent = events.try_send(notice).is_ok();
+        if sent {
+            self.wake.wake();
+        }
+        sent
     }
 }
 
@@ -425,9 +443,10 @@ impl HookContext {
     pub(crate) fn take_outbox(&mut self) -> Vec<ChatEvent> {
         std::mem::take(&mut self.outbox)
     }
-    /// The agent gives the chat's event channel, for events that come after a hook call ended.
-    pub(crate) fn set_late_events(&mut self, events: &tokio::sync::mpsc::Sender<ChatEvent>) {
-        self.late_events = Some(LateEvents::new(events));
+    /// The agent gives the chat's event channel and the waker of its reader, for events that
+    /// come after a hook call ended.
+    pub(crate) fn set_late_events(&mut self, late: LateEvents) {
+        self.late_events = Some(late);
     }
     /// Where events from work beside the chat go; `None` outside a chat.
     pub(crate) fn late_events(&self) -> Option<LateEvents> {

@@ -2,23 +2,23 @@
 //! over any `Sink` + `Stream` of WebSocket messages, so it can be driven by a real socket or by
 //! channels in tests.
 //!
-//! Three parts run at once: the reader loop (client frames, keepalive, shutdown), a writer task
-//! that drains two bounded channels into the socket, and — while a chat runs — a forwarder task
-//! that turns the chat's events into frames. A slow client slows only its own chat; a `cancel` is
-//! read while a reply streams.
+//! Two tasks: the reader loop (client frames, keepalive, shutdown) and the writer
+//! (`session/writer.rs`), which owns the socket's sending half and runs the chat: it takes the
+//! chat's frames from the chat itself (`session/forward.rs`), so a streamed token reaches the
+//! socket in the task that read it from the upstream. A slow client slows only its own chat; a
+//! `cancel` is read while a reply streams.
 //!
-//! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames)
-//! goes through a small control channel with `try_send`; a client that floods it without reading
-//! is closed. Chat frames go through the data channel and apply backpressure to the chat. A write
-//! that makes no progress for `limits.write_stall_seconds` (the client stopped reading) ends the
-//! session: the chat is cancelled, its upstream request dropped, the socket closed.
+//! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames,
+//! a chat to run) goes through a small queue with `try_send`; a client that floods it without
+//! reading is closed. A write that makes no progress for `limits.write_stall_seconds` (the client
+//! stopped reading) ends the session: the chat is dropped, its upstream request with it, the
+//! socket closed.
 
 use std::time::Duration;
 
 use axum::extract::ws::Message as WsMessage;
 use futures::{Sink, Stream, StreamExt};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -31,8 +31,8 @@ use crate::voice::pipeline::Speech;
 mod forward;
 mod writer;
 
-use forward::Forward;
-use writer::{write_loop, WriterChannels};
+use forward::{ChatFrames, FrameContext};
+use writer::{write_loop, WriterSignals};
 
 /// Close codes of RFC 6455 that the session uses.
 pub(super) mod close_code {
@@ -43,17 +43,19 @@ pub(super) mod close_code {
     pub(crate) const INTERNAL: u16 = 1011;
 }
 
-/// What the writer task sends. Frames are boxed: the channel allocates its slots up front, and
+/// What the reader queues for the writer. Boxed: the channel allocates its slots up front, and
 /// small slots keep an idle connection cheap.
 enum Outbound {
     Frame(Box<ServerFrame>),
     Ping,
     Close(u16, &'static str),
+    /// A chat to run, whose frames are written from now on.
+    Chat(Box<ChatFrames>),
 }
 
-/// Slots of the control channel (the reader's pings, pongs and errors). A client that sends this
-/// many pings or bad frames without reading the answers is not reading at all.
-const CONTROL_SLOTS: usize = 32;
+/// Slots of the writer's queue (the reader's pings, pongs, errors and chats). A client that sends
+/// this many pings or bad frames without reading the answers is not reading at all.
+const QUEUE_SLOTS: usize = 32;
 
 /// How the writer failed, as the reader learns it.
 #[derive(Clone, Copy, Debug)]
@@ -62,10 +64,9 @@ enum WriteFailure {
     Failed,
 }
 
-/// The reader's handle on the writer: two channels and the writer's failure, if any.
+/// The reader's handle on the writer: its queue and the writer's failure, if any.
 struct Outbox {
-    data: mpsc::Sender<Outbound>,
-    control: mpsc::Sender<Outbound>,
+    queue: mpsc::Sender<Outbound>,
     failed: CancellationToken,
     failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
     max_frame_bytes: usize,
@@ -75,14 +76,19 @@ impl Outbox {
     /// Queues a frame from the reader without waiting; `false` if the client is flooding.
     fn control(&self, frame: ServerFrame) -> bool {
         let frames = super::fit::fit(frame, self.max_frame_bytes);
-        frames.into_iter().all(|frame| {
-            match self.control.try_send(Outbound::Frame(Box::new(frame))) {
-                Ok(()) => true,
-                // The writer is gone: the session is ending anyway.
-                Err(mpsc::error::TrySendError::Closed(_)) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => false,
-            }
-        })
+        frames
+            .into_iter()
+            .all(|frame| self.try_queue(Outbound::Frame(Box::new(frame))))
+    }
+
+    /// Queues without waiting; `false` if the queue is full (the client is flooding).
+    fn try_queue(&self, outbound: Outbound) -> bool {
+        match self.queue.try_send(outbound) {
+            Ok(()) => true,
+            // The writer is gone: the session is ending anyway.
+            Err(mpsc::error::TrySendError::Closed(_)) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => false,
+        }
     }
 
     fn failure(&self) -> Option<WriteFailure> {
@@ -94,12 +100,13 @@ impl Outbox {
 struct RunningChat {
     id: String,
     cancel: CancellationToken,
-    forwarder: JoinHandle<()>,
+    /// Cancelled once the writer took the chat's last frame, or dropped the chat.
+    finished: CancellationToken,
 }
 
 impl RunningChat {
     fn is_running(&self) -> bool {
-        !self.forwarder.is_finished()
+        !self.finished.is_cancelled()
     }
 }
 
@@ -134,24 +141,21 @@ where
 
     let (sink, mut stream) = socket.split();
     let limits = state.config.limits.clone();
-    let (data_tx, data_rx) = mpsc::channel::<Outbound>(64);
-    let (control_tx, control_rx) = mpsc::channel::<Outbound>(CONTROL_SLOTS);
+    let (queue_tx, queue_rx) = mpsc::channel::<Outbound>(QUEUE_SLOTS);
     let outbox = Outbox {
-        data: data_tx,
-        control: control_tx,
+        queue: queue_tx,
         failed: CancellationToken::new(),
         failure: Default::default(),
         max_frame_bytes: limits.max_frame_bytes,
     };
     let writer = tokio::spawn(write_loop(
         sink,
-        WriterChannels {
-            data: data_rx,
-            control: control_rx,
-        },
+        queue_rx,
         limits.write_stall,
-        outbox.failed.clone(),
-        outbox.failure.clone(),
+        WriterSignals {
+            failed: outbox.failed.clone(),
+            failure: outbox.failure.clone(),
+        },
     ));
     let mut chat: Option<RunningChat> = None;
     let mut last_seen = Instant::now();
@@ -192,7 +196,7 @@ where
                 }
                 // Never wait here: a full queue means the writer is behind, and the stall
                 // watchdog or the flood check deals with that.
-                let _ = outbox.control.try_send(Outbound::Ping);
+                let _ = outbox.queue.try_send(Outbound::Ping);
             }
             _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
                 break Ending::Close(close_code::GOING_AWAY, "idle timeout");
@@ -212,37 +216,25 @@ where
     };
 
     match ending {
-        Ending::ClientGone => {
-            // Dropping the forwarder drops the chat stream, which drops the upstream request.
-            if let Some(chat) = chat.take() {
-                chat.forwarder.abort();
-            }
-        }
+        // The writer drops the chat (and its upstream request) as it ends: once the queue
+        // closes, or after the close frame, which it writes before the chat's next frame.
+        Ending::ClientGone => {}
         Ending::Close(code, reason) => {
-            if let Some(chat) = chat.take() {
-                chat.forwarder.abort();
-            }
             close(&outbox, code, reason, limits.write_stall).await;
         }
         Ending::WriterFailed => {
-            // The writer already logged why; the chat must not go on writing to nowhere.
-            if let Some(chat) = chat.take() {
-                chat.forwarder.abort();
-            }
+            // The writer already logged why, and dropped the chat as it ended.
             let failure = outbox.failure();
             tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
         }
         Ending::Shutdown | Ending::GraceOver => {
             // Past the grace period the chat is cancelled (the client still gets its
-            // `done(cancelled)` with the text so far), and aborted if even that does not come.
-            if let Some(mut chat) = chat.take().filter(RunningChat::is_running) {
+            // `done(cancelled)` with the text so far), and dropped with the close if even that
+            // does not come.
+            if let Some(chat) = chat.take().filter(RunningChat::is_running) {
                 chat.cancel.cancel();
-                if tokio::time::timeout(Duration::from_secs(1), &mut chat.forwarder)
-                    .await
-                    .is_err()
-                {
-                    chat.forwarder.abort();
-                }
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), chat.finished.cancelled()).await;
             }
             // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
             close(
@@ -319,17 +311,17 @@ fn flooded(session: &SessionInfo) -> Ending {
 /// Queues a close frame after the frames already queued, waiting at most `limit` (and not at
 /// all once the writer has failed).
 async fn close(outbox: &Outbox, code: u16, reason: &'static str, limit: Duration) {
-    let queued = outbox.data.send(Outbound::Close(code, reason));
+    let queued = outbox.queue.send(Outbound::Close(code, reason));
     tokio::select! {
         _ = tokio::time::timeout(limit, queued) => {}
         _ = outbox.failed.cancelled() => {}
     }
 }
 
-/// Waits until the running chat's frames are all queued; at once when there is none.
+/// Waits until the writer took the running chat's last frame; at once when there is none.
 async fn chat_ended(chat: &mut Option<RunningChat>) {
-    if let Some(running) = chat.as_mut().filter(|c| c.is_running()) {
-        let _ = (&mut running.forwarder).await;
+    if let Some(running) = chat.as_mut() {
+        running.finished.cancelled().await;
     }
 }
 
@@ -377,25 +369,20 @@ fn handle_frame(
                 );
                 return out.control(ServerFrame::error(frame.id, ErrorCode::Busy, message));
             }
-            *chat = Some(start_chat(
-                frame,
-                state,
-                session,
-                out.data.clone(),
-                out.max_frame_bytes,
-            ));
-            true
+            let (running, frames) = start_chat(frame, state, session, out.max_frame_bytes);
+            *chat = Some(running);
+            out.try_queue(Outbound::Chat(Box::new(frames)))
         }
     }
 }
 
+/// The chat a frame asks for: the reader's handle on it, and its frames for the writer.
 fn start_chat(
     frame: ChatFrame,
     state: &AppState,
     session: &SessionInfo,
-    out: mpsc::Sender<Outbound>,
     max_frame_bytes: usize,
-) -> RunningChat {
+) -> (RunningChat, ChatFrames) {
     let ChatFrame {
         id,
         messages,
@@ -428,25 +415,25 @@ fn start_chat(
         conversation_id,
     };
     let events = state.agent.chat_stream(request);
-    let forward = Forward {
+    let context = FrameContext {
         chat_id: id.clone(),
         instance: state.instance.clone(),
-        out,
         max_frame_bytes,
     };
-    let forwarder = match (voice, state.tts.clone()) {
+    let finished = CancellationToken::new();
+    let frames = match (voice, state.tts.clone()) {
         (true, Some(tts)) => {
             let speech = Speech::new(tts, cancel.clone());
-            tokio::spawn(forward.spoken(events, speech))
+            ChatFrames::spoken(events, speech, context, finished.clone())
         }
-        (true, None) => tokio::spawn(forward.unspoken(events, true)),
-        (false, _) => tokio::spawn(forward.unspoken(events, false)),
+        (asked, _) => ChatFrames::unspoken(events, context, asked, finished.clone()),
     };
-    RunningChat {
+    let running = RunningChat {
         id,
         cancel,
-        forwarder,
-    }
+        finished,
+    };
+    (running, frames)
 }
 
 #[cfg(test)]

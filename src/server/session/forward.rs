@@ -1,46 +1,45 @@
-//! The forwarder: one chat's events as frames (fitted to `limits.max_frame_bytes`), spoken
-//! sentences put back in order among them, into the session's data channel.
+//! One chat's frames as the writer takes them: its events as frames (fitted to
+//! `limits.max_frame_bytes`), spoken sentences put back in order among them. The chat runs as its
+//! frames are read, in the writer's task: a streamed token goes from the upstream's socket to the
+//! client's without a hop between tasks (docs/performance.md).
 
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use futures::StreamExt;
-use tokio::sync::mpsc;
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
 
-use super::Outbound;
 use crate::server::frames::ServerFrame;
 use crate::types::{ChatEvent, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::{Speech, Spoken};
 
-/// Where one chat's frames go.
-pub(super) struct Forward {
+type ChatEvents = crate::agent::ChatStream;
+type FrameSource = Pin<Box<dyn Stream<Item = ServerFrame> + Send>>;
+
+/// What a chat's frames are addressed with.
+#[derive(Clone)]
+pub(super) struct FrameContext {
     pub(super) chat_id: String,
     pub(super) instance: Arc<str>,
-    pub(super) out: mpsc::Sender<Outbound>,
     pub(super) max_frame_bytes: usize,
 }
 
-type ChatEvents = crate::agent::ChatStream;
-
-impl Forward {
-    /// Sends one frame (fitted); `false` once the writer is gone.
-    async fn send(&self, frame: ServerFrame) -> bool {
-        for frame in crate::server::fit::fit(frame, self.max_frame_bytes) {
-            if self
-                .out
-                .send(Outbound::Frame(Box::new(frame)))
-                .await
-                .is_err()
-            {
-                return false; // the writer is gone: nobody is left to tell
-            }
-        }
-        true
-    }
-
+impl FrameContext {
     fn frame(&self, event: ChatEvent) -> ServerFrame {
         ServerFrame::from_event(&self.chat_id, event).with_instance(&self.instance)
+    }
+
+    fn voice_notice(&self, message: String) -> ServerFrame {
+        ServerFrame::Notice {
+            id: self.chat_id.clone(),
+            level: NoticeLevel::Warn,
+            message,
+            source: "voice".into(),
+        }
     }
 
     /// The stream promised a last event and broke the promise: the client still learns that the
@@ -53,94 +52,187 @@ impl Forward {
             "the chat ended without a result",
         )
     }
+}
 
-    fn voice_notice(&self, message: String) -> ServerFrame {
-        ServerFrame::Notice {
-            id: self.chat_id.clone(),
-            level: NoticeLevel::Warn,
-            message,
-            source: "voice".into(),
-        }
-    }
+/// One chat's frames, in order, ending with exactly one `done` or `error`. `finished` is
+/// cancelled once the last frame is taken, or when the frames are dropped unread (the chat is
+/// then dropped too, and its upstream request with it).
+pub(super) struct ChatFrames {
+    source: FrameSource,
+    context: FrameContext,
+    /// Fitted pieces not taken yet.
+    queued: VecDeque<ServerFrame>,
+    /// Goes out after the `start` frame: the chat asked for voice, which is not configured.
+    after_start: Option<ServerFrame>,
+    /// The last frame was queued.
+    over: bool,
+    finished: CancellationToken,
+}
 
-    /// Every event as its frame, in order. `voice_asked`: the chat asked for voice, which is
-    /// not configured; a notice after `start` says so and the chat goes on as text.
-    pub(super) async fn unspoken(self, mut events: ChatEvents, voice_asked: bool) {
-        let mut ended = false;
-        while let Some(event) = events.next().await {
-            ended = event.is_terminal();
-            let started = matches!(event, ChatEvent::Started { .. });
-            if !self.send(self.frame(event)).await {
-                return;
-            }
-            if started && voice_asked {
-                let notice = self.voice_notice(
-                    "voice was asked for, but this server has no voice.tts configured; the \
-                     answer comes as text only"
-                        .into(),
-                );
-                if !self.send(notice).await {
-                    return;
-                }
-            }
-            if ended {
-                return;
-            }
-        }
-        if !ended {
-            let _ = self.send(self.no_end()).await;
-        }
+impl ChatFrames {
+    /// Every event as its frame. `voice_asked`: the chat asked for voice, which is not
+    /// configured; a notice after `start` says so and the chat goes on as text.
+    pub(super) fn unspoken(
+        events: ChatEvents,
+        context: FrameContext,
+        voice_asked: bool,
+        finished: CancellationToken,
+    ) -> Self {
+        let after_start = voice_asked.then(|| {
+            context.voice_notice(
+                "voice was asked for, but this server has no voice.tts configured; the answer \
+                 comes as text only"
+                    .into(),
+            )
+        });
+        let framing = context.clone();
+        let source = events.map(move |event| framing.frame(event)).boxed();
+        Self::new(source, context, after_start, finished)
     }
 
     /// The events as frames with the answer's `audio` frames among them, in the order of
     /// [`crate::voice::pipeline`]; everything is sent before the last frame.
-    pub(super) async fn spoken(self, mut events: ChatEvents, mut speech: Speech<ServerFrame>) {
-        let mut ended = false;
-        loop {
-            tokio::select! {
-                // What is ready goes out first; the events are read meanwhile, so synthesis runs
-                // ahead while a sentence's audio is awaited.
-                biased;
-                spoken = speech.next() => {
-                    let (frame, last) = match spoken {
-                        Spoken::Frame(frame) => {
-                            let last = matches!(frame, ServerFrame::Done { .. } | ServerFrame::Error(_));
-                            (frame, last)
-                        }
-                        Spoken::Audio { seq, text, data } => (ServerFrame::Audio {
-                            id: self.chat_id.clone(),
-                            seq,
-                            format: speech.format().to_string(),
-                            text,
-                            data: BASE64.encode(data),
-                        }, false),
-                        Spoken::Failed(why) => {
-                            tracing::warn!(chat = %self.chat_id, "speech synthesis failed: {why}");
-                            (self.voice_notice(format!("the answer cannot be spoken: {why}; it goes on as text")), false)
-                        }
-                    };
-                    if !self.send(frame).await || last {
-                        return;
-                    }
-                }
-                event = events.next(), if !ended => match event {
-                    Some(ChatEvent::Text(delta)) => {
-                        let frame = self.frame(ChatEvent::Text(delta.clone()));
-                        speech.text(&delta, frame);
-                    }
-                    Some(event) => {
-                        ended = event.is_terminal();
-                        speech.frame(self.frame(event));
-                    }
-                    None => {
-                        ended = true;
-                        speech.frame(self.no_end());
-                    }
-                },
-            }
-            if ended && speech.is_empty() {
-                return;
+    pub(super) fn spoken(
+        events: ChatEvents,
+        speech: Speech<ServerFrame>,
+        context: FrameContext,
+        finished: CancellationToken,
+    ) -> Self {
+        let source = spoken_frames(events, speech, context.clone()).boxed();
+        Self::new(source, context, None, finished)
+    }
+
+    fn new(
+        source: FrameSource,
+        context: FrameContext,
+        after_start: Option<ServerFrame>,
+        finished: CancellationToken,
+    ) -> Self {
+        Self {
+            source,
+            context,
+            queued: VecDeque::new(),
+            after_start,
+            over: false,
+            finished,
+        }
+    }
+
+    fn queue(&mut self, frame: ServerFrame) {
+        let started = matches!(frame, ServerFrame::Start { .. });
+        self.over |= is_last(&frame);
+        self.queued
+            .extend(crate::server::fit::fit(frame, self.context.max_frame_bytes));
+        if started {
+            if let Some(notice) = self.after_start.take() {
+                self.queued.extend(crate::server::fit::fit(
+                    notice,
+                    self.context.max_frame_bytes,
+                ));
             }
         }
     }
+}
+
+fn is_last(frame: &ServerFrame) -> bool {
+    matches!(frame, ServerFrame::Done { .. } | ServerFrame::Error(_))
+}
+
+impl Stream for ChatFrames {
+    type Item = ServerFrame;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerFrame>> {
+        loop {
+            if let Some(frame) = self.queued.pop_front() {
+                if self.over && self.queued.is_empty() {
+                    self.finished.cancel();
+                }
+                return Poll::Ready(Some(frame));
+            }
+            if self.over {
+                return Poll::Ready(None);
+            }
+            match self.source.poll_next_unpin(cx) {
+                Poll::Ready(Some(frame)) => self.queue(frame),
+                Poll::Ready(None) => {
+                    let frame = self.context.no_end();
+                    self.queue(frame);
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for ChatFrames {
+    fn drop(&mut self) {
+        self.finished.cancel();
+    }
+}
+
+/// The spoken chat's frames: what the speech pipeline hands out, in its order, while the events
+/// are read meanwhile (so synthesis runs ahead while a sentence's audio is awaited).
+fn spoken_frames(
+    events: ChatEvents,
+    speech: Speech<ServerFrame>,
+    context: FrameContext,
+) -> impl Stream<Item = ServerFrame> + Send {
+    struct State {
+        events: ChatEvents,
+        speech: Speech<ServerFrame>,
+        context: FrameContext,
+        ended: bool,
+    }
+    let state = State {
+        events,
+        speech,
+        context,
+        ended: false,
+    };
+    futures::stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
+        loop {
+            tokio::select! {
+                // What is ready goes out first.
+                biased;
+                spoken = state.speech.next() => {
+                    let frame = match spoken {
+                        Spoken::Frame(frame) => frame,
+                        Spoken::Audio { seq, text, data } => ServerFrame::Audio {
+                            id: state.context.chat_id.clone(),
+                            seq,
+                            format: state.speech.format().to_string(),
+                            text,
+                            data: BASE64.encode(data),
+                        },
+                        Spoken::Failed(why) => {
+                            tracing::warn!(chat = %state.context.chat_id, "speech synthesis failed: {why}");
+                            state.context.voice_notice(format!("the answer cannot be spoken: {why}; it goes on as text"))
+                        }
+                    };
+                    let rest = (!is_last(&frame)).then_some(state);
+                    return Some((frame, rest));
+                }
+                event = state.events.next(), if !state.ended => match event {
+                    Some(ChatEvent::Text(delta)) => {
+                        let frame = state.context.frame(ChatEvent::Text(delta.clone()));
+                        state.speech.text(&delta, frame);
+                    }
+                    Some(event) => {
+                        state.ended = event.is_terminal();
+                        let frame = state.context.frame(event);
+                        state.speech.frame(frame);
+                    }
+                    None => {
+                        state.ended = true;
+                        let frame = state.context.no_end();
+                        state.speech.frame(frame);
+                    }
+                },
+            }
+            if state.ended && state.speech.is_empty() {
+                return None;
+            }
+        }
+    })
 }

@@ -1,95 +1,132 @@
-//! The writer task: drains the control and data channels into the socket, control first; a
-//! failed or stalled write closes the connection and cancels the session.
+//! The writer task: owns the socket's sending half. It writes what the reader queues (pings,
+//! pongs, errors, the close) before anything else, and the running chat's frames, which it takes
+//! from the chat itself, so the chat runs in this task. A failed or stalled write closes the
+//! connection and cancels the session.
 
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
-use futures::{Sink, SinkExt};
+use futures::{Sink, SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::forward::ChatFrames;
 use super::{close_code, Outbound, WriteFailure};
+use crate::server::frames::ServerFrame;
 
-/// The writer's ends of the two channels.
-pub(super) struct WriterChannels {
-    pub(super) data: mpsc::Receiver<Outbound>,
-    pub(super) control: mpsc::Receiver<Outbound>,
+/// How the writer tells the reader that it failed.
+pub(super) struct WriterSignals {
+    /// Cancelled by the writer when a write failed or stalled; `failure` says which.
+    pub(super) failed: CancellationToken,
+    pub(super) failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
 }
 
-impl WriterChannels {
-    /// The next message: control first (a pong must not wait behind a long answer); `None`
-    /// once the data channel is closed.
-    async fn next(&mut self) -> Option<Outbound> {
-        tokio::select! {
-            biased;
-            Some(control) = self.control.recv() => Some(control),
-            data = self.data.recv() => data,
-        }
-    }
-}
-
-/// Writes outbound messages until the channels close, a close is sent, or the socket fails or
-/// stalls (a write that makes no progress for `stall`); then cancels `failed`.
+/// Writes until the reader's queue closes, a close is sent, or the socket fails or stalls (a
+/// write that makes no progress for `stall`); then cancels `signals.failed`. The queue is read
+/// before the chat's next frame, so a close ends the session without waiting for the chat, and
+/// the chat (with its upstream request) is dropped with the writer.
 pub(super) async fn write_loop<W>(
     mut sink: W,
-    mut channels: WriterChannels,
+    mut queue: mpsc::Receiver<Outbound>,
     stall: Duration,
-    failed: CancellationToken,
-    failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
+    signals: WriterSignals,
 ) where
     W: Sink<WsMessage> + Unpin,
     W::Error: std::fmt::Display,
 {
-    let fail = |why: WriteFailure| {
-        if let Ok(mut slot) = failure.lock() {
-            *slot = Some(why);
-        }
-        failed.cancel();
-    };
-    while let Some(outbound) = channels.next().await {
-        let (message, last) = match outbound {
-            Outbound::Frame(frame) => (WsMessage::Text(Utf8Bytes::from(frame.to_json())), false),
-            Outbound::Ping => (WsMessage::Ping(Default::default()), false),
-            Outbound::Close(code, reason) => (
-                WsMessage::Close(Some(CloseFrame {
-                    code,
-                    reason: Utf8Bytes::from_static(reason),
-                })),
-                true,
-            ),
+    let mut chat: Option<Box<ChatFrames>> = None;
+    loop {
+        let (message, last) = tokio::select! {
+            biased;
+            queued = queue.recv() => match queued {
+                None => break,
+                // The reader starts a chat only once the previous one's last frame was taken:
+                // the one replaced has nothing more to say.
+                Some(Outbound::Chat(frames)) => {
+                    chat = Some(frames);
+                    continue;
+                }
+                Some(Outbound::Frame(frame)) => (text(&frame), false),
+                Some(Outbound::Ping) => (WsMessage::Ping(Default::default()), false),
+                Some(Outbound::Close(code, reason)) => (
+                    WsMessage::Close(Some(CloseFrame {
+                        code,
+                        reason: Utf8Bytes::from_static(reason),
+                    })),
+                    true,
+                ),
+            },
+            frame = next_frame(&mut chat) => match frame {
+                Some(frame) => (text(&frame), false),
+                None => {
+                    chat = None;
+                    continue;
+                }
+            },
         };
-        // The sink's error type need not be `Send`: keep only its text across awaits.
-        let sent = tokio::time::timeout(stall, sink.send(message))
-            .await
-            .map(|result| result.map_err(|error| error.to_string()));
-        match sent {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
-                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
-                    .increment(1);
-                let close = WsMessage::Close(Some(CloseFrame {
-                    code: close_code::INTERNAL,
-                    reason: Utf8Bytes::from_static("server write failed"),
-                }));
-                let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close)).await;
-                fail(WriteFailure::Failed);
-                return;
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "a client stopped reading: no write progress for {:.1}s; closing the connection and cancelling its chat",
-                    stall.as_secs_f64()
-                );
-                ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
-                    .increment(1);
-                fail(WriteFailure::Stalled);
-                return;
-            }
+        if let Err(why) = write(&mut sink, message, stall).await {
+            signals.fail(why);
+            return;
         }
         if last {
             break;
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+fn text(frame: &ServerFrame) -> WsMessage {
+    WsMessage::Text(Utf8Bytes::from(frame.to_json()))
+}
+
+/// The running chat's next frame; never ready while no chat runs.
+async fn next_frame(chat: &mut Option<Box<ChatFrames>>) -> Option<ServerFrame> {
+    match chat {
+        Some(frames) => frames.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends one message within `stall`; a failure is logged and counted here.
+async fn write<W>(sink: &mut W, message: WsMessage, stall: Duration) -> Result<(), WriteFailure>
+where
+    W: Sink<WsMessage> + Unpin,
+    W::Error: std::fmt::Display,
+{
+    // The sink's error type need not be `Send`: keep only its text across awaits.
+    let sent = tokio::time::timeout(stall, sink.send(message))
+        .await
+        .map(|result| result.map_err(|error| error.to_string()));
+    match sent {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
+            ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
+                .increment(1);
+            let close = WsMessage::Close(Some(CloseFrame {
+                code: close_code::INTERNAL,
+                reason: Utf8Bytes::from_static("server write failed"),
+            }));
+            let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(close)).await;
+            Err(WriteFailure::Failed)
+        }
+        Err(_) => {
+            tracing::warn!(
+                "a client stopped reading: no write progress for {:.1}s; closing the connection and cancelling its chat",
+                stall.as_secs_f64()
+            );
+            ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
+                .increment(1);
+            Err(WriteFailure::Stalled)
+        }
+    }
+}
+
+impl WriterSignals {
+    fn fail(&self, why: WriteFailure) {
+        if let Ok(mut slot) = self.failure.lock() {
+            *slot = Some(why);
+        }
+        self.failed.cancel();
+    }
 }

@@ -109,7 +109,10 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
     let (events, mut received) = mpsc::channel(8);
-    assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
+    assert!(queue.submit(job(
+        &hook,
+        Some(LateEvents::new(&events, Default::default()))
+    )));
     until(|| runner.started.load(Ordering::SeqCst) == 1).await;
     runner.gate.notify_waiters();
     let notice = tokio::time::timeout(Duration::from_secs(5), received.recv())
@@ -125,7 +128,10 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     );
     // The chat ended (its sender is gone): a later notice goes nowhere, and the channel is not
     // kept open by the queue.
-    assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
+    assert!(queue.submit(job(
+        &hook,
+        Some(LateEvents::new(&events, Default::default()))
+    )));
     until(|| runner.started.load(Ordering::SeqCst) == 2).await;
     drop(events);
     runner.gate.notify_waiters();

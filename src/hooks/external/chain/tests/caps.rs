@@ -24,7 +24,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
         budget: BUDGET,
         background: Some(Background {
             queue: &queue,
-            notices: Some(LateEvents::new(&events)),
+            notices: Some(LateEvents::new(&events, Default::default())),
             source: "external",
         }),
         spend: Default::default(),
