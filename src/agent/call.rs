@@ -236,7 +236,7 @@ impl ChatRun {
         }
         self.visible_text.push_str(&delta);
         self.step_has_text = true;
-        metrics::counter!("hookwire_text_deltas_total").increment(1);
+        self.text_deltas.increment(1);
         self.send(ChatEvent::Text(delta)).await
     }
 }

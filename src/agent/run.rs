@@ -40,6 +40,8 @@ pub(super) struct ChatRun {
     pub(super) kept: Vec<String>,
     /// Whether the current model call has streamed text yet.
     pub(super) step_has_text: bool,
+    /// `hookwire_text_deltas_total`, looked up once per chat rather than once per token.
+    pub(super) text_deltas: metrics::Counter,
     /// Whether a model call was made: a stop before it is `hook_blocked`, after it `stopped`.
     pub(super) model_called: bool,
     /// Retries hooks asked for so far (`post_llm_response` and `stop` share the limit).
@@ -129,6 +131,7 @@ pub(crate) async fn run_chat(
         visible_text: String::new(),
         kept: Vec::new(),
         step_has_text: false,
+        text_deltas: metrics::counter!("hookwire_text_deltas_total"),
         model_called: false,
         retries: 0,
         client_history: Vec::new(),

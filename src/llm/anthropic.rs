@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::Event;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -455,8 +454,8 @@ fn finish_reason(stop_reason: &str) -> String {
 }
 
 impl Decoder for Reply {
-    fn event(&mut self, event: Event) -> Option<Result<ModelEvent, LlmError>> {
-        let data = event.data.trim();
+    fn event(&mut self, data: &str) -> Option<Result<ModelEvent, LlmError>> {
+        let data = data.trim();
         if data.is_empty() {
             return None;
         }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
+use super::event_stream::{EventStream, EventStreamError};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
@@ -25,15 +25,19 @@ pub(super) fn client(connect_timeout: Duration) -> Result<reqwest::Client, LlmEr
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
+        // An idle upstream connection is kept 30 s (reqwest's default is 90 s): long enough to
+        // be reused while chats come, short enough that a burst's connections and their
+        // buffers are given back within a minute of quiet (docs/performance.md).
+        .pool_idle_timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| LlmError::Setup(e.to_string()))
 }
 
 /// What a protocol makes of the events of one reply.
 pub(super) trait Decoder: Send + 'static {
-    /// One event: `None` to read on, `Some` for an event to hand out (a `Finished` ends the
-    /// stream) or an error (which ends it too).
-    fn event(&mut self, event: Event) -> Option<Result<ModelEvent, LlmError>>;
+    /// One event's data: `None` to read on, `Some` for an event to hand out (a `Finished` ends
+    /// the stream) or an error (which ends it too).
+    fn event(&mut self, data: &str) -> Option<Result<ModelEvent, LlmError>>;
     /// The body ended without the protocol's last event: finished if the reply said so, else
     /// an error.
     fn end(&mut self) -> Result<ModelEvent, LlmError>;
@@ -124,7 +128,7 @@ pub(super) async fn stream<D: Decoder>(
         }
     });
     let reading = Reading {
-        events: Box::pin(bytes.eventsource()),
+        events: Box::pin(EventStream::new(Box::pin(bytes))),
         received,
         decoder,
         idle_timeout: idle,
@@ -144,12 +148,11 @@ pub(super) async fn stream<D: Decoder>(
     Ok(stream.boxed())
 }
 
-type EventStream =
-    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+type Events = Pin<Box<dyn Stream<Item = Result<String, EventStreamError<reqwest::Error>>> + Send>>;
 
 /// The state of one streamed reply.
 struct Reading<D> {
-    events: EventStream,
+    events: Events,
     received: Arc<AtomicUsize>,
     decoder: D,
     idle_timeout: Duration,
@@ -188,7 +191,7 @@ impl<D: Decoder> Reading<D> {
             if self.received.load(Ordering::Relaxed) > self.max_bytes {
                 return Some(Err(LlmError::TooLarge(self.max_bytes)));
             }
-            if let Some(item) = self.decoder.event(event) {
+            if let Some(item) = self.decoder.event(&event) {
                 return Some(item);
             }
         }
@@ -198,7 +201,6 @@ impl<D: Decoder> Reading<D> {
 fn stream_error(error: EventStreamError<reqwest::Error>) -> LlmError {
     match error {
         EventStreamError::Utf8(e) => LlmError::Malformed(format!("invalid UTF-8: {e}")),
-        EventStreamError::Parser(e) => LlmError::Malformed(e.to_string()),
         EventStreamError::Transport(e) => LlmError::Stream(root_cause(&e.without_url())),
     }
 }

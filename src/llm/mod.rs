@@ -8,6 +8,7 @@
 
 mod anthropic;
 pub(crate) mod demo;
+mod event_stream;
 mod http;
 mod openai;
 mod shape;

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::Event;
 
 use super::http::{self, error_message, Decoder};
 use super::shape::MessageStyle;
@@ -83,8 +82,8 @@ impl Chunks {
 }
 
 impl Decoder for Chunks {
-    fn event(&mut self, event: Event) -> Option<Result<ModelEvent, LlmError>> {
-        let data = event.data.trim();
+    fn event(&mut self, data: &str) -> Option<Result<ModelEvent, LlmError>> {
+        let data = data.trim();
         if data.is_empty() {
             return None;
         }
