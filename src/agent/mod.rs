@@ -342,10 +342,13 @@ impl AgentConfig {
 
 /// The events of one chat. The chat runs as the stream is read, in the reader's task: no task of
 /// its own, so an event reaches the reader without a wake-up of another task (under load, that
-/// hop per streamed token was a measurable share of the server's CPU, docs/performance.md). The
-/// chat still runs ahead of the reader by up to 64 events. Dropping the stream drops the chat.
+/// hop per streamed token was a measurable share of the server's CPU, docs/performance.md).
+/// The stream hands out what the chat sent before it runs the chat again, so what waits in the
+/// channel is at most what one step of the chat sent: the channel needs no bound (a bounded
+/// one's permits cost a lock per event), and a send never waits. Dropping the stream drops the
+/// chat.
 pub struct ChatStream {
-    rx: mpsc::Receiver<ChatEvent>,
+    rx: mpsc::UnboundedReceiver<ChatEvent>,
     /// Woken by events from work beside the chat ([`crate::hooks::LateEvents`]): while the chat
     /// runs, the channel is read without registering a waker there, because the chat's own
     /// sends happen while this stream polls it, and a wake-up of the running task would only
@@ -364,10 +367,10 @@ impl ChatStream {
     /// Runs the chat that `start` makes of the events' sender and the late events' handle.
     fn new<F, Fut>(chat_id: String, start: F) -> Self
     where
-        F: FnOnce(mpsc::Sender<ChatEvent>, crate::hooks::LateEvents) -> Fut,
+        F: FnOnce(mpsc::UnboundedSender<ChatEvent>, crate::hooks::LateEvents) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel(64);
+        let (tx, rx) = mpsc::unbounded_channel();
         let late = Arc::new(futures::task::AtomicWaker::new());
         let late_events = crate::hooks::LateEvents::new(&tx, late.clone());
         ChatStream {

@@ -32,7 +32,7 @@ pub(super) struct ChatRun {
     pub(super) inner: Arc<AgentInner>,
     pub(super) hooks: HookStack,
     pub(super) ctx: HookContext,
-    tx: mpsc::Sender<ChatEvent>,
+    tx: mpsc::UnboundedSender<ChatEvent>,
     pub(super) cancel: CancellationToken,
     /// Everything sent as `text` so far (what a cancelled chat's `done` holds).
     pub(super) visible_text: String,
@@ -74,7 +74,7 @@ pub(super) struct ChatRun {
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
-    tx: mpsc::Sender<ChatEvent>,
+    tx: mpsc::UnboundedSender<ChatEvent>,
     late: crate::hooks::LateEvents,
     hook_call_of: Option<Arc<HookSpend>>,
     trace_id: Option<String>,
@@ -85,12 +85,12 @@ pub(crate) async fn run_chat(
             Ok(chat_hooks) => hooks.extend(chat_hooks),
             Err(error) => {
                 metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
-                let _ = tx.send(ChatEvent::Error(error)).await;
+                let _ = tx.send(ChatEvent::Error(error));
                 return "refused";
             }
         }
     }
-    if tx.send(ChatEvent::Started { trace_id }).await.is_err() {
+    if tx.send(ChatEvent::Started { trace_id }).is_err() {
         return "cancelled";
     }
     let tools = if request.enable_tools {
@@ -259,7 +259,7 @@ impl ChatRun {
 
     /// A closed channel means the client's stream was dropped: the chat is cancelled.
     pub(super) async fn send(&self, event: ChatEvent) -> Outcome<()> {
-        self.tx.send(event).await.map_err(|_| Interrupt::Cancelled)
+        self.tx.send(event).map_err(|_| Interrupt::Cancelled)
     }
 
     /// Sends the chat's last event, after `run_completed` / `run_failed` and `on_run_end`;

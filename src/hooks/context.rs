@@ -150,13 +150,13 @@ impl RunConfig {
 /// through `wake`.
 #[derive(Debug, Clone)]
 pub(crate) struct LateEvents {
-    events: tokio::sync::mpsc::WeakSender<ChatEvent>,
+    events: tokio::sync::mpsc::WeakUnboundedSender<ChatEvent>,
     wake: Arc<futures::task::AtomicWaker>,
 }
 
 impl LateEvents {
     pub(crate) fn new(
-        events: &tokio::sync::mpsc::Sender<ChatEvent>,
+        events: &tokio::sync::mpsc::UnboundedSender<ChatEvent>,
         wake: Arc<futures::task::AtomicWaker>,
     ) -> Self {
         Self {
@@ -164,8 +164,8 @@ impl LateEvents {
             wake,
         }
     }
-    /// Sends a notice if the chat still runs and its channel has room (never waits: a chat
-    /// whose client reads slowly loses the notice rather than slowing the sender).
+    /// Sends a notice if the chat still runs (never waits; at most one notice per async hook
+    /// run, whose queue is bounded, so a slow client cannot make them pile up).
     pub(crate) fn notify(&self, level: NoticeLevel, message: String, source: String) -> bool {
         let Some(events) = self.events.upgrade() else {
             return false;
@@ -175,7 +175,7 @@ impl LateEvents {
             message,
             source,
         };
-        let sent = events.try_send(notice).is_ok();
+        let sent = events.send(notice).is_ok();
         if sent {
             self.wake.wake();
         }

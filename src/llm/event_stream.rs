@@ -206,7 +206,8 @@ mod tests {
 
     #[tokio::test]
     async fn events_split_anywhere_between_chunks_read_the_same() {
-        let stream = "\u{feff}data: {\"x\":\"é\"}\r\n: keep-alive\r\n\r\ndata: two\r\n\r\n".as_bytes();
+        let stream =
+            "\u{feff}data: {\"x\":\"é\"}\r\n: keep-alive\r\n\r\ndata: two\r\n\r\n".as_bytes();
         let whole = read(&[stream]).await;
         assert_eq!(
             whole,
@@ -222,7 +223,8 @@ mod tests {
 
     #[tokio::test]
     async fn data_lines_join_with_a_newline_and_other_fields_change_nothing() {
-        let stream = b"event: delta\nid: 7\nretry: 10\ndata:first\ndata:  second\ndata\nunknown: x\n\n";
+        let stream =
+            b"event: delta\nid: 7\nretry: 10\ndata:first\ndata:  second\ndata\nunknown: x\n\n";
         assert_eq!(
             read(&[stream]).await,
             (vec!["first\n second\n".into()], None)

@@ -14,9 +14,20 @@ use crate::types::NoticeLevel;
 /// punctuation); the chat id is counted on top.
 const FRAME_OVERHEAD: usize = 512;
 
+/// The room for the fitted field of a frame of chat `id`.
+fn budget(id: &str, max_bytes: usize) -> usize {
+    max_bytes.saturating_sub(FRAME_OVERHEAD + id.len()).max(64)
+}
+
+/// Whether `frame` is a `text` frame that [`fit`] would leave as it is: the streamed token's
+/// fast path, without the vector.
+pub(crate) fn is_fitting_text(frame: &ServerFrame, max_bytes: usize) -> bool {
+    matches!(frame, ServerFrame::Text { id, delta } if escaped_len(delta) <= budget(id, max_bytes))
+}
+
 /// Splits or cuts `frame` so that each resulting frame fits in about `max_bytes` of JSON.
 pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
-    let budget = |id: &str| max_bytes.saturating_sub(FRAME_OVERHEAD + id.len()).max(64);
+    let budget = |id: &str| budget(id, max_bytes);
     match frame {
         ServerFrame::Text { id, delta } => {
             let limit = budget(&id);

@@ -153,6 +153,14 @@ impl Stream for ChatFrames {
                 return Poll::Ready(None);
             }
             match self.source.poll_next_unpin(cx) {
+                Poll::Ready(Some(frame))
+                    if crate::server::fit::is_fitting_text(
+                        &frame,
+                        self.context.max_frame_bytes,
+                    ) =>
+                {
+                    return Poll::Ready(Some(frame));
+                }
                 Poll::Ready(Some(frame)) => self.queue(frame),
                 Poll::Ready(None) => {
                     let frame = self.context.no_end();

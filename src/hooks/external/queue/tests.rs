@@ -108,7 +108,7 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     let runner = Arc::new(Gated::default());
     let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
-    let (events, mut received) = mpsc::channel(8);
+    let (events, mut received) = mpsc::unbounded_channel();
     assert!(queue.submit(job(
         &hook,
         Some(LateEvents::new(&events, Default::default()))

@@ -17,7 +17,7 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
         }))
     }));
     let queue = AsyncHooks::new(runner.clone(), 8, 8);
-    let (events, mut received) = tokio::sync::mpsc::channel(8);
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let chain = Chain {
         event: Event::PreSendMessage,
         hooks: &hooks,
