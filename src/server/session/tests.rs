@@ -3,6 +3,7 @@
 //! server, no network; the model is a script.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -63,6 +64,17 @@ enum Reply {
     Text(Vec<&'static str>),
     /// These deltas, then nothing, ever (until the chat drops the stream).
     Hang(Vec<&'static str>),
+    /// As `Hang`, and the flag is set once the chat dropped the stream.
+    HangWatched(Vec<&'static str>, Arc<AtomicBool>),
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A model that answers each call with the next reply of its script.
@@ -91,6 +103,14 @@ impl ChatModel for Script {
                 }))
                 .boxed()),
             Some(Reply::Hang(text)) => Ok(deltas(text).chain(stream::pending()).boxed()),
+            Some(Reply::HangWatched(text, dropped)) => {
+                let flag = DropFlag(dropped);
+                let hang = stream::pending().map(move |event| {
+                    let _held = &flag;
+                    event
+                });
+                Ok(deltas(text).chain(hang).boxed())
+            }
         }
     }
 }
@@ -162,6 +182,13 @@ impl Harness {
                 other => panic!("expected a text frame, got {other:?}"),
             }
         }
+    }
+
+    /// Starts chat `id`, whose model (a `Hang` reply of "partial") streams one delta and hangs.
+    async fn hanging_chat(&mut self, id: &str) {
+        self.send_json(json!({"type":"chat","id":id,"input":"hi","enable_tools":false}));
+        assert_eq!(self.frame().await["type"], "start");
+        assert_eq!(self.frame().await["delta"], "partial");
     }
 
     /// Frames until (and including) a chat's `done` or `error`.
@@ -257,9 +284,7 @@ async fn a_bad_frame_is_an_error_and_the_session_goes_on() {
 #[tokio::test]
 async fn a_cancel_is_read_while_the_reply_streams() {
     let mut session = Harness::start(vec![Reply::Hang(vec!["partial"])]);
-    session.send_json(json!({"type":"chat","id":"c3","input":"hi","enable_tools":false}));
-    assert_eq!(session.frame().await["type"], "start");
-    assert_eq!(session.frame().await["delta"], "partial");
+    session.hanging_chat("c3").await;
     // The model hangs; only a cancel read while it streams can end this chat.
     session.send_json(json!({"type":"cancel","id":"c3"}));
     let frames = session.until_end().await;
@@ -286,4 +311,52 @@ async fn shutdown_closes_the_session_with_going_away() {
     // The client answers the close; the session ends.
     session.send(WsMessage::Close(None));
     session.ended().await;
+}
+
+#[tokio::test]
+async fn a_pong_is_written_while_the_chat_waits_on_its_model() {
+    let mut session = Harness::start(vec![Reply::Hang(vec!["partial"])]);
+    session.hanging_chat("c4").await;
+    // The writer waits on the chat's next frame; the reader's pong still goes out.
+    session.send_json(json!({"type":"ping","id":"p4"}));
+    let pong = session.frame().await;
+    assert_eq!(
+        (pong["type"].as_str(), pong["id"].as_str()),
+        (Some("pong"), Some("p4"))
+    );
+    // And a second chat is refused as busy: the first one still runs.
+    session.send_json(json!({"type":"chat","id":"c5","input":"again","enable_tools":false}));
+    let busy = session.frame().await;
+    assert_eq!(
+        (busy["type"].as_str(), busy["code"].as_str()),
+        (Some("error"), Some("busy")),
+        "{busy}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_drops_the_chat_and_its_model_stream() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let mut session = Harness::start(vec![Reply::HangWatched(vec!["partial"], dropped.clone())]);
+    session.hanging_chat("c6").await;
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "the model stream runs while the chat does"
+    );
+    // The client goes away without a close: its stream of messages ends.
+    let Harness {
+        to_session,
+        session: task,
+        ..
+    } = session;
+    drop(to_session);
+    match tokio::time::timeout(Duration::from_secs(5), task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => panic!("the session panicked: {error}"),
+        Err(_) => panic!("the session did not end within 5 s"),
+    }
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the chat's model stream was dropped with the session"
+    );
 }
