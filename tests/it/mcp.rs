@@ -573,7 +573,16 @@ async fn the_server_does_not_wait_for_an_mcp_server_and_stops_it_on_shutdown() {
             .unwrap_or(false)
     };
     assert!(alive(pid));
-    let sleepers_before = processes_named("sleep 300");
+    // The silent server's `sleep 300`, told from other tests' by its folder (the workspace).
+    let workspace = server.workspace.path().canonicalize().unwrap();
+    let ours = |pid: &i32| {
+        std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == workspace)
+    };
+    let sleepers_before: Vec<i32> = processes_named("sleep 300")
+        .into_iter()
+        .filter(ours)
+        .collect();
+    assert_eq!(sleepers_before.len(), 1, "the silent MCP server runs");
     server.shutdown().await;
     assert!(
         eventually(Duration::from_secs(10), || async { !alive(pid) }).await,
@@ -581,15 +590,15 @@ async fn the_server_does_not_wait_for_an_mcp_server_and_stops_it_on_shutdown() {
     );
     assert!(
         eventually(Duration::from_secs(10), || async {
-            processes_named("sleep 300")
-                .iter()
-                .all(|p| !sleepers_before.contains(p) || !alive(*p))
+            sleepers_before.iter().all(|p| !alive(*p))
         })
         .await
     );
 }
 
 /// The pids whose command line is `cmdline` (arguments joined by spaces).
+/// The processes whose command line is `cmdline`, the program named by its file name (the
+/// server resolves a bare program name in its `PATH`: `sleep 300` runs as `/usr/bin/sleep 300`).
 fn processes_named(cmdline: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
@@ -598,12 +607,15 @@ fn processes_named(cmdline: &str) -> Vec<i32> {
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .map(|raw| {
-                    raw.split(|b| *b == 0)
+                    let mut parts: Vec<String> = raw
+                        .split(|b| *b == 0)
                         .filter(|part| !part.is_empty())
                         .map(|part| String::from_utf8_lossy(part).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        == cmdline
+                        .collect();
+                    if let Some(program) = parts.first_mut() {
+                        *program = program.rsplit('/').next().unwrap_or("").to_string();
+                    }
+                    parts.join(" ") == cmdline
                 })
                 .unwrap_or(false)
         })
