@@ -87,20 +87,19 @@ where
             if ends_in_cr && start < self.buffer.len() && self.buffer[start] == b'\n' {
                 start += 1; // CRLF
             }
+            self.after_cr = ends_in_cr && start == self.buffer.len();
             let line = &self.buffer[line_start..end];
             if line.is_empty() {
                 if !self.data.is_empty() {
                     let mut data = std::mem::take(&mut self.data);
                     data.pop(); // the LF after the last line
                     found = Some(Ok(data));
-                    self.after_cr = ends_in_cr && start == self.buffer.len();
                     break;
                 }
             } else if let Err(error) = add_line(&mut self.data, line) {
                 found = Some(Err(EventStreamError::Utf8(error)));
                 break;
             }
-            self.after_cr = ends_in_cr && start == self.buffer.len();
         }
         self.buffer.drain(..start);
         found

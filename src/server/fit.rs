@@ -15,19 +15,19 @@ use crate::types::NoticeLevel;
 const FRAME_OVERHEAD: usize = 512;
 
 /// The room for the fitted field of a frame of chat `id`.
-fn budget(id: &str, max_bytes: usize) -> usize {
+fn field_budget(id: &str, max_bytes: usize) -> usize {
     max_bytes.saturating_sub(FRAME_OVERHEAD + id.len()).max(64)
 }
 
 /// Whether `frame` is a `text` frame that [`fit`] would leave as it is: the streamed token's
 /// fast path, without the vector.
 pub(crate) fn is_fitting_text(frame: &ServerFrame, max_bytes: usize) -> bool {
-    matches!(frame, ServerFrame::Text { id, delta } if escaped_len(delta) <= budget(id, max_bytes))
+    matches!(frame, ServerFrame::Text { id, delta } if escaped_len(delta) <= field_budget(id, max_bytes))
 }
 
 /// Splits or cuts `frame` so that each resulting frame fits in about `max_bytes` of JSON.
 pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
-    let budget = |id: &str| budget(id, max_bytes);
+    let budget = |id: &str| field_budget(id, max_bytes);
     match frame {
         ServerFrame::Text { id, delta } => {
             let limit = budget(&id);
