@@ -13,7 +13,10 @@
 //!   skills, the floor), what the burst left and what is given back within a minute of idleness,
 //!   and the server RSS per idle connection at 10,000 connections.
 //! - `soak`: 10,000 connections to hookwire for 10 minutes (`HOOKWIRE_SOAK_MINUTES`), each
-//!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS sampled every 10 s.
+//!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS and the allocator's figures
+//!   (what the program holds, what the allocator keeps resident) sampled every 10 s.
+//! - `rounds`: 2,000 connections chatting in rounds; the heap per connection after each round
+//!   (a leak grows with the rounds, a buffer's high-water mark is one step).
 //!
 //! `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the load's clients (1000) and
 //! measured window (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone
@@ -57,6 +60,7 @@ fn main() {
         "upstream" => runtime.block_on(serve_upstream()),
         "relay" => runtime.block_on(serve_relay()),
         _ if std::env::args().any(|a| a == "soak") => runtime.block_on(soak()),
+        _ if std::env::args().any(|a| a == "rounds") => runtime.block_on(rounds()),
         _ => runtime.block_on(load()),
     }
 }
@@ -95,13 +99,23 @@ async fn serve_upstream() {
     let _ = axum::serve(listener, app).await;
 }
 
-async fn completions(State(shape): State<Shape>, _body: Bytes) -> Response {
+async fn completions(State(shape): State<Shape>, body: Bytes) -> Response {
     let start = tokio::time::Instant::now();
+    let received = monotonic_ns();
+    // The clients' input is `go@<ns>`: the request carries it only to tell that it is one of
+    // theirs; the first token says when the request arrived and when that token left, so a
+    // client can split its time to first token into the server's two paths (`Samples::split_first_token`).
+    let timed = body.windows(3).any(|w| w == b"go@");
     let chunks = futures::stream::unfold(0usize, move |i| async move {
         let text = if i < shape.tokens {
             tokio::time::sleep_until(start + FIRST_TOKEN + TOKEN_INTERVAL * i as u32).await;
+            let token = if i == 0 && timed {
+                format!("tok0@{received}@{} ", monotonic_ns())
+            } else {
+                format!("tok{i} ")
+            };
             format!(
-                "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"tok{i} \"}},\"finish_reason\":null}}]}}\n\n"
+                "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{token}\"}},\"finish_reason\":null}}]}}\n\n"
             )
         } else if i == shape.tokens {
             "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_string()
@@ -130,6 +144,22 @@ async fn serve_relay() {
         }
     }
     std::future::pending::<()>().await;
+}
+
+struct Heap {
+    allocated: u64,
+    resident: u64,
+}
+
+impl std::fmt::Display for Heap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "heap allocated {:.1} MiB, resident {:.1} MiB",
+            mib(self.allocated),
+            mib(self.resident)
+        )
+    }
 }
 
 /// A child process, killed when dropped.
@@ -173,6 +203,31 @@ impl Server {
 
     fn rss(&self) -> u64 {
         rss_bytes(self.pid()).unwrap_or(0)
+    }
+
+    /// hookwire's allocator figures from `/metrics` (`hookwire_allocator_bytes`): what the
+    /// program holds, and what the allocator keeps resident.
+    async fn heap(&self) -> Option<Heap> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(&self.addr).await.ok()?;
+        let request = format!(
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.ok()?;
+        let figure = |kind: &str| {
+            let series = format!("hookwire_allocator_bytes{{kind=\"{kind}\"}} ");
+            text.lines()
+                .find_map(|line| line.strip_prefix(&series))
+                .and_then(|value| value.trim().parse::<f64>().ok())
+                .map(|value| value as u64)
+        };
+        Some(Heap {
+            allocated: figure("allocated")?,
+            resident: figure("resident")?,
+        })
     }
 
     fn ws_url(&self) -> String {
@@ -256,6 +311,18 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_secs_f64((user + system) as f64 / hz)
 }
 
+/// `CLOCK_MONOTONIC` in ns: one clock for every process of the machine (an `Instant` cannot
+/// leave its process).
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -291,6 +358,8 @@ async fn connect_many(url: &str, count: usize) -> Vec<Socket> {
 struct FrameType<'a> {
     #[serde(rename = "type", borrow)]
     kind: &'a str,
+    #[serde(default, borrow)]
+    delta: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// What one chat's frames showed.
@@ -307,6 +376,35 @@ struct Samples {
     first_token: Vec<u32>,
     /// Time between consecutive text frames of a chat, µs.
     gaps: Vec<u32>,
+    /// The first token's way, µs: from the client's `chat` to the upstream's request (the
+    /// server's inbound path: reading the frame, starting the chat, the model request)...
+    inbound: Vec<u32>,
+    /// ...and from the upstream's first token to the client's first `text` (outbound).
+    outbound: Vec<u32>,
+}
+
+impl Samples {
+    fn append(&mut self, other: Samples) {
+        self.first_token.extend(other.first_token);
+        self.gaps.extend(other.gaps);
+        self.inbound.extend(other.inbound);
+        self.outbound.extend(other.outbound);
+    }
+
+    /// Splits a first token `tok0@<upstream received>@<upstream sent>` into the two paths.
+    fn split_first_token(&mut self, delta: &str, chat_sent: u64, received: u64) {
+        let mut fields = delta.trim_end().split('@').skip(1);
+        let (Some(Ok(upstream_received)), Some(Ok(upstream_sent))) = (
+            fields.next().map(str::parse::<u64>),
+            fields.next().map(str::parse::<u64>),
+        ) else {
+            return;
+        };
+        let micros =
+            |from: u64, to: u64| (to.saturating_sub(from) / 1000).min(u32::MAX as u64) as u32;
+        self.inbound.push(micros(chat_sent, upstream_received));
+        self.outbound.push(micros(upstream_sent, received));
+    }
 }
 
 struct Window {
@@ -328,7 +426,8 @@ async fn one_chat(
     samples: &mut Samples,
     tokens: &AtomicU64,
 ) -> ChatOutcome {
-    let frame = format!(r#"{{"type":"chat","id":"c{id}","input":"go"}}"#);
+    let sent_ns = monotonic_ns();
+    let frame = format!(r#"{{"type":"chat","id":"c{id}","input":"go@{sent_ns}"}}"#);
     let sent = Instant::now();
     if socket.send(Message::text(frame)).await.is_err() {
         return ChatOutcome::Closed;
@@ -342,6 +441,7 @@ async fn one_chat(
             }
         };
         let now = Instant::now();
+        let received_ns = monotonic_ns();
         let Ok(frame) = serde_json::from_str::<FrameType>(text.as_str()) else {
             continue;
         };
@@ -350,9 +450,14 @@ async fn one_chat(
                 if window.contains(now) {
                     tokens.fetch_add(1, Ordering::Relaxed);
                     match last_text {
-                        None => samples
-                            .first_token
-                            .push((now - sent).as_micros().min(u32::MAX as u128) as u32),
+                        None => {
+                            samples
+                                .first_token
+                                .push((now - sent).as_micros().min(u32::MAX as u128) as u32);
+                            if let Some(delta) = frame.delta {
+                                samples.split_first_token(&delta, sent_ns, received_ns);
+                            }
+                        }
                         Some(last) => samples
                             .gaps
                             .push((now - last).as_micros().min(u32::MAX as u128) as u32),
@@ -374,6 +479,9 @@ struct LoadFigures {
     first_token_p50: f64,
     first_token_p99: f64,
     gap_p99: f64,
+    /// The first token's way through the server, p50 (`Samples::inbound`, `outbound`), ms.
+    inbound_p50: f64,
+    outbound_p50: f64,
     cpu_per_token: Duration,
     cpu_share: f64,
     peak_rss: u64,
@@ -447,8 +555,7 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
                 }
             }
             if let Ok(mut all) = samples.lock() {
-                all.first_token.extend(mine.first_token);
-                all.gaps.extend(mine.gaps);
+                all.append(mine);
             }
             let _ = socket.close(None).await;
         }));
@@ -475,6 +582,8 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
         first_token_p50: percentile(&mut samples.first_token, 0.5),
         first_token_p99: percentile(&mut samples.first_token, 0.99),
         gap_p99: (percentile(&mut samples.gaps, 0.99) - interval_ms).max(0.01),
+        inbound_p50: percentile(&mut samples.inbound, 0.5),
+        outbound_p50: percentile(&mut samples.outbound, 0.5),
         cpu_per_token: cpu / window_tokens.max(1) as u32,
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
         peak_rss,
@@ -483,9 +592,11 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
 
 fn print_figures(name: &str, f: &LoadFigures) {
     println!(
-        "  {name:<9} chats/s {:7.1}  first token p50 {:6.1} ms p99 {:6.1} ms  gap p99 +{:5.1} ms  CPU {:5.1}% of a core, {:5.1} µs/token  peak RSS {:6.1} MiB  failed {}",
+        "  {name:<9} chats/s {:7.1}  first token p50 {:6.1} ms (in {:4.1}, out {:4.1}) p99 {:6.1} ms  gap p99 +{:5.1} ms  CPU {:5.1}% of a core, {:5.1} µs/token  peak RSS {:6.1} MiB  failed {}",
         f.chats_per_second,
         f.first_token_p50,
+        f.inbound_p50,
+        f.outbound_p50,
         f.first_token_p99,
         f.gap_p99,
         f.cpu_share,
@@ -503,6 +614,8 @@ fn best(a: LoadFigures, b: LoadFigures) -> LoadFigures {
         first_token_p50: a.first_token_p50.min(b.first_token_p50),
         first_token_p99: a.first_token_p99.min(b.first_token_p99),
         gap_p99: a.gap_p99.min(b.gap_p99),
+        inbound_p50: a.inbound_p50.min(b.inbound_p50),
+        outbound_p50: a.outbound_p50.min(b.outbound_p50),
         cpu_per_token: a.cpu_per_token.min(b.cpu_per_token),
         cpu_share: a.cpu_share.min(b.cpu_share),
         peak_rss: a.peak_rss.min(b.peak_rss),
@@ -557,6 +670,7 @@ async fn load() {
     print_figures("hookwire", &ours);
     // The burst is over: watch what hookwire gives back while the floor runs again.
     let after_burst = hookwire.rss();
+    let heap_after_burst = hookwire.heap().await;
     let idle_from = Instant::now();
     let Some(floor_b) = run_load(&floor, clients, seconds).await else {
         return;
@@ -574,6 +688,7 @@ async fn load() {
     let idle = Duration::from_secs(60).saturating_sub(idle_from.elapsed());
     tokio::time::sleep(idle).await;
     let after_idle = hookwire.rss();
+    let heap_after_idle = hookwire.heap().await;
     println!(
         "memory: start-up RSS hookwire {:.1} MiB (default skills), floor {:.1} MiB, ratio {:.2} (goal ≤ 30 MiB); \
          after the burst {:.1} MiB (peak {:.1}), after a minute idle {:.1} MiB: {:.0}% of the burst's growth given back",
@@ -586,6 +701,9 @@ async fn load() {
         100.0 * ours.peak_rss.saturating_sub(after_idle) as f64
             / ours.peak_rss.saturating_sub(hookwire_start).max(1) as f64,
     );
+    if let (Some(burst), Some(idle)) = (heap_after_burst, heap_after_idle) {
+        println!("  the allocator's figures: after the burst {burst}; after a minute idle {idle}");
+    }
     drop(hookwire);
     idle_memory(&upstream, &floor_start, scratch.path()).await;
 }
@@ -697,8 +815,13 @@ async fn soak() {
         tokio::time::sleep(Duration::from_secs(10)).await;
         let rss = hookwire.rss();
         samples.push(rss);
+        let heap = hookwire
+            .heap()
+            .await
+            .map(|h| h.to_string())
+            .unwrap_or_default();
         println!(
-            "  {:4.0} s: RSS {:6.1} MiB, chats done {}, failed {}",
+            "  {:4.0} s: RSS {:6.1} MiB ({heap}), chats done {}, failed {}",
             started.elapsed().as_secs_f64(),
             mib(rss),
             completed.load(Ordering::Relaxed),
@@ -720,6 +843,65 @@ async fn soak() {
             last / second,
             completed.load(Ordering::Relaxed),
             failed.load(Ordering::Relaxed)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds.
+
+/// `-- rounds`: what a connection's chats leave behind. `HOOKWIRE_ROUNDS_CONNECTIONS` (2,000)
+/// connections chat in rounds (`HOOKWIRE_ROUNDS`, 40; every connection one 20-token chat per
+/// round, all at once), and after each round, once the server is idle, its heap as the
+/// allocator counts it (`hookwire_allocator_bytes`): per connection, against the first round.
+/// Growth that follows the rounds is a leak; a one-time step is a buffer's high-water mark
+/// (docs/performance.md names the two known ones).
+async fn rounds() {
+    let connections = env_number("HOOKWIRE_ROUNDS_CONNECTIONS", 2000) as usize;
+    let rounds = env_number("HOOKWIRE_ROUNDS", 40);
+    let Ok(scratch) = tempfile::tempdir() else {
+        return;
+    };
+    let Some(upstream) = start_upstream(20) else {
+        return;
+    };
+    let Some(hookwire) = start_hookwire(&upstream, scratch.path()) else {
+        return;
+    };
+    settle().await;
+    let mut sockets = connect_many(&hookwire.ws_url(), connections).await;
+    // An empty window: no latency samples, only the chats.
+    let window = Window {
+        start: Instant::now(),
+        end: Instant::now(),
+    };
+    let tokens = AtomicU64::new(0);
+    let mut first = None;
+    let began = Instant::now();
+    for round in 1..=rounds {
+        let results = futures::future::join_all(sockets.iter_mut().map(|socket| {
+            let mut samples = Samples::default();
+            let window = &window;
+            let tokens = &tokens;
+            async move { one_chat(socket, round, window, &mut samples, tokens).await }
+        }))
+        .await;
+        let failed = results
+            .iter()
+            .filter(|r| !matches!(r, ChatOutcome::Done))
+            .count();
+        // The figures are refreshed every second: one refresh after the round.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let Some(heap) = hookwire.heap().await else {
+            eprintln!("no allocator figures on /metrics");
+            return;
+        };
+        let base = *first.get_or_insert(heap.allocated);
+        println!(
+            "round {round:3} at {:5.1} s: {heap}, RSS {:.1} MiB, {:+.0} bytes per connection since round 1, failed {failed}",
+            began.elapsed().as_secs_f64(),
+            mib(hookwire.rss()),
+            (heap.allocated as f64 - base as f64) / connections as f64
         );
     }
 }

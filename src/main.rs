@@ -9,20 +9,8 @@ use tracing_subscriber::EnvFilter;
 
 use cli::{Cli, Command, HooksCommand};
 
+mod allocator;
 mod cli;
-
-/// jemalloc rather than glibc's malloc: its background thread gives freed memory back to the
-/// system after a burst, even while the server idles (glibc's kept it), docs/performance.md.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-/// jemalloc's settings (`_RJEM_MALLOC_CONF` in the environment overrides them): pages freed for
-/// 5 s are given back, with `MADV_DONTNEED` at once rather than first as "muzzy" `MADV_FREE`
-/// pages, which the kernel takes back only under memory pressure and which count as resident
-/// until then.
-#[allow(non_upper_case_globals)]
-#[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0\0";
 
 fn init_logging(format: LogFormat) {
     // The MCP SDK logs each session's details at info: its warnings are what an operator needs.
@@ -107,6 +95,7 @@ fn trust(config: &Config, args: cli::TrustArgs) -> ExitCode {
 
 fn serve(config: Config) -> ExitCode {
     init_logging(config.log_format);
+    allocator::publish_figures();
     let Some(runtime) = cli::runtime(true) else {
         return ExitCode::FAILURE;
     };

@@ -206,13 +206,21 @@ fn describe() {
         "Context compactions, by kind (auto: the history summarised; micro: old tool results \
          stubbed) and trigger (auto, manual)."
     );
+    // Recorded by the `hookwire` binary, whose allocator it is (src/allocator.rs).
+    describe_gauge!(
+        "hookwire_allocator_bytes",
+        Unit::Bytes,
+        "The allocator's figures, by kind: allocated (held by the program), active, metadata, \
+         resident (kept in RAM), mapped, retained (address space given back to the system)."
+    );
     describe_counter!(
         "hookwire_approvals_total",
         "Tool calls that waited for approval, and the decisions, by outcome."
     );
     describe_counter!(
         "hookwire_hook_model_calls_capped_total",
-        "Chats whose hooks were stopped from calling the model (limits.max_hook_model_calls or          limits.max_total_tokens)."
+        "Chats whose hooks were stopped from calling the model (limits.max_hook_model_calls or \
+         limits.max_total_tokens)."
     );
 
     // Registered at zero: an increment of 0 creates the series without changing it.

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
+use futures::channel::mpsc;
 use futures::{Sink, SinkExt, StreamExt};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::forward::ChatFrames;
@@ -38,7 +38,7 @@ pub(super) async fn write_loop<W>(
     loop {
         let (message, last) = tokio::select! {
             biased;
-            queued = queue.recv() => match queued {
+            queued = queue.next() => match queued {
                 None => break,
                 // The reader starts a chat only once the previous one's last frame was taken:
                 // the one replaced has nothing more to say.
