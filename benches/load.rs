@@ -146,8 +146,15 @@ async fn serve_relay() {
     std::future::pending::<()>().await;
 }
 
+/// The allocator's figures (`hookwire_allocator_bytes`).
 struct Heap {
+    /// What the program holds.
     allocated: u64,
+    /// The pages that hold it.
+    active: u64,
+    /// The allocator's own bookkeeping.
+    metadata: u64,
+    /// What the allocator keeps in RAM.
     resident: u64,
 }
 
@@ -155,8 +162,10 @@ impl std::fmt::Display for Heap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "heap allocated {:.1} MiB, resident {:.1} MiB",
+            "heap allocated {:.1} MiB (in {:.1} MiB of pages, metadata {:.1} MiB), resident {:.1} MiB",
             mib(self.allocated),
+            mib(self.active),
+            mib(self.metadata),
             mib(self.resident)
         )
     }
@@ -205,8 +214,7 @@ impl Server {
         rss_bytes(self.pid()).unwrap_or(0)
     }
 
-    /// hookwire's allocator figures from `/metrics` (`hookwire_allocator_bytes`): what the
-    /// program holds, and what the allocator keeps resident.
+    /// hookwire's allocator figures from `/metrics` (`hookwire_allocator_bytes`).
     async fn heap(&self) -> Option<Heap> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = tokio::net::TcpStream::connect(&self.addr).await.ok()?;
@@ -226,6 +234,8 @@ impl Server {
         };
         Some(Heap {
             allocated: figure("allocated")?,
+            active: figure("active")?,
+            metadata: figure("metadata")?,
             resident: figure("resident")?,
         })
     }
@@ -286,8 +296,19 @@ fn start_hookwire(upstream: &Server, scratch: &std::path::Path) -> Option<Server
 // Process figures.
 
 fn rss_bytes(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// The anonymous part of the RSS (the heap and the stacks; the rest is the binary's own pages
+/// and the libraries', which the kernel may drop and read again).
+fn anonymous_bytes(pid: u32) -> Option<u64> {
+    status_bytes(pid, "RssAnon:")
+}
+
+/// A figure of `/proc/PID/status`, in bytes.
+fn status_bytes(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -644,6 +665,7 @@ async fn load() {
     };
     settle().await;
     let (floor_start, hookwire_start) = (floor.rss(), hookwire.rss());
+    let hookwire_start_anonymous = anonymous_bytes(hookwire.pid()).unwrap_or(0);
     // One server alone, for a profiler to attach to (`perf record -p PID`): no ratios.
     if let Ok(only) = std::env::var("HOOKWIRE_LOAD_ONLY") {
         let server = if only == "floor" { &floor } else { &hookwire };
@@ -688,6 +710,7 @@ async fn load() {
     let idle = Duration::from_secs(60).saturating_sub(idle_from.elapsed());
     tokio::time::sleep(idle).await;
     let after_idle = hookwire.rss();
+    let after_idle_anonymous = anonymous_bytes(hookwire.pid()).unwrap_or(0);
     let heap_after_idle = hookwire.heap().await;
     println!(
         "memory: start-up RSS hookwire {:.1} MiB (default skills), floor {:.1} MiB, ratio {:.2} (goal ≤ 30 MiB); \
@@ -700,6 +723,11 @@ async fn load() {
         mib(after_idle),
         100.0 * ours.peak_rss.saturating_sub(after_idle) as f64
             / ours.peak_rss.saturating_sub(hookwire_start).max(1) as f64,
+    );
+    println!(
+        "  anonymous memory (heap, stacks): {:.1} MiB at start, {:.1} MiB after a minute idle",
+        mib(hookwire_start_anonymous),
+        mib(after_idle_anonymous)
     );
     if let (Some(burst), Some(idle)) = (heap_after_burst, heap_after_idle) {
         println!("  the allocator's figures: after the burst {burst}; after a minute idle {idle}");

@@ -224,6 +224,51 @@ async fn a_fresh_server_lists_its_metrics_before_the_first_chat() {
     }
 }
 
+/// `hookwire_allocator_bytes{kind}` of a `/metrics` body, in bytes.
+fn allocator_figure(metrics: &str, kind: &str) -> Option<f64> {
+    let series = format!("hookwire_allocator_bytes{{kind=\"{kind}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn the_binary_shows_its_allocators_figures_on_metrics() {
+    let server = Hookwire::start("", &[]);
+    // The figures are published every second, from the first one after the server started.
+    let mut body = String::new();
+    for _ in 0..100 {
+        body = http_get(server.addr, "/metrics").await.1;
+        if allocator_figure(&body, "allocated").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        body.contains("# TYPE hookwire_allocator_bytes gauge"),
+        "no allocator figures on /metrics:\n{body}"
+    );
+    let figure = |kind| allocator_figure(&body, kind).unwrap_or(0.0);
+    let (allocated, active, resident, mapped) = (
+        figure("allocated"),
+        figure("active"),
+        figure("resident"),
+        figure("mapped"),
+    );
+    // A started server holds its skills, configuration and runtime: hundreds of KB at least.
+    assert!(allocated > 100_000.0, "allocated {allocated}:\n{body}");
+    // What the program holds fits in the pages in use, which fit in what is resident and mapped.
+    assert!(allocated <= active, "{body}");
+    assert!(active <= resident && active <= mapped, "{body}");
+    for kind in ["metadata", "retained"] {
+        assert!(
+            allocator_figure(&body, kind).is_some(),
+            "{kind} missing:\n{body}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn hookwire_health_probes_the_configured_address_with_an_allowed_host() {
     // A server that answers only its public name: the probe must send a Host it accepts.
