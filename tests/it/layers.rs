@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["app"],
     &["server"],
-    &["cli"],
+    &["cli", "allocator"],
     &["lib", "main"],
 ];
 
