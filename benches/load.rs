@@ -781,19 +781,37 @@ async fn idle_memory(upstream: &Server, _floor_start: &u64, scratch: &std::path:
 // ---------------------------------------------------------------------------------------------
 // The soak.
 
+/// hookwire started on an upstream of 20-token chats, settled; the scratch folder and the
+/// upstream live as long as it.
+struct ShortChats {
+    _scratch: tempfile::TempDir,
+    _upstream: Server,
+    hookwire: Server,
+}
+
+async fn short_chats() -> Option<ShortChats> {
+    let scratch = tempfile::tempdir().ok()?;
+    let upstream = start_upstream(20)?;
+    let hookwire = start_hookwire(&upstream, scratch.path())?;
+    settle().await;
+    Some(ShortChats {
+        _scratch: scratch,
+        _upstream: upstream,
+        hookwire,
+    })
+}
+
 async fn soak() {
     const CONNECTIONS: usize = 10_000;
     let minutes = env_number("HOOKWIRE_SOAK_MINUTES", 10);
-    let Ok(scratch) = tempfile::tempdir() else {
+    let Some(ShortChats {
+        _scratch,
+        _upstream,
+        hookwire,
+    }) = short_chats().await
+    else {
         return;
     };
-    let Some(upstream) = start_upstream(20) else {
-        return;
-    };
-    let Some(hookwire) = start_hookwire(&upstream, scratch.path()) else {
-        return;
-    };
-    settle().await;
     let start_rss = hookwire.rss();
     let sockets = connect_many(&hookwire.ws_url(), CONNECTIONS).await;
     println!(
@@ -887,16 +905,14 @@ async fn soak() {
 async fn rounds() {
     let connections = env_number("HOOKWIRE_ROUNDS_CONNECTIONS", 2000) as usize;
     let rounds = env_number("HOOKWIRE_ROUNDS", 40);
-    let Ok(scratch) = tempfile::tempdir() else {
+    let Some(ShortChats {
+        _scratch,
+        _upstream,
+        hookwire,
+    }) = short_chats().await
+    else {
         return;
     };
-    let Some(upstream) = start_upstream(20) else {
-        return;
-    };
-    let Some(hookwire) = start_hookwire(&upstream, scratch.path()) else {
-        return;
-    };
-    settle().await;
     let mut sockets = connect_many(&hookwire.ws_url(), connections).await;
     // An empty window: no latency samples, only the chats.
     let window = Window {
