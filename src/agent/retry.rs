@@ -170,6 +170,9 @@ mod tests {
             reason: "refused".into()
         }
         .is_retryable());
+        assert!(
+            LlmError::NoAnswer("connection closed before message completed".into()).is_retryable()
+        );
         assert!(!LlmError::Truncated.is_retryable());
     }
 }

@@ -104,6 +104,9 @@ pub(super) async fn stream<D: Decoder>(
                 reason: root_cause(&error.without_url()),
             })
         }
+        Ok(Err(error)) if error.is_request() => {
+            return Err(LlmError::NoAnswer(root_cause(&error.without_url())))
+        }
         Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error.without_url()))),
         Ok(Ok(response)) => response,
     };

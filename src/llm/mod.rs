@@ -70,6 +70,10 @@ pub enum LlmError {
         /// The server's `Retry-After` (or `retry-after-ms`), when it sent one.
         retry_after: Option<Duration>,
     },
+    /// The request went out, but the connection closed (or was reset) before any answer: most
+    /// often a kept-alive connection that the server closed just as it was reused.
+    #[error("the model API closed the connection before answering: {0}")]
+    NoAnswer(String),
     #[error("the model API sent no data for {0:?} (timeout)")]
     Timeout(Duration),
     #[error("the model API sent a malformed event: {0}")]
@@ -86,11 +90,12 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Whether the same call may succeed if sent again: the server could not be reached, or it
-    /// answered 408, 409, 429, 500, 502, 503, 504 or 529 (overloaded).
+    /// Whether the same call may succeed if sent again: the server could not be reached, closed
+    /// the connection before answering, or answered 408, 409, 429, 500, 502, 503, 504 or 529
+    /// (overloaded).
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Connect { .. } => true,
+            LlmError::Connect { .. } | LlmError::NoAnswer(_) => true,
             LlmError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
             }

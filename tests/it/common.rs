@@ -218,6 +218,47 @@ impl FakeUpstream {
         self.state.requests.lock().unwrap().clone()
     }
 
+    /// The same upstream behind a front that closes its first connection once the request's
+    /// head is read, without an answer (as a server does with a kept-alive connection it closes
+    /// just as it is reused); later connections go through to the upstream.
+    pub async fn hanging_up_once(&self) -> FakeUpstream {
+        use tokio::io::AsyncReadExt;
+        let target = self
+            .base_url
+            .trim_start_matches("http://")
+            .trim_end_matches("/v1")
+            .to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut first = true;
+            while let Ok((mut client, _)) = listener.accept().await {
+                if std::mem::take(&mut first) {
+                    let mut head = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match client.read(&mut buffer).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => head.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    drop(client);
+                    continue;
+                }
+                let target = target.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        FakeUpstream {
+            base_url: format!("http://{addr}/v1"),
+            state: self.state.clone(),
+        }
+    }
+
     pub fn dropped(&self) -> usize {
         self.state.dropped.load(Ordering::SeqCst)
     }

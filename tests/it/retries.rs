@@ -56,6 +56,27 @@ async fn a_429_is_retried_after_its_retry_after() {
 }
 
 #[tokio::test]
+async fn a_connection_closed_before_any_answer_is_retried() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["fine ", "now"]));
+    let front = upstream.hanging_up_once().await;
+    let server = TestServer::builder().upstream(&front).start().await;
+    let frames = direct_chat(&server).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(text_of(&frames), "fine now");
+    let notices = notices(&frames);
+    assert_eq!(notices.len(), 1, "{frames:?}");
+    let message = notices[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("closed the connection before answering")
+            && message.contains("(retry 1 of 2)"),
+        "{message}"
+    );
+    assert_eq!(upstream.requests().len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_500_twice_then_success_takes_both_retries() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::Status(500, "oops".into()));
