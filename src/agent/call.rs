@@ -15,6 +15,10 @@ use crate::telemetry;
 use crate::tools::ToolSpec;
 use crate::types::{ChatError, ChatEvent, ErrorCode, Message};
 
+/// How many streamed items at most go by without a look at the chat's cancellation while the
+/// model's stream keeps having items ready.
+const CANCEL_CHECK_EVERY: u32 = 8;
+
 /// How the text of a model call reaches the client.
 pub(super) enum TextMode {
     /// Every delta streams at once.
@@ -159,11 +163,23 @@ impl ChatRun {
     ) -> Outcome<LlmResponse> {
         let mut content = String::new();
         let mut first_text = true;
+        // Cancellation is polled when the stream has nothing ready, by one future registered for
+        // the whole reply, and checked every few items besides: a token's cost, taken per item
+        // with a new future each time, was a measurable share of a streamed token's
+        // (docs/performance.md).
+        let cancelled = self.cancel.clone().cancelled_owned();
+        tokio::pin!(cancelled);
+        let mut items: u32 = 0;
         loop {
             let item = tokio::select! {
-                _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+                biased;
                 item = stream.next() => item,
+                _ = &mut cancelled => return Err(Interrupt::Cancelled),
             };
+            items = items.wrapping_add(1);
+            if items.is_multiple_of(CANCEL_CHECK_EVERY) && self.cancel.is_cancelled() {
+                return Err(Interrupt::Cancelled);
+            }
             match item {
                 None => {
                     return Err(Interrupt::Failed(ChatError::new(
@@ -236,7 +252,7 @@ impl ChatRun {
         }
         self.visible_text.push_str(&delta);
         self.step_has_text = true;
-        self.text_deltas.increment(1);
+        self.text_deltas.add_one();
         self.send(ChatEvent::Text(delta)).await
     }
 }

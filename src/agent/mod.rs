@@ -63,7 +63,7 @@ mod tests;
 mod tool_step;
 mod turn;
 
-use crate::types::panic_message;
+use crate::types::{event_channel, panic_message, EventReceiver, EventSender};
 pub use crate::types::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode,
     HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Resume, Role, ToolCall,
@@ -82,7 +82,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::mpsc;
 
 use crate::hooks::{AgentHook, HookFactory, HookStack, SessionInfo};
 use crate::llm::demo::DemoModel;
@@ -344,16 +343,13 @@ impl AgentConfig {
 /// its own, so an event reaches the reader without a wake-up of another task (under load, that
 /// hop per streamed token was a measurable share of the server's CPU, docs/performance.md).
 /// The stream hands out what the chat sent before it runs the chat again, so what waits in the
-/// channel is at most what one step of the chat sent: the channel needs no bound (a bounded
-/// one's permits cost a lock per event), and a send never waits. Dropping the stream drops the
-/// chat.
+/// channel is at most what one step of the chat sent: the channel needs no bound, and a send
+/// never waits. Dropping the stream drops the chat.
 pub struct ChatStream {
-    rx: mpsc::UnboundedReceiver<ChatEvent>,
-    /// Woken by events from work beside the chat ([`crate::hooks::LateEvents`]): while the chat
-    /// runs, the channel is read without registering a waker there, because the chat's own
-    /// sends happen while this stream polls it, and a wake-up of the running task would only
-    /// poll it once more for nothing (once per streamed token).
-    late: Arc<futures::task::AtomicWaker>,
+    /// Read without waiting while the chat runs: the chat's own events are sent while this
+    /// stream polls it. Events from work beside the chat ([`crate::hooks::LateEvents`]) wake the
+    /// reader only when the stream waits ([`crate::types::EventReceiver`]).
+    events: EventReceiver,
     /// The chat itself, until it is over.
     chat: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// What the chat's panic said: the stream still ends with an `Error`.
@@ -367,15 +363,13 @@ impl ChatStream {
     /// Runs the chat that `start` makes of the events' sender and the late events' handle.
     fn new<F, Fut>(chat_id: String, start: F) -> Self
     where
-        F: FnOnce(mpsc::UnboundedSender<ChatEvent>, crate::hooks::LateEvents) -> Fut,
+        F: FnOnce(EventSender, crate::hooks::LateEvents) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let late = Arc::new(futures::task::AtomicWaker::new());
-        let late_events = crate::hooks::LateEvents::new(&tx, late.clone());
+        let (tx, events) = event_channel();
+        let late_events = crate::hooks::LateEvents::new(&tx);
         ChatStream {
-            rx,
-            late,
+            events,
             chat: Some(Box::pin(start(tx, late_events))),
             panicked: None,
             chat_id,
@@ -383,11 +377,9 @@ impl ChatStream {
         }
     }
 
-    /// An event already sent, without registering for the next one.
-    fn sent(&mut self) -> Option<ChatEvent> {
-        let event = self.rx.try_recv().ok()?;
+    fn yielded(&mut self, event: ChatEvent) -> Poll<Option<ChatEvent>> {
         self.ended = event.is_terminal();
-        Some(event)
+        Poll::Ready(Some(event))
     }
 }
 
@@ -395,56 +387,45 @@ impl Stream for ChatStream {
     type Item = ChatEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ChatEvent>> {
-        if self.ended {
+        let this = &mut *self;
+        if this.ended {
             return Poll::Ready(None);
         }
-        if self.chat.is_some() {
-            self.late.register(cx.waker());
-            if let Some(event) = self.sent() {
-                return Poll::Ready(Some(event));
+        if let Some(chat) = this.chat.as_mut() {
+            if let Some(event) = this.events.try_recv() {
+                return this.yielded(event);
             }
-        }
-        if let Some(chat) = self.chat.as_mut() {
             // A panic anywhere in the chat (a tool, the model, a hook) stays in the chat.
             let polled =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chat.as_mut().poll(cx)));
             match polled {
                 Ok(Poll::Pending) => {}
-                Ok(Poll::Ready(())) => self.chat = None,
+                Ok(Poll::Ready(())) => this.chat = None,
                 Err(payload) => {
-                    self.chat = None;
-                    self.panicked = Some(panic_message(payload));
+                    this.chat = None;
+                    this.panicked = Some(panic_message(payload));
                 }
             }
         }
-        if self.chat.is_some() {
-            // Still running: what it sent is there now; anything later wakes this task through
-            // the chat's own wakers or `late`.
-            return match self.sent() {
-                Some(event) => Poll::Ready(Some(event)),
-                None => Poll::Pending,
-            };
-        }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(event)) => {
-                self.ended = event.is_terminal();
-                Poll::Ready(Some(event))
-            }
+        // What the chat sent is there now. Still running: anything later wakes this task
+        // through the chat's own wakers or a late event's send.
+        match this.events.poll_recv(cx) {
+            Poll::Ready(Some(event)) => this.yielded(event),
+            Poll::Pending => Poll::Pending,
             // The chat dropped its sender without a last event: it panicked.
             Poll::Ready(None) => {
-                self.ended = true;
-                let cause = self
+                this.ended = true;
+                let cause = this
                     .panicked
                     .take()
                     .unwrap_or_else(|| "it ended without a result".into());
-                tracing::error!(chat = %self.chat_id, %cause, "the chat failed");
+                tracing::error!(chat = %this.chat_id, %cause, "the chat failed");
                 metrics::counter!("hookwire_chats_total", "outcome" => "internal").increment(1);
                 Poll::Ready(Some(ChatEvent::Error(ChatError::new(
                     ErrorCode::Internal,
                     "the chat failed unexpectedly on the server (details are in its log)",
                 ))))
             }
-            Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::HistoryBinding;
@@ -15,7 +14,9 @@ use super::turn::TurnRecord;
 use super::AgentInner;
 use crate::hooks::spend::HookSpend;
 use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutput};
-use crate::types::{ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, NoticeLevel};
+use crate::types::{
+    ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, EventSender, NoticeLevel,
+};
 use crate::types::{Message, Role};
 
 /// Why a chat ended early.
@@ -32,7 +33,7 @@ pub(super) struct ChatRun {
     pub(super) inner: Arc<AgentInner>,
     pub(super) hooks: HookStack,
     pub(super) ctx: HookContext,
-    tx: mpsc::UnboundedSender<ChatEvent>,
+    tx: EventSender,
     pub(super) cancel: CancellationToken,
     /// Everything sent as `text` so far (what a cancelled chat's `done` holds).
     pub(super) visible_text: String,
@@ -40,8 +41,8 @@ pub(super) struct ChatRun {
     pub(super) kept: Vec<String>,
     /// Whether the current model call has streamed text yet.
     pub(super) step_has_text: bool,
-    /// `hookwire_text_deltas_total`, looked up once per chat rather than once per token.
-    pub(super) text_deltas: metrics::Counter,
+    /// `hookwire_text_deltas_total`, counted in the chat and added in batches.
+    pub(super) text_deltas: DeltaCount,
     /// Whether a model call was made: a stop before it is `hook_blocked`, after it `stopped`.
     pub(super) model_called: bool,
     /// Retries hooks asked for so far (`post_llm_response` and `stop` share the limit).
@@ -74,7 +75,7 @@ pub(super) struct ChatRun {
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
     request: ChatRequest,
-    tx: mpsc::UnboundedSender<ChatEvent>,
+    tx: EventSender,
     late: crate::hooks::LateEvents,
     hook_call_of: Option<Arc<HookSpend>>,
     trace_id: Option<String>,
@@ -131,7 +132,7 @@ pub(crate) async fn run_chat(
         visible_text: String::new(),
         kept: Vec::new(),
         step_has_text: false,
-        text_deltas: metrics::counter!("hookwire_text_deltas_total"),
+        text_deltas: DeltaCount::new(),
         model_called: false,
         retries: 0,
         client_history: Vec::new(),
@@ -346,5 +347,66 @@ impl ChatRun {
         self.hooks.on_run_end(&mut self.ctx, &mut outcome).await;
         let _ = self.flush_outbox().await;
         outcome
+    }
+}
+
+/// Text deltas streamed, added to `hookwire_text_deltas_total` every [`DeltaCount::BATCH`] and
+/// when the chat ends, however it ends: one shared counter taken per token is a cache line that
+/// both cores fight over under load.
+pub(super) struct DeltaCount {
+    counter: metrics::Counter,
+    pending: u64,
+}
+
+impl DeltaCount {
+    const BATCH: u64 = 32;
+
+    fn new() -> Self {
+        Self {
+            counter: metrics::counter!("hookwire_text_deltas_total"),
+            pending: 0,
+        }
+    }
+
+    pub(super) fn add_one(&mut self) {
+        self.pending += 1;
+        if self.pending >= Self::BATCH {
+            self.counter.increment(std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+impl Drop for DeltaCount {
+    fn drop(&mut self) {
+        if self.pending > 0 {
+            self.counter.increment(self.pending);
+        }
+    }
+}
+
+#[cfg(test)]
+mod delta_count_tests {
+    use super::DeltaCount;
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    #[test]
+    fn text_deltas_reach_the_counter_in_batches_and_all_at_the_end() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let mut count = metrics::with_local_recorder(&recorder, DeltaCount::new);
+        for _ in 0..40 {
+            count.add_one();
+        }
+        assert!(
+            handle.render().contains("hookwire_text_deltas_total 32\n"),
+            "{}",
+            handle.render()
+        );
+        drop(count);
+        assert!(
+            handle.render().contains("hookwire_text_deltas_total 40\n"),
+            "{}",
+            handle.render()
+        );
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -145,23 +144,16 @@ impl RunConfig {
 /// once the chat's task ends nothing is sent; and a stream ends at `done` or `error`, so what
 /// arrives after it is never shown.
 ///
-/// The chat's stream reads its channel without waiting on it while the chat runs (the chat's own
-/// events are sent while the stream polls it), so a late event also wakes the stream's reader
-/// through `wake`.
+/// A late event wakes the chat's stream if it waits (see [`crate::types::EventSender`]).
 #[derive(Debug, Clone)]
 pub(crate) struct LateEvents {
-    events: tokio::sync::mpsc::WeakUnboundedSender<ChatEvent>,
-    wake: Arc<futures::task::AtomicWaker>,
+    events: crate::types::WeakEventSender,
 }
 
 impl LateEvents {
-    pub(crate) fn new(
-        events: &tokio::sync::mpsc::UnboundedSender<ChatEvent>,
-        wake: Arc<futures::task::AtomicWaker>,
-    ) -> Self {
+    pub(crate) fn new(events: &crate::types::EventSender) -> Self {
         Self {
             events: events.downgrade(),
-            wake,
         }
     }
     /// Sends a notice if the chat still runs (never waits; at most one notice per async hook
@@ -175,11 +167,7 @@ impl LateEvents {
             message,
             source,
         };
-        let sent = events.send(notice).is_ok();
-        if sent {
-            self.wake.wake();
-        }
-        sent
+        events.send(notice).is_ok()
     }
 }
 

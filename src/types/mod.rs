@@ -3,6 +3,7 @@
 //! module of the crate, so any module may use it (see the layers in ARCHITECTURE.md).
 
 mod chat;
+mod event_channel;
 mod message;
 mod problem;
 pub(crate) mod redact;
@@ -15,6 +16,7 @@ pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
     HookTrace, NoticeLevel, PendingCall, Resume,
 };
+pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEventSender};
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
 pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};

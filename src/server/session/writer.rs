@@ -3,11 +3,12 @@
 //! from the chat itself, so the chat runs in this task. A failed or stalled write closes the
 //! connection and cancels the session.
 
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
 use futures::channel::mpsc;
-use futures::{Sink, SinkExt, StreamExt};
+use futures::{FutureExt, Sink, SinkExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::forward::ChatFrames;
@@ -35,35 +36,10 @@ pub(super) async fn write_loop<W>(
     W::Error: std::fmt::Display,
 {
     let mut chat: Option<Box<ChatFrames>> = None;
-    loop {
-        let (message, last) = tokio::select! {
-            biased;
-            queued = queue.next() => match queued {
-                None => break,
-                // The reader starts a chat only once the previous one's last frame was taken:
-                // the one replaced has nothing more to say.
-                Some(Outbound::Chat(frames)) => {
-                    chat = Some(frames);
-                    continue;
-                }
-                Some(Outbound::Frame(frame)) => (text(&frame), false),
-                Some(Outbound::Ping) => (WsMessage::Ping(Default::default()), false),
-                Some(Outbound::Close(code, reason)) => (
-                    WsMessage::Close(Some(CloseFrame {
-                        code,
-                        reason: Utf8Bytes::from_static(reason),
-                    })),
-                    true,
-                ),
-            },
-            frame = next_frame(&mut chat) => match frame {
-                Some(frame) => (text(&frame), false),
-                None => {
-                    chat = None;
-                    continue;
-                }
-            },
-        };
+    // `None`: the queue is closed, the reader is gone.
+    while let Some((message, last)) =
+        std::future::poll_fn(|cx| poll_next(&mut queue, &mut chat, cx)).await
+    {
         if let Err(why) = write(&mut sink, message, stall).await {
             signals.fail(why);
             return;
@@ -79,11 +55,62 @@ fn text(frame: &ServerFrame) -> WsMessage {
     WsMessage::Text(Utf8Bytes::from(frame.to_json()))
 }
 
-/// The running chat's next frame; never ready while no chat runs.
-async fn next_frame(chat: &mut Option<Box<ChatFrames>>) -> Option<ServerFrame> {
-    match chat {
-        Some(frames) => frames.next().await,
-        None => std::future::pending().await,
+/// The next message to write, and whether it is the last (a close); `None` once the queue is
+/// closed. What the reader queued comes first, then the running chat's next frame. While the
+/// chat has frames ready the queue is only looked at; the writer registers to be woken by it
+/// only when the chat has to wait too (a registration per streamed frame was a measurable share
+/// of a token's CPU, docs/performance.md).
+fn poll_next(
+    queue: &mut mpsc::Receiver<Outbound>,
+    chat: &mut Option<Box<ChatFrames>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<(WsMessage, bool)>> {
+    loop {
+        let queued = match queue.try_recv() {
+            Ok(outbound) => Some(outbound),
+            Err(mpsc::TryRecvError::Closed) => return Poll::Ready(None),
+            Err(mpsc::TryRecvError::Empty) => None,
+        };
+        let queued = match queued {
+            Some(outbound) => outbound,
+            None => {
+                if let Some(frames) = chat {
+                    match frames.poll_next_unpin(cx) {
+                        Poll::Ready(Some(frame)) => {
+                            return Poll::Ready(Some((text(&frame), false)))
+                        }
+                        Poll::Ready(None) => {
+                            *chat = None;
+                            continue;
+                        }
+                        Poll::Pending => {}
+                    }
+                }
+                match queue.poll_next_unpin(cx) {
+                    Poll::Ready(Some(outbound)) => outbound,
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        };
+        let message = match queued {
+            // The reader starts a chat only once the previous one's last frame was taken: the
+            // one replaced has nothing more to say.
+            Outbound::Chat(frames) => {
+                *chat = Some(frames);
+                continue;
+            }
+            Outbound::Frame(frame) => (text(&frame), false),
+            Outbound::Ping => (WsMessage::Ping(Default::default()), false),
+            Outbound::Close(code, reason) => (
+                WsMessage::Close(Some(CloseFrame {
+                    code,
+                    reason: Utf8Bytes::from_static(reason),
+                })),
+                true,
+            ),
+        };
+        return Poll::Ready(Some(message));
     }
 }
 
@@ -93,10 +120,16 @@ where
     W: Sink<WsMessage> + Unpin,
     W::Error: std::fmt::Display,
 {
+    // Most writes complete at once: the stall watchdog's timer is set only for one that waits
+    // (a timer per frame was a measurable share of a streamed token's CPU).
     // The sink's error type need not be `Send`: keep only its text across awaits.
-    let sent = tokio::time::timeout(stall, sink.send(message))
-        .await
+    let mut send = sink
+        .send(message)
         .map(|result| result.map_err(|error| error.to_string()));
+    let sent = match futures::poll!(&mut send) {
+        Poll::Ready(result) => Ok(result),
+        Poll::Pending => tokio::time::timeout(stall, send).await,
+    };
     match sent {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {

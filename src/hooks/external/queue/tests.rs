@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use super::super::config::parse_hooks;
 use super::super::outcome::RunResult;
@@ -108,11 +108,8 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     let runner = Arc::new(Gated::default());
     let queue = AsyncHooks::new(runner.clone(), 4, 4);
     let hook = hook();
-    let (events, mut received) = mpsc::unbounded_channel();
-    assert!(queue.submit(job(
-        &hook,
-        Some(LateEvents::new(&events, Default::default()))
-    )));
+    let (events, mut received) = crate::types::event_channel();
+    assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
     until(|| runner.started.load(Ordering::SeqCst) == 1).await;
     runner.gate.notify_waiters();
     let notice = tokio::time::timeout(Duration::from_secs(5), received.recv())
@@ -128,10 +125,7 @@ async fn a_notice_reaches_the_chat_only_while_it_runs() {
     );
     // The chat ended (its sender is gone): a later notice goes nowhere, and the channel is not
     // kept open by the queue.
-    assert!(queue.submit(job(
-        &hook,
-        Some(LateEvents::new(&events, Default::default()))
-    )));
+    assert!(queue.submit(job(&hook, Some(LateEvents::new(&events)))));
     until(|| runner.started.load(Ordering::SeqCst) == 2).await;
     drop(events);
     runner.gate.notify_waiters();

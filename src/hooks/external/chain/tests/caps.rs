@@ -17,14 +17,14 @@ async fn an_async_hook_is_handed_to_the_queue_with_the_values_so_far_and_the_cha
         }))
     }));
     let queue = AsyncHooks::new(runner.clone(), 8, 8);
-    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let (events, mut received) = crate::types::event_channel();
     let chain = Chain {
         event: Event::PreSendMessage,
         hooks: &hooks,
         budget: BUDGET,
         background: Some(Background {
             queue: &queue,
-            notices: Some(LateEvents::new(&events, Default::default())),
+            notices: Some(LateEvents::new(&events)),
             source: "external",
         }),
         spend: Default::default(),
