@@ -9,8 +9,8 @@
 //!
 //! Written here rather than taken from `eventsource-stream`: that crate re-allocated its buffer
 //! for every line and built each event's type and id strings, about 5% of the server's CPU per
-//! streamed token under load (docs/performance.md). This reader scans each chunk once and
-//! allocates only the data it hands out.
+//! streamed token under load (docs/performance.md). This reader scans each chunk once and lends
+//! each event's data from buffers it reuses.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -29,13 +29,18 @@ pub(super) enum EventStreamError<E> {
     Transport(E),
 }
 
-/// The events of a byte stream: each item is one event's data.
+/// The events of a byte stream: [`EventStream::poll_event`] lends each event's data.
 pub(super) struct EventStream<S> {
     body: S,
     /// Bytes read and not yet taken as lines.
     buffer: Vec<u8>,
     /// The data of the event being read, each line followed by LF.
     data: String,
+    /// The last event handed out; its buffer and `data`'s take turns, so reading an event
+    /// allocates nothing once they have grown to an event's size.
+    event: String,
+    /// Bytes of the body read so far.
+    read: usize,
     /// The body has ended.
     ended: bool,
     /// Whether the first bytes were seen (a byte-order mark may open the stream).
@@ -50,6 +55,8 @@ impl<S> EventStream<S> {
             body,
             buffer: Vec::new(),
             data: String::new(),
+            event: String::new(),
+            read: 0,
             ended: false,
             started: false,
             after_cr: false,
@@ -62,8 +69,46 @@ where
     S: Stream<Item = Result<B, E>> + Unpin,
     B: AsRef<[u8]>,
 {
-    /// The next event complete in the buffer, if any; the lines read are removed.
-    fn next_in_buffer(&mut self) -> Option<Result<String, EventStreamError<E>>> {
+    /// Bytes of the body read so far.
+    pub(super) fn bytes_read(&self) -> usize {
+        self.read
+    }
+
+    /// The data of the event [`EventStream::poll_event`] last read.
+    pub(super) fn event(&self) -> &str {
+        &self.event
+    }
+
+    /// Reads the next event (its data is then [`EventStream::event`]); an error ends the
+    /// stream; `None` at the body's end.
+    pub(super) fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(), EventStreamError<E>>>> {
+        loop {
+            match self.next_in_buffer() {
+                Some(Ok(())) => return Poll::Ready(Some(Ok(()))),
+                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                None => {}
+            }
+            if self.ended {
+                // An event the body ended in the middle of is not dispatched.
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut self.body).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => self.take_chunk(chunk.as_ref()),
+                Poll::Ready(Some(Err(error))) => {
+                    return Poll::Ready(Some(Err(EventStreamError::Transport(error))))
+                }
+                Poll::Ready(None) => self.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    /// Moves the next event complete in the buffer, if any, to `event`; the lines read are
+    /// removed.
+    fn next_in_buffer(&mut self) -> Option<Result<(), EventStreamError<E>>> {
         if !self.started {
             // A byte-order mark may come split over chunks: wait until it can be told.
             if self.buffer.len() < BOM.len() && BOM.starts_with(&self.buffer) && !self.ended {
@@ -91,9 +136,10 @@ where
             let line = &self.buffer[line_start..end];
             if line.is_empty() {
                 if !self.data.is_empty() {
-                    let mut data = std::mem::take(&mut self.data);
-                    data.pop(); // the LF after the last line
-                    found = Some(Ok(data));
+                    std::mem::swap(&mut self.event, &mut self.data);
+                    self.data.clear();
+                    self.event.pop(); // the LF after the last line
+                    found = Some(Ok(()));
                     break;
                 }
             } else if let Err(error) = add_line(&mut self.data, line) {
@@ -113,6 +159,7 @@ where
                 chunk = &chunk[1..]; // the LF of a CRLF split between chunks
             }
         }
+        self.read += chunk.len();
         self.buffer.extend_from_slice(chunk);
     }
 }
@@ -136,6 +183,8 @@ fn add_line(data: &mut String, line: &[u8]) -> Result<(), std::str::Utf8Error> {
     Ok(())
 }
 
+/// Each event's data as an owned string (the tests read it so).
+#[cfg(test)]
 impl<S, B, E> Stream for EventStream<S>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
@@ -145,23 +194,8 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        loop {
-            if let Some(event) = this.next_in_buffer() {
-                return Poll::Ready(Some(event));
-            }
-            if this.ended {
-                // An event the body ended in the middle of is not dispatched.
-                return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.body).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.take_chunk(chunk.as_ref()),
-                Poll::Ready(Some(Err(error))) => {
-                    return Poll::Ready(Some(Err(EventStreamError::Transport(error))))
-                }
-                Poll::Ready(None) => this.ended = true,
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+        this.poll_event(cx)
+            .map(|event| event.map(|read| read.map(|()| this.event.clone())))
     }
 }
 

@@ -4,13 +4,13 @@
 //! after its first error or its end. What an event means is the protocol's [`Decoder`]'s job.
 //! Dropping the stream drops the response and so the upstream connection; no task is spawned.
 
+use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::event_stream::{EventStream, EventStreamError};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde_json::Value;
 
 use super::{LlmError, ModelEvent, ModelStream};
@@ -34,7 +34,7 @@ pub(super) fn client(connect_timeout: Duration) -> Result<reqwest::Client, LlmEr
 }
 
 /// What a protocol makes of the events of one reply.
-pub(super) trait Decoder: Send + 'static {
+pub(super) trait Decoder: Send + Unpin + 'static {
     /// One event's data: `None` to read on, `Some` for an event to hand out (a `Finished` ends
     /// the stream) or an error (which ends it too).
     fn event(&mut self, data: &str) -> Option<Result<ModelEvent, LlmError>>;
@@ -123,81 +123,84 @@ pub(super) async fn stream<D: Decoder>(
             retry_after,
         });
     }
-    let received = Arc::new(AtomicUsize::new(0));
-    let counter = received.clone();
-    let bytes = response.bytes_stream().inspect(move |chunk| {
-        if let Ok(bytes) = chunk {
-            counter.fetch_add(bytes.len(), Ordering::Relaxed);
-        }
-    });
+    let now = tokio::time::Instant::now();
     let reading = Reading {
-        events: Box::pin(EventStream::new(Box::pin(bytes))),
-        received,
+        events: EventStream::new(Box::pin(response.bytes_stream())),
         decoder,
         idle_timeout: idle,
-        idle: Box::pin(tokio::time::sleep(idle)),
-        last_event: tokio::time::Instant::now(),
+        idle: Box::pin(tokio::time::sleep_until(now + idle)),
+        last_event: now,
+        reading: false,
         max_bytes,
+        over: false,
     };
-    // After an error or the end, the stream stops.
-    let stream = futures::stream::unfold(Some(reading), |state| async move {
-        let mut reading = state?;
-        match reading.next().await? {
-            Ok(event @ ModelEvent::Finished { .. }) => Some((Ok(event), None)),
-            Ok(event) => Some((Ok(event), Some(reading))),
-            Err(error) => Some((Err(error), None)),
-        }
-    });
-    Ok(stream.boxed())
+    Ok(Box::pin(reading))
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<String, EventStreamError<reqwest::Error>>> + Send>>;
-
-/// The state of one streamed reply.
-struct Reading<D> {
-    events: Events,
-    received: Arc<AtomicUsize>,
+/// One streamed reply, read as it is polled: no task, no future per event (an `unfold` of an
+/// `async fn` moved this state in and out for every token, docs/performance.md).
+struct Reading<D, S> {
+    events: EventStream<S>,
     decoder: D,
     idle_timeout: Duration,
     /// One timer for the whole reply, moved to `last_event + idle_timeout` only when it fires
     /// early: a timer per read (set, then cancelled by the event) was a measurable share of a
     /// streamed token's cost under load (docs/performance.md).
     idle: Pin<Box<tokio::time::Sleep>>,
+    /// When the current read began: silence is counted from each read, as a timeout per read
+    /// would count it.
     last_event: tokio::time::Instant,
+    /// A read is under way (`last_event` is its start).
+    reading: bool,
     max_bytes: usize,
+    /// After an error or the end, the stream stops.
+    over: bool,
 }
 
-impl<D: Decoder> Reading<D> {
-    /// The next model event, or `None` when the reply has ended.
-    async fn next(&mut self) -> Option<Result<ModelEvent, LlmError>> {
-        loop {
-            // Silence is counted from each read, as a timeout per read would count it.
-            self.last_event = tokio::time::Instant::now();
-            let next = loop {
-                tokio::select! {
-                    biased;
-                    next = self.events.next() => break next,
-                    () = self.idle.as_mut() => {
-                        let deadline = self.last_event + self.idle_timeout;
-                        if deadline <= tokio::time::Instant::now() {
-                            return Some(Err(LlmError::Timeout(self.idle_timeout)));
-                        }
-                        self.idle.as_mut().reset(deadline);
+impl<D, S, B> Stream for Reading<D, S>
+where
+    D: Decoder,
+    S: Stream<Item = reqwest::Result<B>> + Unpin,
+    B: AsRef<[u8]>,
+{
+    type Item = Result<ModelEvent, LlmError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.over {
+            return Poll::Ready(None);
+        }
+        let item = loop {
+            if !this.reading {
+                this.last_event = tokio::time::Instant::now();
+                this.reading = true;
+            }
+            match this.events.poll_event(cx) {
+                Poll::Ready(Some(Ok(()))) => {}
+                Poll::Ready(Some(Err(error))) => break Err(stream_error(error)),
+                Poll::Ready(None) => break this.decoder.end(),
+                Poll::Pending => {
+                    if this.idle.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
                     }
+                    let deadline = this.last_event + this.idle_timeout;
+                    if deadline <= tokio::time::Instant::now() {
+                        break Err(LlmError::Timeout(this.idle_timeout));
+                    }
+                    this.idle.as_mut().reset(deadline);
+                    continue;
                 }
             };
-            let event = match next {
-                None => return Some(self.decoder.end()),
-                Some(Err(error)) => return Some(Err(stream_error(error))),
-                Some(Ok(event)) => event,
-            };
-            if self.received.load(Ordering::Relaxed) > self.max_bytes {
-                return Some(Err(LlmError::TooLarge(self.max_bytes)));
+            this.reading = false;
+            if this.events.bytes_read() > this.max_bytes {
+                break Err(LlmError::TooLarge(this.max_bytes));
             }
-            if let Some(item) = self.decoder.event(&event) {
-                return Some(item);
+            if let Some(item) = this.decoder.event(this.events.event()) {
+                break item;
             }
-        }
+        };
+        this.over = !matches!(item, Ok(ModelEvent::Text(_)));
+        Poll::Ready(Some(item))
     }
 }
 

@@ -239,3 +239,55 @@ async fn no_credential_of_the_base_url_reaches_an_error_frame() {
     assert_eq!(request.uri.query(), Some("key=canarykey"));
     server.shutdown().await;
 }
+
+/// A reply longer than `max_stream_bytes` ends with an error once the limit is passed, after the
+/// text that came before it.
+#[tokio::test]
+async fn a_reply_over_the_byte_limit_ends_with_an_error() {
+    use futures::StreamExt;
+    use hookwire::llm::{
+        ChatModel, LlmError, ModelEvent, ModelRequest, OpenAiClient, OpenAiConfig,
+    };
+    let upstream = FakeUpstream::start().await;
+    let piece = |i: usize| Piece::Raw(chunk(json!({"content": format!("piece {i:02} ")})));
+    // Three events, then (once the client has read them) 47 more: 10 events' bytes are the
+    // limit.
+    let gate = Gate::new();
+    let mut body: Vec<Piece> = (0..3).map(piece).collect();
+    body.push(Piece::Until(gate.clone()));
+    body.extend((3..50).map(piece));
+    body.push(Piece::Raw("data: [DONE]\n\n".into()));
+    upstream.push(Reply::Sse(body));
+    let limit = chunk(json!({"content":"piece 00 "})).len() * 10;
+    let client = OpenAiClient::new(OpenAiConfig {
+        base_url: upstream.base_url.clone(),
+        max_stream_bytes: limit,
+        ..Default::default()
+    })
+    .unwrap();
+    let request = ModelRequest {
+        model: "fake-model".into(),
+        messages: vec![hookwire::Message::user("hi")],
+        tools: Vec::new(),
+    };
+    let mut stream = client.stream(request).await.unwrap();
+    let mut texts = 0;
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ModelEvent::Text(_)) => {
+                texts += 1;
+                if texts == 3 {
+                    gate.open();
+                }
+            }
+            other => last = Some(other),
+        }
+    }
+    assert_eq!(
+        last,
+        Some(Err(LlmError::TooLarge(limit))),
+        "after {texts} texts"
+    );
+    assert!((3..=10).contains(&texts), "{texts} texts before the limit");
+}

@@ -18,7 +18,14 @@ use crate::types::{ChatEvent, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::{Speech, Spoken};
 
 type ChatEvents = crate::agent::ChatStream;
-type FrameSource = Pin<Box<dyn Stream<Item = ServerFrame> + Send>>;
+
+/// Where a chat's frames come from.
+enum FrameSource {
+    /// The events themselves, each made a frame as it is taken.
+    Unspoken(ChatEvents),
+    /// The speech pipeline's order of frames and audio.
+    Spoken(Pin<Box<dyn Stream<Item = ServerFrame> + Send>>),
+}
 
 /// What a chat's frames are addressed with.
 #[derive(Clone)]
@@ -85,9 +92,12 @@ impl ChatFrames {
                     .into(),
             )
         });
-        let framing = context.clone();
-        let source = events.map(move |event| framing.frame(event)).boxed();
-        Self::new(source, context, after_start, finished)
+        Self::new(
+            FrameSource::Unspoken(events),
+            context,
+            after_start,
+            finished,
+        )
     }
 
     /// The events as frames with the answer's `audio` frames among them, in the order of
@@ -99,7 +109,7 @@ impl ChatFrames {
         finished: CancellationToken,
     ) -> Self {
         let source = spoken_frames(events, speech, context.clone()).boxed();
-        Self::new(source, context, None, finished)
+        Self::new(FrameSource::Spoken(source), context, None, finished)
     }
 
     fn new(
@@ -142,29 +152,36 @@ impl Stream for ChatFrames {
     type Item = ServerFrame;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerFrame>> {
+        let this = &mut *self;
         loop {
-            if let Some(frame) = self.queued.pop_front() {
-                if self.over && self.queued.is_empty() {
-                    self.finished.cancel();
+            if let Some(frame) = this.queued.pop_front() {
+                if this.over && this.queued.is_empty() {
+                    this.finished.cancel();
                 }
                 return Poll::Ready(Some(frame));
             }
-            if self.over {
+            if this.over {
                 return Poll::Ready(None);
             }
-            match self.source.poll_next_unpin(cx) {
+            let polled = match &mut this.source {
+                FrameSource::Unspoken(events) => events
+                    .poll_next_unpin(cx)
+                    .map(|event| event.map(|event| this.context.frame(event))),
+                FrameSource::Spoken(frames) => frames.poll_next_unpin(cx),
+            };
+            match polled {
                 Poll::Ready(Some(frame))
                     if crate::server::fit::is_fitting_text(
                         &frame,
-                        self.context.max_frame_bytes,
+                        this.context.max_frame_bytes,
                     ) =>
                 {
                     return Poll::Ready(Some(frame));
                 }
-                Poll::Ready(Some(frame)) => self.queue(frame),
+                Poll::Ready(Some(frame)) => this.queue(frame),
                 Poll::Ready(None) => {
-                    let frame = self.context.no_end();
-                    self.queue(frame);
+                    let frame = this.context.no_end();
+                    this.queue(frame);
                 }
                 Poll::Pending => return Poll::Pending,
             }
