@@ -210,6 +210,11 @@ impl ChatRun {
                     finish_reason,
                     usage,
                 })) => {
+                    // A cancel that came while the stream had items ready is not missed at
+                    // the end (they are looked at only every few items).
+                    if self.cancel.is_cancelled() {
+                        return Err(Interrupt::Cancelled);
+                    }
                     if let TextMode::Planning(detector) = &mut mode {
                         if let MarkerState::Answer { held } = detector.finish() {
                             self.send_text(held).await?;

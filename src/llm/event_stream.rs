@@ -27,6 +27,8 @@ pub(super) enum EventStreamError<E> {
     Utf8(std::str::Utf8Error),
     /// The body failed.
     Transport(E),
+    /// The body passed the byte limit.
+    TooLarge,
 }
 
 /// The events of a byte stream: [`EventStream::poll_event`] lends each event's data.
@@ -39,8 +41,9 @@ pub(super) struct EventStream<S> {
     /// The last event handed out; its buffer and `data`'s take turns, so reading an event
     /// allocates nothing once they have grown to an event's size.
     event: String,
-    /// Bytes of the body read so far.
+    /// Bytes of the body read so far, and the most it may have.
     read: usize,
+    limit: usize,
     /// The body has ended.
     ended: bool,
     /// Whether the first bytes were seen (a byte-order mark may open the stream).
@@ -50,13 +53,15 @@ pub(super) struct EventStream<S> {
 }
 
 impl<S> EventStream<S> {
-    pub(super) fn new(body: S) -> Self {
+    /// The events of `body`, which may be at most `limit` bytes long.
+    pub(super) fn new(body: S, limit: usize) -> Self {
         Self {
             body,
             buffer: Vec::new(),
             data: String::new(),
             event: String::new(),
             read: 0,
+            limit,
             ended: false,
             started: false,
             after_cr: false,
@@ -69,11 +74,6 @@ where
     S: Stream<Item = Result<B, E>> + Unpin,
     B: AsRef<[u8]>,
 {
-    /// Bytes of the body read so far.
-    pub(super) fn bytes_read(&self) -> usize {
-        self.read
-    }
-
     /// The data of the event [`EventStream::poll_event`] last read.
     pub(super) fn event(&self) -> &str {
         &self.event
@@ -96,7 +96,18 @@ where
                 return Poll::Ready(None);
             }
             match Pin::new(&mut self.body).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => self.take_chunk(chunk.as_ref()),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    // Checked as the bytes come, not as events end: a line that never ends
+                    // cannot grow the buffer past the limit.
+                    self.read = self.read.saturating_add(chunk.as_ref().len());
+                    if self.read > self.limit {
+                        self.ended = true;
+                        self.buffer.clear();
+                        self.data.clear();
+                        return Poll::Ready(Some(Err(EventStreamError::TooLarge)));
+                    }
+                    self.take_chunk(chunk.as_ref());
+                }
                 Poll::Ready(Some(Err(error))) => {
                     return Poll::Ready(Some(Err(EventStreamError::Transport(error))))
                 }
@@ -159,7 +170,6 @@ where
                 chunk = &chunk[1..]; // the LF of a CRLF split between chunks
             }
         }
-        self.read += chunk.len();
         self.buffer.extend_from_slice(chunk);
     }
 }
@@ -213,16 +223,36 @@ mod tests {
                 .map(|chunk| Ok::<_, std::io::Error>(chunk.to_vec()))
                 .collect::<Vec<_>>(),
         );
-        let mut events = EventStream::new(body);
+        let mut events = EventStream::new(body, usize::MAX);
         let mut data = Vec::new();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => data.push(event),
                 Err(EventStreamError::Utf8(error)) => return (data, Some(error.to_string())),
                 Err(EventStreamError::Transport(error)) => return (data, Some(error.to_string())),
+                Err(EventStreamError::TooLarge) => return (data, Some("too large".into())),
             }
         }
         (data, None)
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_ends_even_inside_a_line_that_never_ends() {
+        let long_line = format!("data: {}", "x".repeat(100));
+        let chunks: Vec<&[u8]> = vec![b"data: a\n\n", long_line.as_bytes(), long_line.as_bytes()];
+        let body = futures::stream::iter(
+            chunks
+                .iter()
+                .map(|chunk| Ok::<_, std::io::Error>(chunk.to_vec()))
+                .collect::<Vec<_>>(),
+        );
+        let mut events = EventStream::new(body, 150);
+        assert_eq!(events.next().await.unwrap().unwrap(), "a");
+        assert!(matches!(
+            events.next().await,
+            Some(Err(EventStreamError::TooLarge))
+        ));
+        assert!(events.next().await.is_none());
     }
 
     #[tokio::test]

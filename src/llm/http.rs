@@ -104,7 +104,7 @@ pub(super) async fn stream<D: Decoder>(
                 reason: root_cause(&error.without_url()),
             })
         }
-        Ok(Err(error)) if error.is_request() => {
+        Ok(Err(error)) if closed_before_answer(&error) => {
             return Err(LlmError::NoAnswer(root_cause(&error.without_url())))
         }
         Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error.without_url()))),
@@ -125,7 +125,7 @@ pub(super) async fn stream<D: Decoder>(
     }
     let now = tokio::time::Instant::now();
     let reading = Reading {
-        events: EventStream::new(Box::pin(response.bytes_stream())),
+        events: EventStream::new(Box::pin(response.bytes_stream()), max_bytes),
         decoder,
         idle_timeout: idle,
         idle: Box::pin(tokio::time::sleep_until(now + idle)),
@@ -177,7 +177,7 @@ where
             }
             match this.events.poll_event(cx) {
                 Poll::Ready(Some(Ok(()))) => {}
-                Poll::Ready(Some(Err(error))) => break Err(stream_error(error)),
+                Poll::Ready(Some(Err(error))) => break Err(stream_error(error, this.max_bytes)),
                 Poll::Ready(None) => break this.decoder.end(),
                 Poll::Pending => {
                     if this.idle.as_mut().poll(cx).is_pending() {
@@ -192,9 +192,6 @@ where
                 }
             };
             this.reading = false;
-            if this.events.bytes_read() > this.max_bytes {
-                break Err(LlmError::TooLarge(this.max_bytes));
-            }
             if let Some(item) = this.decoder.event(this.events.event()) {
                 break item;
             }
@@ -204,10 +201,11 @@ where
     }
 }
 
-fn stream_error(error: EventStreamError<reqwest::Error>) -> LlmError {
+fn stream_error(error: EventStreamError<reqwest::Error>, max_bytes: usize) -> LlmError {
     match error {
         EventStreamError::Utf8(e) => LlmError::Malformed(format!("invalid UTF-8: {e}")),
         EventStreamError::Transport(e) => LlmError::Stream(root_cause(&e.without_url())),
+        EventStreamError::TooLarge => LlmError::TooLarge(max_bytes),
     }
 }
 
@@ -231,6 +229,31 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// The most specific text of an error's source chain ("Connection refused (os error 111)").
+/// The connection closed or was reset before the response's head: nothing was answered, so
+/// sending again is safe. A malformed response, or any other failure, is not this.
+fn closed_before_answer(error: &reqwest::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            if hyper.is_incomplete_message() {
+                return true;
+            }
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            ) {
+                return true;
+            }
+        }
+        current = error.source();
+    }
+    false
+}
+
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
     while let Some(source) = current.source() {

@@ -76,6 +76,39 @@ async fn a_connection_closed_before_any_answer_is_retried() {
     server.shutdown().await;
 }
 
+/// A server that answers something that is not HTTP has answered: the call is not sent again.
+#[tokio::test]
+async fn a_malformed_answer_is_not_retried() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut buffer = [0u8; 4096];
+            let _ = client.read(&mut buffer).await;
+            let _ = client.write_all(b"NOT HTTP AT ALL\r\n\r\n").await;
+        }
+    });
+    let server = TestServer::builder()
+        .config(move |c| {
+            c.llm.base_url = Some(format!("http://{addr}/v1"));
+            c.llm.api_key = Some("test-key".into());
+        })
+        .start()
+        .await;
+    let frames = direct_chat(&server).await;
+    let last = frames.last().unwrap();
+    assert_eq!(last["type"], "error", "{frames:?}");
+    assert_eq!(last["code"], "upstream");
+    assert!(notices(&frames).is_empty(), "{frames:?}");
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_500_twice_then_success_takes_both_retries() {
     let upstream = FakeUpstream::start().await;
