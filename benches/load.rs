@@ -815,14 +815,10 @@ async fn short_chats() -> Option<ShortChats> {
 async fn soak() {
     const CONNECTIONS: usize = 10_000;
     let minutes = env_number("HOOKWIRE_SOAK_MINUTES", 10);
-    let Some(ShortChats {
-        _scratch,
-        _upstream,
-        hookwire,
-    }) = short_chats().await
-    else {
+    let Some(chats) = short_chats().await else {
         return;
     };
+    let hookwire = &chats.hookwire;
     let start_rss = hookwire.rss();
     let sockets = connect_many(&hookwire.ws_url(), CONNECTIONS).await;
     println!(
@@ -916,14 +912,10 @@ async fn soak() {
 async fn rounds() {
     let connections = env_number("HOOKWIRE_ROUNDS_CONNECTIONS", 2000) as usize;
     let rounds = env_number("HOOKWIRE_ROUNDS", 40);
-    let Some(ShortChats {
-        _scratch,
-        _upstream,
-        hookwire,
-    }) = short_chats().await
-    else {
+    let Some(chats) = short_chats().await else {
         return;
     };
+    let hookwire = &chats.hookwire;
     let mut sockets = connect_many(&hookwire.ws_url(), connections).await;
     // An empty window: no latency samples, only the chats.
     let window = Window {
