@@ -163,19 +163,13 @@ impl ChatRun {
     ) -> Outcome<LlmResponse> {
         let mut content = String::new();
         let mut first_text = true;
-        // Cancellation is polled when the stream has nothing ready, by one future registered for
-        // the whole reply, and checked every few items besides: a token's cost, taken per item
-        // with a new future each time, was a measurable share of a streamed token's
-        // (docs/performance.md).
-        let cancelled = self.cancel.clone().cancelled_owned();
-        tokio::pin!(cancelled);
+        // A cancel that comes while the stream waits ends the chat around this call
+        // (`run::run_chat` drops it); while the stream keeps having items ready, it is looked
+        // at every few items here. A cancellation future polled per item was a measurable share
+        // of a streamed token's CPU (docs/performance.md).
         let mut items: u32 = 0;
         loop {
-            let item = tokio::select! {
-                biased;
-                item = stream.next() => item,
-                _ = &mut cancelled => return Err(Interrupt::Cancelled),
-            };
+            let item = stream.next().await;
             items = items.wrapping_add(1);
             if items.is_multiple_of(CANCEL_CHECK_EVERY) && self.cancel.is_cancelled() {
                 return Err(Interrupt::Cancelled);

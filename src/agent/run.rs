@@ -3,7 +3,9 @@
 //! `on_run_end` whatever the end, a cancel included). What
 //! happens in between is in `phases` (docs/design.md §1 and the skill prompt hooks' flow chart).
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -17,7 +19,7 @@ use crate::hooks::{Flow, HookContext, HookStack, RunConfig, RunOutcome, RunOutpu
 use crate::types::{
     ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, EventSender, NoticeLevel,
 };
-use crate::types::{Message, Role};
+use crate::types::{Message, Role, SideWait};
 
 /// Why a chat ended early.
 pub(super) enum Interrupt {
@@ -156,11 +158,23 @@ pub(crate) async fn run_chat(
     };
     let started = Instant::now();
     // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
-    // future is dropped, which drops the upstream request or kills the hook's processes.
-    let cancel = run.cancel.clone();
-    let result = tokio::select! {
-        _ = cancel.cancelled() => Err(Interrupt::Cancelled),
-        result = run.execute(request) => result,
+    // future is dropped, which drops the upstream request or kills the hook's processes. The
+    // cancellation is polled only when it woke the task, not at every streamed token.
+    let cancelled = run.cancel.clone().cancelled_owned();
+    let result = {
+        let execute = run.execute(request);
+        tokio::pin!(cancelled, execute);
+        let mut cancel_wait = SideWait::new();
+        std::future::poll_fn(|cx| {
+            if cancel_wait
+                .poll(cx, |cx| cancelled.as_mut().poll(cx))
+                .is_ready()
+            {
+                return Poll::Ready(Err(Interrupt::Cancelled));
+            }
+            execute.as_mut().poll(cx)
+        })
+        .await
     };
     let outcome = run.finish(result).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());

@@ -14,6 +14,7 @@ use futures::Stream;
 use serde_json::Value;
 
 use super::{LlmError, ModelEvent, ModelStream};
+use crate::types::SideWait;
 
 /// The longest upstream error text shown to the person.
 pub(super) const MAX_ERROR_TEXT: usize = 500;
@@ -129,6 +130,7 @@ pub(super) async fn stream<D: Decoder>(
         decoder,
         idle_timeout: idle,
         idle: Box::pin(tokio::time::sleep_until(now + idle)),
+        idle_wait: SideWait::new(),
         last_event: now,
         reading: false,
         max_bytes,
@@ -147,6 +149,9 @@ struct Reading<D, S> {
     /// early: a timer per read (set, then cancelled by the event) was a measurable share of a
     /// streamed token's cost under load (docs/performance.md).
     idle: Pin<Box<tokio::time::Sleep>>,
+    /// The timer is polled only when it fired (or was moved), not at every wait: registering
+    /// it again per token was a measurable share of a token's cost too.
+    idle_wait: SideWait,
     /// When the current read began: silence is counted from each read, as a timeout per read
     /// would count it.
     last_event: tokio::time::Instant,
@@ -180,7 +185,12 @@ where
                 Poll::Ready(Some(Err(error))) => break Err(stream_error(error, this.max_bytes)),
                 Poll::Ready(None) => break this.decoder.end(),
                 Poll::Pending => {
-                    if this.idle.as_mut().poll(cx).is_pending() {
+                    let idle = &mut this.idle;
+                    if this
+                        .idle_wait
+                        .poll(cx, |cx| idle.as_mut().poll(cx))
+                        .is_pending()
+                    {
                         return Poll::Pending;
                     }
                     let deadline = this.last_event + this.idle_timeout;
@@ -188,6 +198,7 @@ where
                         break Err(LlmError::Timeout(this.idle_timeout));
                     }
                     this.idle.as_mut().reset(deadline);
+                    this.idle_wait.look_again();
                     continue;
                 }
             };

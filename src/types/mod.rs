@@ -8,6 +8,7 @@ mod message;
 mod problem;
 pub(crate) mod redact;
 mod schema;
+mod side_wait;
 mod tool;
 
 pub(crate) use chat::MAX_DENY_REASON_CHARS;
@@ -20,4 +21,5 @@ pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEv
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
 pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
+pub(crate) use side_wait::SideWait;
 pub use tool::{ToolOutput, ToolSpec};

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::forward::ChatFrames;
 use super::{close_code, Outbound, WriteFailure};
 use crate::server::frames::ServerFrame;
+use crate::types::SideWait;
 
 /// How the writer tells the reader that it failed.
 pub(super) struct WriterSignals {
@@ -36,9 +37,10 @@ pub(super) async fn write_loop<W>(
     W::Error: std::fmt::Display,
 {
     let mut chat: Option<Box<ChatFrames>> = None;
+    let mut queue_wait = SideWait::new();
     // `None`: the queue is closed, the reader is gone.
     while let Some((message, last)) =
-        std::future::poll_fn(|cx| poll_next(&mut queue, &mut chat, cx)).await
+        std::future::poll_fn(|cx| poll_next(&mut queue, &mut queue_wait, &mut chat, cx)).await
     {
         if let Err(why) = write(&mut sink, message, stall).await {
             signals.fail(why);
@@ -56,39 +58,29 @@ fn text(frame: &ServerFrame) -> WsMessage {
 }
 
 /// The next message to write, and whether it is the last (a close); `None` once the queue is
-/// closed. What the reader queued comes first, then the running chat's next frame. While the
-/// chat has frames ready the queue is only looked at; the writer registers to be woken by it
-/// only when the chat has to wait too (a registration per streamed frame was a measurable share
-/// of a token's CPU, docs/performance.md).
+/// closed. What the reader queued comes first, then the running chat's next frame. The queue is
+/// polled only when it woke the writer ([`SideWait`]): looked at before every streamed frame, it
+/// was a measurable share of a token's CPU (docs/performance.md).
 fn poll_next(
     queue: &mut mpsc::Receiver<Outbound>,
+    queue_wait: &mut SideWait,
     chat: &mut Option<Box<ChatFrames>>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<(WsMessage, bool)>> {
     loop {
-        let queued = match queue.try_recv() {
-            Ok(outbound) => Some(outbound),
-            Err(mpsc::TryRecvError::Closed) => return Poll::Ready(None),
-            Err(mpsc::TryRecvError::Empty) => None,
-        };
-        let queued = match queued {
-            Some(outbound) => outbound,
-            None => {
-                if let Some(frames) = chat {
-                    match frames.poll_next_unpin(cx) {
-                        Poll::Ready(Some(frame)) => {
-                            return Poll::Ready(Some((text(&frame), false)))
-                        }
-                        Poll::Ready(None) => {
-                            *chat = None;
-                            continue;
-                        }
-                        Poll::Pending => {}
+        let queued = match queue_wait.poll(cx, |cx| queue.poll_next_unpin(cx)) {
+            Poll::Ready(Some(outbound)) => outbound,
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {
+                let Some(frames) = chat else {
+                    return Poll::Pending;
+                };
+                match frames.poll_next_unpin(cx) {
+                    Poll::Ready(Some(frame)) => return Poll::Ready(Some((text(&frame), false))),
+                    Poll::Ready(None) => {
+                        *chat = None;
+                        continue;
                     }
-                }
-                match queue.poll_next_unpin(cx) {
-                    Poll::Ready(Some(outbound)) => outbound,
-                    Poll::Ready(None) => return Poll::Ready(None),
                     Poll::Pending => return Poll::Pending,
                 }
             }
