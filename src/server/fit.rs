@@ -22,7 +22,12 @@ fn field_budget(id: &str, max_bytes: usize) -> usize {
 /// Whether `frame` is a `text` frame that [`fit`] would leave as it is: the streamed token's
 /// fast path, without the vector.
 pub(crate) fn is_fitting_text(frame: &ServerFrame, max_bytes: usize) -> bool {
-    matches!(frame, ServerFrame::Text { id, delta } if escaped_len(delta) <= field_budget(id, max_bytes))
+    matches!(frame, ServerFrame::Text { id, delta } if text_fits(id, delta, max_bytes))
+}
+
+/// Whether a `text` frame of chat `id` carrying `delta` fits in about `max_bytes` of JSON as it is.
+pub(crate) fn text_fits(id: &str, delta: &str, max_bytes: usize) -> bool {
+    escaped_len(delta) <= field_budget(id, max_bytes)
 }
 
 /// Splits or cuts `frame` so that each resulting frame fits in about `max_bytes` of JSON.

@@ -419,11 +419,7 @@ fn start_chat(
         conversation_id,
     };
     let events = state.agent.chat_stream(request);
-    let context = FrameContext {
-        chat_id: id.clone(),
-        instance: state.instance.clone(),
-        max_frame_bytes,
-    };
+    let context = FrameContext::new(id.clone(), state.instance.clone(), max_frame_bytes);
     let finished = CancellationToken::new();
     let frames = match (voice, state.tts.clone()) {
         (true, Some(tts)) => {

@@ -33,11 +33,44 @@ pub(super) struct FrameContext {
     pub(super) chat_id: String,
     pub(super) instance: Arc<str>,
     pub(super) max_frame_bytes: usize,
+    /// A `text` frame's JSON up to its `delta`'s value (`{"type":"text","id":"…","delta":`),
+    /// made once per chat: a streamed token's frame is this, the delta as a JSON string and `}`,
+    /// with no frame built and no id copied per token (docs/performance.md).
+    text_prefix: Option<Arc<str>>,
 }
 
 impl FrameContext {
+    pub(super) fn new(chat_id: String, instance: Arc<str>, max_frame_bytes: usize) -> Self {
+        let empty = ServerFrame::Text {
+            id: chat_id.clone(),
+            delta: String::new(),
+        }
+        .to_json();
+        let text_prefix = empty.strip_suffix("\"\"}").map(Arc::from);
+        Self {
+            chat_id,
+            instance,
+            max_frame_bytes,
+            text_prefix,
+        }
+    }
+
     fn frame(&self, event: ChatEvent) -> ServerFrame {
         ServerFrame::from_event(&self.chat_id, event).with_instance(&self.instance)
+    }
+
+    /// The JSON of the `text` frame carrying `delta`, the same as its `ServerFrame`'s; `None`
+    /// when it needs fitting (split across frames).
+    fn text_json(&self, delta: &str) -> Option<String> {
+        let prefix = self.text_prefix.as_deref()?;
+        if !crate::server::fit::text_fits(&self.chat_id, delta, self.max_frame_bytes) {
+            return None;
+        }
+        let mut json = Vec::with_capacity(prefix.len() + delta.len() + 8);
+        json.extend_from_slice(prefix.as_bytes());
+        serde_json::to_writer(&mut json, delta).ok()?;
+        json.push(b'}');
+        String::from_utf8(json).ok()
     }
 
     fn voice_notice(&self, message: String) -> ServerFrame {
@@ -149,34 +182,42 @@ fn is_last(frame: &ServerFrame) -> bool {
 }
 
 impl Stream for ChatFrames {
-    type Item = ServerFrame;
+    /// Each frame's JSON.
+    type Item = String;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerFrame>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<String>> {
         let this = &mut *self;
         loop {
             if let Some(frame) = this.queued.pop_front() {
                 if this.over && this.queued.is_empty() {
                     this.finished.cancel();
                 }
-                return Poll::Ready(Some(frame));
+                return Poll::Ready(Some(frame.to_json()));
             }
             if this.over {
                 return Poll::Ready(None);
             }
-            let polled = match &mut this.source {
-                FrameSource::Unspoken(events) => events
-                    .poll_next_unpin(cx)
-                    .map(|event| event.map(|event| this.context.frame(event))),
+            let frame = match &mut this.source {
+                FrameSource::Unspoken(events) => match events.poll_next_unpin(cx) {
+                    // The streamed token's way: its JSON at once.
+                    Poll::Ready(Some(ChatEvent::Text(delta))) => {
+                        if let Some(json) = this.context.text_json(&delta) {
+                            return Poll::Ready(Some(json));
+                        }
+                        Poll::Ready(Some(this.context.frame(ChatEvent::Text(delta))))
+                    }
+                    polled => polled.map(|event| event.map(|event| this.context.frame(event))),
+                },
                 FrameSource::Spoken(frames) => frames.poll_next_unpin(cx),
             };
-            match polled {
+            match frame {
                 Poll::Ready(Some(frame))
                     if crate::server::fit::is_fitting_text(
                         &frame,
                         this.context.max_frame_bytes,
                     ) =>
                 {
-                    return Poll::Ready(Some(frame));
+                    return Poll::Ready(Some(frame.to_json()));
                 }
                 Poll::Ready(Some(frame)) => this.queue(frame),
                 Poll::Ready(None) => {
@@ -260,4 +301,37 @@ fn spoken_frames(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_frame_made_at_once_is_the_frame_s_own_json() {
+        let ids = ["c1", r#"we"ird\id"#, "chat-ü\u{1}</script>"];
+        let deltas = [
+            "tok0 ",
+            "",
+            "\"quoted\" and \\ back",
+            "line\nbreak\ttab\u{0}\u{1f}",
+            "ünïcödé 漢字 🙂",
+            "</script><!--",
+            "\u{2028}\u{2029}",
+        ];
+        for id in ids {
+            let context = FrameContext::new(id.to_string(), Arc::from("host-1"), 16 * 1024);
+            for delta in deltas {
+                let expected = context.frame(ChatEvent::Text(delta.to_string())).to_json();
+                assert_eq!(context.text_json(delta).as_deref(), Some(expected.as_str()));
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_too_big_for_one_frame_is_left_to_be_split() {
+        let context = FrameContext::new("c1".into(), Arc::from("host-1"), 1024);
+        assert!(context.text_json(&"x".repeat(2000)).is_none());
+        assert!(context.text_json(&"x".repeat(100)).is_some());
+    }
 }

@@ -76,7 +76,9 @@ fn poll_next(
                     return Poll::Pending;
                 };
                 match frames.poll_next_unpin(cx) {
-                    Poll::Ready(Some(frame)) => return Poll::Ready(Some((text(&frame), false))),
+                    Poll::Ready(Some(json)) => {
+                        return Poll::Ready(Some((WsMessage::Text(Utf8Bytes::from(json)), false)))
+                    }
                     Poll::Ready(None) => {
                         *chat = None;
                         continue;
