@@ -10,6 +10,7 @@
 //! `async: true` hook's notice, through a [`WeakEventSender`]) while the reader waits wake it.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
@@ -17,29 +18,58 @@ use super::ChatEvent;
 
 /// A new channel: the chat's sender and its stream's receiver.
 pub(crate) fn event_channel() -> (EventSender, EventReceiver) {
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        state: Mutex::default(),
+        senders: AtomicUsize::new(1),
+    });
     let sender = EventSender {
-        handle: Arc::new(SenderHandle {
-            shared: shared.clone(),
-        }),
+        shared: shared.clone(),
     };
     (sender, EventReceiver { shared })
 }
 
-#[derive(Default)]
 struct Shared {
     state: Mutex<State>,
+    /// The strong senders: the channel closes for the reader when the last one goes. Counted
+    /// here rather than by an `Arc` of their own, which was one more cache line per event.
+    senders: AtomicUsize,
 }
 
 #[derive(Default)]
 struct State {
-    events: VecDeque<ChatEvent>,
+    events: VecDeque<Queued>,
     /// The reader's waker, woken by the next send only while `armed`.
     waker: Option<Waker>,
     armed: bool,
     /// Every (strong) sender is gone: nothing more will come.
     senders_gone: bool,
     receiver_gone: bool,
+}
+
+/// An event as it waits in the queue: a streamed token's text as it is, anything else boxed.
+/// A `ChatEvent` is a few hundred bytes (its largest variant's); queued as such, every token
+/// wrote and read several cache lines of the ring (docs/performance.md).
+enum Queued {
+    Text(String),
+    Other(Box<ChatEvent>),
+}
+
+impl From<ChatEvent> for Queued {
+    fn from(event: ChatEvent) -> Self {
+        match event {
+            ChatEvent::Text(text) => Queued::Text(text),
+            other => Queued::Other(Box::new(other)),
+        }
+    }
+}
+
+impl From<Queued> for ChatEvent {
+    fn from(queued: Queued) -> Self {
+        match queued {
+            Queued::Text(text) => ChatEvent::Text(text),
+            Queued::Other(event) => *event,
+        }
+    }
 }
 
 impl Shared {
@@ -59,20 +89,26 @@ impl State {
     }
 }
 
-/// The chat's end of the channel. Clones share one handle; the channel is closed for the reader
-/// once the last clone is dropped.
-#[derive(Clone)]
+/// The chat's end of the channel. The channel is closed for the reader once the last clone is
+/// dropped.
 pub(crate) struct EventSender {
-    handle: Arc<SenderHandle>,
-}
-
-/// Shared by an [`EventSender`] and its clones: closes the channel when the last one goes.
-struct SenderHandle {
     shared: Arc<Shared>,
 }
 
-impl Drop for SenderHandle {
+impl Clone for EventSender {
+    fn clone(&self) -> Self {
+        self.shared.senders.fetch_add(1, Ordering::Relaxed);
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for EventSender {
     fn drop(&mut self) {
+        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
         let waker = {
             let mut state = self.shared.lock();
             state.senders_gone = true;
@@ -87,8 +123,9 @@ impl Drop for SenderHandle {
 impl EventSender {
     /// Queues an event; fails if the stream is gone (the chat is being dropped).
     pub(crate) fn send(&self, event: ChatEvent) -> Result<(), StreamGone> {
+        let event = Queued::from(event);
         let waker = {
-            let mut state = self.handle.shared.lock();
+            let mut state = self.shared.lock();
             if state.receiver_gone {
                 return Err(StreamGone);
             }
@@ -105,7 +142,7 @@ impl EventSender {
     /// exists.
     pub(crate) fn downgrade(&self) -> WeakEventSender {
         WeakEventSender {
-            handle: Arc::downgrade(&self.handle),
+            shared: Arc::downgrade(&self.shared),
         }
     }
 }
@@ -118,12 +155,20 @@ pub(crate) struct StreamGone;
 /// senders are gone.
 #[derive(Clone, Debug)]
 pub(crate) struct WeakEventSender {
-    handle: Weak<SenderHandle>,
+    shared: Weak<Shared>,
 }
 
 impl WeakEventSender {
     pub(crate) fn upgrade(&self) -> Option<EventSender> {
-        self.handle.upgrade().map(|handle| EventSender { handle })
+        let shared = self.shared.upgrade()?;
+        // A strong sender only while one still exists: the last one's drop closed the channel.
+        shared
+            .senders
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n > 0).then_some(n + 1)
+            })
+            .ok()?;
+        Some(EventSender { shared })
     }
 }
 
@@ -152,7 +197,7 @@ impl EventReceiver {
     pub(crate) fn try_recv(&mut self) -> Option<ChatEvent> {
         let mut state = self.shared.lock();
         state.armed = false;
-        state.events.pop_front()
+        state.events.pop_front().map(ChatEvent::from)
     }
 
     /// The next event; `None` once every sender is gone and nothing is left. When there is none
@@ -161,7 +206,7 @@ impl EventReceiver {
         let mut state = self.shared.lock();
         if let Some(event) = state.events.pop_front() {
             state.armed = false;
-            return Poll::Ready(Some(event));
+            return Poll::Ready(Some(event.into()));
         }
         if state.senders_gone {
             return Poll::Ready(None);
