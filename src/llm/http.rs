@@ -198,6 +198,7 @@ where
                         break Err(LlmError::Timeout(this.idle_timeout));
                     }
                     this.idle.as_mut().reset(deadline);
+                    // A timer that fired and was reset is registered again only when polled.
                     this.idle_wait.look_again();
                     continue;
                 }

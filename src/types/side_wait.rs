@@ -38,9 +38,14 @@ impl Wake for Shared {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::Release);
-        let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(task) = task.as_ref() {
-            task.wake_by_ref();
+        // Woken outside the lock: a waker may do anything, polling this wait again included.
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(task) = task {
+            task.wake();
         }
     }
 }
