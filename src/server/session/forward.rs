@@ -30,9 +30,9 @@ enum FrameSource {
 /// What a chat's frames are addressed with.
 #[derive(Clone)]
 pub(super) struct FrameContext {
-    pub(super) chat_id: String,
-    pub(super) instance: Arc<str>,
-    pub(super) max_frame_bytes: usize,
+    chat_id: String,
+    instance: Arc<str>,
+    max_frame_bytes: usize,
     /// A `text` frame's JSON up to its `delta`'s value (`{"type":"text","id":"…","delta":`),
     /// made once per chat: a streamed token's frame is this, the delta as a JSON string and `}`,
     /// with no frame built and no id copied per token (docs/performance.md).
