@@ -9,6 +9,7 @@ use futures::StreamExt;
 use super::context;
 use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
+use super::turn;
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::telemetry;
@@ -214,6 +215,11 @@ impl ChatRun {
                             self.send_text(held).await?;
                         }
                     }
+                    let mut tool_calls = tool_calls;
+                    turn::unique_call_ids(
+                        &mut tool_calls,
+                        self.client_history.iter().chain(&self.ctx.messages),
+                    );
                     let usage = usage.unwrap_or_default();
                     self.ctx.record_usage(usage);
                     if let Some(spend) = &self.hook_call_of {

@@ -6,6 +6,45 @@
 
 use crate::types::{HookMessage, Message, Role, ToolCall};
 
+/// Gives each of a reply's calls an id that no message of the conversation (`messages`: the
+/// client's history and the chat's own) and no other call of the reply has. A model may repeat
+/// ids (or send none: the reader then names them `call_<index>`), and the client's next chat
+/// would refuse a history that repeats one. A repeated id becomes `<id>_<n>`, the first free.
+pub(super) fn unique_call_ids<'a>(
+    calls: &mut [ToolCall],
+    messages: impl IntoIterator<Item = &'a Message>,
+) {
+    use std::collections::HashSet;
+    if calls.is_empty() {
+        return;
+    }
+    let mut taken: HashSet<String> = messages
+        .into_iter()
+        .flat_map(|m| {
+            m.tool_calls
+                .iter()
+                .map(|c| c.id.clone())
+                .chain(m.tool_call_id.clone())
+        })
+        .collect();
+    for call in calls {
+        if call.id.is_empty() {
+            call.id = "call".into();
+        }
+        if !taken.contains(&call.id) {
+            taken.insert(call.id.clone());
+            continue;
+        }
+        let fresh = (2..)
+            .map(|n| format!("{}_{n}", call.id))
+            .find(|id| !taken.contains(id))
+            .unwrap_or_default();
+        tracing::debug!(from = %call.id, to = %fresh, "a repeated tool call id renamed");
+        taken.insert(fresh.clone());
+        call.id = fresh;
+    }
+}
+
 /// The turn of one running chat.
 #[derive(Debug, Default)]
 pub(super) struct TurnRecord {
@@ -174,6 +213,27 @@ mod tests {
             name: "read_file".into(),
             arguments: "{}".into(),
         }
+    }
+
+    #[test]
+    fn repeated_and_missing_call_ids_are_renamed_to_free_ones() {
+        let mut earlier = Message::assistant("");
+        earlier.tool_calls = vec![call("call_0"), call("call_0_2")];
+        let answer = Message::tool_result("call_0", "x");
+        let mut calls = vec![
+            call("call_0"),
+            call("call_0"),
+            call(""),
+            call("b"),
+            call(""),
+        ];
+        unique_call_ids(&mut calls, [&earlier, &answer]);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_0_3", "call_0_4", "call", "b", "call_2"]);
+        let mut fresh = vec![call("a"), call("b")];
+        unique_call_ids(&mut fresh, [&earlier]);
+        assert_eq!(fresh[0].id, "a", "ids that are free stay");
+        assert_eq!(fresh[1].id, "b");
     }
 
     #[test]

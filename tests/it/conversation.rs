@@ -431,3 +431,87 @@ fn injected(request: &Recorded, text: &str) -> usize {
         .filter(|(_, content)| content.contains(text))
         .count()
 }
+
+/// A reply whose calls carry no id at all (some servers send none: each becomes `call_<index>`).
+fn calls_without_ids(calls: &[(&str, Value)]) -> Reply {
+    let mut body = vec![chunk(json!({"role":"assistant","content":null}))];
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        body.push(chunk(json!({"tool_calls":[{"index":index,"type":"function","function":{"name":name,"arguments":arguments.to_string()}}]})));
+    }
+    body.push(format!(
+        "data: {}\n\n",
+        json!({"id":"x","object":"chat.completion.chunk","model":"fake","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})
+    ));
+    body.push("data: [DONE]\n\n".into());
+    Reply::Sse(body.into_iter().map(Piece::Raw).collect())
+}
+
+#[tokio::test]
+async fn a_model_that_repeats_call_ids_still_leaves_a_conversation_that_goes_on() {
+    let upstream = FakeUpstream::start().await;
+    // Chat one: two rounds, both calls named `call_0` (no id sent), then the answer.
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(calls_without_ids(&[("list_dir", json!({"path": "."}))]));
+    upstream.push(calls_without_ids(&[(
+        "read_file",
+        json!({"path": "a.txt"}),
+    )]));
+    upstream.push(Reply::text(&["done one"]));
+    // Chat two: the same model, the same id again, in one round twice.
+    upstream.push(Reply::text(&["[NEED_TOOL] go"]));
+    upstream.push(Reply::tool_calls(&[
+        ("call_0", "list_dir", json!({"path": "."})),
+        ("call_0", "read_file", json!({"path": "a.txt"})),
+    ]));
+    upstream.push(Reply::text(&["done two"]));
+    upstream.push(Reply::text(&["done three"]));
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .start()
+        .await;
+    let mut client = server.connect().await;
+    let mut history: Vec<Value> = Vec::new();
+    for (input, answer) in [
+        ("one", "done one"),
+        ("two", "done two"),
+        ("three", "done three"),
+    ] {
+        let frames = client
+            .chat(json!({"type":"chat","id":input,"input":input,"messages":history}))
+            .await;
+        let done = done(&frames);
+        assert_eq!(done["message"]["content"], answer, "{frames:?}");
+        // The ids the tool frames name are the ids the turn records.
+        let framed: Vec<&str> = frames
+            .iter()
+            .filter(|f| f["type"] == "tool_result")
+            .map(|f| f["call_id"].as_str().unwrap())
+            .collect();
+        let recorded: Vec<&str> = done["turn"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["tool_call_id"].as_str())
+            .collect();
+        assert_eq!(framed, recorded, "{frames:?}");
+        history.extend(done["turn"].as_array().unwrap().iter().cloned());
+    }
+    let ids: Vec<String> = history
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 4, "{history:?}");
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), 4, "{ids:?}");
+    // Upstream, each tool message answers the call it follows.
+    let last = upstream.requests().pop().unwrap();
+    let shapes = shape(&last.body["messages"]);
+    assert!(
+        shapes.iter().filter(|s| s.starts_with("tool(")).count() == 4,
+        "{shapes:?}"
+    );
+    server.shutdown().await;
+}

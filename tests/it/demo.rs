@@ -263,3 +263,48 @@ async fn the_demo_answers_summary_calls_and_hook_prompts() {
     assert_eq!(frames.last().unwrap()["reason"], "completed");
     server.shutdown().await;
 }
+
+/// The page's history after a chat: what it sent, then `done.turn`.
+fn history_with_turn(mut history: Vec<Value>, frames: &[Value]) -> Vec<Value> {
+    let done = frames.last().unwrap();
+    assert_eq!(done["type"], "done", "{frames:?}");
+    history.extend(done["turn"].as_array().unwrap().iter().cloned());
+    history
+}
+
+/// Every tool call id of a history, in order.
+fn call_ids(history: &[Value]) -> Vec<String> {
+    history
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_starter_prompts_one_after_another_keep_the_conversation_going() {
+    // The page's three starters, then the first again, each carrying the turns before it as the
+    // page does: a repeated tool call id would make every later chat a `bad_frame`.
+    let server = demo_server().await;
+    let mut client = server.connect().await;
+    let mut history: Vec<Value> = Vec::new();
+    for input in [
+        "list the files",
+        "read README.md",
+        "search for TODO",
+        "list the files",
+    ] {
+        let frames = client
+            .chat(json!({"type":"chat","id":input,"input":input,"messages":history}))
+            .await;
+        answer_of(&frames);
+        assert_eq!(tool_calls(&frames).len(), 1, "{input}: {frames:?}");
+        history = history_with_turn(history, &frames);
+    }
+    let ids = call_ids(&history);
+    assert_eq!(ids.len(), 4, "{history:?}");
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
+    server.shutdown().await;
+}

@@ -69,13 +69,16 @@ impl DemoModel {
                 .collect()
         });
         let offered = |call: &ToolCall| request.tools.iter().any(|t| t.name == call.name);
-        // Ids by place in the plan, so they stay unique across the rounds of one chat.
+        // Ids after those of every call the conversation holds, so they stay unique across the
+        // rounds of one chat and the chats of one conversation (a client refuses a history
+        // that repeats one).
+        let earlier: usize = request.messages.iter().map(|m| m.tool_calls.len()).sum();
         let pending: Vec<ToolCall> = planned
             .iter()
+            .filter(|call| offered(call) && !conversation.was_made(call))
             .enumerate()
-            .filter(|(_, call)| offered(call) && !conversation.was_made(call))
             .map(|(index, call)| ToolCall {
-                id: format!("call_demo_{}", index + 1),
+                id: format!("call_demo_{}", earlier + index + 1),
                 ..call.clone()
             })
             .collect();

@@ -74,50 +74,47 @@ pub(crate) struct HistoryCompactTag {
 }
 
 /// Every `tool` message answers a call an earlier assistant message made, once; every call is
-/// answered before the next user message (and, unless `open_tail`, before the end).
+/// answered before the next user message (and, unless `open_tail`, before the end). Linear in
+/// the number of calls: a history may carry thousands.
 pub(super) fn check_tool_answers(messages: &[Message], open_tail: bool) -> Result<(), String> {
-    // The calls made and not yet answered, with where they were made, in order.
-    let mut open: Vec<(&str, usize)> = Vec::new();
-    let mut answered: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let unanswered = |open: &[(&str, usize)], before: &str| {
-        open.first().map(|(id, at)| {
-            format!(
-                "the tool call {id:?} of messages[{at}] has no tool message answering it {before}"
-            )
-        })
+    use std::collections::{HashMap, HashSet};
+    // The calls made and not yet answered, with the place of the message that made them.
+    let mut open: HashMap<&str, usize> = HashMap::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+    // The first call left open (the earliest message, then the call's order in it).
+    let unanswered = |open: &HashMap<&str, usize>, before: &str| {
+        let at = *open.values().min()?;
+        let id = messages[at]
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .find(|id| open.contains_key(id))?;
+        Some(format!(
+            "the tool call {id:?} of messages[{at}] has no tool message answering it {before}"
+        ))
     };
     for (index, message) in messages.iter().enumerate() {
         match message.role {
             Role::Assistant => {
                 for call in &message.tool_calls {
-                    if open.iter().any(|(id, _)| *id == call.id)
-                        || answered.contains(call.id.as_str())
-                    {
-                        return Err(format!(
-                            "messages[{index}] repeats the tool call id {:?}",
-                            call.id
-                        ));
+                    let id = call.id.as_str();
+                    if answered.contains(id) || open.insert(id, index).is_some() {
+                        return Err(format!("messages[{index}] repeats the tool call id {id:?}"));
                     }
-                    open.push((call.id.as_str(), index));
                 }
             }
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
-                match open.iter().position(|(open_id, _)| *open_id == id) {
-                    Some(at) => {
-                        open.remove(at);
-                        answered.insert(id);
-                    }
-                    None if answered.contains(id) => {
-                        return Err(format!(
-                            "messages[{index}] answers the tool call {id:?} a second time"
-                        ))
-                    }
-                    None => {
-                        return Err(format!(
-                            "messages[{index}] is a tool result for the call {id:?}, which no earlier assistant message made"
-                        ))
-                    }
+                if open.remove(id).is_some() {
+                    answered.insert(id);
+                } else if answered.contains(id) {
+                    return Err(format!(
+                        "messages[{index}] answers the tool call {id:?} a second time"
+                    ));
+                } else {
+                    return Err(format!(
+                        "messages[{index}] is a tool result for the call {id:?}, which no earlier assistant message made"
+                    ));
                 }
             }
             Role::User => {
