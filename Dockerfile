@@ -1,5 +1,10 @@
 # Build: the same command CI builds with.
 FROM rust:1-slim-bookworm AS build
+# The allocator's build script (tikv-jemalloc-sys) runs `make`, which the slim image lacks
+# (it has gcc and libc6-dev; tests/it/docker.rs builds with exactly its programs and these).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends make \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The dependencies first, in a layer of their own that only a change of Cargo.toml or Cargo.lock
 # rebuilds (not every change under src/): the crate's own files are placeholders here, one for

@@ -17,6 +17,7 @@ mod cost;
 mod demo;
 mod deploy;
 mod dialects;
+mod docker;
 mod exposure;
 mod external;
 mod frontend;
