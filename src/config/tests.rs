@@ -1,5 +1,6 @@
 use super::*;
 
+mod documented;
 mod upstream;
 
 pub(super) fn no_env(_: &str) -> Option<String> {
