@@ -85,13 +85,56 @@ pub fn warm_up() {
     let _ = encoder();
 }
 
-/// The tokens of one text.
+/// The longest piece of a text the tokenizer is given at once. Its pattern and its byte-pair
+/// merge both take time that grows with the square of what one pattern match covers: a long run
+/// of spaces ran the pattern out of its backtracking limit, which panics inside the tokenizer,
+/// and a long word would take seconds to merge. Counted in pieces, a text costs time in
+/// proportion to its length; a cut adds at most a token to the count of an estimate.
+const PIECE_BYTES: usize = 256;
+
+/// The tokens of one text (counted in pieces of at most [`PIECE_BYTES`]; a piece equal to the
+/// one before it, as in a long run of one character, is not counted again).
 pub fn count_text_tokens(text: &str) -> usize {
-    match encoder() {
-        Some(encoder) => encoder.encode_ordinary(text).len(),
+    let Some(encoder) = encoder() else {
         // About four bytes a token in English: good enough to decide when to compact.
-        None => text.len().div_ceil(4),
+        return text.len().div_ceil(4);
+    };
+    let mut total = 0;
+    let mut last: Option<(&str, usize)> = None;
+    for piece in pieces(text) {
+        let count = match last {
+            Some((before, count)) if before == piece => count,
+            _ => encoder.encode_ordinary(piece).len(),
+        };
+        total += count;
+        last = Some((piece, count));
     }
+    total
+}
+
+/// `text` in pieces of at most [`PIECE_BYTES`], each cut where possible just before white space
+/// (the tokenizer's pattern keeps a space with the word after it).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut cut = rest.len().min(PIECE_BYTES);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if cut < rest.len() {
+            if let Some(at) = rest[..cut].rfind(char::is_whitespace) {
+                if at > PIECE_BYTES / 2 {
+                    cut = at;
+                }
+            }
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// An upper bound of [`estimate_tokens`] without the tokenizer: every token is at least one
@@ -156,6 +199,42 @@ mod tests {
         assert_eq!(context_window("openai/gpt-4.1"), 1_047_576, "vendor part");
         assert_eq!(context_window("my-local-model"), DEFAULT_WINDOW_TOKENS);
         assert_eq!(context_window(""), DEFAULT_WINDOW_TOKENS);
+    }
+
+    #[test]
+    fn pieces_cover_the_text_and_cut_before_white_space() {
+        let text = format!("{} tail", "word ".repeat(100));
+        let pieces: Vec<&str> = pieces(&text).collect();
+        assert_eq!(pieces.concat(), text);
+        assert!(pieces.iter().all(|p| p.len() <= PIECE_BYTES), "{pieces:?}");
+        assert!(pieces[1..].iter().all(|p| p.starts_with(' ')), "{pieces:?}");
+        let wide = "é".repeat(300);
+        let cut: Vec<&str> = super::pieces(&wide).collect();
+        assert_eq!(cut.concat(), wide, "cut at character boundaries");
+        // Counted in pieces, a text of words counts as the tokenizer counts it whole, within a
+        // token per cut.
+        let whole = encoder().map(|e| e.encode_ordinary(&text).len());
+        if let Some(whole) = whole {
+            let counted = count_text_tokens(&text);
+            assert!(
+                counted.abs_diff(whole) <= text.len() / PIECE_BYTES + 1,
+                "{counted} {whole}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_runs_of_white_space_are_counted_without_failing() {
+        for run in [" ", "\n", "\t", " \n"] {
+            let text = format!("a{}b", run.repeat(1 << 20));
+            let tokens = count_text_tokens(&text);
+            assert!(tokens >= 3, "{run:?}: {tokens}");
+            assert!(tokens <= text.len(), "{run:?}: {tokens}");
+        }
+        // Between pieces of words too, and a text that is all white space.
+        let text = format!("hello{}world{}", " ".repeat(300_000), "\n".repeat(300_000));
+        assert!(count_text_tokens(&text) >= 2);
+        assert!(count_text_tokens(&" ".repeat(1 << 20)) >= 1);
     }
 
     #[test]
