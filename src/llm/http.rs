@@ -46,7 +46,7 @@ pub(super) trait Decoder: Send + Unpin + 'static {
 
 /// The endpoint under an API root: `segments` appended to the root's path, its query kept
 /// (`http://h/v1?key=X` + `chat/completions` → `http://h/v1/chat/completions?key=X`).
-pub(super) fn endpoint(base_url: &str, segments: &[&str]) -> Result<reqwest::Url, LlmError> {
+pub(crate) fn endpoint(base_url: &str, segments: &[&str]) -> Result<reqwest::Url, LlmError> {
     let not_a_base =
         |why: &str| LlmError::Setup(format!("the base URL {} {why}", redact_url(base_url)));
     let mut url = reqwest::Url::parse(base_url.trim())

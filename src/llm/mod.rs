@@ -16,6 +16,7 @@ mod sse;
 mod tokens;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig, ANTHROPIC_VERSION};
+pub(crate) use http::endpoint;
 pub use http::redact_url;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use shape::MessageStyle;

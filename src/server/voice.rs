@@ -3,8 +3,9 @@
 //! chat's events become frames (`session`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -50,12 +51,24 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// `POST /api/transcribe`: the body is audio (its `Content-Type` as recorded, at most 25 MiB);
-/// the answer `{"text"}`. Behind the same access checks as `/ws`.
+/// the answer `{"text"}`. Behind the same access checks as `/ws`. At most
+/// `voice.stt.max_concurrent` run at once (503 past it), and an upload must arrive whole within
+/// `voice.stt.upload_timeout_seconds` (408): a client that declares 25 MiB and sends nothing
+/// holds neither a slot nor memory for longer.
 pub(super) async fn transcribe(State(state): State<AppState>, request: Request) -> Response {
     let Some(stt) = state.stt.clone() else {
         return refuse(
             StatusCode::NOT_FOUND,
             "voice.stt is not configured on this server",
+        );
+    };
+    let Some(_slot) = stt.slot() else {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is transcribing {} recordings already; try again shortly",
+                stt.settings().max_concurrent
+            ),
         );
     };
     let declared = request
@@ -73,16 +86,59 @@ pub(super) async fn transcribe(State(state): State<AppState>, request: Request) 
         .filter(|v| v.starts_with("audio/") || v.starts_with("video/webm"))
         .unwrap_or("audio/webm")
         .to_string();
-    let body: Body = request.into_body();
-    let Ok(audio) = to_bytes(body, MAX_UPLOAD_BYTES).await else {
-        return too_big();
+    let deadline = stt.settings().upload_timeout;
+    let audio = match read_upload(request.into_body(), declared, deadline).await {
+        Ok(audio) => audio,
+        Err(refusal) => return refusal,
     };
     if audio.is_empty() {
         return refuse(StatusCode::BAD_REQUEST, "the request has no audio");
     }
-    match stt.transcribe(audio.to_vec(), &content_type).await {
+    match stt.transcribe(audio, &content_type).await {
         Ok(text) => Json(json!({ "text": text })).into_response(),
-        Err(why) => refuse(StatusCode::BAD_GATEWAY, why.to_string()),
+        Err(why) => {
+            if let Some(detail) = why.detail() {
+                tracing::warn!(%why, detail, "the transcription failed");
+            }
+            refuse(StatusCode::BAD_GATEWAY, why.to_string())
+        }
+    }
+}
+
+/// The upload, whole, within `deadline` and the size limit, in one buffer (sized up front when
+/// the length is declared).
+async fn read_upload(
+    body: Body,
+    declared: Option<u64>,
+    deadline: Duration,
+) -> Result<bytes::Bytes, Response> {
+    use futures::StreamExt;
+    let capacity = declared
+        .map_or(0, |length| length as usize)
+        .min(MAX_UPLOAD_BYTES);
+    let read = async move {
+        let mut chunks = body.into_data_stream();
+        let mut audio = bytes::BytesMut::with_capacity(capacity);
+        while let Some(chunk) = chunks.next().await {
+            let Ok(chunk) = chunk else {
+                return Err(refuse(StatusCode::BAD_REQUEST, "the upload broke off"));
+            };
+            if audio.len() + chunk.len() > MAX_UPLOAD_BYTES {
+                return Err(too_big());
+            }
+            audio.extend_from_slice(&chunk);
+        }
+        Ok(audio.freeze())
+    };
+    match tokio::time::timeout(deadline, read).await {
+        Ok(result) => result,
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the audio did not arrive within {:.0} s (voice.stt.upload_timeout_seconds)",
+                deadline.as_secs_f64()
+            ),
+        )),
     }
 }
 

@@ -146,7 +146,13 @@ impl<T> Speech<T> {
                     match result {
                         Ok(Ok(data)) => return Spoken::Audio { seq, text, data },
                         _ if self.cancel.is_cancelled() => {}
-                        Ok(Err(why)) => return self.fail(why.to_string()),
+                        Ok(Err(why)) => {
+                            // The client hears what failed; what the engine said, the log only.
+                            if let Some(detail) = why.detail() {
+                                tracing::warn!(%why, detail, "speech synthesis failed");
+                            }
+                            return self.fail(why.to_string());
+                        }
                         Err(join) => return self.fail(format!("the synthesis failed: {join}")),
                     }
                 }

@@ -52,6 +52,10 @@ pub struct SttFile {
     pub api_key: Option<String>,
     pub model: Option<String>,
     pub timeout_seconds: Option<f64>,
+    /// How long an upload to `/api/transcribe` may take to arrive, whole (default 60).
+    pub upload_timeout_seconds: Option<f64>,
+    /// Transcriptions the server runs at once, uploads included; more get 503 (default 4).
+    pub max_concurrent: Option<usize>,
 }
 
 /// Resolved voice settings; both parts are optional.
@@ -93,6 +97,10 @@ pub struct SttSettings {
     pub api_key: Option<String>,
     pub model: String,
     pub timeout: Duration,
+    /// How long an upload may take to arrive (a client that stalls is answered 408).
+    pub upload_timeout: Duration,
+    /// Transcriptions at once, uploads included (each may hold up to 25 MiB).
+    pub max_concurrent: usize,
 }
 
 /// A voice setting that cannot be used.
@@ -148,11 +156,12 @@ fn endpoint(
             own_key.or(upstream.api_key.map(str::to_string)),
         ),
     };
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+    // Read as the requests will build on it: the URL type the model client uses.
+    if crate::llm::endpoint(&base_url, &[]).is_err() {
         return Err(VoiceSettingError {
             setting,
             expected: "an http(s) URL of an OpenAI-compatible API root (…/v1)",
-            value: base_url,
+            value: crate::llm::redact_url(&base_url),
         });
     }
     Ok((base_url.trim_end_matches('/').to_string(), key))
@@ -268,11 +277,25 @@ fn stt_settings(
         env,
         "voice.stt.base_url",
     )?;
+    let max_concurrent = file.max_concurrent.unwrap_or(4);
+    if !(1..=256).contains(&max_concurrent) {
+        return Err(VoiceSettingError {
+            setting: "voice.stt.max_concurrent",
+            expected: "a whole number from 1 to 256",
+            value: max_concurrent.to_string(),
+        });
+    }
     Ok(SttSettings {
         base_url,
         api_key,
         model: file.model.unwrap_or_else(|| "whisper-1".into()),
         timeout: seconds("voice.stt.timeout_seconds", file.timeout_seconds, 60)?,
+        upload_timeout: seconds(
+            "voice.stt.upload_timeout_seconds",
+            file.upload_timeout_seconds,
+            60,
+        )?,
+        max_concurrent,
     })
 }
 

@@ -38,7 +38,7 @@ fn doc(name: &str) -> String {
 #[test]
 fn every_config_file_key_is_in_the_docs() {
     let configuration = doc("configuration.md");
-    let sections: [(&[&str], String); 12] = [
+    let sections: [(&[&str], String); 14] = [
         (&[], configuration.clone()),
         (&["session_hooks"], configuration.clone()),
         (&["http_hooks"], configuration.clone()),
@@ -51,6 +51,8 @@ fn every_config_file_key_is_in_the_docs() {
         (&["approval"], configuration.clone()),
         (&["upstream"], configuration.clone()),
         (&["telemetry"], doc("telemetry.md")),
+        (&["voice", "tts"], doc("voice.md")),
+        (&["voice", "stt"], doc("voice.md")),
     ];
     let mut missing = Vec::new();
     for (path, text) in &sections {
