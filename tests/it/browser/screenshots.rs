@@ -1,4 +1,4 @@
-//! The screenshots of the README and docs/, taken from a real page.
+//! The screenshots of the README and docs/ (kept in `docs/images/`), taken from a real page.
 
 use serde_json::json;
 
@@ -8,7 +8,7 @@ use super::hookwire_page::*;
 use crate::common::*;
 
 /// The screenshots of the README and docs/page.md, saved as `target/browser/docs/<name>.png` and
-/// copied to `docs/`:
+/// copied to `docs/images/`:
 /// a demo conversation (`screenshot`), a call waiting for approval (`approval`), the Hooks tab
 /// with meaningful hooks at every level (`hooks-tab`), a traced turn with a blocked call
 /// (`trace`), the Skills tab (`skills-tab`), the dark theme (`dark`) and a phone (`phone`). The
