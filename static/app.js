@@ -1,20 +1,50 @@
-// The hookwire browser page, its entry module: wires the controls and starts the page. What the
-// conversation is and what each frame means is decided without a DOM (protocol.js, library.js,
-// exports.js, trace.js, hook-levels.js, server.js, compaction.js); the view draws it:
-// transcript.js (the items), chat.js (the running chat), approval.js, forks.js (Retry,
-// Regenerate, Edit), conversations.js (the Chats tab, exports), panel.js (tabs, skills, tools,
-// server info), hooks-tab.js, voice-controls.js, connection.js; state.js holds what they share.
+// The hookwire browser page, its entry module: wires the view modules together, the controls,
+// and starts the page. What the conversation is and what each frame means is decided without a
+// DOM (protocol.js, library.js, exports.js, trace.js, hook-levels.js, server.js, compaction.js);
+// the view draws it: transcript.js (the items), chat.js (the running chat), approval.js, forks.js
+// (Retry, Regenerate, Edit), conversations.js (the Chats tab, exports), panel.js (tabs, skills,
+// tools, server info), hooks-tab.js, voice-controls.js, connection.js; state.js holds what they
+// share and the one subscription through which they announce what changed.
+//
+// The view modules import one way (tests/js/imports.test.mjs holds it): the transcript draws
+// the items other modules own with the renderers given here, and a module that changes what
+// another shows announces it (`changed`); who redraws what is written here, once.
 
+import { drawApproval } from './approval.js';
 import { newChat, setState, startChat, stop } from './chat.js';
 import { connect } from './connection.js';
 import { deleteConversation, exportAs, newConversation, renderConversations, startRename } from './conversations.js';
 import { $ } from './dom.js';
-import { updatePolling } from './hooks-tab.js';
-import { TABS, isPhone, loadServerInfo, selectTab, showPanel } from './panel.js';
+import { drawUser, updateForkActions } from './forks.js';
+import { hooksOnScreen, refreshHooks, renderHooks, updatePolling } from './hooks-tab.js';
+import { TABS, isPhone, loadServerInfo, renderSkillChecks, selectTab, showPanel } from './panel.js';
 import { KEYS } from './protocol.js';
-import { BANNER, store, view } from './state.js';
-import { redrawAll } from './transcript.js';
-import './voice-controls.js'; // the speaker and the microphone
+import { BANNER, store, subscribe, view } from './state.js';
+import { redrawAll, useRenderers } from './transcript.js';
+import { renderSpeaker, useVoiceInfo, voice } from './voice-controls.js'; // the speaker and the microphone
+
+useRenderers({ user: drawUser, approval: drawApproval });
+
+// Who redraws what when a view module announces a change (state.js lists the names).
+subscribe((what, detail) => {
+  switch (what) {
+    case 'state': updateForkActions(detail === 'idle'); break;
+    case 'conversations': renderConversations(); break;
+    case 'transcript':
+      renderConversations();
+      renderHooks();
+      break;
+    case 'switched':
+      voice.queue.stop();
+      renderSpeaker();
+      renderSkillChecks();
+      break;
+    case 'sessionHooks': renderHooks(); break;
+    case 'ended': if (hooksOnScreen()) refreshHooks(); break;
+    case 'panel': updatePolling(); break;
+    case 'info': useVoiceInfo(detail); break;
+  }
+});
 
 $('composer').addEventListener('submit', (event) => {
   event.preventDefault();

@@ -1,13 +1,11 @@
 // The running chat on screen: sending it, its streamed bubbles, tool cards, hooks, the working
-// indicator, and the one way it ends (`finish`).
+// indicator, and the one way it ends (`finish`). What the other views show of it (the chat
+// state, the list of conversations, the hooks) is announced through state.js's `changed`.
 
-import { renderConversations } from './conversations.js';
 import { $, el, toast } from './dom.js';
-import { updateForkActions } from './forks.js';
-import { hooksOnScreen, refreshHooks, renderHooks } from './hooks-tab.js';
-import { library, saveTranscript, view } from './state.js';
+import { changed, library, saveTranscript, view } from './state.js';
 import { finalText, traceRow, usageOf } from './trace.js';
-import { draw, nodes, placeDivider, push, render, renderAssistant, scroll, transcriptEl } from './transcript.js';
+import { draw, drawHook, nodes, placeDivider, push, render, renderAssistant, scroll, transcriptEl } from './transcript.js';
 import { spoken } from './voice.js';
 import { voice } from './voice-controls.js';
 
@@ -21,7 +19,7 @@ export function setState(value) {
   explainWhileRunning(running);
   updateExports();
   updateWorking();
-  updateForkActions(value === 'idle');
+  changed('state', value);
 }
 
 export function newChat() {
@@ -34,7 +32,7 @@ export function startChat(text) {
   const empty = transcriptEl.querySelector('.empty');
   if (empty) empty.remove();
   library.touch(library.current, text);
-  renderConversations();
+  changed('conversations');
   view.chat = newChat();
   view.chat.voice = speak;
   voice.queue.stop();
@@ -172,7 +170,7 @@ export function finish(ending, usage) {
   view.chat = null;
   setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
   $('input').focus();
-  if (hooksOnScreen()) refreshHooks();
+  changed('ended');
   // New, a switch or Delete waited for this chat to end.
   const next = view.afterStop;
   view.afterStop = null;
@@ -183,10 +181,6 @@ export function finish(ending, usage) {
 export function countedUsage(frame) {
   const usage = usageOf(frame);
   return usage && (usage.prompt || usage.completion) ? usage : null;
-}
-
-export function drawHook(frame) {
-  push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
 }
 
 export function onFrame(frame) {
@@ -235,7 +229,7 @@ export function showFrame(frame) {
       break;
     case 'session_hook':
       push({ kind: 'session_hook', event: frame.hook.event });
-      renderHooks();
+      changed('sessionHooks');
       break;
     case 'hook_trace':
       if (chat) chat.trace.push(traceRow(frame));

@@ -1,12 +1,12 @@
-// The Chats tab: the list of conversations, switching, New, Rename, Delete, and the exports.
+// The Chats tab: the list of conversations, switching, New, Rename, Delete, and the exports. A
+// switch is announced (`changed('switched')`): the speaker and the skills follow it.
 
 import { setState, stopThen } from './chat.js';
 import { $, el } from './dom.js';
 import { fileName } from './exports.js';
-import { isPhone, renderSkillChecks, showPanel } from './panel.js';
-import { library, loadTranscript, view } from './state.js';
+import { isPhone, showPanel } from './panel.js';
+import { changed, library, loadTranscript, view } from './state.js';
 import { redrawAll } from './transcript.js';
-import { renderSpeaker, voice } from './voice-controls.js';
 
 export function when(ms) {
   const date = new Date(ms);
@@ -49,13 +49,11 @@ export function switchTo(id) {
   if (id && id !== library.current) library.switchTo(id);
   view.conversation = library.open();
   view.own = library.storeFor();
-  voice.queue.stop();
-  renderSpeaker();
+  changed('switched');
   view.transcript = loadTranscript();
   view.chat = null;
   redrawAll();
   setState(view.ws && view.ws.readyState === WebSocket.OPEN ? 'idle' : 'offline');
-  renderSkillChecks();
   if (isPhone()) showPanel(false);
   $('input').focus();
 }

@@ -1,11 +1,11 @@
-import { $, el } from './dom.js';
-import { hookLevels } from './hook-levels.js';
-import { api } from './panel.js';
-import { view } from './state.js';
-import { formatMs } from './trace.js';
-
 // The Hooks tab: every hook by level (server, workspace, skill, session) with its live metrics,
 // refreshed every 2 s while the tab is on screen.
+
+import { api } from './api.js';
+import { $, el } from './dom.js';
+import { hookLevels } from './hook-levels.js';
+import { view } from './state.js';
+import { formatMs } from './trace.js';
 
 const HOOKS_REFRESH_MS = 2000;
 export const LEVEL_TITLES = { server: 'Server', workspace: 'Workspace', skill: 'Skill', session: 'Session' };

@@ -1,12 +1,12 @@
-// The side panel: its tabs, the Skills tab with the tools, and what /api/info says.
+// The side panel: its tabs, the Skills tab with the tools, and what /api/info says. Showing the
+// panel or a tab, and the info, are announced (`changed('panel')`, `changed('info', info)`).
+
+import { api } from './api.js';
+import { $, el } from './dom.js';
+import { toolGroups } from './server.js';
+import { BANNER, TAB, changed, store, view } from './state.js';
 
 // ─── tabs ───
-
-import { $, el } from './dom.js';
-import { updatePolling } from './hooks-tab.js';
-import { authHeaders, toolGroups } from './server.js';
-import { BANNER, TAB, access, store, view } from './state.js';
-import { renderSpeaker, voice } from './voice-controls.js';
 
 export const TABS = ['conversations', 'skills', 'hooks'];
 
@@ -15,7 +15,7 @@ export function isPhone() { return window.matchMedia('(max-width: 700px)').match
 export function showPanel(on) {
   $('panel').hidden = !on;
   $('toggle-panel').setAttribute('aria-expanded', String(on));
-  updatePolling();
+  changed('panel');
 }
 
 export function selectTab(name, focus) {
@@ -30,7 +30,7 @@ export function selectTab(name, focus) {
     $('pane-' + tab).hidden = !on;
   }
   if (focus) $('tab-' + name).focus();
-  updatePolling();
+  changed('panel');
 }
 
 // ─── skills ───
@@ -74,16 +74,6 @@ export function renderSkillChecks() {
 
 // ─── server info ───
 
-// GET an API route with the access token; a refusal says what to do about it.
-export async function api(path) {
-  const response = await fetch(path, { headers: authHeaders(access.token) });
-  if (response.status === 401) {
-    throw new Error('this server needs an access token: open the page as ' + location.origin + '/#token=YOUR_TOKEN');
-  }
-  if (!response.ok) throw new Error(path + ' answered ' + response.status);
-  return response.json();
-}
-
 // The tools the model may be offered, the MCP servers' grouped by server with their state.
 export function renderTools(info) {
   const box = $('tools-list');
@@ -111,10 +101,7 @@ export async function loadServerInfo() {
     $('model').textContent = view.model || '';
     $('model').hidden = !view.model;
     renderTools(info);
-    voice.tts = !!(info.voice && info.voice.tts);
-    voice.stt = !!(info.voice && info.voice.stt);
-    $('mic').hidden = !voice.stt || !(navigator.mediaDevices && window.MediaRecorder);
-    renderSpeaker();
+    changed('info', info);
     const skills = await api('/api/skills');
     renderSkills(skills);
     document.body.dataset.info = 'loaded';

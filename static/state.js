@@ -1,6 +1,8 @@
 // What the page's modules share: the stores (localStorage, and sessionStorage for the access
-// token), the library of conversations, the access token, and `view`: the conversation on
-// screen, what its transcript shows and the running chat.
+// token), the library of conversations, the access token, `view`: the conversation on screen,
+// what its transcript shows and the running chat; and the one subscription through which a view
+// module says what it changed (`changed`), so that no view module imports another to keep it
+// current: the entry module (app.js) subscribes the redraws.
 
 import { createLibrary } from './library.js';
 import { KEYS, itemsOf } from './protocol.js';
@@ -69,4 +71,22 @@ export function loadTranscript() {
 }
 export function saveTranscript() {
   view.own.save(KEYS.transcript, view.transcript);
+}
+
+// The one subscription. `what` names what changed, `detail` says more where a listener needs it:
+//   'state'         the chat state ('idle', 'running', 'offline': detail)
+//   'conversations' the list of conversations (a title, an order)
+//   'transcript'    the transcript was drawn anew (another conversation, a fork, the start)
+//   'switched'      another conversation is on screen
+//   'sessionHooks'  the model registered a session hook
+//   'ended'         a chat ended (the hooks' figures moved)
+//   'panel'         the side panel was shown or hidden, or another tab chosen
+//   'info'          /api/info answered (its answer: detail)
+// Listeners run at once, in the order they subscribed.
+const listeners = [];
+export function subscribe(listener) {
+  listeners.push(listener);
+}
+export function changed(what, detail) {
+  for (const listener of listeners) listener(what, detail);
 }

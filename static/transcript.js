@@ -1,15 +1,20 @@
 // The transcript: draws its items (messages, plans, tool cards, hook chips, dividers, approvals,
-// turn lines) and keeps it scrolled to the bottom.
+// turn lines) and keeps it scrolled to the bottom. The items other modules own (a user message
+// with its Edit button, an approval card with its buttons) are drawn by the renderers the entry
+// module gives (`useRenderers`); a redraw is announced (`changed('transcript')`), not passed on.
 
-import { drawApproval } from './approval.js';
 import { placeCompaction, summaryText } from './compaction.js';
-import { renderConversations } from './conversations.js';
 import { $, el } from './dom.js';
-import { drawUser } from './forks.js';
-import { renderHooks } from './hooks-tab.js';
 import { renderInto } from './markdown.js';
-import { saveTranscript, view } from './state.js';
+import { changed, saveTranscript, view } from './state.js';
 import { formatMs, traceSummary, turnLine } from './trace.js';
+
+// The renderers of the items whose elements act (given by app.js): `user` (forks.js) and
+// `approval` (approval.js), each `item` → element.
+const renderers = {};
+export function useRenderers(given) {
+  Object.assign(renderers, given);
+}
 
 export const transcriptEl = $('transcript');
 export function scroll() { transcriptEl.scrollTop = transcriptEl.scrollHeight; }
@@ -68,7 +73,7 @@ function stepsBefore(before) {
 export function render(item) {
   let node;
   switch (item.kind) {
-    case 'user': node = drawUser(item); break;
+    case 'user': node = renderers.user(item); break;
     case 'assistant': node = el('div', 'msg assistant'); renderAssistant(node, item.text); break;
     case 'plan': node = el('div', 'plan', 'Plan: ' + item.text); break;
     case 'hook': {
@@ -94,7 +99,7 @@ export function render(item) {
       node.appendChild(el('div', 'summary-text', item.text));
       break;
     }
-    case 'approval': node = drawApproval(item); break;
+    case 'approval': node = renderers.approval(item); break;
     case 'turn': node = drawTurn(item); break;
     case 'error': node = el('div', 'chat-error', item.text); break;
     case 'note': node = el('div', 'note', item.text); break;
@@ -165,13 +170,17 @@ export function push(item) {
   return draw(item);
 }
 
+// A hook's chip (a skill hook that added a message).
+export function drawHook(frame) {
+  push({ kind: 'hook', name: frame.hook.name, skill: frame.hook.skill, timing: frame.hook.timing, content: frame.message.content });
+}
+
 export function redrawAll() {
   transcriptEl.textContent = '';
   if (!view.transcript.length) transcriptEl.appendChild(drawEmpty());
   view.transcript.forEach((item) => draw(item));
   requestAnimationFrame(scroll);
-  renderConversations();
-  renderHooks();
+  changed('transcript');
 }
 
 // The empty state: a line, and prompts to start with (a click sends one).

@@ -1,9 +1,9 @@
 // Voice on the page (voice.js): the speaker toggle, the audio queue, the microphone.
 
-import { drawHook } from './chat.js';
 import { $, toast } from './dom.js';
 import { authHeaders } from './server.js';
 import { access, library } from './state.js';
+import { drawHook } from './transcript.js';
 import { createAudioQueue, record, setSpoken, spoken, transcribe } from './voice.js';
 
 export const voice = { tts: false, stt: false, recording: null, queue: createAudioQueue({ onHook: (frame) => drawHook(frame) }) };
@@ -14,6 +14,15 @@ export function renderSpeaker() {
   $('speaker').hidden = !voice.tts;
   $('speaker').setAttribute('aria-pressed', on ? 'true' : 'false');
   $('speaker').textContent = on ? 'Voice on' : 'Voice off';
+}
+
+// What /api/info says of voice: the speaker shows with speech, the microphone with transcription
+// (and a browser that records).
+export function useVoiceInfo(info) {
+  voice.tts = !!(info.voice && info.voice.tts);
+  voice.stt = !!(info.voice && info.voice.stt);
+  $('mic').hidden = !voice.stt || !(navigator.mediaDevices && window.MediaRecorder);
+  renderSpeaker();
 }
 
 $('speaker').addEventListener('click', () => {

@@ -2,8 +2,9 @@
 //! session hooks, outgoing frames, conversations, exports, hook views; `static/markdown.js`: the
 //! Markdown path) under node's built-in test runner, without a browser: `node --test` on
 //! `tests/js/*.test.mjs`, which import them (the root `package.json` says `.js` files are ES
-//! modules). Without node the test says it was skipped and why; under `CI=true` it fails instead
-//! (the browser tests' rule).
+//! modules); among them `imports.test.mjs`, which reads every `static/*.js` file's imports and
+//! fails on a circle. Without node the test says it was skipped and why; under `CI=true` it fails
+//! instead (the browser tests' rule).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -80,6 +80,15 @@ impl Chromium {
         assert!(reply.get("error").is_none(), "{method}: {reply}");
         reply["result"].clone()
     }
+
+    /// A desktop screen of `width` × `height` (`set_viewport` emulates a phone's).
+    pub async fn set_desktop_viewport(&mut self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    }
 }
 
 impl Page for Chromium {

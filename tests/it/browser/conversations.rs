@@ -11,16 +11,9 @@ use serde_json::{json, Value};
 use super::chromium::Chromium;
 use super::driver::Page;
 use super::firefox::Firefox;
+use super::hookwire_page::*;
 use crate::agent::workspace;
 use crate::common::*;
-
-/// The current conversation's stored `name` (history, transcript, …), as JSON text or null.
-pub fn stored(name: &str) -> String {
-    format!("localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.{name}')")
-}
-
-/// The titles in the Chats list, top first, and the title in the header.
-const TITLES: &str = "[Array.from(document.querySelectorAll('#conversations .title')).map(e => e.textContent), document.getElementById('conversation-title').textContent]";
 
 /// The file `name` in `dir` once `complete` says its text is whole (a download is written in
 /// pieces), or a failure that lists what the folder holds.
@@ -82,12 +75,7 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
         .await;
     browser.open(&server.url("/")).await;
     // Tools off: one upstream request per chat, its messages the history plus the input.
-    browser
-        .eval("document.getElementById('tools-switch').click()")
-        .await;
-    let idle_with = |answers: usize| {
-        format!("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === {answers}")
-    };
+    browser.toggle_tools().await;
 
     // What a page from before conversations kept: one history, one transcript.
     browser
@@ -100,20 +88,22 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
         .await;
     browser.reload_and_wait().await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["old question"], "old question"]),
         "the old conversation is the first one"
     );
     assert_eq!(
-        browser
-            .eval("[document.querySelector('.msg.user').innerText, localStorage.getItem('hookwire.history'), localStorage.getItem('hookwire.transcript')]")
-            .await,
-        json!(["old question", null, null]),
+        [
+            browser.first_text(USER_MESSAGE).await,
+            browser.local("hookwire.history").await,
+            browser.local("hookwire.transcript").await
+        ],
+        [json!("old question"), Value::Null, Value::Null],
         "it is on screen, and the old keys are gone"
     );
     upstream.push(Reply::text(&["Alpha answer."]));
-    browser.type_and_enter("alpha question").await;
-    browser.wait_for(&idle_with(2)).await;
+    browser.send("alpha question").await;
+    browser.wait_answers(2).await;
     assert_eq!(
         last_inputs(&upstream),
         ["old question", "alpha question"],
@@ -121,36 +111,28 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
     );
 
     // New: an empty conversation; its chat carries none of the first one.
-    browser
-        .eval("document.getElementById('new-chat').click()")
-        .await;
-    browser
-        .wait_for("document.querySelectorAll('.msg').length === 0 && !!document.querySelector('#transcript .empty')")
-        .await;
+    browser.new_chat().await;
+    browser.wait_empty_chat().await;
     upstream.push(Reply::text(&["Beta answer."]));
-    browser.type_and_enter("beta question").await;
-    browser.wait_for(&idle_with(1)).await;
+    browser.send("beta question").await;
+    browser.wait_answers(1).await;
     assert_eq!(last_inputs(&upstream), ["beta question"]);
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["beta question", "old question"], "beta question"]),
         "named after their first message, the one used last on top"
     );
 
     // Switch back by clicking it: its transcript, and its history goes with the next chat.
-    browser
-        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('old question')).click()")
-        .await;
-    browser.wait_for(&idle_with(2)).await;
+    browser.open_chat("old question").await;
+    browser.wait_answers(2).await;
     assert_eq!(
-        browser
-            .eval("Array.from(document.querySelectorAll('.msg.user')).map(e => e.innerText)")
-            .await,
-        json!(["old question", "alpha question"])
+        browser.texts(USER_MESSAGE).await,
+        ["old question", "alpha question"]
     );
     upstream.push(Reply::text(&["Gamma answer."]));
-    browser.type_and_enter("gamma question").await;
-    browser.wait_for(&idle_with(3)).await;
+    browser.send("gamma question").await;
+    browser.wait_answers(3).await;
     assert_eq!(
         last_inputs(&upstream),
         ["old question", "alpha question", "gamma question"],
@@ -160,20 +142,13 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
     // A reload: the same conversation on screen, both in the list.
     browser.reload_and_wait().await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["old question", "beta question"], "old question"])
     );
-    assert_eq!(
-        browser
-            .eval("document.querySelectorAll('.msg.assistant').length")
-            .await,
-        json!(3)
-    );
+    assert_eq!(browser.count(ANSWER).await, json!(3));
 
     // Rename from the keyboard: the title field takes the focus with its text selected.
-    browser
-        .eval("document.getElementById('rename-conversation').click()")
-        .await;
+    browser.start_rename().await;
     browser
         .wait_for(
             "document.activeElement && document.activeElement.classList.contains('rename-input')",
@@ -185,22 +160,19 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
         .await;
     browser.reload_and_wait().await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["Renamed talk", "beta question"], "Renamed talk"]),
         "the name survives a reload"
     );
 
     // Export: both files land in the downloads folder; the JSON holds the history.
-    browser
-        .eval("document.getElementById('export-json').click()")
-        .await;
+    browser.export_as("json").await;
     let text = downloaded(browser.downloads(), "renamed-talk.json", |t| {
         serde_json::from_str::<Value>(t).is_ok()
     })
     .await;
     let exported: Value = serde_json::from_str(&text).unwrap();
-    let history: Value =
-        serde_json::from_str(browser.eval(&stored("history")).await.as_str().unwrap()).unwrap();
+    let history = browser.stored("history").await;
     assert_eq!(exported["messages"], history, "{exported}");
     assert_eq!(
         history.as_array().unwrap().len(),
@@ -211,9 +183,7 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
     assert_eq!(exported["format"], "hookwire.conversation");
     assert_eq!(exported["model"], "fake-model");
     assert_eq!(exported["transcript"][0]["text"], "old question");
-    browser
-        .eval("document.getElementById('export-md').click()")
-        .await;
+    browser.export_as("md").await;
     let markdown = downloaded(browser.downloads(), "renamed-talk.md", |t| {
         t.contains("Gamma answer.")
     })
@@ -229,62 +199,51 @@ async fn conversations_switch_survive_reload_and_export(browser: &mut impl Page,
     assert!(!markdown.contains("beta"), "{markdown}");
 
     // Delete asks once more, then the other conversation takes its place.
-    browser
-        .eval("document.getElementById('delete-conversation').click()")
-        .await;
+    browser.delete_chat().await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["Renamed talk", "beta question"], "Renamed talk"]),
         "one click only asks"
     );
-    browser
-        .eval("document.getElementById('delete-conversation').click()")
-        .await;
-    browser.wait_for(&idle_with(1)).await;
+    browser.delete_chat().await;
+    browser.wait_answers(1).await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["beta question"], "beta question"])
     );
+    let keys = browser.local_keys("hookwire.conversation.").await;
     assert_eq!(
-        browser
-            .eval("Object.keys(localStorage).filter(k => k.startsWith('hookwire.conversation.')).length")
-            .await,
-        json!(2),
-        "the deleted one's keys are gone: beta's history and transcript are left"
+        keys.as_array().map(Vec::len),
+        Some(2),
+        "the deleted one's keys are gone: beta's history and transcript are left: {keys}"
     );
 
     // A phone-sized screen: the panel opens over the chat, fits, and a pick closes it.
     browser.set_viewport(390, 800).await;
     browser.reload_and_wait().await;
-    assert_eq!(
-        browser
-            .eval("document.getElementById('panel').hidden")
-            .await,
-        json!(true)
-    );
-    browser
-        .eval("(() => { document.getElementById('toggle-panel').click(); document.getElementById('tab-conversations').click(); })()")
-        .await;
+    assert_eq!(browser.hidden("panel").await, json!(true));
+    browser.open_panel_tab("conversations").await;
     let fits = browser
         .eval("(() => { const p = document.getElementById('panel').getBoundingClientRect(); return !document.getElementById('panel').hidden && document.documentElement.scrollWidth <= 390 && p.right <= 390 && p.top >= document.querySelector('header').getBoundingClientRect().bottom; })()")
         .await;
     assert_eq!(fits, json!(true), "the open panel fits the phone's screen");
     browser.screenshot(&format!("{name}-phone-chats.png")).await;
-    browser
-        .eval("document.getElementById('new-chat').click()")
-        .await;
-    browser
-        .wait_for("document.querySelectorAll('.msg').length === 0 && document.getElementById('panel').hidden")
-        .await;
-    browser
-        .eval("(() => { document.getElementById('toggle-panel').click(); document.querySelector('#conversations .open:not([aria-current])').click(); })()")
-        .await;
-    browser.wait_for(&idle_with(1)).await;
+    browser.new_chat().await;
+    browser.wait_empty_chat().await;
     assert_eq!(
-        browser
-            .eval("[document.getElementById('panel').hidden, document.querySelector('.msg.user').innerText]")
-            .await,
-        json!([true, "beta question"]),
+        browser.hidden("panel").await,
+        json!(true),
+        "New on a phone closes the panel"
+    );
+    browser.toggle_panel().await;
+    browser.open_chat("beta question").await;
+    browser.wait_answers(1).await;
+    assert_eq!(
+        (
+            browser.hidden("panel").await,
+            browser.first_text(USER_MESSAGE).await
+        ),
+        (json!(true), json!("beta question")),
         "picking a conversation on a phone closes the panel"
     );
     server.shutdown().await;
@@ -306,14 +265,6 @@ async fn new_switch_rename_and_delete_while_a_reply_streams_in_firefox() {
     new_switch_rename_and_delete_while_a_reply_streams(&mut browser).await;
 }
 
-/// The history conversation `title` keeps, as `[role, content]` pairs.
-fn history_of(title: &str) -> String {
-    format!(
-        "(() => {{ const meta = JSON.parse(localStorage.getItem('hookwire.conversations')).find(m => m.title === {title:?});
-            return meta && JSON.parse(localStorage.getItem('hookwire.conversation.' + meta.id + '.history')).map(m => [m.role, m.content]); }})()"
-    )
-}
-
 /// While a reply streams, Rename works at once; New, another conversation and Delete stop the
 /// reply first (one chat runs per connection), its partial answer kept in its own conversation,
 /// and the page goes on without a `busy` error.
@@ -325,79 +276,55 @@ async fn new_switch_rename_and_delete_while_a_reply_streams(browser: &mut impl P
         .start()
         .await;
     browser.open(&server.url("/")).await;
-    browser
-        .eval("document.getElementById('tools-switch').click()")
-        .await;
-    let streaming = |answers: usize| {
-        format!("document.body.dataset.state === 'running' && document.querySelectorAll('.msg.assistant').length === {answers} && Array.from(document.querySelectorAll('.msg.assistant')).pop().innerText.includes('tick')")
-    };
+    browser.toggle_tools().await;
     let controls = "['new-chat', 'rename-conversation', 'delete-conversation'].map(id => document.getElementById(id).disabled).concat([document.getElementById('busy-note').hidden])";
 
     // Rename while it streams: at once, and the reply goes on.
     upstream.push(Reply::endless());
-    browser.type_and_enter("first question").await;
-    browser.wait_for(&streaming(1)).await;
+    browser.send("first question").await;
+    browser.wait_streaming(1, "tick").await;
     assert_eq!(
         browser.eval(controls).await,
         json!([false, false, false, false])
     );
-    browser
-        .eval("document.getElementById('rename-conversation').click()")
-        .await;
-    browser
-        .eval("(() => { const i = document.querySelector('.rename-input'); i.value = 'Streaming one'; i.form.requestSubmit(); })()")
-        .await;
+    browser.rename_to("Streaming one").await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["Streaming one"], "Streaming one"])
     );
     assert_eq!(
-        browser.eval("document.body.dataset.state").await,
+        browser.state().await,
         json!("running"),
         "the reply still streams"
     );
 
     // New: the reply stops, what it wrote stays in its conversation, the new one is on screen.
-    browser
-        .eval("document.getElementById('new-chat').click()")
-        .await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg').length === 0 && !!document.querySelector('#transcript .empty')")
-        .await;
+    browser.new_chat().await;
+    browser.wait_empty_chat().await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["New conversation", "Streaming one"], "New conversation"])
     );
-    let kept = browser.eval(&history_of("Streaming one")).await;
+    let kept = browser.history_of("Streaming one").await;
     assert_eq!(kept[0], json!(["user", "first question"]), "{kept}");
     assert_eq!(kept[1][0], "assistant", "{kept}");
     assert!(kept[1][1].as_str().unwrap().starts_with("tick"), "{kept}");
     assert_eq!(kept.as_array().unwrap().len(), 2, "{kept}");
     // The new conversation chats at once: the server's chat had ended (no `busy`).
     upstream.push(Reply::text(&["Second answer."]));
-    browser.type_and_enter("second question").await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 1")
-        .await;
+    browser.send("second question").await;
+    browser.wait_answers(1).await;
     assert_eq!(last_inputs(&upstream), ["second question"]);
 
     // Another conversation while it streams: the same, and back again shows both partial answers.
-    browser
-        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('Streaming one')).click()")
-        .await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'first question'")
-        .await;
+    browser.open_chat("Streaming one").await;
+    browser.wait_chat_starting("first question").await;
     upstream.push(Reply::endless());
-    browser.type_and_enter("third question").await;
-    browser.wait_for(&streaming(2)).await;
-    browser
-        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('second question')).click()")
-        .await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'second question'")
-        .await;
-    let kept = browser.eval(&history_of("Streaming one")).await;
+    browser.send("third question").await;
+    browser.wait_streaming(2, "tick").await;
+    browser.open_chat("second question").await;
+    browser.wait_chat_starting("second question").await;
+    let kept = browser.history_of("Streaming one").await;
     let roles: Vec<&str> = kept
         .as_array()
         .unwrap()
@@ -409,50 +336,33 @@ async fn new_switch_rename_and_delete_while_a_reply_streams(browser: &mut impl P
     assert!(kept[3][1].as_str().unwrap().starts_with("tick"), "{kept}");
 
     // Delete while it streams: the reply stops, then the conversation and its keys are gone.
-    browser
-        .eval("Array.from(document.querySelectorAll('#conversations .open')).find(b => b.innerText.includes('Streaming one')).click()")
-        .await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
-        .await;
-    let id = browser
-        .eval("JSON.parse(localStorage.getItem('hookwire.current'))")
-        .await;
+    browser.open_chat("Streaming one").await;
+    browser.wait_answers(2).await;
+    let id = browser.current_id().await;
     upstream.push(Reply::endless());
-    browser.type_and_enter("fourth question").await;
-    browser.wait_for(&streaming(3)).await;
-    browser
-        .eval("(() => { const d = document.getElementById('delete-conversation'); d.focus(); d.click(); d.click(); })()")
-        .await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelector('.msg.user')?.innerText === 'second question'")
-        .await;
+    browser.send("fourth question").await;
+    browser.wait_streaming(3, "tick").await;
+    browser.arm_delete().await;
+    browser.delete_chat().await;
+    browser.wait_chat_starting("second question").await;
     assert_eq!(
-        browser.eval(TITLES).await,
+        browser.chat_titles().await,
         json!([["second question"], "second question"])
     );
     assert_eq!(
-        browser
-            .eval(&format!(
-                "Object.keys(localStorage).filter(k => k.includes({id}))"
-            ))
-            .await,
+        browser.local_keys(id.as_str().unwrap()).await,
         json!([]),
         "nothing of the deleted conversation is left"
     );
     upstream.push(Reply::text(&["Fifth answer."]));
-    browser.type_and_enter("fifth question").await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.msg.assistant').length === 2")
-        .await;
+    browser.send("fifth question").await;
+    browser.wait_answers(2).await;
     assert_eq!(
         last_inputs(&upstream),
         ["second question", "fifth question"]
     );
     assert_eq!(
-        browser
-            .eval("document.querySelectorAll('.toast.error').length")
-            .await,
+        browser.count(".toast.error").await,
         json!(0),
         "no chat was refused as busy"
     );
@@ -486,12 +396,8 @@ async fn the_page_follows_a_dark_system_setting_in_chromium() {
         browser.eval(colours).await,
         json!(["rgb(13, 17, 23)", "rgb(230, 237, 243)", "rgb(13, 17, 23)"])
     );
-    browser.type_and_enter("hello").await;
-    browser
-        .wait_for(
-            "document.body.dataset.state === 'idle' && !!document.querySelector('.msg.assistant')",
-        )
-        .await;
+    browser.send("hello").await;
+    browser.wait_answer().await;
     browser.screenshot("chromium-dark.png").await;
     server.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! What the browser tests need from a browser, whatever protocol drives it: evaluate a script,
 //! navigate, reload, type, take a screenshot. Chromium speaks CDP, Firefox WebDriver BiDi; both
-//! are plain JSON over a WebSocket.
+//! are plain JSON over a WebSocket. What the tests do on the hookwire page itself is the page
+//! object's (`hookwire_page.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -46,24 +47,6 @@ pub trait Page {
         }
     }
 
-    /// Navigates and waits for the page to be connected and idle.
-    async fn open(&mut self, url: &str) {
-        self.navigate(url).await;
-        self.wait_for(PAGE_READY).await;
-    }
-
-    /// Reloads and waits for the page to be connected and idle.
-    async fn reload_and_wait(&mut self) {
-        self.reload().await;
-        self.wait_for(PAGE_READY).await;
-    }
-
-    /// Focuses the chat input, types `text`, presses Enter.
-    async fn type_and_enter(&mut self, text: &str) {
-        self.eval("document.getElementById('input').focus()").await;
-        self.type_keys_and_enter(text).await;
-    }
-
     /// Saves a screenshot to `target/browser/<name>`, a test artifact.
     async fn screenshot(&mut self, name: &str) {
         let bytes = self.screenshot_png().await;
@@ -72,9 +55,6 @@ pub trait Page {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
 }
-
-/// Loaded, connected, idle, and `/api/info` + `/api/skills` answered (banner and skills drawn).
-pub const PAGE_READY: &str = "document.readyState === 'complete' && document.body.dataset.state === 'idle' && !!document.body.dataset.info";
 
 /// The first of `names` on the PATH, or, when there is none, `None` after saying the tests were
 /// skipped (outside CI) — under `CI=true` a missing browser fails the test instead.

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::chromium::Chromium;
 use super::driver::Page;
 use super::firefox::Firefox;
+use super::hookwire_page::*;
 use crate::common::*;
 
 const SERVER_HOOKS: &str = "\
@@ -82,27 +83,6 @@ fn trust(dir: &Path, workspace: &Path, file: &str, contents: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
-/// The Hooks tab as data: per level, each card's name, event, matcher, tags, place and metrics;
-/// the untrusted files and their commands.
-const HOOKS_TAB: &str = "(() => { const out = {}; for (const level of document.querySelectorAll('#hooks .hook-level')) {
-    out[level.dataset.level] = { count: level.querySelector('h3 .count').textContent,
-      hooks: Array.from(level.querySelectorAll('.hook-card')).map(c => ({ name: c.querySelector('.hook-name').textContent,
-        event: c.querySelector('.hook-event').textContent, matcher: c.querySelector('.hook-matcher')?.textContent || null,
-        tags: Array.from(c.querySelectorAll('.tag')).map(t => t.textContent), what: c.querySelector('.hook-what')?.textContent || null,
-        where: c.querySelector('.hook-where')?.textContent || null,
-        metrics: Object.fromEntries(Array.from(c.querySelectorAll('[data-metric]')).map(m => [m.dataset.metric, m.textContent])) })),
-      untrusted: Array.from(level.querySelectorAll('.untrusted-file')).map(u => u.innerText) }; }
-  return out; })()";
-
-/// The metric `metric` of the hook card named `name`, as shown.
-fn metric(name: &str, metric: &str) -> String {
-    format!("Array.from(document.querySelectorAll('#hooks .hook-card')).find(c => c.querySelector('.hook-name').textContent === '{name}')?.querySelector('[data-metric={metric}]')?.textContent")
-}
-
-fn refreshes() -> &'static str {
-    "Number(document.getElementById('hooks').dataset.refreshes || 0)"
-}
-
 #[tokio::test]
 async fn the_hooks_tab_and_the_trace_timeline_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -123,16 +103,11 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     let upstream = FakeUpstream::start().await;
     let (server, _outside) = server_with_hooks(Some(&upstream)).await;
     browser.open(&server.url("/")).await;
-    browser
-        .eval("(() => { document.getElementById('trace-switch').click(); document.getElementById('tab-hooks').click(); })()")
-        .await;
-    browser
-        .wait_for(&format!(
-            "{} >= 1 && !!document.querySelector('#hooks .hook-card')",
-            refreshes()
-        ))
-        .await;
-    let tab = browser.eval(HOOKS_TAB).await;
+    browser.toggle_trace().await;
+    browser.open_panel_tab("hooks").await;
+    browser.wait_hooks_refreshed(1).await;
+    browser.wait_shown(HOOK_CARD).await;
+    let tab = browser.hooks_tab().await;
     let server_hooks = &tab["server"]["hooks"];
     assert_eq!(server_hooks.as_array().unwrap().len(), 1, "{tab:#}");
     let guard = &server_hooks[0];
@@ -189,10 +164,8 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     );
     assert_eq!(tab["session"]["count"], "0");
     // Open, it refreshes by itself.
-    let seen = browser.eval(refreshes()).await.as_u64().unwrap();
-    browser
-        .wait_for(&format!("{} >= {}", refreshes(), seen + 2))
-        .await;
+    let seen = browser.hook_refreshes().await;
+    browser.wait_hooks_refreshed(seen + 2).await;
 
     // A traced chat: the guard blocks reading the secret; the model registers a session hook.
     upstream.push(Reply::text(&["[NEED_TOOL] read it, and judge my answers"]));
@@ -205,25 +178,18 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
         ),
     ]));
     upstream.push(Reply::text(&["I may not read it."]));
-    browser.type_and_enter("read secret.txt").await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && !!document.querySelector('.turn')")
-        .await;
+    browser.send("read secret.txt").await;
+    browser.wait_idle_with(TURN).await;
     assert_eq!(
         upstream.requests()[0].body["trace"],
         Value::Null,
         "trace stays between the page and hookwire"
     );
     // The counts move, and the session hook is listed under session.
-    browser
-        .wait_for(&format!(
-            "{} === '1' && {} === '1' && {} === '1'",
-            metric("guard", "runs"),
-            metric("guard", "blocked"),
-            metric("note", "runs")
-        ))
-        .await;
-    let tab = browser.eval(HOOKS_TAB).await;
+    browser.wait_hook_metric("guard", "runs", "1").await;
+    browser.wait_hook_metric("guard", "blocked", "1").await;
+    browser.wait_hook_metric("note", "runs", "1").await;
+    let tab = browser.hooks_tab().await;
     assert_ne!(
         tab["server"]["hooks"][0]["metrics"]["p50_ms"], "—",
         "{tab:#}"
@@ -310,10 +276,8 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
         .await;
     upstream.push(Reply::text(&["Fine."]));
     upstream.push(Reply::text(&["{}"]));
-    browser.type_and_enter("how are you?").await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.turn.traced').length === 2")
-        .await;
+    browser.send("how are you?").await;
+    browser.wait_count(TRACED_TURN, 2).await;
     let second = browser
         .eval("Array.from(document.querySelectorAll('.turn.traced')[1].querySelectorAll('.run')).map(r => r.textContent)")
         .await;
@@ -335,28 +299,16 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
     );
 
     // Another tab: the refreshing stops.
-    browser
-        .eval("document.getElementById('tab-conversations').click()")
-        .await;
-    assert_eq!(
-        browser
-            .eval("document.getElementById('hooks').dataset.polling")
-            .await,
-        json!("false")
-    );
+    browser.open_panel_tab("conversations").await;
+    assert_eq!(browser.hooks_polling().await, json!("false"));
 
     // A phone-sized screen: the tab fits.
     browser.set_viewport(390, 800).await;
     browser.reload_and_wait().await;
-    browser
-        .eval("(() => { document.getElementById('toggle-panel').click(); document.getElementById('tab-hooks').click(); })()")
-        .await;
-    browser
-        .wait_for(&format!(
-            "document.getElementById('hooks').dataset.polling === 'true' && {} >= 1 && !!document.querySelector('#hooks .hook-card')",
-            refreshes()
-        ))
-        .await;
+    browser.open_panel_tab("hooks").await;
+    browser.wait_hooks_refreshed(1).await;
+    browser.wait_shown(HOOK_CARD).await;
+    assert_eq!(browser.hooks_polling().await, json!("true"));
     assert_eq!(
         browser
             .eval("document.documentElement.scrollWidth <= 390 && document.getElementById('panel').getBoundingClientRect().right <= 390")
@@ -370,39 +322,24 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
 
 /// The demo model with hooks at every level: "list the files", then "read secret.txt", which the
 /// server's guard blocks, traced (the screenshots of these views in docs/page.md come from
-/// `page::readme_screenshots_in_chromium`).
+/// `screenshots::readme_screenshots_in_chromium`).
 #[tokio::test]
 async fn the_hooks_tab_and_a_traced_demo_conversation_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
         return;
     };
     let (server, _outside) = server_with_hooks(None).await;
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.set_desktop_viewport(1280, 900).await;
     browser.open(&server.url("/")).await;
-    browser
-        .eval("(() => { document.getElementById('trace-switch').click(); document.getElementById('tab-hooks').click(); })()")
-        .await;
+    browser.toggle_trace().await;
+    browser.open_panel_tab("hooks").await;
     for (count, input) in [(1, "list the files"), (2, "read secret.txt")] {
-        browser.type_and_enter(input).await;
-        browser
-            .wait_for(&format!("document.body.dataset.state === 'idle' && document.querySelectorAll('.turn.traced').length === {count}"))
-            .await;
+        browser.send(input).await;
+        browser.wait_count(TRACED_TURN, count).await;
     }
-    browser
-        .wait_for(&format!(
-            "{} === '1' && {} === '2'",
-            metric("guard", "blocked"),
-            metric("note", "runs")
-        ))
-        .await;
-    let answer = browser
-        .eval("document.querySelectorAll('.msg.assistant')[1].innerText")
-        .await;
+    browser.wait_hook_metric("guard", "blocked", "1").await;
+    browser.wait_hook_metric("note", "runs", "2").await;
+    let answer = browser.last_answer().await;
     assert!(
         answer.as_str().unwrap().contains("no reading of secrets"),
         "the demo model answers from the refusal: {answer}"

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::chromium::Chromium;
 use super::driver::Page;
 use super::firefox::Firefox;
+use super::hookwire_page::*;
 use crate::common::*;
 use crate::telemetry::{hex, named, receiver};
 
@@ -54,18 +55,12 @@ async fn a_turn_shows_its_trace_id(browser: &mut impl Page) {
         .await;
     browser.open(&server.url("/")).await;
 
-    browser.type_and_enter("hello").await;
-    browser
-        .wait_for("document.body.dataset.state === 'idle' && document.querySelectorAll('.turn').length === 1")
-        .await;
+    browser.send("hello").await;
+    browser.wait_count(TURN, 1).await;
     let first = shown_trace_id(browser, 0).await;
     // A chat that fails has no usage to show, and its trace is the one worth looking up.
-    browser.type_and_enter("again").await;
-    browser
-        .wait_for(
-            "document.body.dataset.state === 'idle' && !!document.querySelector('.chat-error')",
-        )
-        .await;
+    browser.send("again").await;
+    browser.wait_idle_with(CHAT_ERROR).await;
     let second = shown_trace_id(browser, 1).await;
 
     assert!(

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::chromium::Chromium;
 use super::driver::Page;
+use super::hookwire_page::*;
 use crate::common::*;
 use crate::voice::{command_tts, skill_with_persistent_hook, text_then_tool};
 
@@ -33,41 +34,24 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
         .start()
         .await;
     browser.open(&server.url("/")).await;
-    browser
-        .wait_for(
-            "document.body.dataset.info === 'loaded' && !document.getElementById('speaker').hidden",
-        )
-        .await;
+    browser.wait_info("loaded").await;
+    assert_eq!(browser.hidden("speaker").await, json!(false));
     // No stt configured: no microphone.
-    assert_eq!(
-        browser.eval("document.getElementById('mic').hidden").await,
-        json!(true)
-    );
-    browser
-        .eval("document.getElementById('speaker').click()")
-        .await;
+    assert_eq!(browser.hidden("mic").await, json!(true));
+    browser.click("speaker").await;
     assert_eq!(
         browser
             .eval("document.getElementById('speaker').getAttribute('aria-pressed')")
             .await,
         json!("true")
     );
-    browser.type_and_enter("what is here?").await;
+    browser.send("what is here?").await;
     browser
-        .wait_for(
-            "document.body.dataset.state === 'idle' && window.hookwireAudio.played.some(p => p.type === 'hook') && !window.hookwireAudio.busy",
-        )
+        .wait_for("window.hookwireAudio.played.some(p => p.type === 'hook') && !window.hookwireAudio.busy")
         .await;
-    let page = browser
-        .eval(
-            "(() => ({
-                played: window.hookwireAudio.played,
-                chips: document.querySelectorAll('.hook-chip').length,
-                history: JSON.parse(localStorage.getItem('hookwire.conversation.' + JSON.parse(localStorage.getItem('hookwire.current')) + '.history')),
-            }))()",
-        )
-        .await;
-    let played = page["played"].as_array().unwrap();
+    browser.wait_idle().await;
+    let played = browser.eval("window.hookwireAudio.played").await;
+    let played = played.as_array().unwrap();
     let audio: Vec<&Value> = played.iter().filter(|p| p["type"] == "audio").collect();
     // Each segment played to its end, in order.
     assert!(audio.iter().all(|a| a["ended"] == true), "{played:#?}");
@@ -90,10 +74,11 @@ async fn the_audio_queue_plays_in_order_and_stores_the_hook_where_it_was_spoken_
         ]),
         "{order:?}"
     );
-    assert!(page["chips"].as_u64().unwrap() >= 1);
+    assert!(browser.count(HOOK_CHIP).await.as_u64().unwrap() >= 1);
     // The history (the chat's `done.turn`): the question, the plan, what was spoken before the
     // hook with the call it made, the call's result, the hook, then the answer spoken after it.
-    let history = page["history"].as_array().unwrap();
+    let history = browser.stored("history").await;
+    let history = history.as_array().unwrap();
     let roles: Vec<&str> = history
         .iter()
         .map(|m| m["role"].as_str().unwrap())
