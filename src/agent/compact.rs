@@ -17,7 +17,7 @@ use super::call::TextMode;
 use super::context::Sendable;
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, CompactInfo, Flow};
-use crate::llm::{estimate_tokens, ModelRequest};
+use crate::llm::{estimate_tokens, LlmError, ModelRequest};
 use crate::types::{ChatError, ChatEvent, CompactTag, ErrorCode, Message, NoticeLevel, Role};
 
 /// A message of the client's history, with its place in the list the client sent (a forged
@@ -155,6 +155,19 @@ pub(super) fn transcript(messages: &[Message]) -> String {
     }
     text.push_str("</conversation>");
     text
+}
+
+/// Why a summary call gave no summary (the chat goes on with its history as it was).
+#[derive(Debug, thiserror::Error)]
+enum NoSummary {
+    /// The call did not start.
+    #[error("{0}")]
+    Call(LlmError),
+    /// The reply failed on its way.
+    #[error("{}", .0.message)]
+    Reply(ChatError),
+    #[error("the model's summary was empty")]
+    Empty,
 }
 
 /// The tags around a summary: it is user text, and says so.
@@ -490,7 +503,7 @@ impl ChatRun {
         &mut self,
         prompt: String,
         messages: &[Message],
-    ) -> Outcome<Result<String, String>> {
+    ) -> Outcome<Result<String, NoSummary>> {
         let request = ModelRequest {
             model: self.ctx.model.clone(),
             messages: vec![Message::system(prompt), Message::user(transcript(messages))],
@@ -506,18 +519,16 @@ impl ChatRun {
         };
         let stream = match stream {
             Ok(stream) => stream,
-            Err(error) => return Ok(Err(error.to_string())),
+            Err(error) => return Ok(Err(NoSummary::Call(error))),
         };
         let reply = span
             .run(self.read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started))
             .await;
         self.end_model_span(span, &reply);
         match reply {
-            Ok(response) if response.content.trim().is_empty() => {
-                Ok(Err("the model's summary was empty".into()))
-            }
+            Ok(response) if response.content.trim().is_empty() => Ok(Err(NoSummary::Empty)),
             Ok(response) => Ok(Ok(response.content.trim().to_string())),
-            Err(Interrupt::Failed(error)) => Ok(Err(error.message)),
+            Err(Interrupt::Failed(error)) => Ok(Err(NoSummary::Reply(error))),
             Err(interrupt) => Err(interrupt),
         }
     }
