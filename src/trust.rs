@@ -254,13 +254,13 @@ impl TrustPolicy {
     /// The trust as of now: reads the store once. A store that cannot be read trusts nothing.
     pub(crate) fn current(&self) -> WorkspaceTrust<'_> {
         let pins = match &self.source {
-            Source::All => Ok(None),
-            Source::Unusable(why) => Err(why.clone()),
+            Source::All => Trusted::Everything,
+            Source::Unusable(why) => Trusted::Nothing(why.clone()),
             Source::Store(store) => match store.load() {
-                Ok(file) => Ok(Some(
-                    file.pins(&self.workspace).cloned().unwrap_or_default(),
-                )),
-                Err(error) => Err(error.to_string()),
+                Ok(file) => {
+                    Trusted::Pinned(file.pins(&self.workspace).cloned().unwrap_or_default())
+                }
+                Err(error) => Trusted::Nothing(error.to_string()),
             },
         };
         WorkspaceTrust { policy: self, pins }
@@ -271,8 +271,18 @@ impl TrustPolicy {
 #[derive(Debug)]
 pub(crate) struct WorkspaceTrust<'a> {
     policy: &'a TrustPolicy,
-    /// `Ok(None)`: every file; `Ok(Some)`: the pinned ones; `Err`: none, for this reason.
-    pins: Result<Option<Pins>, String>,
+    pins: Trusted,
+}
+
+/// Which files one look at the store trusts.
+#[derive(Debug)]
+enum Trusted {
+    /// Every file ([`TrustPolicy::all`]).
+    Everything,
+    /// The pinned ones, as pinned.
+    Pinned(Pins),
+    /// None: the store cannot be used, for this reason.
+    Nothing(String),
 }
 
 impl WorkspaceTrust<'_> {
@@ -282,10 +292,10 @@ impl WorkspaceTrust<'_> {
     pub(crate) fn check(&self, path: &Path, bytes: Option<&[u8]>) -> Result<(), Untrusted> {
         let key = relative_key(&self.policy.workspace, path);
         let reason = match (&self.pins, &key) {
-            (Ok(None), _) => return Ok(()),
-            (Err(why), _) => Reason::NoStore(why.clone()),
-            (Ok(Some(_)), None) => Reason::NotTrusted,
-            (Ok(Some(pins)), Some(key)) => match (pins.get(key), bytes) {
+            (Trusted::Everything, _) => return Ok(()),
+            (Trusted::Nothing(why), _) => Reason::NoStore(why.clone()),
+            (Trusted::Pinned(_), None) => Reason::NotTrusted,
+            (Trusted::Pinned(pins), Some(key)) => match (pins.get(key), bytes) {
                 (Some(pin), Some(bytes)) if *pin == sha256_hex(bytes) => return Ok(()),
                 (Some(_), _) => Reason::Changed,
                 (None, _) => Reason::NotTrusted,
@@ -307,7 +317,7 @@ impl WorkspaceTrust<'_> {
         prompt: &Path,
         sha256: &str,
     ) -> Result<(), Untrusted> {
-        let Ok(Some(pins)) = &self.pins else {
+        let Trusted::Pinned(pins) = &self.pins else {
             return Ok(()); // every file trusted (a store that is not usable trusted no hook file)
         };
         let key = relative_key(&self.policy.workspace, prompt);

@@ -229,13 +229,13 @@ impl From<&Message> for StateMessage {
 }
 
 impl StateMessage {
-    pub(super) fn into_message(self) -> Result<Message, String> {
+    pub(super) fn into_message(self) -> Result<Message, StateError> {
         let role = match self.role.as_str() {
             "system" => Role::System,
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
-            other => return Err(format!("a message of the state has the role {other:?}")),
+            other => return Err(StateError::UnknownRole(other.to_string())),
         };
         let mut message = Message::new(role, self.content);
         message.tool_calls = self
@@ -268,6 +268,8 @@ pub(super) enum StateError {
     Tampered,
     #[error("the approval state expired {0} s ago; ask again")]
     Expired(u64),
+    #[error("a message of the state has the role {0:?}")]
+    UnknownRole(String),
 }
 
 pub(super) fn now_secs() -> u64 {

@@ -17,7 +17,7 @@ use super::call::TextMode;
 use super::context::Sendable;
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, CompactInfo, Flow};
-use crate::llm::{estimate_tokens, ModelRequest};
+use crate::llm::{estimate_tokens, LlmError, ModelRequest};
 use crate::types::{ChatError, ChatEvent, CompactTag, ErrorCode, Message, NoticeLevel, Role};
 
 /// A message of the client's history, with its place in the list the client sent (a forged
@@ -155,6 +155,19 @@ pub(super) fn transcript(messages: &[Message]) -> String {
     }
     text.push_str("</conversation>");
     text
+}
+
+/// Why a summary call gave no summary (the chat goes on with its history as it was).
+#[derive(Debug, thiserror::Error)]
+enum NoSummary {
+    /// The call did not start.
+    #[error("{0}")]
+    Call(LlmError),
+    /// The reply failed on its way.
+    #[error("{}", .0.message)]
+    Reply(ChatError),
+    #[error("the model's summary was empty")]
+    Empty,
 }
 
 /// The tags around a summary: it is user text, and says so.
@@ -307,94 +320,16 @@ impl ChatRun {
         at: usize,
         extra: Option<&Message>,
     ) -> Outcome<Compacted> {
-        let inner = self.inner.clone();
-        let settings = &inner.config.context;
-        let model = self.ctx.model.clone();
-        let end = at + self.history_places.len();
-        let after = |messages: &[Message], summary: Option<&Message>| {
-            estimate_tokens(
-                messages[..at]
-                    .iter()
-                    .chain(summary)
-                    .chain(&plan.pinned)
-                    .chain(plan.recent.iter().map(|sent| &sent.message))
-                    .chain(&messages[end.min(messages.len())..])
-                    .chain(extra),
-            )
-        };
-        let mut info = CompactInfo {
-            trigger: trigger.as_str().into(),
-            context_window_tokens: settings.window_for(&model),
-            compact_threshold_tokens: settings.threshold_for(&model),
-            estimated_input_tokens: estimated,
-            estimated_post_compact_tokens: after(&self.ctx.messages, None),
-            summarized_message_count: plan.summarised.len(),
-            keep_recent_group_count: plan.kept_groups,
-            configured_recent_group_count: settings.keep_recent_groups,
-            compact_through: Some(plan.last_summarised),
-            boundary: plan.recent.first().map(|sent| sent.message.clone()),
-        };
-        let mut prompt = settings.summary_prompt.clone();
-        let pre = self
-            .hooks
-            .pre_auto_compact(&mut self.ctx, &info, &mut prompt)
-            .await;
-        self.flush_outbox().await?;
-        if let Flow::Stop { reason } = pre {
-            tracing::info!(chat = %self.ctx.run_id, trigger = trigger.as_str(), %reason, "a hook skipped the compaction");
-            self.auto_compaction_off = true;
-            if trigger == Trigger::Manual {
-                self.notice(
-                    NoticeLevel::Warn,
-                    format!("a hook skipped the compaction: {reason}"),
-                )
-                .await?;
-            }
+        let mut info = self.compact_info(&plan, trigger, estimated, at, extra);
+        let Some(prompt) = self.pre_compact_hooks(&info, trigger).await? else {
             return Ok(Compacted::Skipped);
-        }
-        let mut summary = match self.summarise(prompt, &plan.summarised).await? {
-            Ok(summary) => summary,
-            Err(why) => {
-                tracing::warn!(chat = %self.ctx.run_id, %why, "the compaction's summary call failed");
-                self.auto_compaction_off = true;
-                self.notice(
-                    NoticeLevel::Warn,
-                    format!("the history could not be compacted: {why}"),
-                )
-                .await?;
-                return Ok(Compacted::Skipped);
-            }
         };
-        // The list: what came before the history, the summary, the pinned hooks, the kept
-        // groups, and everything after the history (this chat's own messages) as it was.
-        let old_len = self.history_places.len();
-        let new_len = 1 + plan.pinned.len() + plan.recent.len();
-        let tail = self
-            .ctx
-            .messages
-            .split_off(end.min(self.ctx.messages.len()));
-        self.ctx.messages.truncate(at);
-        self.ctx
-            .messages
-            .push(summary_message(&summary, plan.count));
-        self.ctx.messages.extend(plan.pinned.iter().cloned());
-        self.ctx
-            .messages
-            .extend(plan.recent.iter().map(|sent| sent.message.clone()));
-        self.ctx.messages.extend(tail);
-        if self.input_at >= end {
-            self.input_at = self.input_at - old_len + new_len;
-        }
+        let Some(summary) = self.summary_or_notice(prompt, &plan.summarised).await? else {
+            return Ok(Compacted::Skipped);
+        };
+        self.put_summary_in_place(&plan, &summary, at);
         info.estimated_post_compact_tokens = estimate_tokens(self.ctx.messages.iter().chain(extra));
-        self.hooks
-            .post_auto_compact(&mut self.ctx, &info, &mut summary)
-            .await;
-        self.flush_outbox().await?;
-        // A post hook may have rewritten the summary: the list and the frame carry the new one.
-        let message = summary_message(&summary, plan.count);
-        if let Some(slot) = self.ctx.messages.iter_mut().find(|m| m.compact.is_some()) {
-            *slot = message.clone();
-        }
+        let message = self.post_compact_hooks(&info, summary, plan.count).await?;
         metrics::counter!("hookwire_compactions_total", "kind" => "auto", "trigger" => trigger.as_str())
             .increment(1);
         tracing::info!(
@@ -406,13 +341,148 @@ impl ChatRun {
             after = info.estimated_post_compact_tokens,
             "compacted the history"
         );
-        // The client's history from now on (what an approval state is bound to, and what the
-        // count of a later compaction in this chat refers to): the summary, the pinned hooks,
-        // and what followed the summarised messages; the places of the kept ones move with it.
+        self.rebase_client_history(&plan, &message);
+        self.send(ChatEvent::Compact {
+            count: plan.count,
+            message,
+            pinned: plan.pinned,
+        })
+        .await?;
+        Ok(Compacted::Yes)
+    }
+
+    /// What the compaction hooks are told about one by `plan` of the history found at `at`;
+    /// the estimate after it counts the summary as nothing until there is one.
+    fn compact_info(
+        &self,
+        plan: &Plan,
+        trigger: Trigger,
+        estimated: u64,
+        at: usize,
+        extra: Option<&Message>,
+    ) -> CompactInfo {
+        let settings = &self.inner.config.context;
+        let model = &self.ctx.model;
+        let messages = &self.ctx.messages;
+        let end = (at + self.history_places.len()).min(messages.len());
+        let estimated_post_compact_tokens = estimate_tokens(
+            messages[..at]
+                .iter()
+                .chain(&plan.pinned)
+                .chain(plan.recent.iter().map(|sent| &sent.message))
+                .chain(&messages[end..])
+                .chain(extra),
+        );
+        CompactInfo {
+            trigger: trigger.as_str().into(),
+            context_window_tokens: settings.window_for(model),
+            compact_threshold_tokens: settings.threshold_for(model),
+            estimated_input_tokens: estimated,
+            estimated_post_compact_tokens,
+            summarized_message_count: plan.summarised.len(),
+            keep_recent_group_count: plan.kept_groups,
+            configured_recent_group_count: settings.keep_recent_groups,
+            compact_through: Some(plan.last_summarised),
+            boundary: plan.recent.first().map(|sent| sent.message.clone()),
+        }
+    }
+
+    /// The `pre_auto_compact` hooks: the summary prompt they leave, or `None` when one skipped
+    /// the compaction (no more tries in this chat; a manual one is told with a `warn` notice).
+    async fn pre_compact_hooks(
+        &mut self,
+        info: &CompactInfo,
+        trigger: Trigger,
+    ) -> Outcome<Option<String>> {
+        let mut prompt = self.inner.config.context.summary_prompt.clone();
+        let pre = self
+            .hooks
+            .pre_auto_compact(&mut self.ctx, info, &mut prompt)
+            .await;
+        self.flush_outbox().await?;
+        let Flow::Stop { reason } = pre else {
+            return Ok(Some(prompt));
+        };
+        tracing::info!(chat = %self.ctx.run_id, trigger = trigger.as_str(), %reason, "a hook skipped the compaction");
+        self.auto_compaction_off = true;
+        if trigger == Trigger::Manual {
+            self.notice(
+                NoticeLevel::Warn,
+                format!("a hook skipped the compaction: {reason}"),
+            )
+            .await?;
+        }
+        Ok(None)
+    }
+
+    /// The summary of `messages`, or `None` when the call failed: the client hears why in a
+    /// `warn` notice, and the chat does not try again.
+    async fn summary_or_notice(
+        &mut self,
+        prompt: String,
+        messages: &[Message],
+    ) -> Outcome<Option<String>> {
+        match self.summarise(prompt, messages).await? {
+            Ok(summary) => Ok(Some(summary)),
+            Err(why) => {
+                tracing::warn!(chat = %self.ctx.run_id, %why, "the compaction's summary call failed");
+                self.auto_compaction_off = true;
+                self.notice(
+                    NoticeLevel::Warn,
+                    format!("the history could not be compacted: {why}"),
+                )
+                .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The list after the compaction: what came before the history found at `at`, the summary,
+    /// the pinned hooks, the kept groups, and everything after the history (this chat's own
+    /// messages) as it was; the user input's place moves with it.
+    fn put_summary_in_place(&mut self, plan: &Plan, summary: &str, at: usize) {
+        let old_len = self.history_places.len();
+        let new_len = 1 + plan.pinned.len() + plan.recent.len();
+        let end = at + old_len;
+        let messages = &mut self.ctx.messages;
+        let tail = messages.split_off(end.min(messages.len()));
+        messages.truncate(at);
+        messages.push(summary_message(summary, plan.count));
+        messages.extend(plan.pinned.iter().cloned());
+        messages.extend(plan.recent.iter().map(|sent| sent.message.clone()));
+        messages.extend(tail);
+        if self.input_at >= end {
+            self.input_at = self.input_at - old_len + new_len;
+        }
+    }
+
+    /// The `post_auto_compact` hooks, which may rewrite the summary: the list and the frame
+    /// carry the summary message they leave, which this returns.
+    async fn post_compact_hooks(
+        &mut self,
+        info: &CompactInfo,
+        mut summary: String,
+        count: usize,
+    ) -> Outcome<Message> {
+        self.hooks
+            .post_auto_compact(&mut self.ctx, info, &mut summary)
+            .await;
+        self.flush_outbox().await?;
+        let message = summary_message(&summary, count);
+        if let Some(slot) = self.ctx.messages.iter_mut().find(|m| m.compact.is_some()) {
+            *slot = message.clone();
+        }
+        Ok(message)
+    }
+
+    /// The client's history from now on (what an approval state is bound to, and what the
+    /// count of a later compaction in this chat refers to): the summary, the pinned hooks, and
+    /// what followed the summarised messages; the places of the kept ones move with it.
+    fn rebase_client_history(&mut self, plan: &Plan, summary: &Message) {
         let rest = self
             .client_history
             .split_off(plan.count.min(self.client_history.len()));
-        self.client_history = std::iter::once(message.clone())
+        self.client_history = std::iter::once(summary.clone())
             .chain(plan.pinned.iter().cloned())
             .chain(rest)
             .collect();
@@ -425,13 +495,6 @@ impl ChatRun {
             )
             .collect();
         self.binding = None;
-        self.send(ChatEvent::Compact {
-            count: plan.count,
-            message,
-            pinned: plan.pinned,
-        })
-        .await?;
-        Ok(Compacted::Yes)
     }
 
     /// The summary call: no tools, nothing streamed, its usage counted. `Ok(Err(why))` = it
@@ -440,7 +503,7 @@ impl ChatRun {
         &mut self,
         prompt: String,
         messages: &[Message],
-    ) -> Outcome<Result<String, String>> {
+    ) -> Outcome<Result<String, NoSummary>> {
         let request = ModelRequest {
             model: self.ctx.model.clone(),
             messages: vec![Message::system(prompt), Message::user(transcript(messages))],
@@ -456,18 +519,16 @@ impl ChatRun {
         };
         let stream = match stream {
             Ok(stream) => stream,
-            Err(error) => return Ok(Err(error.to_string())),
+            Err(error) => return Ok(Err(NoSummary::Call(error))),
         };
         let reply = span
             .run(self.read_reply(stream, CallPhase::Compaction, TextMode::Hidden, started))
             .await;
         self.end_model_span(span, &reply);
         match reply {
-            Ok(response) if response.content.trim().is_empty() => {
-                Ok(Err("the model's summary was empty".into()))
-            }
+            Ok(response) if response.content.trim().is_empty() => Ok(Err(NoSummary::Empty)),
             Ok(response) => Ok(Ok(response.content.trim().to_string())),
-            Err(Interrupt::Failed(error)) => Ok(Err(error.message)),
+            Err(Interrupt::Failed(error)) => Ok(Err(NoSummary::Reply(error))),
             Err(interrupt) => Err(interrupt),
         }
     }

@@ -80,7 +80,7 @@ impl ChatRun {
             &self.inner.approval_key,
             approval::now_secs(),
         )
-        .map_err(|error| bad_frame(error.to_string()))?;
+        .map_err(bad_frame)?;
         if state.model != self.ctx.model {
             return Err(bad_frame(format!(
                 "the approval state belongs to a chat with the model {:?}, this server runs {:?}",
@@ -90,8 +90,7 @@ impl ChatRun {
         if !state.history.matches(&sent) {
             return Err(bad_frame(
                 "the history does not match the conversation the approval state came from \
-                 (it must start with the messages that chat was sent)"
-                    .into(),
+                 (it must start with the messages that chat was sent)",
             ));
         }
         let decided = decisions(&state.pending, resume.decisions).map_err(bad_frame)?;
@@ -118,7 +117,7 @@ impl ChatRun {
         self.model_called = true;
         self.ctx.iteration = state.round;
         for (call, decision) in &decided {
-            let outcome = if decision.is_ok() {
+            let outcome = if decision.allows() {
                 "allowed"
             } else {
                 "denied"
@@ -138,13 +137,15 @@ impl ChatRun {
     /// a rewrite is the reason the model gets. It is not a new turn: what the guards did to the
     /// chat's messages is not kept.
     async fn guard_reasons(&mut self, mut decided: Vec<Decided>) -> Outcome<Vec<Decided>> {
-        if decided.iter().all(|(_, decision)| decision.is_ok()) {
+        if decided.iter().all(|(_, decision)| decision.allows()) {
             return Ok(decided);
         }
         let messages = self.ctx.messages.clone();
         let mut stopped = None;
         for (call, decision) in &mut decided {
-            let Err(reason) = decision else { continue };
+            let Decision::Deny(reason) = decision else {
+                continue;
+            };
             if let Flow::Stop { reason: why } =
                 self.hooks.pre_send_message(&mut self.ctx, reason).await
             {
@@ -190,62 +191,87 @@ impl ChatRun {
     }
 }
 
-/// A pending call and the person's decision on it (`Err(reason)` = denied).
-pub(super) type Decided = (PendingCall, Result<(), String>);
+/// The person's decision on a pending call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Decision {
+    Allow,
+    /// Denied, with the reason the model is told.
+    Deny(String),
+}
 
-/// Each pending call with its decision (`Err(reason)` = denied), in the order they were asked;
-/// every pending call needs exactly one decision, and no other call may have one.
+impl Decision {
+    pub(super) fn allows(&self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+/// A pending call and the person's decision on it.
+pub(super) type Decided = (PendingCall, Decision);
+
+/// Why a resume's decisions do not fit the calls that wait (the `bad_frame` message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DecisionsError {
+    #[error("resume.decisions names the call {0:?}, which does not wait for approval")]
+    NotWaiting(String),
+    #[error("resume.decisions has two decisions for the call {0:?}")]
+    Twice(String),
+    #[error("resume.decisions has no decision for the call {call_id:?} ({name})")]
+    Missing { call_id: String, name: String },
+    #[error("the deny reason of the call {call_id:?} is {chars} characters long; the limit is {MAX_DENY_REASON_CHARS}")]
+    ReasonTooLong { call_id: String, chars: usize },
+}
+
+/// Each pending call with its decision, in the order they were asked; every pending call needs
+/// exactly one decision, and no other call may have one.
 fn decisions(
     pending: &[PendingCall],
     decisions: Vec<crate::types::ApprovalDecision>,
-) -> Result<Vec<Decided>, String> {
+) -> Result<Vec<Decided>, DecisionsError> {
     let mut by_id = HashMap::new();
     for decision in decisions {
         if !pending.iter().any(|call| call.call_id == decision.call_id) {
-            return Err(format!(
-                "resume.decisions names the call {:?}, which does not wait for approval",
-                decision.call_id
-            ));
+            return Err(DecisionsError::NotWaiting(decision.call_id));
         }
         let call_id = decision.call_id.clone();
         if by_id.insert(call_id.clone(), decision).is_some() {
-            return Err(format!(
-                "resume.decisions has two decisions for the call {call_id:?}"
-            ));
+            return Err(DecisionsError::Twice(call_id));
         }
     }
     pending
         .iter()
         .map(|call| {
-            let decision = by_id.remove(&call.call_id).ok_or_else(|| {
-                format!(
-                    "resume.decisions has no decision for the call {:?} ({})",
-                    call.call_id, call.name
-                )
-            })?;
+            let decision = by_id
+                .remove(&call.call_id)
+                .ok_or_else(|| DecisionsError::Missing {
+                    call_id: call.call_id.clone(),
+                    name: call.name.clone(),
+                })?;
             // The server refuses a longer one in the frame already; a library caller too.
             if let Some(reason) = &decision.reason {
                 let chars = reason.chars().count();
                 if chars > MAX_DENY_REASON_CHARS {
-                    return Err(format!(
-                        "the deny reason of the call {:?} is {chars} characters long; the limit is {MAX_DENY_REASON_CHARS}",
-                        call.call_id
-                    ));
+                    return Err(DecisionsError::ReasonTooLong {
+                        call_id: call.call_id.clone(),
+                        chars,
+                    });
                 }
             }
             let result = if decision.allow {
-                Ok(())
+                Decision::Allow
             } else {
-                Err(decision
-                    .reason
-                    .filter(|reason| !reason.trim().is_empty())
-                    .unwrap_or_else(|| "no reason given".into()))
+                Decision::Deny(
+                    decision
+                        .reason
+                        .filter(|reason| !reason.trim().is_empty())
+                        .unwrap_or_else(|| "no reason given".into()),
+                )
             };
             Ok((call.clone(), result))
         })
         .collect()
 }
 
-fn bad_frame(message: String) -> Interrupt {
-    Interrupt::Failed(ChatError::new(ErrorCode::BadFrame, message))
+/// A resume refused: its state, history or decisions do not fit.
+fn bad_frame(why: impl std::fmt::Display) -> Interrupt {
+    Interrupt::Failed(ChatError::new(ErrorCode::BadFrame, why.to_string()))
 }

@@ -82,20 +82,44 @@ pub(crate) async fn run_chat(
     hook_call_of: Option<Arc<HookSpend>>,
     trace_id: Option<String>,
 ) -> &'static str {
-    let mut hooks = inner.hooks.clone();
-    for factory in &inner.factories {
-        match factory.hooks_for(&request) {
-            Ok(chat_hooks) => hooks.extend(chat_hooks),
-            Err(error) => {
-                metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
-                let _ = tx.send(ChatEvent::Error(error));
-                return "refused";
-            }
+    let hooks = match chat_hooks(&inner, &request) {
+        Ok(hooks) => hooks,
+        Err(error) => {
+            metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
+            let _ = tx.send(ChatEvent::Error(error));
+            return "refused";
         }
-    }
+    };
     if tx.send(ChatEvent::Started { trace_id }).is_err() {
         return "cancelled";
     }
+    let ctx = chat_context(&inner, &request, late);
+    let mut run = ChatRun::new(inner, hooks, ctx, tx, &request, hook_call_of);
+    let started = Instant::now();
+    let result = run.execute_until_cancelled(request).await;
+    let outcome = run.finish(result).await;
+    metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
+    outcome
+}
+
+/// The hooks of this chat: the agent's, then each hook factory's for this request, in order;
+/// a factory's refusal refuses the chat.
+fn chat_hooks(inner: &AgentInner, request: &ChatRequest) -> Result<HookStack, ChatError> {
+    let mut hooks = inner.hooks.clone();
+    for factory in &inner.factories {
+        hooks.extend(factory.hooks_for(request)?);
+    }
+    Ok(hooks)
+}
+
+/// What the hooks of this chat see of it before its messages are built: ids, model, tools,
+/// skills, workspace, limits, the hook model calls' budget, tracing and late events.
+fn chat_context(
+    inner: &AgentInner,
+    request: &ChatRequest,
+    late: crate::hooks::LateEvents,
+) -> HookContext {
+    let config = &inner.config;
     let tools = if request.enable_tools {
         inner.tools.specs()
     } else {
@@ -104,65 +128,80 @@ pub(crate) async fn run_chat(
     let mut ctx = HookContext::new(
         request.session_id.clone(),
         request.id.clone(),
-        inner.config.model.clone(),
+        config.model.clone(),
         tools,
     );
     ctx.skills = request.skills.clone().unwrap_or_default();
-    ctx.cwd = inner.config.workspace.clone();
-    ctx.max_steps = inner.config.max_steps;
+    ctx.cwd = config.workspace.clone();
+    ctx.max_steps = config.max_steps;
     ctx.set_config(RunConfig::new(
-        inner.config.model.clone(),
-        inner.config.max_steps,
-        inner.config.max_total_tokens,
-        inner.config.max_retries,
-        inner.config.max_tool_calls_per_round,
-        inner.config.summary_on_limit,
+        config.model.clone(),
+        config.max_steps,
+        config.max_total_tokens,
+        config.max_retries,
+        config.max_tool_calls_per_round,
+        config.summary_on_limit,
     ));
     ctx.set_hook_spend(Arc::new(HookSpend::new(
-        inner.config.max_hook_model_calls,
-        inner.config.max_total_tokens,
+        config.max_hook_model_calls,
+        config.max_total_tokens,
     )));
     ctx.set_tracing(request.trace);
     ctx.set_late_events(late);
-    let inner_limit = inner.config.history_tool_result_chars;
-    let mut run = ChatRun {
-        inner,
-        hooks,
-        ctx,
-        tx,
-        cancel: request.cancel.clone(),
-        visible_text: String::new(),
-        kept: Vec::new(),
-        step_has_text: false,
-        text_deltas: DeltaCount::new(),
-        model_called: false,
-        retries: 0,
-        client_history: Vec::new(),
-        history_places: Vec::new(),
-        auto_compaction_off: false,
-        binding: None,
-        input_at: 0,
-        turn: TurnRecord::new(inner_limit),
-        about: ChatRequest {
-            session_id: request.session_id.clone(),
-            skills: request.skills.clone(),
-            enable_tools: request.enable_tools,
-            session_hooks: request.session_hooks.clone(),
+    ctx
+}
+
+impl ChatRun {
+    /// A chat's state before it runs: nothing sent, nothing kept, its history still to read.
+    fn new(
+        inner: Arc<AgentInner>,
+        hooks: HookStack,
+        ctx: HookContext,
+        tx: EventSender,
+        request: &ChatRequest,
+        hook_call_of: Option<Arc<HookSpend>>,
+    ) -> Self {
+        let tool_result_limit = inner.config.history_tool_result_chars;
+        ChatRun {
+            inner,
+            hooks,
+            ctx,
+            tx,
             cancel: request.cancel.clone(),
-            trace: request.trace,
-            traceparent: None,
-            conversation_id: None,
-            ..ChatRequest::new(request.id.clone(), String::new())
-        },
-        hook_call_of,
-    };
-    let started = Instant::now();
-    // Cancel ends the chat wherever it is (a model call, a tool, a hook): the running step's
-    // future is dropped, which drops the upstream request or kills the hook's processes. The
-    // cancellation is polled only when it woke the task, not at every streamed token.
-    let cancelled = run.cancel.clone().cancelled_owned();
-    let result = {
-        let execute = run.execute(request);
+            visible_text: String::new(),
+            kept: Vec::new(),
+            step_has_text: false,
+            text_deltas: DeltaCount::new(),
+            model_called: false,
+            retries: 0,
+            client_history: Vec::new(),
+            history_places: Vec::new(),
+            auto_compaction_off: false,
+            binding: None,
+            input_at: 0,
+            turn: TurnRecord::new(tool_result_limit),
+            about: ChatRequest {
+                session_id: request.session_id.clone(),
+                skills: request.skills.clone(),
+                enable_tools: request.enable_tools,
+                session_hooks: request.session_hooks.clone(),
+                cancel: request.cancel.clone(),
+                trace: request.trace,
+                traceparent: None,
+                conversation_id: None,
+                ..ChatRequest::new(request.id.clone(), String::new())
+            },
+            hook_call_of,
+        }
+    }
+
+    /// Runs the chat until it ends or is cancelled. Cancel ends the chat wherever it is (a
+    /// model call, a tool, a hook): the running step's future is dropped, which drops the
+    /// upstream request or kills the hook's processes. The cancellation is polled only when it
+    /// woke the task, not at every streamed token.
+    async fn execute_until_cancelled(&mut self, request: ChatRequest) -> Outcome<DoneReason> {
+        let cancelled = self.cancel.clone().cancelled_owned();
+        let execute = self.execute(request);
         tokio::pin!(cancelled, execute);
         let mut cancel_wait = SideWait::new();
         std::future::poll_fn(|cx| {
@@ -175,10 +214,7 @@ pub(crate) async fn run_chat(
             execute.as_mut().poll(cx)
         })
         .await
-    };
-    let outcome = run.finish(result).await;
-    metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
-    outcome
+    }
 }
 
 impl ChatRun {

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use super::resume::{Decided, Decision};
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{Flow, LlmResponse, Step, ToolAction, ToolCallInfo, ToolResultInfo};
 use crate::tools::ToolOutput;
@@ -66,10 +67,7 @@ impl ChatRun {
     /// The person's decisions on a resume: an allowed call runs now (its `pre_tool_execution`
     /// hooks ran before it was asked; the arguments are the ones shown), a denied one is answered
     /// with the reason. Returns the tools of the calls, for `after_tool_call`.
-    pub(super) async fn decide(
-        &mut self,
-        decided: Vec<super::resume::Decided>,
-    ) -> Outcome<Vec<String>> {
+    pub(super) async fn decide(&mut self, decided: Vec<Decided>) -> Outcome<Vec<String>> {
         let mut names = Vec::new();
         for (call, decision) in decided {
             if !names.contains(&call.name) {
@@ -80,9 +78,10 @@ impl ChatRun {
                 name: call.name,
                 arguments: call.arguments,
             };
-            let denied = decision
-                .err()
-                .map(|reason| format!("the person denied this call: {reason}"));
+            let denied = match decision {
+                Decision::Allow => None,
+                Decision::Deny(reason) => Some(format!("the person denied this call: {reason}")),
+            };
             self.finish_tool(info, denied, None).await?;
         }
         Ok(names)

@@ -134,12 +134,7 @@ pub fn review(config: &Config) -> Result<Review, ReviewError> {
     let mcp_file = workspace.join(PROJECT_FILE);
     match crate::reload::read_small_file(&mcp_file) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        bytes => files.push(mcp_file_review(
-            &workspace,
-            &mcp_file,
-            bytes.map_err(|e| e.to_string()),
-            old.as_ref(),
-        )),
+        bytes => files.push(mcp_file_review(&workspace, &mcp_file, bytes, old.as_ref())),
     }
     let pins = files.iter().flat_map(|(_, pins)| pins.clone()).collect();
     Ok(Review {
@@ -220,7 +215,7 @@ fn hook_file_reviews(
 fn mcp_file_review(
     workspace: &Path,
     path: &Path,
-    bytes: Result<Vec<u8>, String>,
+    bytes: std::io::Result<Vec<u8>>,
     old: Option<&Pins>,
 ) -> (ReviewedFile, Vec<(String, String)>) {
     let key = relative_key(workspace, path);
@@ -235,8 +230,10 @@ fn mcp_file_review(
     let bytes = match bytes {
         Ok(bytes) => bytes,
         Err(error) => {
-            file.problems
-                .push(format!("error: cannot read: {}", printable(&error)));
+            file.problems.push(format!(
+                "error: cannot read: {}",
+                printable(&error.to_string())
+            ));
             return (file, Vec::new());
         }
     };

@@ -66,6 +66,19 @@ pub(crate) enum Phase {
     Stopped,
 }
 
+/// Why a server takes no call now (what the call's result says).
+#[derive(Debug, thiserror::Error)]
+enum Unavailable {
+    #[error("the MCP server {0} is down: {1}")]
+    Down(String, String),
+    #[error("the MCP server {0} is disabled")]
+    Disabled(String),
+    #[error("the MCP server {0} was stopped")]
+    Stopped(String),
+    #[error("the MCP server {0} is starting; try again in a moment")]
+    Starting(String),
+}
+
 impl Phase {
     pub(crate) fn as_str(&self) -> &'static str {
         match self {
@@ -195,17 +208,15 @@ impl McpServer {
     }
 
     /// The live session and its number, or why there is none.
-    fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+    fn peer(&self) -> Result<(Peer<RoleClient>, u64), Unavailable> {
         let state = self.read();
-        let name = &self.settings.name;
+        let name = self.settings.name.clone();
         match (&state.phase, &state.peer) {
             (Phase::Running, Some(peer)) => Ok((peer.clone(), state.session)),
-            (Phase::Down(reason), _) => Err(format!("the MCP server {name} is down: {reason}")),
-            (Phase::Disabled, _) => Err(format!("the MCP server {name} is disabled")),
-            (Phase::Stopped, _) => Err(format!("the MCP server {name} was stopped")),
-            _ => Err(format!(
-                "the MCP server {name} is starting; try again in a moment"
-            )),
+            (Phase::Down(reason), _) => Err(Unavailable::Down(name, reason.clone())),
+            (Phase::Disabled, _) => Err(Unavailable::Disabled(name)),
+            (Phase::Stopped, _) => Err(Unavailable::Stopped(name)),
+            _ => Err(Unavailable::Starting(name)),
         }
     }
 

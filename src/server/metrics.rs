@@ -14,7 +14,7 @@
 
 use std::sync::OnceLock;
 
-use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+use metrics::Unit;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
@@ -123,106 +123,198 @@ const KNOWN_SERIES: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
+/// How Prometheus types a metric.
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// A metric's `# HELP` and `# TYPE`, and its unit if it has one.
+struct Described {
+    name: &'static str,
+    kind: Kind,
+    unit: Option<Unit>,
+    help: &'static str,
+}
+
+/// Every metric the crate (and the binary) records.
+const METRICS: &[Described] = &[
+    Described {
+        name: "hookwire_connections_open",
+        kind: Kind::Gauge,
+        unit: None,
+        help: "Open WebSocket sessions.",
+    },
+    Described {
+        name: "hookwire_connections_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "WebSocket sessions opened since the start.",
+    },
+    Described {
+        name: "hookwire_rejected_connections_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Requests or connections refused, by reason.",
+    },
+    Described {
+        name: "hookwire_idle_connections_closed_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Connections closed at the header timeout without having sent a byte (preconnects).",
+    },
+    Described {
+        name: "hookwire_closed_connections_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Sessions the server closed because of the client, by reason.",
+    },
+    Described {
+        name: "hookwire_chats_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Chats ended, by outcome.",
+    },
+    Described {
+        name: "hookwire_chat_duration_seconds",
+        kind: Kind::Histogram,
+        unit: Some(Unit::Seconds),
+        help: "Time from a chat's start to its end.",
+    },
+    Described {
+        name: "hookwire_llm_calls_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Model calls.",
+    },
+    Described {
+        name: "hookwire_llm_tokens_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Tokens the model reported, by kind (prompt, completion).",
+    },
+    Described {
+        name: "hookwire_text_deltas_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Text chunks relayed to clients.",
+    },
+    Described {
+        name: "hookwire_llm_first_token_seconds",
+        kind: Kind::Histogram,
+        unit: Some(Unit::Seconds),
+        help: "Time from a model call to its first streamed token.",
+    },
+    Described {
+        name: "hookwire_llm_call_seconds",
+        kind: Kind::Histogram,
+        unit: Some(Unit::Seconds),
+        help: "Time of a whole model call.",
+    },
+    Described {
+        name: "hookwire_tool_calls_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Tool calls, by tool and outcome.",
+    },
+    Described {
+        name: "hookwire_hook_runs_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "AgentHook calls, by hook, event and outcome.",
+    },
+    Described {
+        name: "hookwire_hook_duration_seconds",
+        kind: Kind::Histogram,
+        unit: Some(Unit::Seconds),
+        help: "Time of an AgentHook call, by hook and event.",
+    },
+    Described {
+        name: "hookwire_external_hook_runs_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Runs of hooks from hook files, by hook, event and outcome.",
+    },
+    Described {
+        name: "hookwire_external_hook_duration_seconds",
+        kind: Kind::Histogram,
+        unit: Some(Unit::Seconds),
+        help: "Time of a hook file's hook run, by hook and event.",
+    },
+    Described {
+        name: "hookwire_bad_frames_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Client frames refused as bad_frame.",
+    },
+    Described {
+        name: "hookwire_history_dropped_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "History messages dropped before the model saw them, by reason.",
+    },
+    Described {
+        name: "hookwire_session_hooks_dropped_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Session hooks a chat ignored, by reason.",
+    },
+    Described {
+        name: "hookwire_compactions_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Context compactions, by kind (auto: the history summarised; micro: old tool \
+               results stubbed) and trigger (auto, manual).",
+    },
+    // Recorded by the `hookwire` binary, whose allocator it is (src/allocator.rs).
+    Described {
+        name: "hookwire_allocator_bytes",
+        kind: Kind::Gauge,
+        unit: Some(Unit::Bytes),
+        help: "The allocator's figures, by kind: allocated (held by the program), active, \
+               metadata, resident (kept in RAM), mapped, retained (address space given back to \
+               the system).",
+    },
+    Described {
+        name: "hookwire_approvals_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Tool calls that waited for approval, and the decisions, by outcome.",
+    },
+    Described {
+        name: "hookwire_hook_model_calls_capped_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Chats whose hooks were stopped from calling the model \
+               (limits.max_hook_model_calls or limits.max_total_tokens).",
+    },
+];
+
 /// Describes every metric and registers the known series at zero.
 fn describe() {
-    describe_gauge!("hookwire_connections_open", "Open WebSocket sessions.");
-    describe_counter!(
-        "hookwire_connections_total",
-        "WebSocket sessions opened since the start."
-    );
-    describe_counter!(
-        "hookwire_rejected_connections_total",
-        "Requests or connections refused, by reason."
-    );
-    describe_counter!(
-        "hookwire_idle_connections_closed_total",
-        "Connections closed at the header timeout without having sent a byte (preconnects)."
-    );
-    describe_counter!(
-        "hookwire_closed_connections_total",
-        "Sessions the server closed because of the client, by reason."
-    );
-    describe_counter!("hookwire_chats_total", "Chats ended, by outcome.");
-    describe_histogram!(
-        "hookwire_chat_duration_seconds",
-        Unit::Seconds,
-        "Time from a chat's start to its end."
-    );
-    describe_counter!("hookwire_llm_calls_total", "Model calls.");
-    describe_counter!(
-        "hookwire_llm_tokens_total",
-        "Tokens the model reported, by kind (prompt, completion)."
-    );
-    describe_counter!(
-        "hookwire_text_deltas_total",
-        "Text chunks relayed to clients."
-    );
-    describe_histogram!(
-        "hookwire_llm_first_token_seconds",
-        Unit::Seconds,
-        "Time from a model call to its first streamed token."
-    );
-    describe_histogram!(
-        "hookwire_llm_call_seconds",
-        Unit::Seconds,
-        "Time of a whole model call."
-    );
-    describe_counter!(
-        "hookwire_tool_calls_total",
-        "Tool calls, by tool and outcome."
-    );
-    describe_counter!(
-        "hookwire_hook_runs_total",
-        "AgentHook calls, by hook, event and outcome."
-    );
-    describe_histogram!(
-        "hookwire_hook_duration_seconds",
-        Unit::Seconds,
-        "Time of an AgentHook call, by hook and event."
-    );
-    describe_counter!(
-        "hookwire_external_hook_runs_total",
-        "Runs of hooks from hook files, by hook, event and outcome."
-    );
-    describe_histogram!(
-        "hookwire_external_hook_duration_seconds",
-        Unit::Seconds,
-        "Time of a hook file's hook run, by hook and event."
-    );
-    describe_counter!(
-        "hookwire_bad_frames_total",
-        "Client frames refused as bad_frame."
-    );
-    describe_counter!(
-        "hookwire_history_dropped_total",
-        "History messages dropped before the model saw them, by reason."
-    );
-    describe_counter!(
-        "hookwire_session_hooks_dropped_total",
-        "Session hooks a chat ignored, by reason."
-    );
-    describe_counter!(
-        "hookwire_compactions_total",
-        "Context compactions, by kind (auto: the history summarised; micro: old tool results \
-         stubbed) and trigger (auto, manual)."
-    );
-    // Recorded by the `hookwire` binary, whose allocator it is (src/allocator.rs).
-    describe_gauge!(
-        "hookwire_allocator_bytes",
-        Unit::Bytes,
-        "The allocator's figures, by kind: allocated (held by the program), active, metadata, \
-         resident (kept in RAM), mapped, retained (address space given back to the system)."
-    );
-    describe_counter!(
-        "hookwire_approvals_total",
-        "Tool calls that waited for approval, and the decisions, by outcome."
-    );
-    describe_counter!(
-        "hookwire_hook_model_calls_capped_total",
-        "Chats whose hooks were stopped from calling the model (limits.max_hook_model_calls or \
-         limits.max_total_tokens)."
-    );
+    describe_metrics();
+    register_known_series();
+}
 
+/// `# HELP` and `# TYPE` for every metric of [`METRICS`].
+fn describe_metrics() {
+    metrics::with_recorder(|recorder| {
+        for metric in METRICS {
+            let (name, unit, help) = (metric.name.into(), metric.unit, metric.help.into());
+            match metric.kind {
+                Kind::Counter => recorder.describe_counter(name, unit, help),
+                Kind::Gauge => recorder.describe_gauge(name, unit, help),
+                Kind::Histogram => recorder.describe_histogram(name, unit, help),
+            }
+        }
+    });
+}
+
+/// The series whose labels are known in advance, at zero, so dashboards see them from the first
+/// scrape.
+fn register_known_series() {
     // Registered at zero: an increment of 0 creates the series without changing it.
     metrics::gauge!("hookwire_connections_open").increment(0.0);
     for name in [

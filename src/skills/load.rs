@@ -221,36 +221,74 @@ impl HookProblems<'_> {
     }
 }
 
+/// One entry of `hooks.json`: every field read and checked (all its errors reported, in the
+/// fields' order), then the combinations that work but are likely mistakes warned about.
 fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Option<HookSpec> {
     let Some(object) = item.as_object() else {
         at.error("", "must be an object");
         return None;
     };
     let before = at.errors.len();
-    let string = |at: &mut HookProblems<'_>, key: &str| -> Option<String> {
-        match object.get(key) {
-            Some(Value::String(value)) if !value.trim().is_empty() => Some(value.clone()),
-            Some(Value::String(_)) => {
-                at.error(key, "must not be empty");
-                None
-            }
-            Some(_) => {
-                at.error(key, "must be a string");
-                None
-            }
-            None => {
-                at.error(key, "missing");
-                None
-            }
-        }
+    let name = read_name(object, at);
+    refuse_unknown_fields(object, at);
+    let timing = read_timing(object, at);
+    let role = read_role(object, at);
+    let persistent = read_persistent(object, at);
+    let tool_filter = read_tool_filter(object, at);
+    let text = required_string(object, "file", at)
+        .and_then(|file| read_hook_text(hooks_dir, &file, at).map(|text| (file, text)));
+    if at.errors.len() > before {
+        return None;
+    }
+    let (name, timing, role, persistent, (file, text)) =
+        (name?, timing?, role?, persistent?, text?);
+    let hook = HookSpec {
+        name,
+        file,
+        timing,
+        role,
+        persistent,
+        tool_filter,
+        text,
     };
-    let name = string(at, "name");
-    if let Some(name) = &name {
-        at.name = Some(name.clone());
-        if name.contains(['\n', '\r']) {
-            at.error("name", "must not contain a line break");
+    warn_about_likely_mistakes(&hook, at);
+    Some(hook)
+}
+
+/// A field that must be a string with something in it.
+fn required_string(
+    object: &Map<String, Value>,
+    key: &str,
+    at: &mut HookProblems<'_>,
+) -> Option<String> {
+    match object.get(key) {
+        Some(Value::String(value)) if !value.trim().is_empty() => Some(value.clone()),
+        Some(Value::String(_)) => {
+            at.error(key, "must not be empty");
+            None
+        }
+        Some(_) => {
+            at.error(key, "must be a string");
+            None
+        }
+        None => {
+            at.error(key, "missing");
+            None
         }
     }
+}
+
+/// `name`, on one line; the later problems of the entry are named by it.
+fn read_name(object: &Map<String, Value>, at: &mut HookProblems<'_>) -> Option<String> {
+    let name = required_string(object, "name", at)?;
+    at.name = Some(name.clone());
+    if name.contains(['\n', '\r']) {
+        at.error("name", "must not contain a line break");
+    }
+    Some(name)
+}
+
+fn refuse_unknown_fields(object: &Map<String, Value>, at: &mut HookProblems<'_>) {
     for key in object.keys() {
         if !HOOK_FIELDS.contains(&key.as_str()) {
             at.error(
@@ -259,21 +297,26 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
             );
         }
     }
-    let timing = string(at, "timing").and_then(|text| {
-        let timing = Timing::parse(&text);
-        if timing.is_none() {
-            let known: Vec<&str> = Timing::ALL.iter().map(|t| t.as_str()).collect();
-            at.error(
-                "timing",
-                format!(
-                    "unknown timing {text:?} (expected one of {})",
-                    known.join(", ")
-                ),
-            );
-        }
-        timing
-    });
-    let role = string(at, "role").and_then(|text| match text.as_str() {
+}
+
+fn read_timing(object: &Map<String, Value>, at: &mut HookProblems<'_>) -> Option<Timing> {
+    let text = required_string(object, "timing", at)?;
+    let timing = Timing::parse(&text);
+    if timing.is_none() {
+        let known: Vec<&str> = Timing::ALL.iter().map(|t| t.as_str()).collect();
+        at.error(
+            "timing",
+            format!(
+                "unknown timing {text:?} (expected one of {})",
+                known.join(", ")
+            ),
+        );
+    }
+    timing
+}
+
+fn read_role(object: &Map<String, Value>, at: &mut HookProblems<'_>) -> Option<Role> {
+    match required_string(object, "role", at)?.as_str() {
         "system" => Some(Role::System),
         "user" => Some(Role::User),
         other => {
@@ -283,8 +326,11 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
             );
             None
         }
-    });
-    let persistent = match object.get("persistent") {
+    }
+}
+
+fn read_persistent(object: &Map<String, Value>, at: &mut HookProblems<'_>) -> Option<bool> {
+    match object.get("persistent") {
         Some(Value::Bool(flag)) => Some(*flag),
         Some(_) => {
             at.error("persistent", "must be true or false");
@@ -294,55 +340,48 @@ fn read_hook(item: &Value, hooks_dir: &Path, at: &mut HookProblems<'_>) -> Optio
             at.error("persistent", "missing");
             None
         }
-    };
-    let tool_filter = match object.get("tool_filter") {
+    }
+}
+
+/// `tool_filter`: optional (`null` is absent), tool names.
+fn read_tool_filter(object: &Map<String, Value>, at: &mut HookProblems<'_>) -> Option<Vec<String>> {
+    match object.get("tool_filter") {
         None | Some(Value::Null) => None,
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(
             items
                 .iter()
                 .filter_map(Value::as_str)
                 .map(str::to_string)
-                .collect::<Vec<_>>(),
+                .collect(),
         ),
         Some(_) => {
             at.error("tool_filter", "must be an array of tool names");
             None
         }
-    };
-    let text = string(at, "file")
-        .and_then(|file| read_hook_text(hooks_dir, &file, at).map(|text| (file, text)));
-    if at.errors.len() > before {
-        return None;
     }
-    let (name, timing, role, persistent, (file, text)) =
-        (name?, timing?, role?, persistent?, text?);
-    if tool_filter.is_some() && timing != Timing::AfterToolCall {
+}
+
+/// Warnings for a valid hook that likely does not do what its author meant: a tool filter on
+/// a timing that has no tool, a persistent hook that fires more than once per chat.
+fn warn_about_likely_mistakes(hook: &HookSpec, at: &mut HookProblems<'_>) {
+    if hook.tool_filter.is_some() && hook.timing != Timing::AfterToolCall {
         at.warning(
             "tool_filter",
             format!(
                 "is ignored: only after_tool_call hooks filter by tool, this one is {}",
-                timing.as_str()
+                hook.timing.as_str()
             ),
         );
     }
-    if persistent && timing.repeats() {
+    if hook.persistent && hook.timing.repeats() {
         at.warning(
             "persistent",
             format!(
                 "a persistent {} hook adds one more copy to the history every time it fires; is that intended?",
-                timing.as_str()
+                hook.timing.as_str()
             ),
         );
     }
-    Some(HookSpec {
-        name,
-        file,
-        timing,
-        role,
-        persistent,
-        tool_filter,
-        text,
-    })
 }
 
 /// The text of `hooks/<file>`: a plain file name, a regular file, UTF-8, not empty.
@@ -396,171 +435,4 @@ fn read_hook_text(hooks_dir: &Path, file: &str, at: &mut HookProblems<'_>) -> Op
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn write(dir: &Path, path: &str, text: &str) {
-        let path = dir.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    fn errors_of(hooks_json: &str, files: &[(&str, &str)]) -> Vec<String> {
-        let dir = tempfile::tempdir().unwrap();
-        let skill = dir.path().join("s");
-        write(&skill, "hooks/hooks.json", hooks_json);
-        for (name, text) in files {
-            write(&skill, &format!("hooks/{name}"), text);
-        }
-        let loaded = scan_skill(&skill);
-        assert!(loaded.hooks.is_empty() || loaded.errors.is_empty());
-        loaded
-            .errors
-            .iter()
-            .map(|p| format!("{}: {}", p.field.as_deref().unwrap_or_default(), p.message))
-            .collect()
-    }
-
-    #[test]
-    fn a_good_skill_loads_with_front_matter() {
-        let dir = tempfile::tempdir().unwrap();
-        let skill = dir.path().join("style");
-        write(
-            &skill,
-            "SKILL.md",
-            "---\nname: style\ndescription: Keeps answers short.\n---\n# Style\nBody.\n",
-        );
-        write(
-            &skill,
-            "hooks/hooks.json",
-            r#"{"hooks":[{"name":"brevity","file":"b.md","timing":"after_user_input","role":"system","persistent":true},
-                         {"name":"hint","file":"h.md","timing":"after_tool_call","role":"user","persistent":false,"tool_filter":["read_file"]}]}"#,
-        );
-        write(&skill, "hooks/b.md", "Be brief.\n");
-        write(&skill, "hooks/h.md", "Mind truncation.");
-        let loaded = scan_skill(&skill);
-        assert_eq!(loaded.errors, vec![]);
-        assert_eq!(loaded.warnings, vec![]);
-        assert_eq!(loaded.description, "Keeps answers short.");
-        assert_eq!(loaded.hooks.len(), 2);
-        assert_eq!(loaded.hooks[0].text, "Be brief.");
-        assert_eq!(
-            loaded.hooks[1].tool_filter,
-            Some(vec!["read_file".to_string()])
-        );
-        assert_eq!(loaded.hooks[1].role, Role::User);
-    }
-
-    #[test]
-    fn description_falls_back_to_the_first_line() {
-        let dir = tempfile::tempdir().unwrap();
-        write(
-            dir.path(),
-            "x/SKILL.md",
-            "# Title\n\nReads code carefully.\n",
-        );
-        assert_eq!(
-            scan_skill(&dir.path().join("x")).description,
-            "Reads code carefully."
-        );
-    }
-
-    #[test]
-    fn every_field_problem_is_named() {
-        let ok = r#""file":"a.md","timing":"after_user_input","role":"system","persistent":false"#;
-        let cases: Vec<(String, &str)> = vec![
-            ("not json".into(), "not valid JSON"),
-            (r#"{"hooks": 3}"#.into(), "hooks: missing, or not an array"),
-            (r#"{"hooks":[{"file":"a.md","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "hooks[0].name: missing"),
-            (format!(r#"{{"hooks":[{{"name":7,{}}}]}}"#, ok), "hooks[0].name: must be a string"),
-            (r#"{"hooks":[{"name":"a","file":"a.md","timing":"sometimes","role":"system","persistent":false}]}"#.into(), "hooks[0] (a).timing: unknown timing \"sometimes\""),
-            (r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"tool","persistent":false}]}"#.into(), "hooks[0] (a).role: unknown role \"tool\""),
-            (r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system"}]}"#.into(), "hooks[0] (a).persistent: missing"),
-            (r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system","persistent":"yes"}]}"#.into(), "hooks[0] (a).persistent: must be true or false"),
-            (r#"{"hooks":[{"name":"a","file":"../a.md","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "hooks[0] (a).file: \"../a.md\" must be a plain file name"),
-            (r#"{"hooks":[{"name":"a","file":"/etc/passwd","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "must be a plain file name"),
-            (r#"{"hooks":[{"name":"a","file":"..","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "must be a plain file name"),
-            (r#"{"hooks":[{"name":"a","file":"gone.md","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "\"gone.md\" does not exist"),
-            (r#"{"hooks":[{"name":"a","file":"empty.md","timing":"after_user_input","role":"system","persistent":false}]}"#.into(), "\"empty.md\" is empty"),
-            (format!(r#"{{"hooks":[{{"name":"a",{ok}}},{{"name":"a",{ok}}}]}}"#), "hooks[1] (a).name: duplicate hook name"),
-            (format!(r#"{{"hooks":[{{"name":"a","tool_fliter":[],{ok}}}]}}"#), "hooks[0] (a).tool_fliter: unknown field"),
-            (format!(r#"{{"hooks":[{{"name":"a","tool_filter":"read_file",{ok}}}]}}"#), "tool_filter: must be an array"),
-        ];
-        for (json, expected) in cases {
-            let errors = errors_of(&json, &[("a.md", "text"), ("empty.md", "  \n")]);
-            assert!(
-                errors.iter().any(|e| e.contains(expected)),
-                "{json}\nexpected {expected:?} in {errors:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn warnings_do_not_stop_loading() {
-        let dir = tempfile::tempdir().unwrap();
-        let skill = dir.path().join("s");
-        write(
-            &skill,
-            "hooks/hooks.json",
-            r#"{"hooks":[{"name":"a","file":"a.md","timing":"before_planning","role":"system","persistent":false,"tool_filter":["x"]},
-                         {"name":"b","file":"a.md","timing":"before_each_agent","role":"system","persistent":true}]}"#,
-        );
-        write(&skill, "hooks/a.md", "text");
-        let loaded = scan_skill(&skill);
-        assert_eq!(loaded.hooks.len(), 2);
-        assert!(loaded.warnings.iter().all(|w| !w.is_error()));
-        assert_eq!(
-            loaded.warnings[0].field.as_deref(),
-            Some("hooks[0] (a).tool_filter")
-        );
-        let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
-        assert!(
-            warnings[0].contains("tool_filter: is ignored"),
-            "{warnings:?}"
-        );
-        assert!(warnings[1].contains("one more copy"), "{warnings:?}");
-    }
-
-    #[test]
-    fn broken_skills_are_isolated_and_reload_keeps_the_last_good_one() {
-        let dir = tempfile::tempdir().unwrap();
-        write(
-            dir.path(),
-            "good/hooks/hooks.json",
-            r#"{"hooks":[{"name":"a","file":"a.md","timing":"after_user_input","role":"system","persistent":false}]}"#,
-        );
-        write(dir.path(), "good/hooks/a.md", "A");
-        write(dir.path(), "bad/hooks/hooks.json", "{");
-        write(dir.path(), ".hidden/hooks/hooks.json", "{");
-        let first = scan_skills(dir.path());
-        assert_eq!(first.names(), ["bad", "good"]);
-        assert_eq!(first.get("good").unwrap().hooks.len(), 1);
-        assert!(first.get("bad").unwrap().hooks.is_empty());
-        let problems = first.problems();
-        assert!(crate::types::has_errors(&problems));
-        assert_eq!(problems.len(), 1);
-        assert!(problems[0].is_error());
-        assert_eq!(
-            problems[0].file.as_deref(),
-            Some(dir.path().join("bad/hooks/hooks.json").as_path())
-        );
-        write(dir.path(), "good/hooks/hooks.json", "[broken");
-        let merged = first.merge_reload(scan_skills(dir.path()));
-        let good = merged.get("good").unwrap();
-        assert_eq!(good.hooks.len(), 1, "the last good hooks stay");
-        assert_eq!(good.errors.len(), 1, "and the error shows");
-        // A second broken reload still keeps them.
-        let again = merged.merge_reload(scan_skills(dir.path()));
-        assert_eq!(again.get("good").unwrap().hooks.len(), 1);
-    }
-
-    #[test]
-    fn front_matter_split() {
-        assert_eq!(
-            split_front_matter("---\na: 1\n---\nbody"),
-            (Some("a: 1\n"), "body")
-        );
-        assert_eq!(split_front_matter("no front"), (None, "no front"));
-        assert_eq!(split_front_matter("---\nunclosed"), (None, "---\nunclosed"));
-    }
-}
+mod tests;

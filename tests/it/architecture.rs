@@ -335,3 +335,111 @@ fn the_name_check_sees_a_path_and_nothing_else() {
     let code = "use axum::Router;\nlet x = rmcp::Tool;\nuse crate::mcp::McpTool;\nlet y = self.server;\nuse super::super::server::frames;\nuse crate::hooks::server::x;\n";
     assert_eq!(naming(code, &["axum", "server", "mcp"]), [1, 3, 5]);
 }
+
+/// The most lines a function of `src/` may span, from its `fn` line to its closing brace.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// The functions of a file's text (outside its unit-test modules) longer than
+/// [`MAX_FUNCTION_LINES`], as `(line, name, lines)`.
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let code = crate::source::without_test_modules(&crate::source::code_only(text));
+    crate::source::functions(&code)
+        .into_iter()
+        .filter(|f| f.lines > MAX_FUNCTION_LINES)
+        .map(|f| (f.line, f.name, f.lines))
+        .collect()
+}
+
+#[test]
+#[ignore = "until #40 lands: hooks/external and server functions"]
+fn no_function_in_src_is_over_100_lines() {
+    let mut long = Vec::new();
+    for file in crate::source::production_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, name, lines) in long_functions(&text) {
+            long.push(format!("{}:{line}: {name}: {lines} lines", shown(&file)));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them along their steps):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_measurer_sees_a_long_function_and_ignores_test_modules() {
+    let body = "    step();\n".repeat(MAX_FUNCTION_LINES);
+    let text = format!(
+        "fn short() {{\n}}\nfn long() {{\n{body}}}\n#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}    }}\n}}\n"
+    );
+    assert_eq!(
+        long_functions(&text),
+        [(3, "long".to_string(), MAX_FUNCTION_LINES + 2)]
+    );
+}
+
+/// The most `Result<_, String>` the production code of `src/` may hold: file-private helpers
+/// only, every seam between modules typed.
+const MAX_STRING_ERRORS: usize = 10;
+
+/// The lines of `code` (from [`crate::source::code_only`]) that hold a `Result<…, String>`,
+/// once per occurrence: in signatures, fields and type aliases alike.
+fn string_error_lines(code: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("Result<") {
+        let at = from + at;
+        from = at + "Result<".len();
+        let word_start = !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if word_start && last_argument(&code[from..]) == Some("String") {
+            found.push(1 + code[..at].matches('\n').count());
+        }
+    }
+    found
+}
+
+/// The last of a generic's arguments, from the text after its `<`; None when it has only one.
+fn last_argument(inner: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    let mut last_comma = None;
+    let mut previous = ' ';
+    for (i, c) in inner.char_indices() {
+        match c {
+            '>' if previous == '-' => {} // `->` inside a `Fn(…) -> T`
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth == 0 => return Some(inner[last_comma? + 1..i].trim()),
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => last_comma = Some(i),
+            _ => {}
+        }
+        previous = c;
+    }
+    None
+}
+
+#[test]
+#[ignore = "until #40 lands: hooks/external and server string errors"]
+fn string_errors_stay_few() {
+    let mut found = Vec::new();
+    for file in crate::source::production_files() {
+        for line in string_error_lines(&production_code(&file)) {
+            found.push(format!("{}:{line}", shown(&file)));
+        }
+    }
+    assert!(
+        found.len() <= MAX_STRING_ERRORS,
+        "{} `Result<_, String>` in src/ (at most {MAX_STRING_ERRORS}; give them an error type):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_counter_sees_each_result_with_a_string_error() {
+    let code = "fn a() -> Result<(), String> {}\nstruct S { r: Result<Vec<(u8, String)>,\n String> }\nfn b() -> io::Result<String> {}\nfn c() -> Result<Box<dyn Fn() -> String>, Error> {}\ntype D = (u8, Result<u8, String>, MyResult<u8, String>);\n";
+    assert_eq!(string_error_lines(code), [1, 2, 6]);
+}

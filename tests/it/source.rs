@@ -51,6 +51,15 @@ pub fn library_files() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every file of `src/` but unit-test files: the library's production files and the binary's.
+pub fn production_files() -> Vec<PathBuf> {
+    let src = src_dir();
+    rust_files(&src)
+        .into_iter()
+        .filter(|file| !is_unit_test_file(&src, file))
+        .collect()
+}
+
 /// `text` with comments, string and char literals replaced by spaces (line breaks kept, so line
 /// numbers hold): a brace or a `crate::` inside them is not code.
 pub fn code_only(text: &str) -> String {
@@ -483,4 +492,100 @@ fn use_trees_and_paths_in_place_are_read() {
             (3, "super::stats::record".to_string()),
         ]
     );
+}
+
+// ─── functions ───
+
+/// A function of a file's code: where its `fn` line is, its name, and how many lines it spans
+/// from that line to its closing brace.
+#[derive(Debug, PartialEq)]
+pub struct Function {
+    pub line: usize,
+    pub name: String,
+    pub lines: usize,
+}
+
+/// Every function with a body in `code` (from [`code_only`], so braces in literals are not
+/// code), nested ones included (an outer function's length counts its inner ones). A `fn` the
+/// body of which is a `;` (a trait's declaration) and `fn(…)` pointer types are not functions.
+pub fn functions(code: &str) -> Vec<Function> {
+    let chars: Vec<char> = code.chars().collect();
+    let line_at = |index: usize| 1 + chars[..index].iter().filter(|&&c| c == '\n').count();
+    let is_word = |c: &char| c.is_alphanumeric() || *c == '_';
+    let mut found = Vec::new();
+    for at in 0..chars.len() {
+        let starts_word = at == 0 || !is_word(&chars[at - 1]);
+        let is_fn = starts_word
+            && chars[at..].starts_with(&['f', 'n'])
+            && chars.get(at + 2).is_some_and(|c| c.is_whitespace());
+        if !is_fn {
+            continue;
+        }
+        let name_start = (at + 2..chars.len()).find(|&i| !chars[i].is_whitespace());
+        let Some(name_start) = name_start.filter(|&i| is_word(&chars[i])) else {
+            continue; // `fn (…)`: a pointer type
+        };
+        let name: String = chars[name_start..]
+            .iter()
+            .take_while(|c| is_word(c))
+            .collect();
+        let Some(open) = body_start(&chars, name_start) else {
+            continue;
+        };
+        let close = matching_brace(&chars, open);
+        found.push(Function {
+            line: line_at(at),
+            name,
+            lines: line_at(close) - line_at(at) + 1,
+        });
+    }
+    found
+}
+
+/// The `{` that opens the body of a function whose signature goes on from `i`; None when the
+/// signature ends with `;` (outside brackets, so `[u8; 4]` is part of it).
+fn body_start(chars: &[char], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    while i < chars.len() {
+        match chars[i] {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            '{' if depth == 0 => return Some(i),
+            ';' if depth == 0 => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the `}` that closes the `{` at `open` (the last index if none does).
+fn matching_brace(chars: &[char], open: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in chars.iter().enumerate().skip(open) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    chars.len().saturating_sub(1)
+}
+
+#[test]
+fn functions_are_measured_from_fn_to_closing_brace() {
+    let code = code_only(
+        "trait T {\n    fn declared(&self) -> [u8; 4];\n}\nfn outer(f: fn(u8) -> u8) -> u8 {\n    let s = \"}\";\n    fn inner() {}\n    f(1)\n}\n",
+    );
+    let measured = functions(&code);
+    let found: Vec<(usize, &str, usize)> = measured
+        .iter()
+        .map(|f| (f.line, f.name.as_str(), f.lines))
+        .collect();
+    assert_eq!(found, [(4, "outer", 5), (6, "inner", 1)]);
 }
