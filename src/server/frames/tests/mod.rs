@@ -590,3 +590,4 @@ fn the_rules_beyond_the_types_are_named() {
     );
 }
 
+mod schema;
