@@ -22,7 +22,7 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{ChatFrame, ClientFrame, ErrorFrame, ServerFrame};
+use super::frames::{ChatOrigin, ClientFrame, ErrorFrame, ServerFrame};
 use super::AppState;
 use crate::hooks::SessionInfo;
 use crate::types::{ChatRequest, ErrorCode};
@@ -177,11 +177,12 @@ where
                     None => break Ending::ClientGone,
                     Some(Err(error)) => break read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
-                        let mut frame = ClientFrame::parse(text.as_str(), &limits);
-                        if let ClientFrame::Chat(chat) = &mut frame {
-                            chat.traceparent = chat.traceparent.take().or_else(|| traceparent.clone());
-                        }
-                        if !handle_frame(frame, &state, &session, &mut outbox, &mut chat) {
+                        let frame = ClientFrame::parse(text.as_str(), &limits);
+                        let origin = ChatOrigin {
+                            session_id: &session.session_id,
+                            traceparent: traceparent.as_deref(),
+                        };
+                        if !handle_frame(frame, &state, &origin, &mut outbox, &mut chat) {
                             break flooded(&session);
                         }
                     }
@@ -333,15 +334,19 @@ async fn chat_ended(chat: &mut Option<RunningChat>) {
 fn handle_frame(
     frame: ClientFrame,
     state: &AppState,
-    session: &SessionInfo,
+    origin: &ChatOrigin<'_>,
     out: &mut Outbox,
     chat: &mut Option<RunningChat>,
 ) -> bool {
     match frame {
         ClientFrame::Ping { id } => out.control(ServerFrame::Pong { id }),
-        ClientFrame::Invalid { id, message } => {
+        ClientFrame::Invalid { id, error } => {
             metrics::counter!("hookwire_bad_frames_total").increment(1);
-            out.control(ServerFrame::error(id, ErrorCode::BadFrame, message))
+            out.control(ServerFrame::error(
+                id,
+                ErrorCode::BadFrame,
+                error.to_string(),
+            ))
         }
         ClientFrame::Cancel { id } => {
             // A cancel for a chat that is not running may race with `done`: ignored.
@@ -352,13 +357,14 @@ fn handle_frame(
             }
             true
         }
-        ClientFrame::Chat(frame) => {
+        ClientFrame::Chat { payload, compact } => {
             let running = chat.as_ref().filter(|c| c.is_running());
+            let id = payload.id().map(str::to_string);
             if state.shutdown.is_cancelled() {
                 // The connection closes once the running chat (if any) is over: the client
                 // sends this chat again on a new connection, which reaches a server that is up.
                 return out.control(ServerFrame::Error(ErrorFrame {
-                    id: frame.id,
+                    id,
                     code: ErrorCode::Draining,
                     message: "the server is shutting down; send the chat again on a new connection"
                         .into(),
@@ -371,9 +377,11 @@ fn handle_frame(
                     "chat {:?} is still running; cancel it or wait for its end",
                     running.id
                 );
-                return out.control(ServerFrame::error(frame.id, ErrorCode::Busy, message));
+                return out.control(ServerFrame::error(id, ErrorCode::Busy, message));
             }
-            let (running, frames) = start_chat(frame, state, session, out.max_frame_bytes);
+            let voice = payload.voice();
+            let request = payload.into_request(compact, origin);
+            let (running, frames) = start_chat(request, voice, state, out.max_frame_bytes);
             *chat = Some(running);
             out.try_queue(Outbound::Chat(Box::new(frames)))
         }
@@ -381,43 +389,14 @@ fn handle_frame(
 }
 
 /// The chat a frame asks for: the reader's handle on it, and its frames for the writer.
+/// `voice`: the chat asked for its answer spoken.
 fn start_chat(
-    frame: ChatFrame,
+    request: ChatRequest,
+    voice: bool,
     state: &AppState,
-    session: &SessionInfo,
     max_frame_bytes: usize,
 ) -> (RunningChat, ChatFrames) {
-    let ChatFrame {
-        id,
-        messages,
-        input,
-        skills,
-        enable_tools,
-        session_hooks,
-        compact_only,
-        resume,
-        trace,
-        voice,
-        traceparent,
-        conversation_id,
-    } = frame;
-    let id = id.unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
-    let cancel = CancellationToken::new();
-    let request = ChatRequest {
-        id: id.clone(),
-        session_id: session.session_id.clone(),
-        messages,
-        input,
-        skills,
-        enable_tools,
-        session_hooks,
-        cancel: cancel.clone(),
-        compact_only,
-        resume,
-        trace,
-        traceparent,
-        conversation_id,
-    };
+    let (id, cancel) = (request.id.clone(), request.cancel.clone());
     let events = state.agent.chat_stream(request);
     let context = FrameContext::new(id.clone(), state.instance.clone(), max_frame_bytes);
     let finished = CancellationToken::new();

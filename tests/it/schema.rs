@@ -112,15 +112,17 @@ async fn real_frames_are_valid_under_the_frame_schemas() {
     let mut client = server.connect().await;
     let (mut sent, mut received) = (Vec::new(), Vec::new());
 
-    // A ping, and a frame the server refuses.
-    for frame in [
-        json!({"type":"ping","id":"p1"}),
-        json!({"type":"chat","id":"b1"}),
-    ] {
-        client.send(frame.clone()).await;
-        sent.push(frame);
-        received.push(client.frame().await);
-    }
+    // A ping, and a frame the server refuses, as the client schema does.
+    let ping = json!({"type":"ping","id":"p1"});
+    client.send(ping.clone()).await;
+    sent.push(ping);
+    received.push(client.frame().await);
+    let refused = json!({"type":"chat","id":"b1"});
+    assert!(!validator("frames/client.json").is_valid(&refused));
+    client.send(refused).await;
+    let error = client.frame().await;
+    assert_eq!(error["code"], "bad_frame", "{error}");
+    received.push(error);
 
     // A traced chat: plan, a listed directory, a call that waits for approval.
     upstream.push(Reply::text(&["[NEED_TOOL] read it"]));

@@ -1,415 +1,374 @@
-//! Client frames in: their typed shape (what the published schema describes) and the strict
-//! parser the session uses, which also checks the limits and the history (its messages are in
-//! `history`).
+//! Client frames in. A frame is read into its wire type (what `docs/schema/frames/client.json` is
+//! generated from) by serde, checked once for what its type cannot say ([`ChatPayload`]'s
+//! `validate`: the limits, the ids, the history's rules), and a chat frame's payload converts
+//! straight into the [`ChatRequest`] the agent runs. A chat frame has these two shapes only.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use schemars::{JsonSchema, Schema};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
 
-use super::history::{check_tool_answers, parse_message, HistoryMessage};
-use super::{MAX_JSON_DEPTH, MAX_SESSION_HOOKS, MAX_TRACE_FIELD_BYTES};
+use super::history::{self, HistoryMessage};
+use super::read::{json_object, read, read_as_object, FrameError};
+use super::{MAX_SESSION_HOOKS, MAX_TRACE_FIELD_BYTES};
 use crate::config::Limits;
-use crate::types::{ApprovalDecision, Message, Resume, MAX_DENY_REASON_CHARS};
+use crate::types::{ApprovalDecision, ChatRequest, Resume, MAX_DENY_REASON_CHARS};
 
-// ─── the typed shape (docs/schema/frames/client.json) ───
+// ─── the wire types (docs/schema/frames/client.json) ───
 
 /// A frame a client sends. The server also checks what a schema cannot say: the limits
 /// (`limits.*`), that every tool call of `messages` is answered, and the signatures of hook
 /// messages.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(title = "hookwire client frame")]
 pub(crate) enum WireClientFrame {
-    /// Starts a chat: `input` after `messages`, or (with `resume`) goes on after an approval.
+    /// Starts a chat: `input` after `messages`, or (with `resume`, and no `input`) goes on after
+    /// an approval.
+    #[schemars(transform = input_or_resume)]
     Chat(ChatPayload),
-    /// Compacts `messages` on request; the answer is a `compact` frame and `done`.
-    Compact(ChatOptions),
+    /// Compacts `messages` on request; the answer is a `compact` frame and `done`. Its `input`
+    /// is ignored; it has no `resume`.
+    #[schemars(transform = no_resume)]
+    Compact(ChatPayload),
     /// Stops the running chat.
     Cancel(IdPayload),
     /// Answered by `pong` with the same `id`.
     Ping(IdPayload),
 }
 
-/// A `chat` frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// A `chat` frame, and a `compact` frame.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct ChatPayload {
     /// The user's text; required (and not empty) unless `resume` is set, absent when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub(crate) input: Option<String>,
+    input: Option<String>,
     /// Goes on after an `approval` frame with the person's decisions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resume: Option<ResumePayload>,
-    #[serde(flatten)]
-    pub(crate) options: ChatOptions,
-}
-
-/// The fields a `chat` and a `compact` frame share.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct ChatOptions {
+    resume: Option<ResumePayload>,
     /// The chat's id, echoed on every frame of the chat; the server makes one up when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub(crate) id: Option<String>,
+    id: Option<String>,
     /// The conversation so far, as the client stored it from `done.turn` and the other frames.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) messages: Option<Vec<HistoryMessage>>,
+    messages: Option<Vec<HistoryMessage>>,
     /// Skill names; absent = every skill.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) skills: Option<Vec<String>>,
+    skills: Option<Vec<String>>,
     /// Absent = true.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) enable_tools: Option<bool>,
+    enable_tools: Option<bool>,
     /// Session hooks the client stored from `session_hook` frames, sent back as received.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = MAX_SESSION_HOOKS))]
-    pub(crate) session_hooks: Option<Vec<Map<String, Value>>>,
+    session_hooks: Option<Vec<Map<String, Value>>>,
     /// `hook_trace` frames for every hook run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) trace: Option<bool>,
+    trace: Option<bool>,
     /// `audio` frames of the answer, spoken.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) voice: Option<bool>,
-    /// A W3C `traceparent` the chat's span is the child of.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    voice: Option<bool>,
+    /// A W3C `traceparent` the chat's span is the child of (at most 256 bytes).
     #[schemars(length(max = MAX_TRACE_FIELD_BYTES))]
-    pub(crate) traceparent: Option<String>,
-    /// The client's conversation, for `gen_ai.conversation.id`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    traceparent: Option<String>,
+    /// The client's conversation, for `gen_ai.conversation.id` (at most 256 bytes).
     #[schemars(length(max = MAX_TRACE_FIELD_BYTES))]
-    pub(crate) conversation_id: Option<String>,
+    conversation_id: Option<String>,
 }
 
 /// A `cancel` or `ping` frame.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct IdPayload {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub(crate) id: Option<String>,
+    id: Option<String>,
 }
 
 /// `resume`: the `state` of the `approval` frame and a decision per pending call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct ResumePayload {
     #[schemars(length(min = 1))]
-    pub(crate) state: String,
-    pub(crate) decisions: Vec<DecisionPayload>,
+    state: String,
+    decisions: Vec<DecisionPayload>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct DecisionPayload {
     #[schemars(length(min = 1))]
-    pub(crate) call_id: String,
-    pub(crate) decision: Decision,
+    call_id: String,
+    decision: Decision,
     /// Why a call was denied; it reaches the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = MAX_DENY_REASON_CHARS))]
-    pub(crate) reason: Option<String>,
+    reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+read_as_object!(ChatPayload, IdPayload, ResumePayload, DecisionPayload);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Decision {
     Allow,
     Deny,
 }
 
-// ─── the parser ───
-
-/// A `chat` frame, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ChatFrame {
-    /// `None` = the client sent none; the server makes one up.
-    pub(crate) id: Option<String>,
-    pub(crate) messages: Vec<Message>,
-    pub(crate) input: String,
-    pub(crate) skills: Option<Vec<String>>,
-    pub(crate) enable_tools: bool,
-    /// Session hooks the client stored from `session_hook` frames.
-    pub(crate) session_hooks: Vec<Value>,
-    /// A `compact` frame: compact `messages` on request; `input` is empty.
-    pub(crate) compact_only: bool,
-    /// A chat that goes on after `approval_required`; `input` is empty.
-    pub(crate) resume: Option<Resume>,
-    /// `hook_trace` frames for every hook run.
-    pub(crate) trace: bool,
-    /// `audio` frames of the answer, spoken (docs/protocol.md §18).
-    pub(crate) voice: bool,
-    /// A W3C `traceparent` the chat's span is the child of (docs/protocol.md §17); the upgrade
-    /// request's when the frame has none.
-    pub(crate) traceparent: Option<String>,
-    /// The client's conversation, for `gen_ai.conversation.id`.
-    pub(crate) conversation_id: Option<String>,
+/// A chat frame's rule that is not a field's type, said in the schema: `input` (not empty) for
+/// a new turn, or `resume` and no `input` after an approval.
+fn input_or_resume(schema: &mut Schema) {
+    let rule = json!([
+        {"properties": {"input": {"type": "string", "minLength": 1}, "resume": {"type": "null"}},
+         "required": ["input"]},
+        {"properties": {"resume": {"type": "object"}, "input": {"type": "null"}},
+         "required": ["resume"]}
+    ]);
+    schema.insert("oneOf".into(), rule);
 }
 
+/// A compact frame cannot resume.
+fn no_resume(schema: &mut Schema) {
+    let properties = schema
+        .ensure_object()
+        .entry("properties")
+        .or_insert(json!({}));
+    if let Value::Object(properties) = properties {
+        properties.insert("resume".into(), json!({"type": "null"}));
+    }
+}
+
+// ─── reading ───
+
 /// A client frame. A frame that is not valid is a value too, so it produces `bad_frame`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum ClientFrame {
-    Chat(ChatFrame),
-    Cancel { id: Option<String> },
-    Ping { id: Option<String> },
-    Invalid { id: Option<String>, message: String },
+    /// A `chat` frame, or (`compact`) a `compact` frame, read and checked: its payload
+    /// converts into the request the agent runs ([`ChatPayload::into_request`]).
+    Chat {
+        payload: Box<ChatPayload>,
+        compact: bool,
+    },
+    Cancel {
+        id: Option<String>,
+    },
+    Ping {
+        id: Option<String>,
+    },
+    Invalid {
+        /// The frame's `id`, when it was a usable one.
+        id: Option<String>,
+        error: FrameError,
+    },
 }
 
 impl ClientFrame {
-    /// Parses one text frame, strictly (RFC 8259).
+    /// Parses one text frame, strictly (RFC 8259), and checks it against `limits`.
     pub(crate) fn parse(text: &str, limits: &Limits) -> ClientFrame {
-        if let Err(message) = check_depth(text) {
-            return ClientFrame::Invalid { id: None, message };
-        }
-        let value: Value = match serde_json::from_str(text) {
+        let value = match json_object(text) {
             Ok(value) => value,
-            Err(e) => {
-                return ClientFrame::Invalid {
-                    id: None,
-                    message: format!("not valid JSON: {e}"),
-                }
-            }
-        };
-        let Value::Object(object) = value else {
-            return ClientFrame::Invalid {
-                id: None,
-                message: "a frame must be a JSON object".into(),
-            };
+            Err(error) => return ClientFrame::Invalid { id: None, error },
         };
         // The id of a bad frame is still echoed when it was a usable string.
-        let echo_id = match object.get("id") {
-            Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
-            _ => None,
-        };
-        let invalid = |message: String| ClientFrame::Invalid {
-            id: echo_id.clone(),
-            message,
-        };
-        let kind = match object.get("type") {
-            Some(Value::String(kind)) => kind.as_str(),
-            Some(_) => return invalid("field \"type\" must be a string".into()),
-            None => return invalid("missing field \"type\"".into()),
-        };
-        let id = match parse_id(&object) {
-            Ok(id) => id,
-            Err(message) => return invalid(message),
-        };
-        match kind {
-            "chat" | "compact" => match parse_chat(&object, id, limits, kind == "compact") {
-                Ok(chat) => ClientFrame::Chat(chat),
-                Err(message) => invalid(message),
+        let IdPayload { id } = IdPayload::deserialize(&value).unwrap_or_default();
+        let id = id.filter(|id| !id.is_empty());
+        let frame = WireClientFrame::read(value).and_then(|frame| {
+            frame.validate(limits)?;
+            Ok(frame)
+        });
+        match frame {
+            Ok(WireClientFrame::Chat(payload)) => ClientFrame::Chat {
+                payload: Box::new(payload),
+                compact: false,
             },
-            "cancel" => ClientFrame::Cancel { id },
-            "ping" => ClientFrame::Ping { id },
-            other => invalid(format!(
-                "unknown frame type {other:?} (expected \"chat\", \"compact\", \"cancel\" or \"ping\")"
-            )),
+            Ok(WireClientFrame::Compact(payload)) => ClientFrame::Chat {
+                payload: Box::new(payload),
+                compact: true,
+            },
+            Ok(WireClientFrame::Cancel(IdPayload { id })) => ClientFrame::Cancel { id },
+            Ok(WireClientFrame::Ping(IdPayload { id })) => ClientFrame::Ping { id },
+            Err(error) => ClientFrame::Invalid { id, error },
         }
     }
 }
 
-/// Refuses nesting deeper than [`MAX_JSON_DEPTH`] without building anything.
-fn check_depth(text: &str) -> Result<(), String> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for byte in text.bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
+impl WireClientFrame {
+    /// Reads a frame: its `type`, then the payload that type names, on its own (serde's tagged
+    /// enums lose the path of a field that does not fit).
+    pub(super) fn read(value: Value) -> Result<Self, FrameError> {
+        #[derive(Deserialize)]
+        struct FrameType<'a> {
+            #[serde(rename = "type")]
+            kind: &'a str,
         }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_JSON_DEPTH {
-                    return Err(format!("JSON nested deeper than {MAX_JSON_DEPTH} levels"));
-                }
+        let payload: fn(Value) -> Result<Self, FrameError> = match read(&value)? {
+            FrameType { kind: "chat" } => |value| Ok(Self::Chat(read(value)?)),
+            FrameType { kind: "compact" } => |value| Ok(Self::Compact(read(value)?)),
+            FrameType { kind: "cancel" } => |value| Ok(Self::Cancel(read(value)?)),
+            FrameType { kind: "ping" } => |value| Ok(Self::Ping(read(value)?)),
+            FrameType { kind } => {
+                return Err(FrameError::rule(
+                    "type",
+                    format!("unknown frame type {kind:?} (expected \"chat\", \"compact\", \"cancel\" or \"ping\")"),
+                ))
             }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
+        };
+        payload(value)
+    }
+
+    /// What a frame's type cannot say.
+    pub(super) fn validate(&self, limits: &Limits) -> Result<(), FrameError> {
+        match self {
+            WireClientFrame::Chat(chat) => chat.validate(false, limits),
+            WireClientFrame::Compact(chat) => chat.validate(true, limits),
+            WireClientFrame::Cancel(frame) | WireClientFrame::Ping(frame) => {
+                check_id(frame.id.as_deref())
+            }
         }
+    }
+}
+
+/// `id` absent or null: the server makes one up; `""`: refused.
+fn check_id(id: Option<&str>) -> Result<(), FrameError> {
+    match id {
+        Some("") => Err(FrameError::field("id", "must not be empty")),
+        _ => Ok(()),
+    }
+}
+
+// ─── a chat frame: its rules, and the request it becomes ───
+
+/// What the connection adds to a chat frame to make it a request.
+pub(crate) struct ChatOrigin<'a> {
+    /// The WebSocket session the chat runs in.
+    pub(crate) session_id: &'a str,
+    /// The upgrade request's `traceparent` (docs/protocol.md §17), for a frame without one.
+    pub(crate) traceparent: Option<&'a str>,
+}
+
+impl ChatPayload {
+    /// The id the client gave the chat, if any (an error about the frame echoes only that).
+    pub(crate) fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The chat asked for its answer spoken (docs/protocol.md §18): the server's concern, not
+    /// the agent's.
+    pub(crate) fn voice(&self) -> bool {
+        self.voice == Some(true)
+    }
+
+    /// What the type cannot say: the id, `input` or `resume`, the limits, the history's rules.
+    /// A `compact` frame's `input` is ignored.
+    fn validate(&self, compact: bool, limits: &Limits) -> Result<(), FrameError> {
+        check_id(self.id.as_deref())?;
+        match (&self.input, &self.resume) {
+            (_, Some(_)) if compact => {
+                return Err(FrameError::rule(
+                    "resume",
+                    "a \"compact\" frame has no \"resume\"",
+                ))
+            }
+            _ if compact => {}
+            (Some(_), Some(_)) => {
+                return Err(FrameError::rule(
+                    "input",
+                    "a chat with \"resume\" has no \"input\": it goes on where it stopped",
+                ))
+            }
+            (None, Some(resume)) => resume.validate()?,
+            (None, None) => return Err(FrameError::missing("input")),
+            (Some(input), None) => check_input(input, limits.max_input_chars)?,
+        }
+        for (name, text) in [
+            ("traceparent", &self.traceparent),
+            ("conversation_id", &self.conversation_id),
+        ] {
+            if text
+                .as_ref()
+                .is_some_and(|t| t.len() > MAX_TRACE_FIELD_BYTES)
+            {
+                let over = format!("is over {MAX_TRACE_FIELD_BYTES} bytes");
+                return Err(FrameError::field(name, over));
+            }
+        }
+        let hooks = self.session_hooks.as_ref().map_or(0, Vec::len);
+        if hooks > MAX_SESSION_HOOKS {
+            let over = format!("has {hooks} hooks; the limit is {MAX_SESSION_HOOKS}");
+            return Err(FrameError::field("session_hooks", over));
+        }
+        let messages = self.messages.as_deref().unwrap_or_default();
+        // A resumed chat's history may end with the calls that wait for the decisions.
+        history::validate(messages, limits.max_history_messages, self.resume.is_some())
+    }
+
+    /// The request the agent runs; the id is made up when the client gave none. `compact`: a
+    /// `compact` frame (no input, no model turn).
+    pub(crate) fn into_request(self, compact: bool, origin: &ChatOrigin<'_>) -> ChatRequest {
+        let id = self
+            .id
+            .unwrap_or_else(|| format!("chat-{}", uuid::Uuid::new_v4().simple()));
+        let messages = self.messages.unwrap_or_default();
+        let session_hooks = self.session_hooks.unwrap_or_default();
+        ChatRequest {
+            id,
+            session_id: origin.session_id.to_string(),
+            messages: messages
+                .into_iter()
+                .map(HistoryMessage::into_message)
+                .collect(),
+            input: self.input.filter(|_| !compact).unwrap_or_default(),
+            skills: self.skills,
+            enable_tools: self.enable_tools.unwrap_or(true),
+            session_hooks: session_hooks.into_iter().map(Value::Object).collect(),
+            cancel: CancellationToken::new(),
+            compact_only: compact,
+            resume: self.resume.map(ResumePayload::into_resume),
+            trace: self.trace.unwrap_or(false),
+            traceparent: self
+                .traceparent
+                .or_else(|| origin.traceparent.map(str::to_string)),
+            conversation_id: self.conversation_id,
+        }
+    }
+}
+
+/// A new turn's text: not empty, and at most `max_chars` Unicode scalar values.
+fn check_input(input: &str, max_chars: usize) -> Result<(), FrameError> {
+    if input.is_empty() {
+        return Err(FrameError::field("input", "must not be empty"));
+    }
+    let chars = input.chars().count();
+    if chars > max_chars {
+        let over = format!("is {chars} characters long; the limit is {max_chars}");
+        return Err(FrameError::field("input", over));
     }
     Ok(())
 }
 
-/// `id` absent or null → `None`; a non-empty string → it; anything else → an error.
-fn parse_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
-    match object.get("id") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id)) if !id.is_empty() => Ok(Some(id.clone())),
-        Some(Value::String(_)) => Err("field \"id\" must not be empty".into()),
-        Some(_) => Err("field \"id\" must be a string".into()),
-    }
-}
-
-/// A `chat` frame, or (`compact_only`) a `compact` frame, which has no `input`.
-fn parse_chat(
-    object: &Map<String, Value>,
-    id: Option<String>,
-    limits: &Limits,
-    compact_only: bool,
-) -> Result<ChatFrame, String> {
-    let resume = parse_resume(object.get("resume"))?;
-    if compact_only && resume.is_some() {
-        return Err("a \"compact\" frame has no \"resume\"".into());
-    }
-    let input = match object.get("input") {
-        _ if compact_only => String::new(),
-        None | Some(Value::Null) if resume.is_some() => String::new(),
-        Some(_) if resume.is_some() => {
-            return Err(
-                "a chat with \"resume\" has no \"input\": it goes on where it stopped".into(),
-            )
+impl ResumePayload {
+    fn validate(&self) -> Result<(), FrameError> {
+        if self.state.is_empty() {
+            return Err(FrameError::field(
+                "resume.state",
+                "must be the state of an approval frame",
+            ));
         }
-        Some(Value::String(input)) if input.is_empty() => {
-            return Err("field \"input\" must not be empty".into())
-        }
-        Some(Value::String(input)) => input.clone(),
-        Some(_) => return Err("field \"input\" must be a string".into()),
-        None => return Err("missing field \"input\"".into()),
-    };
-    let chars = input.chars().count();
-    if chars > limits.max_input_chars {
-        return Err(format!(
-            "field \"input\" is {chars} characters long; the limit is {}",
-            limits.max_input_chars
-        ));
-    }
-    let messages = match object.get("messages") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => {
-            if items.len() > limits.max_history_messages {
-                return Err(format!(
-                    "field \"messages\" has {} messages; the limit is {}",
-                    items.len(),
-                    limits.max_history_messages
-                ));
+        for (i, decision) in self.decisions.iter().enumerate() {
+            let at = |name: &str| format!("resume.decisions[{i}].{name}");
+            if decision.call_id.is_empty() {
+                return Err(FrameError::field(at("call_id"), "must not be empty"));
             }
-            let messages: Vec<Message> = items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| parse_message(i, item))
-                .collect::<Result<_, _>>()?;
-            // A resumed chat's history may end with the calls that wait for the decisions.
-            check_tool_answers(&messages, resume.is_some())?;
-            messages
+            let chars = decision.reason.as_deref().map_or(0, |r| r.chars().count());
+            if chars > MAX_DENY_REASON_CHARS {
+                let over =
+                    format!("is {chars} characters long; the limit is {MAX_DENY_REASON_CHARS}");
+                return Err(FrameError::field(at("reason"), over));
+            }
         }
-        Some(_) => return Err("field \"messages\" must be an array".into()),
-    };
-    let skills = match object.get("skills") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => Some(
-            items
-                .iter()
-                .map(|item| {
-                    item.as_str()
-                        .map(str::to_string)
-                        .ok_or("field \"skills\" must be an array of strings")
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Some(_) => return Err("field \"skills\" must be an array of strings".into()),
-    };
-    let enable_tools = match object.get("enable_tools") {
-        None | Some(Value::Null) => true,
-        Some(Value::Bool(flag)) => *flag,
-        Some(_) => return Err("field \"enable_tools\" must be true or false".into()),
-    };
-    let trace = match object.get("trace") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(flag)) => *flag,
-        Some(_) => return Err("field \"trace\" must be true or false".into()),
-    };
-    let voice = match object.get("voice") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(flag)) => *flag,
-        Some(_) => return Err("field \"voice\" must be true or false".into()),
-    };
-    let optional_text = |name: &str| match object.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if text.len() <= MAX_TRACE_FIELD_BYTES => Ok(Some(text.clone())),
-        Some(Value::String(_)) => Err(format!(
-            "field \"{name}\" is over {MAX_TRACE_FIELD_BYTES} bytes"
-        )),
-        Some(_) => Err(format!("field \"{name}\" must be a string")),
-    };
-    let traceparent = optional_text("traceparent")?;
-    let conversation_id = optional_text("conversation_id")?;
-    let session_hooks = match object.get("session_hooks") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) if items.len() > MAX_SESSION_HOOKS => {
-            return Err(format!(
-                "field \"session_hooks\" has {} hooks; the limit is {MAX_SESSION_HOOKS}",
-                items.len()
-            ))
-        }
-        Some(Value::Array(items)) if items.iter().all(Value::is_object) => items.clone(),
-        Some(_) => return Err("field \"session_hooks\" must be an array of objects".into()),
-    };
-    Ok(ChatFrame {
-        id,
-        messages,
-        input,
-        skills,
-        enable_tools,
-        session_hooks,
-        compact_only,
-        resume,
-        trace,
-        voice,
-        traceparent,
-        conversation_id,
-    })
-}
+        Ok(())
+    }
 
-/// `resume: {state, decisions: [{call_id, decision: "allow"|"deny", reason?}]}`.
-fn parse_resume(value: Option<&Value>) -> Result<Option<Resume>, String> {
-    let resume = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(resume)) => resume,
-        Some(_) => return Err("field \"resume\" must be an object".into()),
-    };
-    let state = match resume.get("state") {
-        Some(Value::String(state)) if !state.is_empty() => state.clone(),
-        _ => return Err("field \"resume.state\" must be the state of an approval frame".into()),
-    };
-    let Some(Value::Array(items)) = resume.get("decisions") else {
-        return Err("field \"resume.decisions\" must be an array".into());
-    };
-    let decisions = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let field = |name: &str| item.get(name).and_then(Value::as_str);
-            let call_id = field("call_id")
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| format!("resume.decisions[{i}].call_id must be a string"))?;
-            let allow = match field("decision") {
-                Some("allow") => true,
-                Some("deny") => false,
-                _ => {
-                    return Err(format!(
-                        "resume.decisions[{i}].decision must be \"allow\" or \"deny\""
-                    ))
-                }
-            };
-            let reason = match item.get("reason") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(reason)) if reason.chars().count() > MAX_DENY_REASON_CHARS => {
-                    return Err(format!(
-                        "resume.decisions[{i}].reason is {} characters long; the limit is {MAX_DENY_REASON_CHARS}",
-                        reason.chars().count()
-                    ))
-                }
-                Some(Value::String(reason)) => Some(reason.clone()),
-                Some(_) => return Err(format!("resume.decisions[{i}].reason must be a string")),
-            };
-            Ok(ApprovalDecision {
-                call_id: call_id.to_string(),
-                allow,
-                reason,
-            })
-        })
-        .collect::<Result<_, String>>()?;
-    Ok(Some(Resume { state, decisions }))
+    fn into_resume(self) -> Resume {
+        let decisions = self.decisions.into_iter().map(|decision| ApprovalDecision {
+            call_id: decision.call_id,
+            allow: decision.decision == Decision::Allow,
+            reason: decision.reason,
+        });
+        Resume {
+            state: self.state,
+            decisions: decisions.collect(),
+        }
+    }
 }

@@ -1,105 +1,365 @@
-//! The history a `chat` frame carries: its typed shape and the strict reading of each message
-//! (roles, tool calls and their answers, the `_hook` and `_compact` marks).
+//! The history a `chat` frame carries: its wire shape (read by serde; `docs/schema/frames/` is
+//! generated from it), the rules each message's role sets ([`validate`], said in the schema too
+//! by [`role_rules`]), that every tool call is answered ([`check_tool_answers`]), and each
+//! message as the agent takes it ([`HistoryMessage::into_message`]).
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
 use super::message::ToolCallKind;
-use crate::types::ToolCall;
-use crate::types::{CompactTag, HookTag, Message, Role};
+use super::read::{read, read_as_object, FrameError};
+use crate::types::{CompactTag, HookTag, Message, Role, ToolCall};
 
-/// One message of `messages`, in the OpenAI chat shape with hookwire's marks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// One message of `messages`, in the OpenAI chat shape with hookwire's marks. What a field means
+/// depends on the role (the rules under `allOf`); unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(transform = role_rules)]
 pub(crate) struct HistoryMessage {
-    pub(crate) role: Role,
+    role: Role,
     /// May be null (or absent) only on an assistant message that calls tools.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) content: Option<String>,
+    content: Option<String>,
     /// An assistant message's calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tool_calls: Option<Vec<HistoryToolCall>>,
+    tool_calls: Option<Vec<HistoryToolCall>>,
     /// A tool message: the call it answers (required on one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tool_call_id: Option<String>,
+    tool_call_id: Option<String>,
     /// A tool message: the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) name: Option<String>,
+    name: Option<String>,
     /// A persistent hook message's mark, as the server sent it (signed when a secret is set).
-    #[serde(rename = "_hook", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) hook: Option<HistoryHookTag>,
-    /// A compaction summary's mark.
-    #[serde(rename = "_compact", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) compact: Option<HistoryCompactTag>,
+    /// Read on a system message; ignored on the others.
+    #[serde(rename = "_hook", default)]
+    hook: Mark<HistoryHookTag>,
+    /// A compaction summary's mark. Read on a user (or system) message; ignored on the others.
+    #[serde(rename = "_compact", default)]
+    compact: Mark<HistoryCompactTag>,
 }
 
 /// `{id, type: "function", function: {name, arguments}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct HistoryToolCall {
     #[schemars(length(min = 1))]
-    pub(crate) id: String,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) kind: Option<ToolCallKind>,
-    pub(crate) function: HistoryFunction,
+    id: String,
+    #[serde(rename = "type")]
+    kind: Option<ToolCallKind>,
+    function: HistoryFunction,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct HistoryFunction {
     #[schemars(length(min = 1))]
-    pub(crate) name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) arguments: Option<Arguments>,
+    name: String,
+    arguments: Option<Arguments>,
 }
 
+read_as_object!(
+    HistoryMessage,
+    HistoryToolCall,
+    HistoryFunction,
+    HistoryHookTag,
+    HistoryCompactTag,
+);
+
 /// A call's arguments: their JSON text, as OpenAI writes them (an object is taken too).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "must be a JSON string (or an object)")]
 pub(crate) enum Arguments {
     Text(String),
     Object(Map<String, Value>),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct HistoryHookTag {
-    pub(crate) name: String,
-    pub(crate) skill: String,
-    pub(crate) timing: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) sig: Option<String>,
+    name: String,
+    skill: String,
+    timing: String,
+    sig: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub(crate) struct HistoryCompactTag {
-    pub(crate) count: u64,
+    count: usize,
+}
+
+/// A mark (`_hook`, `_compact`) as the client sent it: absent (or null), read as `T`, or left
+/// as it came. Where the message's role gives the mark no meaning a malformed one is no reason
+/// to refuse the chat; where it does, [`Mark::check`] refuses it.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Mark<T> {
+    #[default]
+    Absent,
+    Read(T),
+    Unread(Value),
+}
+
+impl<T: JsonSchema> JsonSchema for Mark<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Mark_{}", T::schema_name()).into()
+    }
+
+    /// Anything; `role_rules` says where it must be a `T`.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let shape = generator.subschema_for::<T>();
+        json_schema!({ "anyOf": [shape, true] })
+    }
+}
+
+impl<T: DeserializeOwned> Mark<T> {
+    /// Where the role gives the mark a meaning: one that is not a `T` is refused, saying why.
+    fn check(&self, at: impl FnOnce() -> String) -> Result<(), FrameError> {
+        let Mark::Unread(value) = self else {
+            return Ok(());
+        };
+        let why = read::<T, _>(value)
+            .err()
+            .unwrap_or_else(|| FrameError::field("", "is not a mark"));
+        Err(why.within(&at()))
+    }
+}
+
+/// What the schema says beside the fields' types: the rules [`HistoryMessage::validate`]
+/// applies per role, as `if`/`then` (the schema test holds the two to each other).
+fn role_rules(schema: &mut Schema) {
+    let role = |roles: &[&str]| json!({"properties": {"role": {"enum": roles}}});
+    let rules = json!([
+        {
+            "description": "content is a string, but on an assistant message that calls tools",
+            "if": {"properties": {"role": {"const": "assistant"},
+                                  "tool_calls": {"type": "array", "minItems": 1}},
+                   "required": ["tool_calls"]},
+            "else": {"properties": {"content": {"type": "string"}}, "required": ["content"]}
+        },
+        {
+            "description": "only an assistant message has tool_calls",
+            "if": role(&["assistant"]),
+            "else": {"properties": {"tool_calls": {"type": "null"}}}
+        },
+        {
+            "description": "a tool message names the call it answers",
+            "if": role(&["tool"]),
+            "then": {"properties": {"tool_call_id": {"type": "string", "minLength": 1}},
+                     "required": ["tool_call_id"]}
+        },
+        {
+            "description": "a system message's _hook is read (it is what makes the message trusted)",
+            "if": role(&["system"]),
+            "then": {"properties": {"_hook": {"anyOf": [
+                {"$ref": "#/$defs/HistoryHookTag"}, {"type": "null"}]}}}
+        },
+        {
+            "description": "a summary's _compact is read",
+            "if": role(&["system", "user"]),
+            "then": {"properties": {"_compact": {"anyOf": [
+                {"$ref": "#/$defs/HistoryCompactTag"}, {"type": "null"}]}}}
+        }
+    ]);
+    schema.insert("allOf".into(), rules);
+}
+
+/// Every message's rules, then the answers to the tool calls. `open_tail`: the history of a
+/// resumed chat may end with the calls that wait for the decisions.
+pub(super) fn validate(
+    messages: &[HistoryMessage],
+    max_messages: usize,
+    open_tail: bool,
+) -> Result<(), FrameError> {
+    if messages.len() > max_messages {
+        return Err(FrameError::field(
+            "messages",
+            format!(
+                "has {} messages; the limit is {max_messages}",
+                messages.len()
+            ),
+        ));
+    }
+    for (index, message) in messages.iter().enumerate() {
+        message.validate(index)?;
+    }
+    check_tool_answers(messages, open_tail)
+}
+
+impl HistoryMessage {
+    /// The rules of the message's role (`index`: its place in `messages`).
+    fn validate(&self, index: usize) -> Result<(), FrameError> {
+        let at = || format!("messages[{index}]");
+        let calls = self.tool_calls.as_deref().unwrap_or_default();
+        if self.tool_calls.is_some() && self.role != Role::Assistant {
+            return Err(FrameError::rule(
+                at(),
+                format!(
+                    "{} has tool_calls, which only an assistant message may have",
+                    at()
+                ),
+            ));
+        }
+        // An assistant message that only calls tools, as OpenAI writes it, has no content.
+        if self.content.is_none() && calls.is_empty() {
+            return Err(FrameError::missing(format!("{}.content", at())));
+        }
+        for (n, call) in calls.iter().enumerate() {
+            call.validate(|| format!("{}.tool_calls[{n}]", at()))?;
+        }
+        if self.role == Role::Tool && self.tool_call_id.as_deref().is_none_or(str::is_empty) {
+            return Err(FrameError::field(
+                format!("{}.tool_call_id", at()),
+                "must name the call this tool message answers",
+            ));
+        }
+        if self.role == Role::System {
+            self.hook.check(|| format!("{}._hook", at()))?;
+        }
+        if matches!(self.role, Role::System | Role::User) {
+            self.compact.check(|| format!("{}._compact", at()))?;
+        }
+        Ok(())
+    }
+
+    /// The message as the agent takes it (validated first). Marks where the role gives them no
+    /// meaning are dropped, and logged.
+    pub(super) fn into_message(self) -> Message {
+        let role = self.role;
+        let tool_calls: Vec<ToolCall> = self
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(HistoryToolCall::into_call)
+            .collect();
+        let mut message = Message::new(role, self.content.unwrap_or_default());
+        if role == Role::Tool {
+            message.tool_call_id = self.tool_call_id;
+            message.tool_name = self.name;
+        }
+        message.hook = match self.hook {
+            Mark::Absent => None,
+            // Only a system message's mark is checked (it is what makes it trusted); on any
+            // other role it changes nothing, so a malformed one is no reason to refuse the chat.
+            Mark::Unread(_) => {
+                tracing::warn!(
+                    role = role.as_str(),
+                    "ignored the malformed _hook mark of a history message"
+                );
+                None
+            }
+            // Tool traffic is the model's and the tools' text, never a hook's message
+            // (docs/protocol.md §13): a mark on it is dropped.
+            Mark::Read(_) if role == Role::Tool || !tool_calls.is_empty() => {
+                tracing::warn!(
+                    role = role.as_str(),
+                    "ignored the _hook mark of a tool call or result in the history"
+                );
+                None
+            }
+            Mark::Read(tag) => Some(tag.into_tag()),
+        };
+        // A summary is a user message (docs/protocol.md §13); a system message's `_compact` is
+        // kept only so the history check can drop it by name (old signed summaries are not
+        // system text).
+        message.compact = match (role, self.compact) {
+            (_, Mark::Absent) => None,
+            (Role::User | Role::System, Mark::Read(tag)) => Some(CompactTag { count: tag.count }),
+            _ => {
+                tracing::warn!(
+                    role = role.as_str(),
+                    "ignored the _compact mark of a history message: only a summary (a user message) has one"
+                );
+                None
+            }
+        };
+        message.tool_calls = tool_calls;
+        message
+    }
+}
+
+impl HistoryToolCall {
+    fn validate(&self, at: impl Fn() -> String) -> Result<(), FrameError> {
+        if self.id.is_empty() {
+            return Err(FrameError::field(
+                format!("{}.id", at()),
+                "must not be empty",
+            ));
+        }
+        if self.function.name.is_empty() {
+            return Err(FrameError::field(
+                format!("{}.function.name", at()),
+                "must not be empty",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `arguments` as their JSON text (an object written as its text).
+    fn into_call(self) -> ToolCall {
+        let arguments = match self.function.arguments {
+            None => String::new(),
+            Some(Arguments::Text(text)) => text,
+            Some(Arguments::Object(object)) => Value::Object(object).to_string(),
+        };
+        ToolCall {
+            id: self.id,
+            name: self.function.name,
+            arguments,
+        }
+    }
+}
+
+impl HistoryHookTag {
+    fn into_tag(self) -> HookTag {
+        HookTag {
+            name: self.name,
+            skill: self.skill,
+            timing: self.timing,
+            sig: self.sig.unwrap_or_default(),
+        }
+    }
 }
 
 /// Every `tool` message answers a call an earlier assistant message made, once; every call is
 /// answered before the next user message (and, unless `open_tail`, before the end). Linear in
 /// the number of calls: a history may carry thousands.
-pub(super) fn check_tool_answers(messages: &[Message], open_tail: bool) -> Result<(), String> {
+pub(super) fn check_tool_answers(
+    messages: &[HistoryMessage],
+    open_tail: bool,
+) -> Result<(), FrameError> {
     use std::collections::{HashMap, HashSet};
+    fn calls(message: &HistoryMessage) -> impl Iterator<Item = &str> {
+        let calls = message.tool_calls.as_deref().unwrap_or_default();
+        calls.iter().map(|call| call.id.as_str())
+    }
     // The calls made and not yet answered, with the place of the message that made them.
     let mut open: HashMap<&str, usize> = HashMap::new();
     let mut answered: HashSet<&str> = HashSet::new();
     // The first call left open (the earliest message, then the call's order in it).
     let unanswered = |open: &HashMap<&str, usize>, before: &str| {
         let at = *open.values().min()?;
-        let id = messages[at]
-            .tool_calls
-            .iter()
-            .map(|c| c.id.as_str())
-            .find(|id| open.contains_key(id))?;
-        Some(format!(
-            "the tool call {id:?} of messages[{at}] has no tool message answering it {before}"
+        let id = calls(&messages[at]).find(|id| open.contains_key(id))?;
+        Some(FrameError::rule(
+            format!("messages[{at}]"),
+            format!(
+                "the tool call {id:?} of messages[{at}] has no tool message answering it {before}"
+            ),
         ))
     };
     for (index, message) in messages.iter().enumerate() {
+        let refuse = |message: String| Err(FrameError::rule(format!("messages[{index}]"), message));
         match message.role {
             Role::Assistant => {
-                for call in &message.tool_calls {
-                    let id = call.id.as_str();
+                for id in calls(message) {
                     if answered.contains(id) || open.insert(id, index).is_some() {
-                        return Err(format!("messages[{index}] repeats the tool call id {id:?}"));
+                        return refuse(format!(
+                            "messages[{index}] repeats the tool call id {id:?}"
+                        ));
                     }
                 }
             }
@@ -108,20 +368,18 @@ pub(super) fn check_tool_answers(messages: &[Message], open_tail: bool) -> Resul
                 if open.remove(id).is_some() {
                     answered.insert(id);
                 } else if answered.contains(id) {
-                    return Err(format!(
+                    return refuse(format!(
                         "messages[{index}] answers the tool call {id:?} a second time"
                     ));
                 } else {
-                    return Err(format!(
+                    return refuse(format!(
                         "messages[{index}] is a tool result for the call {id:?}, which no earlier assistant message made"
                     ));
                 }
             }
             Role::User => {
-                if let Some(error) = unanswered(
-                    &open,
-                    &format!("before the next user message (messages[{index}])"),
-                ) {
+                let before = format!("before the next user message (messages[{index}])");
+                if let Some(error) = unanswered(&open, &before) {
                     return Err(error);
                 }
             }
@@ -132,171 +390,4 @@ pub(super) fn check_tool_answers(messages: &[Message], open_tail: bool) -> Resul
         Some(error) if !open_tail => Err(error),
         _ => Ok(()),
     }
-}
-
-pub(super) fn parse_message(index: usize, item: &Value) -> Result<Message, String> {
-    let Value::Object(object) = item else {
-        return Err(format!("messages[{index}] must be an object"));
-    };
-    const ROLES: &str = "\"system\", \"user\", \"assistant\" or \"tool\"";
-    let role = match object.get("role").and_then(Value::as_str) {
-        Some("system") => Role::System,
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some("tool") => Role::Tool,
-        Some(other) => {
-            return Err(format!(
-                "messages[{index}].role must be {ROLES}, got {other:?}"
-            ))
-        }
-        None => return Err(format!("messages[{index}].role must be {ROLES}")),
-    };
-    let tool_calls = match (role, object.get("tool_calls")) {
-        (_, None | Some(Value::Null)) => Vec::new(),
-        (Role::Assistant, Some(Value::Array(calls))) => calls
-            .iter()
-            .enumerate()
-            .map(|(at, call)| parse_tool_call(index, at, call))
-            .collect::<Result<_, _>>()?,
-        (Role::Assistant, Some(_)) => {
-            return Err(format!("messages[{index}].tool_calls must be an array"))
-        }
-        (_, Some(_)) => {
-            return Err(format!(
-                "messages[{index}] has tool_calls, which only an assistant message may have"
-            ))
-        }
-    };
-    let content = match object.get("content") {
-        Some(Value::String(content)) => content.clone(),
-        // An assistant message that only calls tools, as OpenAI writes it.
-        None | Some(Value::Null) if !tool_calls.is_empty() => String::new(),
-        Some(_) => return Err(format!("messages[{index}].content must be a string")),
-        None => return Err(format!("missing field messages[{index}].content")),
-    };
-    let mut message = Message::new(role, content);
-    message.tool_calls = tool_calls;
-    if role == Role::Tool {
-        message.tool_call_id = match object.get("tool_call_id") {
-            Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
-            _ => {
-                return Err(format!(
-                    "messages[{index}].tool_call_id must name the call this tool message answers"
-                ))
-            }
-        };
-        message.tool_name = match object.get("name") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(name)) => Some(name.clone()),
-            Some(_) => return Err(format!("messages[{index}].name must be a string")),
-        };
-    }
-    message.hook = match (role, parse_hook_tag(index, object.get("_hook"))) {
-        (_, Ok(tag)) => tag,
-        (Role::System, Err(why)) => return Err(why),
-        // Only a system message's mark is checked (it is what makes it trusted); on any other
-        // role it changes nothing, so a malformed one is no reason to refuse the chat.
-        (_, Err(why)) => {
-            tracing::warn!(
-                role = role.as_str(),
-                "ignored the mark of a history message: {why}"
-            );
-            None
-        }
-    };
-    // Tool traffic is the model's and the tools' text, never a hook's message (PROTOCOL
-    // section 13): a mark on it is dropped.
-    if message.hook.is_some() && (role == Role::Tool || !message.tool_calls.is_empty()) {
-        tracing::warn!(
-            role = role.as_str(),
-            "ignored the _hook mark of a tool call or result in the history"
-        );
-        message.hook = None;
-    }
-    // A summary is a user message (docs/protocol.md §13); a system message's `_compact` is kept
-    // only so the history check can drop it by name (old signed summaries are not system text).
-    message.compact = match (role, parse_compact_tag(index, object.get("_compact"))) {
-        (Role::User | Role::System, tag) => tag?,
-        (_, Ok(None)) => None,
-        (_, _) => {
-            tracing::warn!(
-                role = role.as_str(),
-                "ignored the _compact mark of a history message: only a summary (a user message) has one"
-            );
-            None
-        }
-    };
-    Ok(message)
-}
-
-/// One call of an assistant message: `{id, type: "function", function: {name, arguments}}`,
-/// `arguments` a JSON string (an object is taken too, and written as its text).
-fn parse_tool_call(index: usize, at: usize, call: &Value) -> Result<ToolCall, String> {
-    let field = format!("messages[{index}].tool_calls[{at}]");
-    let id = call
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| format!("{field}.id must be a non-empty string"))?;
-    match call.get("type") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(kind)) if kind == "function" => {}
-        Some(_) => return Err(format!("{field}.type must be \"function\"")),
-    }
-    let function = call
-        .get("function")
-        .and_then(Value::as_object)
-        .ok_or_else(|| format!("{field}.function must be an object"))?;
-    let name = function
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .ok_or_else(|| format!("{field}.function.name must be a non-empty string"))?;
-    let arguments = match function.get("arguments") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(arguments)) => arguments.clone(),
-        Some(value @ Value::Object(_)) => value.to_string(),
-        Some(_) => return Err(format!("{field}.function.arguments must be a JSON string")),
-    };
-    Ok(ToolCall {
-        id: id.to_string(),
-        name: name.to_string(),
-        arguments,
-    })
-}
-
-/// A summary's `_compact` mark: `{count}` (docs/protocol.md §13); an old `sig` is ignored.
-fn parse_compact_tag(index: usize, value: Option<&Value>) -> Result<Option<CompactTag>, String> {
-    let tag = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(tag)) => tag,
-        Some(_) => return Err(format!("messages[{index}]._compact must be an object")),
-    };
-    let count = tag
-        .get("count")
-        .and_then(Value::as_u64)
-        .and_then(|count| usize::try_from(count).ok())
-        .ok_or_else(|| format!("messages[{index}]._compact.count must be a whole number"))?;
-    Ok(Some(CompactTag { count }))
-}
-
-fn parse_hook_tag(index: usize, value: Option<&Value>) -> Result<Option<HookTag>, String> {
-    let hook = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(hook)) => hook,
-        Some(_) => return Err(format!("messages[{index}]._hook must be an object")),
-    };
-    let field = |name: &str, required: bool| -> Result<String, String> {
-        match hook.get(name) {
-            Some(Value::String(value)) => Ok(value.clone()),
-            None | Some(Value::Null) if !required => Ok(String::new()),
-            _ => Err(format!("messages[{index}]._hook.{name} must be a string")),
-        }
-    };
-    Ok(Some(HookTag {
-        name: field("name", true)?,
-        skill: field("skill", true)?,
-        timing: field("timing", true)?,
-        sig: field("sig", false)?,
-    }))
 }

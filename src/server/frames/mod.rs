@@ -1,14 +1,17 @@
 //! The wire: client frames in, server frames out (docs/protocol.md §3). All JSON of the chat
 //! protocol lives here; the rest of the crate speaks Rust types. The frames' JSON Schemas
-//! (docs/schema/frames/) are generated from these types.
+//! (docs/schema/frames/) are generated from these types, and the types are the parser: a client
+//! frame is read by serde into its wire type (`read`, `client`, `history`), checked once for
+//! what the type cannot say, and converted into the request the agent runs.
 
 mod client;
 mod history;
 mod message;
+mod read;
 mod schema;
 mod server;
 
-pub(crate) use client::{ChatFrame, ClientFrame};
+pub(crate) use client::{ChatOrigin, ClientFrame};
 #[cfg(test)]
 pub(crate) use message::WireMessage;
 pub use schema::frame_schemas;

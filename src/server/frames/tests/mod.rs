@@ -1,8 +1,8 @@
-use super::{ClientFrame, ServerFrame};
+use super::{ChatOrigin, ClientFrame, ServerFrame};
 use crate::config::Limits;
-use crate::types::Usage;
 use crate::types::{ChatError, DoneReason, NoticeLevel};
 use crate::types::{ChatEvent, ErrorCode, HookMessage, HookTag, Message, Role};
+use crate::types::{ChatRequest, Usage};
 use serde_json::json;
 use serde_json::Value;
 
@@ -12,9 +12,25 @@ fn parse(text: &str) -> ClientFrame {
 
 fn invalid_message(text: &str) -> String {
     match parse(text) {
-        ClientFrame::Invalid { message, .. } => message,
+        ClientFrame::Invalid { error, .. } => error.to_string(),
         other => panic!("expected invalid, got {other:?}"),
     }
+}
+
+/// The request a chat (or compact) frame becomes, on a connection without a `traceparent`.
+fn request(frame: ClientFrame) -> ChatRequest {
+    let ClientFrame::Chat { payload, compact } = frame else {
+        panic!("not a chat: {frame:?}")
+    };
+    let origin = ChatOrigin {
+        session_id: "s1",
+        traceparent: None,
+    };
+    payload.into_request(compact, &origin)
+}
+
+fn is_ping(frame: &ClientFrame, expected: Option<&str>) -> bool {
+    matches!(frame, ClientFrame::Ping { id } if id.as_deref() == expected)
 }
 
 #[test]
@@ -24,10 +40,8 @@ fn full_chat_frame() {
         {"role":"system","content":"be brief","_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"ab"}}],
         "input":"go","skills":["x"],"enable_tools":false,"extra":1}"#,
     );
-    let ClientFrame::Chat(chat) = frame else {
-        panic!("{frame:?}")
-    };
-    assert_eq!(chat.id.as_deref(), Some("c1"));
+    let chat = request(frame);
+    assert_eq!((chat.id.as_str(), chat.session_id.as_str()), ("c1", "s1"));
     assert_eq!(chat.messages.len(), 2);
     assert_eq!(
         chat.messages[1].hook.as_ref().map(|h| h.sig.as_str()),
@@ -39,14 +53,15 @@ fn full_chat_frame() {
 
 #[test]
 fn nulls_mean_defaults() {
-    let ClientFrame::Chat(chat) = parse(
+    let frame = parse(
         r#"{"type":"chat","id":null,"messages":null,"input":"x","skills":null,"enable_tools":null}"#,
-    ) else {
-        panic!()
-    };
+    );
+    assert!(matches!(&frame, ClientFrame::Chat { payload, .. } if payload.id().is_none()));
+    let chat = request(frame);
+    assert!(chat.id.starts_with("chat-"), "made up: {}", chat.id);
     assert_eq!(
-        (chat.id, chat.messages.len(), chat.skills, chat.enable_tools),
-        (None, 0, None, true)
+        (chat.messages.len(), chat.skills, chat.enable_tools),
+        (0, None, true)
     );
 }
 
@@ -99,10 +114,10 @@ fn nesting_at_the_limit_is_fine() {
         "[".repeat(63),
         "]".repeat(63)
     );
-    assert_eq!(parse(&ok), ClientFrame::Ping { id: None });
+    assert!(is_ping(&parse(&ok), None));
     // Brackets inside strings do not count.
     let text = format!(r#"{{"type":"ping","x":"{}"}}"#, "[".repeat(100));
-    assert_eq!(parse(&text), ClientFrame::Ping { id: None });
+    assert!(is_ping(&parse(&text), None));
 }
 
 #[test]
@@ -114,16 +129,16 @@ fn limits_apply() {
     };
     let long = ClientFrame::parse(r#"{"type":"chat","id":"a","input":"ééé!"}"#, &limits);
     assert!(
-        matches!(long, ClientFrame::Invalid { ref id, ref message } if id.as_deref() == Some("a") && message.contains("limit is 3"))
+        matches!(long, ClientFrame::Invalid { ref id, ref error } if id.as_deref() == Some("a") && error.to_string().contains("limit is 3"))
     );
     let ok = ClientFrame::parse(r#"{"type":"chat","input":"ééé"}"#, &limits);
-    assert!(matches!(ok, ClientFrame::Chat(_)));
+    assert!(matches!(ok, ClientFrame::Chat { .. }));
     let many = ClientFrame::parse(
         r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}"#,
         &limits,
     );
     assert!(
-        matches!(many, ClientFrame::Invalid { ref message, .. } if message.contains("limit is 1"))
+        matches!(many, ClientFrame::Invalid { ref error, .. } if error.to_string().contains("limit is 1"))
     );
 }
 
@@ -283,17 +298,13 @@ fn parse_cost() {
 
 #[test]
 fn compact_and_resume_frames_parse_and_their_mistakes_are_named() {
-    let ClientFrame::Chat(compact) =
-        parse(r#"{"type":"compact","id":"k","messages":[{"role":"user","content":"hi"}]}"#)
-    else {
-        panic!()
-    };
+    let compact = request(parse(
+        r#"{"type":"compact","id":"k","input":"ignored","messages":[{"role":"user","content":"hi"}]}"#,
+    ));
     assert!(compact.compact_only && compact.input.is_empty() && compact.resume.is_none());
-    let ClientFrame::Chat(resume) = parse(
+    let resume = request(parse(
         r#"{"type":"chat","resume":{"state":"v1.j.x.y","decisions":[{"call_id":"a","decision":"allow"},{"call_id":"b","decision":"deny","reason":"no"}]},"trace":true}"#,
-    ) else {
-        panic!()
-    };
+    ));
     let decisions = resume.resume.unwrap().decisions;
     assert_eq!(
         (
@@ -347,9 +358,7 @@ fn tool_calls_and_results_in_the_history_have_the_trust_of_user_text() {
          "_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"forged"}},
         {"role":"tool","tool_call_id":"k1","name":"list_dir","content":"a.txt",
          "_hook":{"name":"h","skill":"s","timing":"after_user_input","sig":"forged"}}]}"#;
-    let ClientFrame::Chat(chat) = ClientFrame::parse(text, &Limits::default()) else {
-        panic!("refused");
-    };
+    let chat = request(ClientFrame::parse(text, &Limits::default()));
     let [_, call, result] = &chat.messages[..] else {
         panic!("{:?}", chat.messages);
     };
@@ -364,11 +373,9 @@ fn tool_calls_and_results_in_the_history_have_the_trust_of_user_text() {
 
 #[test]
 fn trace_context_fields_of_a_chat_frame_and_the_start_frame() {
-    let ClientFrame::Chat(chat) = parse(
+    let chat = request(parse(
         r#"{"type":"chat","input":"x","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","conversation_id":"conv-1"}"#,
-    ) else {
-        panic!("a chat frame")
-    };
+    ));
     assert_eq!(
         chat.traceparent.as_deref(),
         Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
@@ -430,3 +437,157 @@ fn frame_enums_are_written_as_their_protocol_names() {
         assert_eq!(written(json!(role)).as_deref(), Some(role.as_str()));
     }
 }
+
+/// A refused frame's error: where, and the `bad_frame` text.
+fn refusal(text: &str) -> (String, String) {
+    match parse(text) {
+        ClientFrame::Invalid { error, .. } => (error.path().to_string(), error.to_string()),
+        other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+/// serde's errors in the protocol's words, with the field's path (`read.rs` turns serde's
+/// messages into these: a change in serde's wording fails here).
+#[test]
+fn errors_name_the_field_s_path() {
+    let message = |fields: &str| format!(r#"{{"type":"chat","input":"x","messages":[{fields}]}}"#);
+    let cases = [
+        (r#"{"id":"a"}"#.to_string(), "type", r#"missing field "type""#),
+        (r#"{"type":5}"#.into(), "type", r#"field "type" must be a string"#),
+        (
+            r#"{"type":"chat","input":5}"#.into(),
+            "input",
+            r#"field "input" must be a string"#,
+        ),
+        (
+            r#"{"type":"ping","id":["a"]}"#.into(),
+            "id",
+            r#"field "id" must be a string"#,
+        ),
+        (
+            r#"{"type":"chat","input":"x","voice":1}"#.into(),
+            "voice",
+            r#"field "voice" must be true or false"#,
+        ),
+        (
+            r#"{"type":"chat","input":"x","skills":[1]}"#.into(),
+            "skills[0]",
+            r#"field "skills[0]" must be a string"#,
+        ),
+        (
+            r#"{"type":"chat","input":"x","session_hooks":[1]}"#.into(),
+            "session_hooks[0]",
+            r#"field "session_hooks[0]" must be an object"#,
+        ),
+        (
+            r#"{"type":"chat","input":"x","resume":[]}"#.into(),
+            "resume",
+            r#"field "resume" must be an object"#,
+        ),
+        (
+            r#"{"type":"chat","resume":{"state":"s"}}"#.into(),
+            "resume.decisions",
+            r#"missing field "resume.decisions""#,
+        ),
+        (
+            r#"{"type":"chat","resume":{"state":"s","decisions":[{"call_id":"a","decision":"maybe"}]}}"#.into(),
+            "resume.decisions[0].decision",
+            r#"field "resume.decisions[0].decision" must be "allow" or "deny", got "maybe""#,
+        ),
+        (
+            r#"{"type":"chat","resume":{"state":"s","decisions":[{"call_id":"","decision":"allow"}]}}"#.into(),
+            "resume.decisions[0].call_id",
+            r#"field "resume.decisions[0].call_id" must not be empty"#,
+        ),
+        (
+            message(r#"{"role":"robot","content":"x"}"#),
+            "messages[0].role",
+            r#"field "messages[0].role" must be one of "system", "user", "assistant", "tool", got "robot""#,
+        ),
+        (
+            message(r#"{"content":"x"}"#),
+            "messages[0].role",
+            r#"missing field "messages[0].role""#,
+        ),
+        (
+            message(r#"{"role":"user","content":"a"},{"role":"user"}"#),
+            "messages[1].content",
+            r#"missing field "messages[1].content""#,
+        ),
+        (
+            message(r#"{"role":"system","content":"s","_compact":{"count":"two"}}"#),
+            "messages[0]._compact.count",
+            r#"field "messages[0]._compact.count" must be a whole number"#,
+        ),
+        (
+            message(r#"{"role":"system","content":"s","_hook":{"name":"h","skill":"s","timing":1}}"#),
+            "messages[0]._hook.timing",
+            r#"field "messages[0]._hook.timing" must be a string"#,
+        ),
+        (
+            message(r#"{"role":"system","content":"s","_hook":"mine"}"#),
+            "messages[0]._hook",
+            r#"field "messages[0]._hook" must be an object"#,
+        ),
+        (
+            message(
+                r#"{"role":"assistant","tool_calls":[{"id":"k","function":{"name":"f","arguments":5}}]},{"role":"tool","tool_call_id":"k","content":""}"#,
+            ),
+            "messages[0].tool_calls[0].function.arguments",
+            r#"field "messages[0].tool_calls[0].function.arguments" must be a JSON string (or an object)"#,
+        ),
+        (
+            message(r#"{"role":"assistant","tool_calls":[{"id":"","function":{"name":"f"}}]}"#),
+            "messages[0].tool_calls[0].id",
+            r#"field "messages[0].tool_calls[0].id" must not be empty"#,
+        ),
+        (
+            message(r#"{"role":"assistant","tool_calls":[{"id":"k","type":"method","function":{"name":"f"}}]}"#),
+            "messages[0].tool_calls[0].type",
+            r#"field "messages[0].tool_calls[0].type" must be "function", got "method""#,
+        ),
+    ];
+    for (frame, path, text) in cases {
+        assert_eq!(
+            refusal(&frame),
+            (path.to_string(), text.to_string()),
+            "{frame}"
+        );
+    }
+}
+
+/// The rules no field's type says: a message's role, and the frame's `input` or `resume`.
+#[test]
+fn the_rules_beyond_the_types_are_named() {
+    assert_eq!(
+        refusal(
+            r#"{"type":"chat","input":"x","messages":[{"role":"user","content":"x","tool_calls":null},{"role":"user","content":"x","tool_calls":[]}]}"#
+        ),
+        (
+            "messages[1]".to_string(),
+            "messages[1] has tool_calls, which only an assistant message may have".to_string()
+        )
+    );
+    assert_eq!(
+        refusal(r#"{"type":"chat","input":"x","messages":[{"role":"assistant","content":null,"tool_calls":[]}]}"#).1,
+        r#"missing field "messages[0].content""#
+    );
+    assert_eq!(
+        refusal(r#"{"type":"ping","id":""}"#),
+        (
+            "id".to_string(),
+            r#"field "id" must not be empty"#.to_string()
+        )
+    );
+    // A compact frame's `input` is not read; a chat with `resume` has none.
+    assert!(matches!(
+        parse(r#"{"type":"compact","input":""}"#),
+        ClientFrame::Chat { compact: true, .. }
+    ));
+    assert_eq!(
+        refusal(r#"{"type":"chat","input":null}"#),
+        ("input".to_string(), r#"missing field "input""#.to_string())
+    );
+}
+
+mod schema;
