@@ -18,14 +18,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{answer_object, appended, read_common, string, tools};
+use super::{answer_object, appended, read_common, string, tools, HookAnswerError};
 use crate::hooks::external::config::{Handler, HookDef};
 use crate::hooks::external::event::{Dialect, Event};
-use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::payload::claude::{ClaudeEvent, ClaudeInput, ClaudeTool};
-use crate::hooks::external::protocol::{
-    Control, Envelope, EventState, HookAnswerError, HookOutput,
-};
+use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
 use crate::process::CommandRun;
 
 /// The input JSON of a Claude-dialect hook.

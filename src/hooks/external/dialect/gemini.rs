@@ -21,18 +21,15 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{answer_object, appended, read_common, string, tools};
+use super::{answer_object, appended, read_common, string, tools, HookAnswerError};
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
-use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::payload::gemini::{
     Candidate, CandidateContent, GeminiEvent, GeminiInput, GeminiTool, LlmRequest, LlmResponse,
     ToolConfig, ToolResponse,
 };
 use crate::hooks::external::payload::PlainMessage;
-use crate::hooks::external::protocol::{
-    Control, Envelope, EventState, HookAnswerError, HookOutput,
-};
+use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
 use crate::process::CommandRun;
 use crate::types::{Message, Role};
 

@@ -1,6 +1,6 @@
 //! What a hook reads on stdin (or as an HTTP body), typed per dialect: the native input
 //! (hookwire's and the OpenHarness event names), Claude Code's and Gemini CLI's; and what each
-//! dialect may answer. Data only: the builders are the dialects' (`protocol::input_json`,
+//! dialect may answer. Data only: the builders are the dialects' (`dialect::hookwire::input`,
 //! `dialect::claude`, `dialect::gemini`), the readers too. The JSON Schemas under
 //! `docs/schema/hooks/` are generated from these types.
 
