@@ -7,14 +7,14 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::HookAnswerError;
+use super::{answer_of, HookAnswerError};
 use crate::hooks::external::config::HookDef;
-use crate::hooks::external::event::{Dialect, Event, CAPABILITIES, TRIGGER_TYPE};
+use crate::hooks::external::event::{Dialect, Event, TRIGGER_TYPE};
 use crate::hooks::external::payload::native::{
-    CompactionMetadata, MessagesContext, ModelRequest, ModelResponse, NativeInput,
-    OpenHarnessCompaction,
+    Action, CompactionMetadata, MessagesContext, ModelRequest, ModelResponse, NativeChanges,
+    NativeInput, NativeOutput, OpenHarnessCompaction, OutputMessage, OutputRole, ToolArguments,
 };
 use crate::hooks::external::payload::PlainMessage;
 use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
@@ -210,7 +210,7 @@ pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, Hook
             } else {
                 hook.dialect
             };
-            parse_output(&value, hook.capabilities.as_ref(), rules)
+            parse_output(value, hook.capabilities.as_ref(), rules)
         }
         RunResult::Block(reason) => Ok(HookOutput {
             control: Some(Control::Block(reason)),
@@ -222,168 +222,162 @@ pub(super) fn read(hook: &HookDef, answer: RunResult) -> Result<HookOutput, Hook
     }
 }
 
-/// The top-level keys a hookwire-dialect or OpenHarness-format answer may have besides the
-/// change fields ([`CAPABILITIES`]).
-const CONTROL_KEYS: [&str; 14] = [
-    "tool_input",
-    "tool_output",
-    "retry_feedback",
-    "system_message",
-    "systemMessage",
-    "suppressOutput",
-    "stopReason",
-    "reason",
-    "action",
-    "abort",
-    "continue",
-    "decision",
-    "hookSpecificOutput",
-    "hookEventName",
-];
-
-fn string_field(object: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("`{key}` must be a string")),
+/// Reads a hookwire-dialect or OpenHarness-format hook's JSON answer by the rules of `rules`
+/// (the dialect whose rule holds at the event). `null` and `{}` mean no change.
+pub(super) fn parse_output(
+    value: Value,
+    capabilities: Option<&BTreeSet<String>>,
+    rules: Dialect,
+) -> Result<HookOutput, HookAnswerError> {
+    match answer_of::<NativeOutput>(value)? {
+        Some(answer) => answer.into_output(capabilities, rules),
+        None => Ok(HookOutput::default()),
     }
 }
 
-fn parse_messages(value: &Value, key: &str) -> Result<Vec<Message>, String> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| format!("`{key}` must be an array of messages"))?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let role = match item.get("role").and_then(Value::as_str) {
-                Some("system") => Role::System,
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                _ => {
-                    return Err(format!(
-                        "`{key}[{i}].role` must be system, user or assistant"
-                    ))
-                }
+impl NativeOutput {
+    /// The rules of both vocabularies. A change needs a declared capability, except a top-level
+    /// (jcli format) change of a hookwire-dialect hook that declares none; a `hookSpecificOutput`
+    /// patch (the OpenHarness format) always needs one, and wins over the top level. A change
+    /// outside them is refused (logged); so are keys this shape does not have.
+    fn into_output(
+        self,
+        capabilities: Option<&BTreeSet<String>>,
+        rules: Dialect,
+    ) -> Result<HookOutput, HookAnswerError> {
+        let mut out = HookOutput::default();
+        let top_level = |field: &str| match capabilities {
+            Some(set) => set.contains(field),
+            None => rules == Dialect::Hookwire,
+        };
+        let patched = |field: &str| capabilities.is_some_and(|set| set.contains(field));
+        out.unknown
+            .extend(self.extra.into_iter().map(|(key, _)| key));
+        apply_changes(self.changes, &top_level, &mut out)?;
+        if let Some(patch) = self.hook_specific_output {
+            out.unknown
+                .extend(patch.extra.into_iter().map(|(key, _)| key));
+            apply_changes(patch.changes, &patched, &mut out)?;
+        }
+        out.retry_feedback = self.retry_feedback;
+        out.system_message = self.system_message.or(self.system_message_camel);
+        out.suppress_output = self.suppress_output.unwrap_or(false);
+        let reason = self.stop_reason.or(self.reason).unwrap_or_default();
+        let halt = self.abort == Some(true) || self.keep_going == Some(false);
+        out.control = match self.action {
+            Some(Action::Stop) => Some(Control::Stop(reason)),
+            Some(Action::Skip) => Some(Control::Skip(reason)),
+            Some(Action::Ask) => Some(Control::Ask(reason)),
+            // Legacy `abort: true` (seed 001) and `continue: false` stop; a `block` decision
+            // blocks what the event guards.
+            Some(Action::Continue) | None if halt => Some(Control::Stop(reason)),
+            Some(Action::Continue) | None if self.decision.as_deref() == Some("block") => {
+                Some(Control::Block(reason))
+            }
+            Some(Action::Continue) | None => None,
+        };
+        Ok(out)
+    }
+}
+
+/// A change field the hook may set (`allowed`), or `None`; one it may not is noted as refused.
+struct Gate<'a> {
+    allowed: &'a dyn Fn(&str) -> bool,
+    refused: Vec<String>,
+}
+
+impl Gate<'_> {
+    fn pass<T>(&mut self, value: Option<T>, field: &str) -> Option<T> {
+        let value = value?;
+        if (self.allowed)(field) {
+            Some(value)
+        } else {
+            self.refused.push(field.to_string());
+            None
+        }
+    }
+}
+
+/// Applies one level's change fields (the top level or a patch) to `out`, under the names of
+/// their capabilities (`tool_input` is `tool_arguments`, `tool_output` is `tool_result`, a
+/// summary is a `messages` change). Of two spellings of one field the one later in key order
+/// wins, as it always has.
+fn apply_changes(
+    changes: NativeChanges,
+    allowed: &dyn Fn(&str) -> bool,
+    out: &mut HookOutput,
+) -> Result<(), HookAnswerError> {
+    let mut gate = Gate {
+        allowed,
+        refused: Vec::new(),
+    };
+    if let Some(text) = gate.pass(changes.additional_context, "additional_context") {
+        out.additional_context = Some(text);
+    }
+    if let Some(text) = gate.pass(changes.assistant_output, "assistant_output") {
+        out.assistant_output = Some(text);
+    }
+    if let Some(list) = gate.pass(changes.inject_messages, "inject_messages") {
+        out.inject_messages = messages(list);
+    }
+    if let Some(list) = gate.pass(changes.messages, "messages") {
+        out.messages = Some(messages(list));
+    }
+    for summary in [changes.summary, changes.summary_text] {
+        if let Some(text) = gate.pass(summary, "messages") {
+            out.summary = Some(text);
+        }
+    }
+    if let Some(text) = gate.pass(changes.system_prompt, "system_prompt") {
+        out.system_prompt = Some(text);
+    }
+    let arguments = [
+        ("tool_arguments", changes.tool_arguments),
+        ("tool_input", changes.tool_input),
+    ];
+    for (key, value) in arguments {
+        if let Some(value) = gate.pass(value, "tool_arguments") {
+            out.tool_arguments = Some(tool_arguments(key, value)?);
+        }
+    }
+    if let Some(text) = gate.pass(changes.tool_error, "tool_error") {
+        out.tool_error = Some(text);
+    }
+    for value in [changes.tool_output, changes.tool_result] {
+        if let Some(value) = gate.pass(value, "tool_result") {
+            out.tool_result = Some(match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            });
+        }
+    }
+    if let Some(text) = gate.pass(changes.user_input, "user_input") {
+        out.user_input = Some(text);
+    }
+    out.refused.extend(gate.refused);
+    Ok(())
+}
+
+/// New arguments: the object, or the JSON its text holds.
+fn tool_arguments(key: &str, arguments: ToolArguments) -> Result<Value, HookAnswerError> {
+    match arguments {
+        ToolArguments::Object(object) => Ok(Value::Object(object)),
+        ToolArguments::Text(text) => serde_json::from_str(&text)
+            .map_err(|error| format!("`{key}` is not JSON: {error}").into()),
+    }
+}
+
+fn messages(list: Vec<OutputMessage>) -> Vec<Message> {
+    list.into_iter()
+        .map(|message| {
+            let role = match message.role {
+                OutputRole::System => Role::System,
+                OutputRole::User => Role::User,
+                OutputRole::Assistant => Role::Assistant,
             };
-            let content = item
-                .get("content")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("`{key}[{i}].content` must be a string"))?;
-            Ok(Message::new(role, content))
+            Message::new(role, message.content)
         })
         .collect()
-}
-
-/// Parses a hookwire-dialect or OpenHarness-format hook's JSON answer. `Value::Null` and `{}`
-/// mean no change. Changes need a declared capability, except top-level (the jcli format) fields of a
-/// hookwire-dialect hook that declares none; `hookSpecificOutput` patches always need one.
-pub(super) fn parse_output(
-    value: &Value,
-    capabilities: Option<&BTreeSet<String>>,
-    dialect: Dialect,
-) -> Result<HookOutput, HookAnswerError> {
-    let empty = Map::new();
-    let object = match value {
-        Value::Null => &empty,
-        Value::Object(object) => object,
-        _ => return Err("the result must be a JSON object".into()),
-    };
-    let mut out = HookOutput::default();
-    // Change fields: top level (the jcli format) unless capabilities are declared and leave them out;
-    // `hookSpecificOutput` (the OpenHarness format) only with a declared capability.
-    let specific = match object.get("hookSpecificOutput") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(patch)) => Some(patch),
-        Some(_) => return Err("`hookSpecificOutput` must be an object".into()),
-    };
-    let allowed = |field: &str, from_patch: bool| match capabilities {
-        Some(set) => set.contains(field),
-        None => !from_patch && dialect == Dialect::Hookwire,
-    };
-    let sources: Vec<(&Map<String, Value>, bool)> = std::iter::once((object, false))
-        .chain(specific.map(|p| (p, true)))
-        .collect();
-    for (source, from_patch) in sources {
-        for (key, value) in source {
-            let field = match key.as_str() {
-                "tool_input" => "tool_arguments",
-                "tool_output" => "tool_result",
-                // The summary is part of the message list: changing it is a `messages` change.
-                "summary" | "summaryText" => "messages",
-                "hookEventName" => continue,
-                other => other,
-            };
-            let change = CAPABILITIES.contains(&field);
-            if !change || value.is_null() {
-                // Control keys belong at the top level; in a patch only changes do.
-                if !change && (from_patch || !CONTROL_KEYS.contains(&key.as_str())) {
-                    out.unknown.push(key.clone());
-                }
-                continue;
-            }
-            if !allowed(field, from_patch) {
-                out.refused.push(field.to_string());
-                continue;
-            }
-            match field {
-                "user_input" => out.user_input = string_field(source, key)?,
-                "system_prompt" => out.system_prompt = string_field(source, key)?,
-                "tool_result" => {
-                    out.tool_result = Some(
-                        value
-                            .as_str()
-                            .map(str::to_string)
-                            .unwrap_or_else(|| value.to_string()),
-                    )
-                }
-                "tool_error" => out.tool_error = string_field(source, key)?,
-                "assistant_output" => out.assistant_output = string_field(source, key)?,
-                "additional_context" => out.additional_context = string_field(source, key)?,
-                "messages" if key != "messages" => out.summary = string_field(source, key)?,
-                "messages" => out.messages = Some(parse_messages(value, key)?),
-                "inject_messages" => out.inject_messages = parse_messages(value, key)?,
-                "tool_arguments" => {
-                    out.tool_arguments = Some(match value {
-                        Value::String(text) => serde_json::from_str(text)
-                            .map_err(|e| format!("`{key}` is not JSON: {e}"))?,
-                        other => other.clone(),
-                    })
-                }
-                _ => {}
-            }
-        }
-    }
-    out.retry_feedback = string_field(object, "retry_feedback")?;
-    out.system_message =
-        string_field(object, "system_message")?.or(string_field(object, "systemMessage")?);
-    out.suppress_output = object
-        .get("suppressOutput")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let reason = string_field(object, "stopReason")?.or(string_field(object, "reason")?);
-    let action = string_field(object, "action")?;
-    out.control = match action.as_deref() {
-        Some("stop") => Some(Control::Stop(reason.clone().unwrap_or_default())),
-        Some("skip") => Some(Control::Skip(reason.clone().unwrap_or_default())),
-        Some("ask") => Some(Control::Ask(reason.clone().unwrap_or_default())),
-        Some(other) if !other.is_empty() && other != "continue" => {
-            return Err(format!("`action` {other:?} must be \"stop\", \"skip\" or \"ask\"").into())
-        }
-        _ => None,
-    };
-    if out.control.is_none() {
-        let abort = object.get("abort").and_then(Value::as_bool) == Some(true);
-        let halt = object.get("continue").and_then(Value::as_bool) == Some(false);
-        let decision = string_field(object, "decision")?;
-        if abort || halt {
-            out.control = Some(Control::Stop(reason.clone().unwrap_or_default()));
-        } else if decision.as_deref() == Some("block") {
-            out.control = Some(Control::Block(reason.unwrap_or_default()));
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

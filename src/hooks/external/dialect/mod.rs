@@ -20,7 +20,8 @@ pub(crate) mod transcript;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use super::config::HookDef;
 use super::event::{Dialect, Event};
@@ -84,11 +85,16 @@ pub(crate) fn read(
     state: &EventState,
     envelope: &Envelope,
 ) -> Result<HookOutput, HookAnswerError> {
-    let root = Path::new(&envelope.cwd);
+    let reading = Reading {
+        hook,
+        event,
+        state,
+        root: Path::new(&envelope.cwd),
+    };
     let mut output = match hook.dialect {
         Dialect::Hookwire | Dialect::OpenHarness => hookwire::read(hook, answer)?,
-        Dialect::Claude => claude::read(hook, event, answer, state, root)?,
-        Dialect::Gemini => gemini::read(hook, event, answer, state, root)?,
+        Dialect::Claude => claude::read(&reading, answer)?,
+        Dialect::Gemini => gemini::read(&reading, answer)?,
     };
     if let (true, Some(capabilities)) = (hook.dialect.is_foreign(), &hook.capabilities) {
         restrict(&mut output, capabilities);
@@ -148,64 +154,51 @@ fn appended(base: Option<&str>, text: &str) -> String {
     }
 }
 
-/// A string field of an answer; present but not a string is an error.
-fn string(object: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(_) => Err(format!("`{key}` must be a string")),
-    }
+/// What a Claude Code or Gemini CLI answer is read against: the hook, the event, the values it
+/// was called with, and the workspace (tool paths in those tools' shapes are absolute).
+struct Reading<'a> {
+    hook: &'a HookDef,
+    event: Event,
+    state: &'a EventState,
+    root: &'a Path,
 }
 
-/// The answer's `hookSpecificOutput` object, if any.
-fn specific(
-    object: &serde_json::Map<String, Value>,
-) -> Result<serde_json::Map<String, Value>, String> {
-    match object.get("hookSpecificOutput") {
-        None | Some(Value::Null) => Ok(serde_json::Map::new()),
-        Some(Value::Object(specific)) => Ok(specific.clone()),
-        Some(_) => Err("`hookSpecificOutput` must be an object".into()),
+/// A hook's JSON answer read into its dialect's output type `T` (the type its published schema
+/// is generated from): `None` for `null` (nothing to say). Keys `T` does not have land in its
+/// `extra` map, for the reader to log; a value of the wrong shape is the error, which names its
+/// key.
+fn answer_of<T: DeserializeOwned>(value: Value) -> Result<Option<T>, HookAnswerError> {
+    if value.is_null() {
+        return Ok(None);
     }
+    let Value::Object(object) = &value else {
+        return Err("the answer must be a JSON object".into());
+    };
+    T::deserialize(&value).map(Some).map_err(|error| {
+        // Inside a flattened part serde names no key: the key that fails on its own does.
+        let alone = |(key, value): (&String, &Value)| {
+            let one = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+            T::deserialize(&one)
+                .err()
+                .map(|error| format!("`{key}`: {error}"))
+        };
+        HookAnswerError(
+            object
+                .iter()
+                .find_map(alone)
+                .unwrap_or_else(|| error.to_string()),
+        )
+    })
 }
 
-/// A Claude Code or Gemini CLI answer after its plain cases: the JSON object, or `None` when
-/// the hook had nothing to say (`null`). A blocked run, plain text and the dialect's own fields
-/// are the reader's job; errors and timeouts are failures in both.
-fn answer_object(answer: RunResult) -> Result<Option<serde_json::Map<String, Value>>, String> {
-    match answer {
-        RunResult::Output(Value::Null) => Ok(None),
-        RunResult::Output(Value::Object(object)) => Ok(Some(object)),
-        RunResult::Output(_) => Err("the answer must be a JSON object".into()),
-        RunResult::Error(error) => Err(error),
-        RunResult::Timeout => Err("timed out".into()),
-        RunResult::Block(_) | RunResult::Text(_) => Ok(None),
-    }
-}
-
-/// What every JSON answer of both tools has: its `hookSpecificOutput`, `systemMessage`,
-/// `suppressOutput`, and the keys the dialect does not define at this event (for the `warn`).
-fn read_common(
-    object: &serde_json::Map<String, Value>,
-    top_keys: &[&str],
-    specific_keys: &[&str],
-    out: &mut HookOutput,
-) -> Result<serde_json::Map<String, Value>, String> {
-    let specific = specific(object)?;
-    out.unknown.extend(
-        object
-            .keys()
-            .filter(|key| !top_keys.contains(&key.as_str()))
-            .cloned(),
-    );
-    out.unknown.extend(
-        specific
-            .keys()
-            .filter(|key| !specific_keys.contains(&key.as_str()))
-            .map(|key| format!("hookSpecificOutput.{key}")),
-    );
-    out.system_message = string(object, "systemMessage")?;
-    out.suppress_output = object.get("suppressOutput").and_then(Value::as_bool) == Some(true);
-    Ok(specific)
+/// The keys of a `hookSpecificOutput` that its dialect does not define at the event (`present`:
+/// the keys it has), as the log names them.
+fn undefined_keys<'a>(present: impl Iterator<Item = &'a str>, defined: &[&str]) -> Vec<String> {
+    let mut keys: Vec<&str> = present.filter(|key| !defined.contains(key)).collect();
+    keys.sort_unstable();
+    keys.iter()
+        .map(|key| format!("hookSpecificOutput.{key}"))
+        .collect()
 }
 
 /// Now, in ISO 8601 UTC with milliseconds (Gemini's `timestamp`, the transcript's).

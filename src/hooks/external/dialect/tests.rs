@@ -333,3 +333,47 @@ fn json_is_found_in_model_prose() {
     );
     assert!(json_in_text("no json here").is_err());
 }
+
+#[test]
+fn a_wrongly_shaped_answer_is_refused_naming_its_key() {
+    let error = |event_name: &str, event: Event, answer: serde_json::Value| {
+        let envelope = Envelope::default();
+        read(
+            &hook(event_name),
+            event,
+            RunResult::Output(answer),
+            &EventState::default(),
+            &envelope,
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let native = error(
+        "stop",
+        Event::Stop,
+        json!({"retry_feedback": "x", "user_input": 5}),
+    );
+    assert!(native.starts_with("`user_input`: invalid type"), "{native}");
+    let claude = error(
+        "PreToolUse",
+        Event::PreToolExecution,
+        json!({"hookSpecificOutput": {"permissionDecision": "maybe"}}),
+    );
+    assert!(
+        claude.starts_with("`hookSpecificOutput`: unknown variant"),
+        "{claude}"
+    );
+    let gemini = error(
+        "BeforeModel",
+        Event::PreLlmRequest,
+        json!({"hookSpecificOutput": {"llm_request": {"messages": [{"role": "tool", "content": "x"}]}}}),
+    );
+    assert!(
+        gemini.starts_with("`hookSpecificOutput`: unknown variant `tool`"),
+        "{gemini}"
+    );
+    assert_eq!(
+        error("stop", Event::Stop, json!([1])),
+        "the answer must be a JSON object"
+    );
+}

@@ -146,9 +146,9 @@ pub(crate) struct CompactionMetadata {
     pub(crate) keep_recent_group_count: usize,
 }
 
-/// What a hook under a hookwire or OpenHarness event name may answer on stdout (or as its HTTP body): a JSON
-/// object, every field optional; `{}` or nothing means no change. A change needs the capability
-/// the hook declares (or, without declared capabilities, a top-level field of a
+/// What a hook under a hookwire or OpenHarness event name may answer on stdout (or as its HTTP
+/// body): a JSON object, every field optional; `{}` or nothing means no change. A change needs
+/// the capability the hook declares (or, without declared capabilities, a top-level field of a
 /// hookwire-spelled hook). Unknown keys are logged and ignored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(title = "hookwire hook output (hookwire and OpenHarness event names)")]
@@ -200,6 +200,16 @@ pub(crate) struct NativeOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) hook_specific_output: Option<NativePatch>,
+    /// The event's name (ignored).
+    #[serde(
+        rename = "hookEventName",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) hook_event_name: Option<String>,
+    /// Keys this shape does not have: logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// The change fields of an answer.
@@ -254,6 +264,9 @@ pub(crate) struct NativePatch {
     pub(crate) hook_event_name: Option<String>,
     #[serde(flatten)]
     pub(crate) changes: NativeChanges,
+    /// Keys that are not change fields (in a patch, control keys too): logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// A message a hook writes: `system`, `user` or `assistant`, and its text.
@@ -275,6 +288,8 @@ pub(crate) enum OutputRole {
 #[serde(untagged)]
 pub(crate) enum ToolArguments {
     Object(Map<String, Value>),
+    /// JSON text (what a schema cannot check: the text must parse).
+    #[schemars(extend("contentMediaType" = "application/json"))]
     Text(String),
 }
 

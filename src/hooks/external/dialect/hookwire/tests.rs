@@ -79,7 +79,7 @@ fn input_has_both_vocabularies_and_omits_unset_fields() {
 #[test]
 fn jcli_format_results() {
     let out = parse_output(
-        &json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
+        json!({"user_input":"x","inject_messages":[{"role":"user","content":"now"}],"additional_context":"ctx",
                 "retry_feedback":"again","system_message":"hi","action":"skip","reason":"nope"}),
         None,
         Dialect::Hookwire,
@@ -89,28 +89,28 @@ fn jcli_format_results() {
     assert_eq!(out.inject_messages, vec![Message::user("now")]);
     assert_eq!(out.control, Some(Control::Skip("nope".into())));
     assert_eq!(
-        parse_output(&json!({"abort": true}), None, Dialect::Hookwire)
+        parse_output(json!({"abort": true}), None, Dialect::Hookwire)
             .unwrap()
             .control,
         Some(Control::Stop(String::new()))
     );
     assert_eq!(
-        parse_output(&json!({}), None, Dialect::Hookwire).unwrap(),
+        parse_output(json!({}), None, Dialect::Hookwire).unwrap(),
         HookOutput::default()
     );
     assert_eq!(
-        parse_output(&Value::Null, None, Dialect::Hookwire).unwrap(),
+        parse_output(Value::Null, None, Dialect::Hookwire).unwrap(),
         HookOutput::default()
     );
-    assert!(parse_output(&json!([1]), None, Dialect::Hookwire).is_err());
-    assert!(parse_output(&json!({"action":"explode"}), None, Dialect::Hookwire).is_err());
+    assert!(parse_output(json!([1]), None, Dialect::Hookwire).is_err());
+    assert!(parse_output(json!({"action":"explode"}), None, Dialect::Hookwire).is_err());
 }
 
 #[test]
 fn openharness_format_results_and_capabilities() {
     let answer = json!({"continue": false, "stopReason": "budget", "systemMessage": "stopped",
                         "hookSpecificOutput": {"hookEventName":"before_model_call","system_prompt":"new"}});
-    let without = parse_output(&answer, None, Dialect::Hookwire).unwrap();
+    let without = parse_output(answer.clone(), None, Dialect::Hookwire).unwrap();
     assert_eq!(without.control, Some(Control::Stop("budget".into())));
     assert_eq!(without.system_message.as_deref(), Some("stopped"));
     assert_eq!(
@@ -119,23 +119,22 @@ fn openharness_format_results_and_capabilities() {
     );
     assert_eq!(without.refused, vec!["system_prompt"]);
     let caps: BTreeSet<String> = ["system_prompt".to_string()].into();
-    let with = parse_output(&answer, Some(&caps), Dialect::Hookwire).unwrap();
+    let with = parse_output(answer.clone(), Some(&caps), Dialect::Hookwire).unwrap();
     assert_eq!(with.system_prompt.as_deref(), Some("new"));
-    let outside =
-        parse_output(&json!({"user_input": "x"}), Some(&caps), Dialect::Hookwire).unwrap();
+    let outside = parse_output(json!({"user_input": "x"}), Some(&caps), Dialect::Hookwire).unwrap();
     assert_eq!(
         (outside.user_input, outside.refused),
         (None, vec!["user_input".to_string()])
     );
     let block = parse_output(
-        &json!({"decision":"block","reason":"no"}),
+        json!({"decision":"block","reason":"no"}),
         None,
         Dialect::Hookwire,
     )
     .unwrap();
     assert_eq!(block.control, Some(Control::Block("no".into())));
     let tool = parse_output(
-        &json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
+        json!({"hookSpecificOutput":{"tool_input":{"path":"b"}}}),
         Some(&["tool_arguments".to_string()].into()),
         Dialect::OpenHarness,
     )
@@ -147,7 +146,7 @@ fn openharness_format_results_and_capabilities() {
 fn openharness_format_top_level_rewrites_need_capabilities_too() {
     let answer = json!({"tool_input": {"path": "b"}, "colour": "red", "user_input": null,
                         "hookSpecificOutput": {"hookEventName": "x", "continue": false}});
-    let without = parse_output(&answer, None, Dialect::OpenHarness).unwrap();
+    let without = parse_output(answer.clone(), None, Dialect::OpenHarness).unwrap();
     assert_eq!(without.tool_arguments, None);
     assert_eq!(without.refused, vec!["tool_arguments"]);
     assert_eq!(
@@ -156,8 +155,8 @@ fn openharness_format_top_level_rewrites_need_capabilities_too() {
         "logged, not silently dropped"
     );
     let caps: BTreeSet<String> = ["tool_arguments".to_string()].into();
-    let with = parse_output(&answer, Some(&caps), Dialect::OpenHarness).unwrap();
+    let with = parse_output(answer.clone(), Some(&caps), Dialect::OpenHarness).unwrap();
     assert_eq!(with.tool_arguments, Some(json!({"path":"b"})));
-    let jcli = parse_output(&answer, None, Dialect::Hookwire).unwrap();
+    let jcli = parse_output(answer.clone(), None, Dialect::Hookwire).unwrap();
     assert_eq!(jcli.tool_arguments, Some(json!({"path":"b"})));
 }
