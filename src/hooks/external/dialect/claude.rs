@@ -22,7 +22,7 @@ use super::{answer_of, appended, tools, undefined_keys, HookAnswerError, Reading
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
 use crate::hooks::external::payload::claude::{
-    ClaudeEvent, ClaudeInput, ClaudeOutput, ClaudeSpecific, ClaudeTool, FileContent,
+    ClaudeEvent, ClaudeInput, ClaudeOutput, ClaudeSpecific, ClaudeTool, FileOutput,
     PermissionDecision, UpdatedToolOutput,
 };
 use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
@@ -413,11 +413,9 @@ fn pre_tool_use(
 /// A new tool result as text.
 fn tool_output_text(updated: UpdatedToolOutput) -> String {
     match updated {
-        UpdatedToolOutput::Text(text)
-        | UpdatedToolOutput::File {
-            file: FileContent { content: text },
-        }
-        | UpdatedToolOutput::Content { content: text } => text,
+        UpdatedToolOutput::Text(text) => text,
+        UpdatedToolOutput::File(FileOutput { file, .. }) => file.content,
+        UpdatedToolOutput::Content(text) => text.content,
         UpdatedToolOutput::Other(value) => value.to_string(),
     }
 }

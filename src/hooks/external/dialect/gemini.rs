@@ -403,7 +403,8 @@ fn response_text(response: NewLlmResponse) -> String {
     parts
         .into_iter()
         .filter_map(|part| match part {
-            NewPart::Text(text) | NewPart::Part { text } => Some(text),
+            NewPart::Text(text) => Some(text),
+            NewPart::Part(part) => Some(part.text),
             NewPart::Other(_) => None,
         })
         .collect()

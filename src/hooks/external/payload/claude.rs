@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Unread;
+
 /// What a Claude-dialect hook reads: the fields every event has and the event's own.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(title = "hookwire hook input (Claude Code spellings)")]
@@ -198,14 +200,24 @@ pub(crate) struct ClaudeSpecific {
 #[serde(untagged)]
 pub(crate) enum UpdatedToolOutput {
     Text(String),
-    File { file: FileContent },
-    Content { content: String },
+    File(FileOutput),
+    Content(TextContent),
     Other(Value),
 }
 
+/// `{"file": {"content": …}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct FileContent {
+pub(crate) struct FileOutput {
+    pub(crate) file: TextContent,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct TextContent {
     pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::PlainMessage;
+use super::{PlainMessage, Unread};
 
 /// What a Gemini-dialect hook reads: the fields every event has and the event's own.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -219,9 +219,9 @@ pub(crate) struct GeminiSpecific {
 pub(crate) struct NewLlmRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) messages: Option<Vec<NewMessage>>,
-    /// `model`, `config`, `toolConfig`: ignored.
+    /// `model`, `config`, `toolConfig`: not read.
     #[serde(flatten)]
-    pub(crate) rest: Map<String, Value>,
+    pub(crate) _unread: Unread,
 }
 
 /// A message of `llm_request.messages`: `model` is the assistant.
@@ -229,6 +229,8 @@ pub(crate) struct NewLlmRequest {
 pub(crate) struct NewMessage {
     pub(crate) role: NewRole,
     pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -246,18 +248,24 @@ pub(crate) enum NewRole {
 pub(crate) struct NewLlmResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) candidates: Option<Vec<NewCandidate>>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct NewCandidate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) content: Option<NewContent>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct NewContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) parts: Option<Vec<NewPart>>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 /// A part: text, `{text}`, or another kind (a function call, …) that adds no text.
@@ -265,6 +273,14 @@ pub(crate) struct NewContent {
 #[serde(untagged)]
 pub(crate) enum NewPart {
     Text(String),
-    Part { text: String },
+    Part(TextPart),
     Other(Value),
+}
+
+/// `{"text": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct TextPart {
+    pub(crate) text: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }

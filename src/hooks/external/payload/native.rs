@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::PlainMessage;
+use super::{PlainMessage, Unread};
 
 /// What a hook under a hookwire or OpenHarness event name reads. Which of the optional fields are present
 /// depends on the event: each is there when the event has that value.
@@ -274,6 +274,8 @@ pub(crate) struct NativePatch {
 pub(crate) struct OutputMessage {
     pub(crate) role: OutputRole,
     pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -284,13 +286,42 @@ pub(crate) enum OutputRole {
     Assistant,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// New arguments: an object, or its JSON text (which must parse: the one thing about an answer
+/// that its schema cannot check, so it is checked here, when the answer is read).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum ToolArguments {
     Object(Map<String, Value>),
-    /// JSON text (what a schema cannot check: the text must parse).
+    /// JSON text.
     #[schemars(extend("contentMediaType" = "application/json"))]
     Text(String),
+}
+
+impl<'de> Deserialize<'de> for ToolArguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected};
+        match Value::deserialize(deserializer)? {
+            Value::Object(object) => Ok(Self::Object(object)),
+            Value::String(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(_) => Ok(Self::Text(text)),
+                Err(error) => Err(D::Error::custom(format_args!(
+                    "the text is not JSON: {error}"
+                ))),
+            },
+            other => {
+                let unexpected = match &other {
+                    Value::Bool(value) => Unexpected::Bool(*value),
+                    Value::Array(_) => Unexpected::Seq,
+                    Value::Null => Unexpected::Unit,
+                    _ => Unexpected::Other("a number"),
+                };
+                Err(D::Error::invalid_type(
+                    unexpected,
+                    &"an object or its JSON text",
+                ))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
