@@ -22,9 +22,9 @@ use super::chain::{Background, Chain, ChainControl};
 use super::dialect;
 use super::dialect::transcript::{self, Transcript};
 use super::event::Event;
-use super::protocol::{workspace_id, Envelope, EventState};
 use super::queue::AsyncHooks;
 use super::runner::Runner;
+use super::values::{workspace_id, Envelope, EventState};
 use super::HookSet;
 use crate::hooks::spend::HookSpend;
 use crate::hooks::{

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::chain::{Chain, ChainControl, ChainOutcome};
 use super::event::Event;
-use super::protocol::{Envelope, EventState};
 use super::stats::Ran;
+use super::values::{Envelope, EventState};
 use super::HookFiles;
 use crate::types::{Message, Role};
 
@@ -76,7 +76,7 @@ impl HookFiles {
             run_id: Some(text(input, "run_id").unwrap_or_else(|| "dry-run".into())),
             cwd: runner.cwd.display().to_string(),
             model: text(input, "model").unwrap_or_else(|| runner.model_name.clone()),
-            workspace_id: super::protocol::workspace_id(&runner.cwd),
+            workspace_id: super::values::workspace_id(&runner.cwd),
             ..Envelope::default()
         };
         let mut run = DryRun {

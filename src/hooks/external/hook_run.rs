@@ -12,10 +12,10 @@ use serde_json::Value;
 use super::config::HookDef;
 use super::dialect;
 use super::event::Event;
-use super::outcome::RunResult;
-use super::protocol::{Control, Envelope, EventState, HookOutput};
 use super::runner::Runner;
 use super::stats::{self, Ran};
+use super::values::RunResult;
+use super::values::{Control, Envelope, EventState, HookOutput};
 use crate::hooks::spend::{Exhausted, HookSpend};
 use crate::types::{Message, Role};
 

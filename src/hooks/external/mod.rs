@@ -5,9 +5,10 @@
 //!   dialect); `settings`: Claude Code's and Gemini CLI's `settings.json` as hook files;
 //! - `payload`: what a hook reads and may answer, typed per dialect (the JSON Schemas under
 //!   `docs/schema/hooks/` are generated from it);
-//! - `protocol`: the JSON a hookwire- or OpenHarness-format hook reads and writes; `dialect`: the
-//!   translation layer for every dialect (input, exit codes, output; Claude Code's and Gemini
-//!   CLI's tool names; Claude Code's transcript);
+//! - `values`: the chain's vocabulary (the event's values, the envelope, how a run ended, what
+//!   an answer says), the same for every dialect; `dialect`: the translation layer, one file per
+//!   dialect (input, exit codes, output; Claude Code's and Gemini CLI's tool names; Claude Code's
+//!   transcript);
 //! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;
 //! - `process`: a command hook's processes (clean environment, process group, every leftover
 //!   killed and reaped);
@@ -28,15 +29,14 @@ pub(crate) mod dry_run;
 pub(crate) mod event;
 mod files;
 mod hook_run;
-pub(crate) mod outcome;
 pub(crate) mod payload;
-pub(crate) mod protocol;
 mod queue;
 pub(crate) mod register_hook;
 pub(crate) mod runner;
 pub(crate) mod session;
 pub(crate) mod settings;
 pub(crate) mod stats;
+pub(crate) mod values;
 
 pub(crate) use adapter::{ExternalHooks, SessionCarry};
 pub(crate) use discovery::{hook_files, load_hook_set, HookSet};

@@ -19,8 +19,8 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::config::{Handler, HookDef};
-use super::outcome::RunResult;
-use super::protocol::json_in_text;
+use super::dialect::json_in_text;
+use super::values::RunResult;
 use crate::hooks::spend::HookSpend;
 use crate::llm::{ChatModel, ModelEvent, ModelRequest};
 use crate::process::{environment_with, execute, server_variable};

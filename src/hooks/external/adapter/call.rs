@@ -3,7 +3,7 @@
 
 use crate::hooks::external::chain::{ChainControl, ChainOutcome};
 use crate::hooks::external::event::Event;
-use crate::hooks::external::protocol::EventState;
+use crate::hooks::external::values::EventState;
 use crate::hooks::{
     CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutput, ToolCallInfo, ToolResultInfo,
 };

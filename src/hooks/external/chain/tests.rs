@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::super::config::parse_hooks;
-use super::super::outcome::RunResult;
 use super::super::queue::AsyncHooks;
+use super::super::values::RunResult;
 use super::*;
 use crate::types::Role;
 

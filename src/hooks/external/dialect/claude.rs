@@ -18,14 +18,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{answer_object, appended, read_common, string, tools};
-use crate::hooks::external::config::{Handler, HookDef};
+use super::{answer_of, appended, tools, undefined_keys, HookAnswerError, Reading};
+use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
-use crate::hooks::external::outcome::RunResult;
-use crate::hooks::external::payload::claude::{ClaudeEvent, ClaudeInput, ClaudeTool};
-use crate::hooks::external::protocol::{
-    Control, Envelope, EventState, HookAnswerError, HookOutput,
+use crate::hooks::external::payload::claude::{
+    ClaudeEvent, ClaudeInput, ClaudeOutput, ClaudeSpecific, ClaudeTool, FileOutput,
+    PermissionDecision, UpdatedToolOutput,
 };
+use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
 use crate::process::CommandRun;
 
 /// The input JSON of a Claude-dialect hook.
@@ -170,9 +170,10 @@ fn short(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
-/// What blocking means at `event` (exit 2, `decision: "block"`, a deny, `ok: false`).
-fn block(hook: &HookDef, event: Event, reason: String, state: &EventState, out: &mut HookOutput) {
-    match event {
+/// What blocking means at the event (exit 2, `decision: "block"`, a deny, `ok: false`).
+fn block(at: &Reading<'_>, reason: String, out: &mut HookOutput) {
+    let (hook, state) = (at.hook, at.state);
+    match at.event {
         Event::PreToolExecution | Event::PreSendMessage | Event::PreAutoCompact => {
             out.control = Some(Control::Block(reason))
         }
@@ -223,167 +224,200 @@ fn specific_keys(event: Event) -> &'static [&'static str] {
     }
 }
 
-/// The top-level keys of every answer (`ok`, `reason`, `impossible`: a prompt or agent hook's).
-const UNIVERSAL: [&str; 10] = [
-    "continue",
-    "stopReason",
-    "suppressOutput",
-    "systemMessage",
-    "decision",
-    "reason",
-    "hookSpecificOutput",
-    "additionalContext",
-    "ok",
-    "impossible",
-];
-
 /// Reads a Claude-dialect answer (the module doc).
-pub(super) fn read(
-    hook: &HookDef,
-    event: Event,
-    answer: RunResult,
-    state: &EventState,
-    root: &Path,
-) -> Result<HookOutput, HookAnswerError> {
+pub(super) fn read(at: &Reading<'_>, answer: RunResult) -> Result<HookOutput, HookAnswerError> {
     let mut out = HookOutput::default();
-    let object = match answer {
-        RunResult::Block(reason) => {
-            block(hook, event, reason, state, &mut out);
-            return Ok(out);
-        }
-        RunResult::Text(text) => {
-            match event {
-                Event::PreSendMessage | Event::SessionStart => out.chat_context.push(text),
-                _ => {
-                    tracing::debug!(hook = %hook.name, "plain stdout of a Claude Code hook (only UserPromptSubmit and SessionStart use it)")
-                }
+    match answer {
+        RunResult::Block(reason) => block(at, reason, &mut out),
+        RunResult::Text(text) => match at.event {
+            Event::PreSendMessage | Event::SessionStart => out.chat_context.push(text),
+            _ => {
+                tracing::debug!(hook = %at.hook.name, "plain stdout of a Claude Code hook (only UserPromptSubmit and SessionStart use it)")
             }
-            return Ok(out);
-        }
-        other => match answer_object(other)? {
-            Some(object) => object,
-            None => return Ok(out),
         },
-    };
-    let specific = read_common(&object, &UNIVERSAL, specific_keys(event), &mut out)?;
-    if let Some(name) = string(&specific, "hookEventName")? {
-        if name != hook.event_name {
-            tracing::warn!(hook = %hook.name, configured = %hook.event_name, answered = %name, "hookSpecificOutput.hookEventName names another event");
-        }
-    }
-    let reason = string(&object, "reason")?.unwrap_or_default();
-    // `continue: false` ends everything and overrides the event's decisions.
-    if object.get("continue").and_then(Value::as_bool) == Some(false) {
-        let why = string(&object, "stopReason")?.unwrap_or_default();
-        match event {
-            // The chat is ending anyway: no going on, whatever else the answer says.
-            Event::Stop | Event::SessionStart | Event::SessionEnd | Event::Notification => {}
-            _ => out.control = Some(Control::Stop(why)),
-        }
-        return Ok(out);
-    }
-    let context = string(&specific, "additionalContext")?.or(string(&object, "additionalContext")?);
-    let decision = string(&object, "decision")?;
-    // A prompt or agent hook answers `{"ok": false, "reason": …}` to block.
-    let refused = object.get("ok").and_then(Value::as_bool) == Some(false)
-        && matches!(hook.handler, Handler::Llm { .. } | Handler::Agent { .. });
-    match event {
-        Event::PreToolExecution => {
-            let permission =
-                string(&specific, "permissionDecision")?.or(match decision.as_deref() {
-                    Some("approve") => Some("allow".into()),
-                    Some("block") => Some("deny".into()),
-                    _ => None,
-                });
-            let why = string(&specific, "permissionDecisionReason")?
-                .filter(|why| !why.is_empty())
-                .unwrap_or(reason.clone());
-            let why = if why.is_empty() {
-                format!("denied by hook {}", hook.name)
-            } else {
-                why
-            };
-            match permission.as_deref() {
-                Some("deny") => block(hook, event, why, state, &mut out),
-                Some("ask") if event == Event::PreToolExecution => {
-                    out.control = Some(Control::Ask(why))
-                }
-                Some("ask") => block(hook, event, why, state, &mut out),
-                // Claude Code shows an allow's reason to the person (not to the model).
-                Some("allow") => {
-                    let said = string(&specific, "permissionDecisionReason")?
-                        .filter(|why| !why.is_empty())
-                        .or_else(|| (!reason.is_empty()).then(|| reason.clone()));
-                    if let Some(said) = said {
-                        out.system_message = Some(match out.system_message.take() {
-                            Some(message) => format!("{message}\n{said}"),
-                            None => said,
-                        });
-                    }
-                }
-                None => {}
-                Some("defer") => out.unknown.push("permissionDecision: defer".into()),
-                Some(other) => {
-                    return Err(
-                        format!("permissionDecision {other:?} must be allow, deny or ask").into(),
-                    )
-                }
-            }
-            if refused {
-                block(hook, event, why_or(&reason, hook), state, &mut out);
-            }
-            if let Some(updated) = specific.get("updatedInput").filter(|v| !v.is_null()) {
-                if !updated.is_object() {
-                    return Err("`updatedInput` must be an object".into());
-                }
-                let tool = state.tool_name.as_deref().unwrap_or_default();
-                out.tool_arguments = Some(tools::input_from(Dialect::Claude, tool, updated, root));
-            }
-            out.chat_context.extend(context);
-        }
-        Event::PostToolExecution
-        | Event::PostToolExecutionFailure
-        | Event::PreSendMessage
-        | Event::PreAutoCompact => {
-            if event == Event::PostToolExecution {
-                if let Some(updated) = specific.get("updatedToolOutput").filter(|v| !v.is_null()) {
-                    out.tool_result = Some(match updated {
-                        Value::String(text) => text.clone(),
-                        Value::Object(object) => object
-                            .get("file")
-                            .and_then(|file| file.get("content"))
-                            .or(object.get("content"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                            .unwrap_or_else(|| updated.to_string()),
-                        other => other.to_string(),
-                    });
-                }
-            }
-            if decision.as_deref() == Some("block") || refused {
-                block(hook, event, why_or(&reason, hook), state, &mut out);
-            } else if let Some(other) = decision {
-                out.unknown.push(format!("decision: {other}"));
-            }
-            out.chat_context.extend(context);
-        }
-        Event::Stop => {
-            if decision.as_deref() == Some("block") || refused {
-                block(hook, event, reason, state, &mut out);
-            } else if let Some(context) = context {
-                // Claude Code goes on with it as "Stop hook feedback".
-                out.retry_feedback = Some(context);
+        RunResult::Output(value) => {
+            if let Some(answer) = answer_of::<ClaudeOutput>(value)? {
+                return Ok(answer.into_output(at));
             }
         }
-        Event::SessionStart => out.chat_context.extend(context),
-        _ => {
-            out.unknown
-                .extend(decision.map(|d| format!("decision: {d}")));
-            out.unknown
-                .extend(context.map(|_| "additionalContext".to_string()));
-        }
+        RunResult::Error(error) => return Err(error.into()),
+        RunResult::Timeout => return Err("timed out".into()),
     }
     Ok(out)
+}
+
+impl ClaudeSpecific {
+    /// The keys the answer gave.
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        let typed = [
+            ("hookEventName", self.hook_event_name.is_some()),
+            ("permissionDecision", self.permission_decision.is_some()),
+            (
+                "permissionDecisionReason",
+                self.permission_decision_reason.is_some(),
+            ),
+            ("updatedInput", self.updated_input.is_some()),
+            ("updatedToolOutput", self.updated_tool_output.is_some()),
+            ("additionalContext", self.additional_context.is_some()),
+        ];
+        typed
+            .into_iter()
+            .filter_map(|(key, given)| given.then_some(key))
+            .chain(self.extra.keys().map(String::as_str))
+    }
+}
+
+/// What the answer decides, once `continue: false` is out of the way.
+struct Verdict {
+    /// `decision` (`block`; `approve` too at `PreToolUse`).
+    decision: Option<String>,
+    reason: String,
+    /// A prompt or agent hook answered `{"ok": false}`: it blocks.
+    not_ok: bool,
+    /// `additionalContext`, from `hookSpecificOutput` or the top level.
+    context: Option<String>,
+}
+
+impl ClaudeOutput {
+    /// Claude Code's rules for an answer at `at.event` (the module doc).
+    fn into_output(self, at: &Reading<'_>) -> HookOutput {
+        let hook = at.hook;
+        let specific = self.hook_specific_output.unwrap_or_default();
+        let mut out = HookOutput {
+            system_message: self.system_message,
+            suppress_output: self.suppress_output == Some(true),
+            ..HookOutput::default()
+        };
+        out.unknown
+            .extend(self.extra.into_iter().map(|(key, _)| key));
+        out.unknown
+            .extend(undefined_keys(specific.keys(), specific_keys(at.event)));
+        if let Some(name) = &specific.hook_event_name {
+            if *name != hook.event_name {
+                tracing::warn!(hook = %hook.name, configured = %hook.event_name, answered = %name, "hookSpecificOutput.hookEventName names another event");
+            }
+        }
+        // `continue: false` ends everything and overrides the event's decisions.
+        if self.keep_going == Some(false) {
+            match at.event {
+                // The chat is ending anyway: no going on, whatever else the answer says.
+                Event::Stop | Event::SessionStart | Event::SessionEnd | Event::Notification => {}
+                _ => out.control = Some(Control::Stop(self.stop_reason.unwrap_or_default())),
+            }
+            return out;
+        }
+        let verdict = Verdict {
+            decision: self.decision,
+            reason: self.reason.unwrap_or_default(),
+            not_ok: self.ok == Some(false) && hook.handler.calls_model(),
+            context: specific
+                .additional_context
+                .clone()
+                .or(self.additional_context),
+        };
+        match at.event {
+            Event::PreToolExecution => pre_tool_use(at, specific, verdict, &mut out),
+            Event::PostToolExecution
+            | Event::PostToolExecutionFailure
+            | Event::PreSendMessage
+            | Event::PreAutoCompact => {
+                if at.event == Event::PostToolExecution {
+                    if let Some(updated) = specific.updated_tool_output {
+                        out.tool_result = Some(tool_output_text(updated));
+                    }
+                }
+                if verdict.decision.as_deref() == Some("block") || verdict.not_ok {
+                    block(at, why_or(&verdict.reason, hook), &mut out);
+                } else if let Some(other) = verdict.decision {
+                    out.unknown.push(format!("decision: {other}"));
+                }
+                out.chat_context.extend(verdict.context);
+            }
+            Event::Stop => {
+                if verdict.decision.as_deref() == Some("block") || verdict.not_ok {
+                    block(at, verdict.reason, &mut out);
+                } else if let Some(context) = verdict.context {
+                    // Claude Code goes on with it as "Stop hook feedback".
+                    out.retry_feedback = Some(context);
+                }
+            }
+            Event::SessionStart => out.chat_context.extend(verdict.context),
+            _ => {
+                out.unknown
+                    .extend(verdict.decision.map(|d| format!("decision: {d}")));
+                out.unknown
+                    .extend(verdict.context.map(|_| "additionalContext".to_string()));
+            }
+        }
+        out
+    }
+}
+
+/// `PreToolUse`: the permission decision (or the legacy `decision`), a prompt hook's verdict,
+/// new arguments, context.
+fn pre_tool_use(
+    at: &Reading<'_>,
+    specific: ClaudeSpecific,
+    verdict: Verdict,
+    out: &mut HookOutput,
+) {
+    let hook = at.hook;
+    let permission = specific
+        .permission_decision
+        .or(match verdict.decision.as_deref() {
+            Some("approve") => Some(PermissionDecision::Allow),
+            Some("block") => Some(PermissionDecision::Deny),
+            _ => None,
+        });
+    let given = specific
+        .permission_decision_reason
+        .filter(|why| !why.is_empty());
+    let why = given.clone().unwrap_or_else(|| verdict.reason.clone());
+    let why = if why.is_empty() {
+        format!("denied by hook {}", hook.name)
+    } else {
+        why
+    };
+    match permission {
+        Some(PermissionDecision::Deny) => block(at, why, out),
+        Some(PermissionDecision::Ask) => out.control = Some(Control::Ask(why)),
+        // Claude Code shows an allow's reason to the person (not to the model).
+        Some(PermissionDecision::Allow) => {
+            let said =
+                given.or_else(|| (!verdict.reason.is_empty()).then(|| verdict.reason.clone()));
+            if let Some(said) = said {
+                out.system_message = Some(match out.system_message.take() {
+                    Some(message) => format!("{message}\n{said}"),
+                    None => said,
+                });
+            }
+        }
+        Some(PermissionDecision::Defer) => out.unknown.push("permissionDecision: defer".into()),
+        None => {}
+    }
+    if verdict.not_ok {
+        block(at, why_or(&verdict.reason, hook), out);
+    }
+    if let Some(updated) = specific.updated_input {
+        let tool = at.state.tool_name.as_deref().unwrap_or_default();
+        out.tool_arguments = Some(tools::input_from(
+            Dialect::Claude,
+            tool,
+            &Value::Object(updated),
+            at.root,
+        ));
+    }
+    out.chat_context.extend(verdict.context);
+}
+
+/// A new tool result as text.
+fn tool_output_text(updated: UpdatedToolOutput) -> String {
+    match updated {
+        UpdatedToolOutput::Text(text) => text,
+        UpdatedToolOutput::File(FileOutput { file, .. }) => file.content,
+        UpdatedToolOutput::Content(text) => text.content,
+        UpdatedToolOutput::Other(value) => value.to_string(),
+    }
 }
 
 fn why_or(reason: &str, hook: &HookDef) -> String {

@@ -21,18 +21,16 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{answer_object, appended, read_common, string, tools};
+use super::{answer_of, appended, tools, undefined_keys, HookAnswerError, Reading};
 use crate::hooks::external::config::HookDef;
 use crate::hooks::external::event::{Dialect, Event};
-use crate::hooks::external::outcome::RunResult;
 use crate::hooks::external::payload::gemini::{
-    Candidate, CandidateContent, GeminiEvent, GeminiInput, GeminiTool, LlmRequest, LlmResponse,
-    ToolConfig, ToolResponse,
+    Candidate, CandidateContent, GeminiEvent, GeminiInput, GeminiOutput, GeminiSpecific,
+    GeminiTool, LlmRequest, LlmResponse, NewLlmResponse, NewMessage, NewPart, NewRole, ToolConfig,
+    ToolResponse,
 };
 use crate::hooks::external::payload::PlainMessage;
-use crate::hooks::external::protocol::{
-    Control, Envelope, EventState, HookAnswerError, HookOutput,
-};
+use crate::hooks::external::values::{Control, Envelope, EventState, HookOutput, RunResult};
 use crate::process::CommandRun;
 use crate::types::{Message, Role};
 
@@ -200,14 +198,15 @@ pub(super) fn command_result(run: CommandRun) -> RunResult {
     }
 }
 
-/// What a deny means at `event` (exit 2, `decision: "deny"`/`"block"`).
-fn deny(hook: &HookDef, event: Event, reason: String, out: &mut HookOutput) {
+/// What a deny means at the event (exit 2, `decision: "deny"`/`"block"`).
+fn deny(at: &Reading<'_>, reason: String, out: &mut HookOutput) {
+    let hook = at.hook;
     let reason = if reason.is_empty() {
         format!("blocked by hook {}", hook.name)
     } else {
         reason
     };
-    match event {
+    match at.event {
         Event::PreToolExecution
         | Event::PreSendMessage
         | Event::PreLlmRequest
@@ -239,160 +238,174 @@ fn specific_keys(event: Event) -> &'static [&'static str] {
     }
 }
 
-const COMMON: [&str; 7] = [
-    "systemMessage",
-    "suppressOutput",
-    "continue",
-    "stopReason",
-    "decision",
-    "reason",
-    "hookSpecificOutput",
-];
-
 /// Reads a Gemini-dialect answer (the module doc).
-pub(super) fn read(
-    hook: &HookDef,
-    event: Event,
-    answer: RunResult,
-    state: &EventState,
-    root: &Path,
-) -> Result<HookOutput, HookAnswerError> {
+pub(super) fn read(at: &Reading<'_>, answer: RunResult) -> Result<HookOutput, HookAnswerError> {
     let mut out = HookOutput::default();
-    let object = match answer {
-        RunResult::Block(reason) => {
-            deny(hook, event, reason, &mut out);
-            return Ok(out);
-        }
-        RunResult::Text(text) => {
-            out.system_message = Some(text);
-            return Ok(out);
-        }
-        other => match answer_object(other)? {
-            Some(object) => object,
-            None => return Ok(out),
-        },
-    };
-    let specific = read_common(&object, &COMMON, specific_keys(event), &mut out)?;
-    let reason = string(&object, "reason")?.unwrap_or_default();
-    if object.get("continue").and_then(Value::as_bool) == Some(false) {
-        let why = string(&object, "stopReason")?.unwrap_or(reason);
-        match event {
-            Event::Stop | Event::SessionStart | Event::SessionEnd | Event::Notification => {}
-            _ => out.control = Some(Control::Stop(why)),
-        }
-        return Ok(out);
-    }
-    match string(&object, "decision")?.as_deref() {
-        None | Some("allow" | "approve") => {}
-        Some("deny" | "block") => deny(hook, event, reason, &mut out),
-        Some("ask") if event == Event::PreToolExecution => {
-            out.control = Some(Control::Ask(if reason.is_empty() {
-                format!("hook {} asks for approval", hook.name)
-            } else {
-                reason
-            }))
-        }
-        Some(other) => out.unknown.push(format!("decision: {other}")),
-    }
-    let context = string(&specific, "additionalContext")?;
-    let tool = state.tool_name.as_deref().unwrap_or_default();
-    match event {
-        Event::PreToolExecution => {
-            if let Some(patch) = specific.get("tool_input").filter(|v| !v.is_null()) {
-                let Some(patch) = patch.as_object() else {
-                    return Err("`hookSpecificOutput.tool_input` must be an object".into());
-                };
-                // Merged over the arguments as the hook saw them, then mapped back.
-                let arguments = state.tool_arguments.clone().unwrap_or(json!({}));
-                let mut seen = tools::input_for(Dialect::Gemini, tool, &arguments, root);
-                if let Some(seen) = seen.as_object_mut() {
-                    seen.extend(patch.clone());
-                }
-                out.tool_arguments = Some(tools::input_from(Dialect::Gemini, tool, &seen, root));
+    match answer {
+        RunResult::Block(reason) => deny(at, reason, &mut out),
+        RunResult::Text(text) => out.system_message = Some(text),
+        RunResult::Output(value) => {
+            if let Some(answer) = answer_of::<GeminiOutput>(value)? {
+                return Ok(answer.into_output(at));
             }
         }
-        Event::PostToolExecution | Event::PostToolExecutionFailure => {
-            let failure = event == Event::PostToolExecutionFailure;
-            let slot = if failure {
-                &mut out.tool_error
-            } else {
-                &mut out.tool_result
-            };
-            if let Some(replaced) = string(&specific, "tool_output")? {
-                if slot.is_none() {
-                    *slot = Some(replaced);
-                }
-            }
-            if let Some(context) = context {
-                let base = slot.clone().or(if failure {
-                    state.tool_error.clone()
-                } else {
-                    state.tool_result.clone()
-                });
-                let escaped = context.replace('<', "&lt;").replace('>', "&gt;");
-                *slot = Some(appended(
-                    base.as_deref(),
-                    &format!("<hook_context>{escaped}</hook_context>"),
-                ));
-            }
-        }
-        Event::PreSendMessage => {
-            if let Some(context) = context {
-                out.user_input = Some(appended(state.user_input.as_deref(), &context));
-            }
-        }
-        Event::SessionStart => out.chat_context.extend(context),
-        Event::PreLlmRequest => {
-            if let Some(request) = specific.get("llm_request").and_then(Value::as_object) {
-                if let Some(messages) = request.get("messages") {
-                    out.messages = Some(parse_messages(messages)?);
-                }
-            }
-        }
-        Event::PostLlmResponse => {
-            if let Some(response) = specific.get("llm_response") {
-                let text = response_text(response);
-                if !text.is_empty() {
-                    out.assistant_output = Some(text);
-                }
-            }
-        }
-        _ => {}
+        RunResult::Error(error) => return Err(error.into()),
+        RunResult::Timeout => return Err("timed out".into()),
     }
     Ok(out)
 }
 
-/// `llm_request.messages` given back: `model` is the assistant.
-fn parse_messages(value: &Value) -> Result<Vec<Message>, String> {
-    let items = value
-        .as_array()
-        .ok_or("`llm_request.messages` must be an array")?;
-    items
-        .iter()
-        .map(|item| {
-            let role = match item.get("role").and_then(Value::as_str) {
-                Some("system") => Role::System,
-                Some("user") => Role::User,
-                Some("model" | "assistant") => Role::Assistant,
-                other => return Err(format!("`llm_request.messages` role {other:?}")),
-            };
-            let content = item
-                .get("content")
-                .and_then(Value::as_str)
-                .ok_or("`llm_request.messages[].content` must be a string")?;
-            Ok(Message::new(role, content))
-        })
-        .collect()
+impl GeminiSpecific {
+    /// The keys the answer gave.
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        let typed = [
+            ("hookEventName", self.hook_event_name.is_some()),
+            ("tool_input", self.tool_input.is_some()),
+            ("tool_output", self.tool_output.is_some()),
+            ("additionalContext", self.additional_context.is_some()),
+            ("llm_request", self.llm_request.is_some()),
+            ("llm_response", self.llm_response.is_some()),
+        ];
+        typed
+            .into_iter()
+            .filter_map(|(key, given)| given.then_some(key))
+            .chain(self.extra.keys().map(String::as_str))
+    }
 }
 
-/// The text of `llm_response.candidates[0].content.parts` (strings or `{text}` parts).
-fn response_text(response: &Value) -> String {
-    let parts = response
-        .pointer("/candidates/0/content/parts")
-        .and_then(Value::as_array);
+impl GeminiOutput {
+    /// Gemini CLI's rules for an answer at `at.event` (the module doc).
+    fn into_output(self, at: &Reading<'_>) -> HookOutput {
+        let mut specific = self.hook_specific_output.unwrap_or_default();
+        let mut out = HookOutput {
+            system_message: self.system_message,
+            suppress_output: self.suppress_output == Some(true),
+            ..HookOutput::default()
+        };
+        out.unknown
+            .extend(self.extra.into_iter().map(|(key, _)| key));
+        out.unknown
+            .extend(undefined_keys(specific.keys(), specific_keys(at.event)));
+        let reason = self.reason.unwrap_or_default();
+        if self.keep_going == Some(false) {
+            match at.event {
+                Event::Stop | Event::SessionStart | Event::SessionEnd | Event::Notification => {}
+                _ => out.control = Some(Control::Stop(self.stop_reason.unwrap_or(reason))),
+            }
+            return out;
+        }
+        match self.decision.as_deref() {
+            None | Some("allow" | "approve") => {}
+            Some("deny" | "block") => deny(at, reason, &mut out),
+            Some("ask") if at.event == Event::PreToolExecution => {
+                out.control = Some(Control::Ask(if reason.is_empty() {
+                    format!("hook {} asks for approval", at.hook.name)
+                } else {
+                    reason
+                }))
+            }
+            Some(other) => out.unknown.push(format!("decision: {other}")),
+        }
+        let context = specific.additional_context.take();
+        match at.event {
+            Event::PreToolExecution => {
+                if let Some(patch) = specific.tool_input {
+                    out.tool_arguments = Some(merged_arguments(at, patch));
+                }
+            }
+            Event::PostToolExecution | Event::PostToolExecutionFailure => {
+                after_tool(at, specific.tool_output, context, &mut out)
+            }
+            Event::PreSendMessage => {
+                if let Some(context) = context {
+                    out.user_input = Some(appended(at.state.user_input.as_deref(), &context));
+                }
+            }
+            Event::SessionStart => out.chat_context.extend(context),
+            Event::PreLlmRequest => {
+                if let Some(messages) = specific.llm_request.and_then(|request| request.messages) {
+                    out.messages = Some(messages.into_iter().map(message).collect());
+                }
+            }
+            Event::PostLlmResponse => {
+                let text = specific.llm_response.map(response_text).unwrap_or_default();
+                if !text.is_empty() {
+                    out.assistant_output = Some(text);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// `BeforeTool`'s `tool_input`: merged over the arguments as the hook saw them, then mapped back.
+fn merged_arguments(at: &Reading<'_>, patch: Map<String, Value>) -> Value {
+    let tool = at.state.tool_name.as_deref().unwrap_or_default();
+    let arguments = at.state.tool_arguments.clone().unwrap_or(json!({}));
+    let mut seen = tools::input_for(Dialect::Gemini, tool, &arguments, at.root);
+    if let Some(seen) = seen.as_object_mut() {
+        seen.extend(patch);
+    }
+    tools::input_from(Dialect::Gemini, tool, &seen, at.root)
+}
+
+/// `AfterTool`: a new result (unless a deny replaced it), then the context appended in
+/// `<hook_context>`.
+fn after_tool(
+    at: &Reading<'_>,
+    replaced: Option<String>,
+    context: Option<String>,
+    out: &mut HookOutput,
+) {
+    let failure = at.event == Event::PostToolExecutionFailure;
+    let slot = if failure {
+        &mut out.tool_error
+    } else {
+        &mut out.tool_result
+    };
+    if let Some(replaced) = replaced {
+        if slot.is_none() {
+            *slot = Some(replaced);
+        }
+    }
+    if let Some(context) = context {
+        let base = slot.clone().or(if failure {
+            at.state.tool_error.clone()
+        } else {
+            at.state.tool_result.clone()
+        });
+        let escaped = context.replace('<', "&lt;").replace('>', "&gt;");
+        *slot = Some(appended(
+            base.as_deref(),
+            &format!("<hook_context>{escaped}</hook_context>"),
+        ));
+    }
+}
+
+/// A message of `llm_request.messages`: `model` is the assistant.
+fn message(message: NewMessage) -> Message {
+    let role = match message.role {
+        NewRole::System => Role::System,
+        NewRole::User => Role::User,
+        NewRole::Model | NewRole::Assistant => Role::Assistant,
+    };
+    Message::new(role, message.content)
+}
+
+/// The text of the first candidate's parts (strings or `{text}` parts).
+fn response_text(response: NewLlmResponse) -> String {
+    let first = response.candidates.unwrap_or_default().into_iter().next();
+    let parts = first
+        .and_then(|candidate| candidate.content)
+        .and_then(|content| content.parts)
+        .unwrap_or_default();
     parts
         .into_iter()
-        .flatten()
-        .filter_map(|part| part.as_str().or_else(|| part.get("text")?.as_str()))
+        .filter_map(|part| match part {
+            NewPart::Text(text) => Some(text),
+            NewPart::Part(part) => Some(part.text),
+            NewPart::Other(_) => None,
+        })
         .collect()
 }

@@ -3,7 +3,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use super::Unread;
 
 /// What a Claude-dialect hook reads: the fields every event has and the event's own.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -139,6 +141,9 @@ pub(crate) struct ClaudeOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) hook_specific_output: Option<ClaudeSpecific>,
+    /// Keys Claude Code's answer does not have: logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// `hookSpecificOutput`.
@@ -169,20 +174,50 @@ pub(crate) struct ClaudeSpecific {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub(crate) updated_input: Option<serde_json::Map<String, Value>>,
-    /// `PostToolUse`: a new result (text, or an object with `content` or `file.content`).
+    pub(crate) updated_input: Option<Map<String, Value>>,
+    /// `PostToolUse`: a new result.
     #[serde(
         rename = "updatedToolOutput",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub(crate) updated_tool_output: Option<Value>,
+    pub(crate) updated_tool_output: Option<UpdatedToolOutput>,
     #[serde(
         rename = "additionalContext",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) additional_context: Option<String>,
+    /// Keys not listed here: logged, never refused (so are the listed ones at an event that
+    /// does not define them).
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
+}
+
+/// A new tool result, in the shapes Claude Code's tools give one: text, a file's (`file.content`),
+/// or an object with `content`; anything else is taken as its JSON text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum UpdatedToolOutput {
+    Text(String),
+    File(FileOutput),
+    Content(TextContent),
+    Other(Value),
+}
+
+/// `{"file": {"content": …}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct FileOutput {
+    pub(crate) file: TextContent,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct TextContent {
+    pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -4,9 +4,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::PlainMessage;
+use super::{PlainMessage, Unread};
 
 /// What a Gemini-dialect hook reads: the fields every event has and the event's own.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -176,6 +176,9 @@ pub(crate) struct GeminiOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) hook_specific_output: Option<GeminiSpecific>,
+    /// Keys Gemini CLI's answer does not have: logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// `hookSpecificOutput`.
@@ -189,7 +192,7 @@ pub(crate) struct GeminiSpecific {
     pub(crate) hook_event_name: Option<String>,
     /// `BeforeTool`: merged over the arguments (Gemini CLI's shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tool_input: Option<serde_json::Map<String, Value>>,
+    pub(crate) tool_input: Option<Map<String, Value>>,
     /// `AfterTool`: a new result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tool_output: Option<String>,
@@ -199,10 +202,85 @@ pub(crate) struct GeminiSpecific {
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) additional_context: Option<String>,
-    /// `BeforeModel`: a new request.
+    /// `BeforeModel`: a new request (of which hookwire takes the messages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) llm_request: Option<Value>,
-    /// `AfterModel`: a new response (`candidates[0].content.parts`, strings or `{text}`).
+    pub(crate) llm_request: Option<NewLlmRequest>,
+    /// `AfterModel`: a new response (of which hookwire takes the first candidate's text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) llm_response: Option<Value>,
+    pub(crate) llm_response: Option<NewLlmResponse>,
+    /// Keys not listed here: logged, never refused (so are the listed ones at an event that
+    /// does not define them).
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
+}
+
+/// `llm_request` given back: its `messages` replace the chat's (its other keys are ignored).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewLlmRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) messages: Option<Vec<NewMessage>>,
+    /// `model`, `config`, `toolConfig`: not read.
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+/// A message of `llm_request.messages`: `model` is the assistant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewMessage {
+    pub(crate) role: NewRole,
+    pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum NewRole {
+    System,
+    User,
+    Model,
+    /// Taken as `model`.
+    Assistant,
+}
+
+/// `llm_response` given back: the text of its first candidate's parts replaces the answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewLlmResponse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) candidates: Option<Vec<NewCandidate>>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewCandidate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) content: Option<NewContent>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct NewContent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) parts: Option<Vec<NewPart>>,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
+}
+
+/// A part: text, `{text}`, or another kind (a function call, …) that adds no text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum NewPart {
+    Text(String),
+    Part(TextPart),
+    Other(Value),
+}
+
+/// `{"text": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct TextPart {
+    pub(crate) text: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::PlainMessage;
+use super::{PlainMessage, Unread};
 
 /// What a hook under a hookwire or OpenHarness event name reads. Which of the optional fields are present
 /// depends on the event: each is there when the event has that value.
@@ -146,9 +146,9 @@ pub(crate) struct CompactionMetadata {
     pub(crate) keep_recent_group_count: usize,
 }
 
-/// What a hook under a hookwire or OpenHarness event name may answer on stdout (or as its HTTP body): a JSON
-/// object, every field optional; `{}` or nothing means no change. A change needs the capability
-/// the hook declares (or, without declared capabilities, a top-level field of a
+/// What a hook under a hookwire or OpenHarness event name may answer on stdout (or as its HTTP
+/// body): a JSON object, every field optional; `{}` or nothing means no change. A change needs
+/// the capability the hook declares (or, without declared capabilities, a top-level field of a
 /// hookwire-spelled hook). Unknown keys are logged and ignored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(title = "hookwire hook output (hookwire and OpenHarness event names)")]
@@ -200,6 +200,16 @@ pub(crate) struct NativeOutput {
         skip_serializing_if = "Option::is_none"
     )]
     pub(crate) hook_specific_output: Option<NativePatch>,
+    /// The event's name (ignored).
+    #[serde(
+        rename = "hookEventName",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) hook_event_name: Option<String>,
+    /// Keys this shape does not have: logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// The change fields of an answer.
@@ -254,6 +264,9 @@ pub(crate) struct NativePatch {
     pub(crate) hook_event_name: Option<String>,
     #[serde(flatten)]
     pub(crate) changes: NativeChanges,
+    /// Keys that are not change fields (in a patch, control keys too): logged, never refused.
+    #[serde(flatten)]
+    pub(crate) extra: Map<String, Value>,
 }
 
 /// A message a hook writes: `system`, `user` or `assistant`, and its text.
@@ -261,6 +274,8 @@ pub(crate) struct NativePatch {
 pub(crate) struct OutputMessage {
     pub(crate) role: OutputRole,
     pub(crate) content: String,
+    #[serde(flatten)]
+    pub(crate) _unread: Unread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -271,11 +286,42 @@ pub(crate) enum OutputRole {
     Assistant,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// New arguments: an object, or its JSON text (which must parse: the one thing about an answer
+/// that its schema cannot check, so it is checked here, when the answer is read).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum ToolArguments {
     Object(Map<String, Value>),
+    /// JSON text.
+    #[schemars(extend("contentMediaType" = "application/json"))]
     Text(String),
+}
+
+impl<'de> Deserialize<'de> for ToolArguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected};
+        match Value::deserialize(deserializer)? {
+            Value::Object(object) => Ok(Self::Object(object)),
+            Value::String(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(_) => Ok(Self::Text(text)),
+                Err(error) => Err(D::Error::custom(format_args!(
+                    "the text is not JSON: {error}"
+                ))),
+            },
+            other => {
+                let unexpected = match &other {
+                    Value::Bool(value) => Unexpected::Bool(*value),
+                    Value::Array(_) => Unexpected::Seq,
+                    Value::Null => Unexpected::Unit,
+                    _ => Unexpected::Other("a number"),
+                };
+                Err(D::Error::invalid_type(
+                    unexpected,
+                    &"an object or its JSON text",
+                ))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::super::config::parse_hooks;
-use super::super::outcome::RunResult;
+use super::super::values::RunResult;
 use super::*;
 use crate::types::ChatEvent;
 
