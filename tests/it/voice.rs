@@ -147,6 +147,14 @@ async fn espeak_speaks_every_sentence_in_order_with_the_persistent_hook_between(
     server.shutdown().await;
 }
 
+/// Serves `app` on a free loopback port, for the life of the test; its address.
+async fn serve(app: Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
 /// A fake `/v1/audio/speech`: answers `AUDIO:<input>` and records each request.
 async fn fake_speech_server(fail: bool) -> (String, Seen<Value>) {
     let seen: Seen<Value> = Arc::default();
@@ -172,9 +180,7 @@ async fn fake_speech_server(fail: bool) -> (String, Seen<Value>) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = serve(app).await;
     (format!("http://{addr}/v1"), seen)
 }
 
@@ -377,9 +383,7 @@ async fn fake_transcriber() -> (String, Seen<Vec<u8>>) {
             }),
         )
         .layer(axum::extract::DefaultBodyLimit::disable());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = serve(app).await;
     (format!("http://{addr}/v1"), seen)
 }
 
@@ -470,9 +474,7 @@ async fn fake_speech_server_seeing_urls() -> (String, Arc<Mutex<Vec<String>>>) {
             b"AUDIO".to_vec()
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = serve(app).await;
     (format!("http://{addr}"), seen)
 }
 
