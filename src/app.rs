@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::{Config, Provider};
-use crate::hooks::external::register_hook::RegisterHook;
-use crate::hooks::external::runner::Runner;
-use crate::hooks::external::session::{SessionHookFactory, SessionHookRules};
-use crate::hooks::external::{hook_files, load_hook_set, AsyncHooks, HookFiles};
+use crate::hooks::external::{
+    hook_files, load_hook_set, AsyncHooks, HookFiles, RegisterHook, RegisteredHookRules,
+    RegisteredHooks, Runner,
+};
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
@@ -290,12 +290,12 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
-    let session_rules = SessionHookRules {
+    let session_rules = RegisteredHookRules {
         enabled: config.session_hooks.enabled,
         allow_command: config.allow_session_command_hooks,
         max_per_chat: config.session_hooks.max_per_chat,
     };
-    let session_hooks = SessionHookFactory::new(runner, signing_key.clone(), session_rules);
+    let session_hooks = RegisteredHooks::new(runner, signing_key.clone(), session_rules);
     let skill_hooks = SkillHookFactory::new(
         skills.clone(),
         config.default_skills.clone(),

@@ -294,15 +294,15 @@ impl AgentInner {
 
 /// `agent` hooks run a bounded sub-chat of their own: the final answer is the hook's result.
 #[async_trait::async_trait]
-impl crate::hooks::external::runner::SubAgent for AgentClient {
+impl crate::hooks::external::SubAgent for AgentClient {
     /// Its model calls are the calling chat's hook calls: each takes a slot of `spend` (none
     /// left: the sub-run fails) and adds its tokens there.
     async fn answer(
         &self,
         task: String,
         spend: Arc<crate::hooks::spend::HookSpend>,
-    ) -> Result<String, crate::hooks::external::runner::SubAgentError> {
-        use crate::hooks::external::runner::SubAgentError;
+    ) -> Result<String, crate::hooks::external::SubAgentError> {
+        use crate::hooks::external::SubAgentError;
         use futures::StreamExt;
         let mut request = ChatRequest::new(format!("hook-{}", uuid::Uuid::new_v4().simple()), task);
         request.skills = Some(Vec::new());

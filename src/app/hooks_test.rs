@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{agent_parts, StartError};
 use crate::config::Config;
-use crate::hooks::external::dry_run::{DryDecision, DryRun};
+use crate::hooks::external::{DryDecision, DryRun};
 
 /// One event's chain, run hook by hook.
 #[derive(Debug, Clone, PartialEq)]

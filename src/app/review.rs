@@ -10,8 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::hooks::external::config::{Handler, HookDef, OnError};
-use crate::hooks::external::{hook_files, load_hook_set};
+use crate::hooks::external::{hook_files, load_hook_set, Handler, HookDef, OnError};
 use crate::mcp::{parse_project_file, McpServerSettings, McpTransport, PROJECT_FILE};
 pub use crate::trust::{printable, TrustError};
 use crate::trust::{printable_with, relative_key, sha256_hex, Pins, TrustFile, TrustStore};

@@ -51,7 +51,7 @@ impl Default for Limits {
             shutdown_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(90),
-            hook_chain_timeout: crate::hooks::external::runner::DEFAULT_CHAIN_BUDGET,
+            hook_chain_timeout: crate::hooks::external::DEFAULT_CHAIN_BUDGET,
             write_stall: Duration::from_secs(30),
             max_frame_bytes: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),

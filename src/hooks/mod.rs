@@ -10,13 +10,15 @@ pub(crate) mod prompt;
 pub(crate) mod signing;
 pub(crate) mod spend;
 mod stack;
+pub(crate) mod stats;
+pub(crate) mod sync;
 
 pub(crate) use context::LateEvents;
 pub use context::{
     CallPhase, CompactInfo, HookContext, LlmRequest, LlmResponse, RunConfig, RunOutcome, RunOutput,
     Step, ToolCallInfo, ToolResultInfo,
 };
-pub use external::payload::hook_schemas;
+pub use external::hook_schemas;
 pub(crate) use stack::{HookStack, DEFAULT_HOOK_BUDGET};
 
 use std::sync::Arc;

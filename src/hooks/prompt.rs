@@ -20,8 +20,9 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::external::stats;
 use super::signing::{HookSignature, SigningKey};
+use super::stats;
+use super::sync::lock;
 use super::{AgentHook, Flow, HookContext, HookResult, Step};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
@@ -175,7 +176,7 @@ impl PromptHookManager {
             }
             ctx.messages.push(message);
             // A prompt hook always succeeds: it adds its text (the figures show how often).
-            stats::record_id(
+            stats::record(
                 stats::skill_hook_id(&hook.skill, &spec.name),
                 stats::Ran::Success,
                 started.elapsed(),
@@ -243,10 +244,7 @@ impl PromptHookManager {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Timing, Vec<u64>>> {
-        match self.injected.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        lock(&self.injected)
     }
 }
 

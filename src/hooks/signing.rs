@@ -7,7 +7,7 @@
 //! | kind | struct | bytes |
 //! |---|---|---|
 //! | persistent hook message (docs/protocol.md §4) | [`HookSignature`] | `role + "\n" + content + "\n" + name + "\n" + skill + "\n" + timing` |
-//! | session hook (docs/protocol.md §8) | [`SessionHookSignature`] | `"session_hook\n" + canonical JSON of the spec without "sig"` |
+//! | session hook (docs/protocol.md §8) | [`RegisteredHookSignature`] | `"session_hook\n" + canonical JSON of the spec without "sig"` |
 //!
 //! A signature is lowercase hex HMAC-SHA256 keyed with the secret's UTF-8 bytes.
 //! [`SigningKey::verify`] accepts only 64 lowercase hex digits and compares the MACs in constant
@@ -129,13 +129,13 @@ impl Signed for HookSignature<'_> {
 /// What the `sig` of a session hook covers: the spec, with or without its `sig` field (which is
 /// left out), as canonical JSON (keys sorted, no spaces).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct SessionHookSignature<'a> {
+pub(crate) struct RegisteredHookSignature<'a> {
     pub(crate) spec: &'a Value,
 }
 
-impl sealed::Sealed for SessionHookSignature<'_> {}
+impl sealed::Sealed for RegisteredHookSignature<'_> {}
 
-impl SessionHookSignature<'_> {
+impl RegisteredHookSignature<'_> {
     /// The spec without its `sig`, as canonical JSON (keys sorted, no spaces).
     pub(crate) fn canonical(&self) -> String {
         match self.spec.as_object() {
@@ -149,7 +149,7 @@ impl SessionHookSignature<'_> {
     }
 }
 
-impl Signed for SessionHookSignature<'_> {
+impl Signed for RegisteredHookSignature<'_> {
     fn signed_bytes(&self) -> Vec<u8> {
         lines(&["session_hook", &self.canonical()])
     }
@@ -299,21 +299,21 @@ mod tests {
     fn session_hook_signatures_cover_the_spec_and_ignore_key_order_and_sig() {
         let key = SigningKey::new("k");
         let spec = json!({"event":"stop","type":"llm","prompt":"p"});
-        let sig = key.sign(&SessionHookSignature { spec: &spec });
+        let sig = key.sign(&RegisteredHookSignature { spec: &spec });
         assert_eq!(
-            SessionHookSignature { spec: &spec }.signed_bytes(),
+            RegisteredHookSignature { spec: &spec }.signed_bytes(),
             br#"session_hook
 {"event":"stop","prompt":"p","type":"llm"}"#
         );
         let mut stored = json!({"prompt":"p","type":"llm","event":"stop"});
         stored["sig"] = json!(sig.clone());
-        let signed = SessionHookSignature { spec: &stored };
+        let signed = RegisteredHookSignature { spec: &stored };
         assert_eq!(key.sign(&signed), sig);
         assert!(key.verify(&signed, &sig));
         stored["prompt"] = json!("changed");
-        assert!(!key.verify(&SessionHookSignature { spec: &stored }, &sig));
-        assert!(!SigningKey::new("other").verify(&SessionHookSignature { spec: &spec }, &sig));
-        assert!(!key.verify(&SessionHookSignature { spec: &spec }, "not hex"));
+        assert!(!key.verify(&RegisteredHookSignature { spec: &stored }, &sig));
+        assert!(!SigningKey::new("other").verify(&RegisteredHookSignature { spec: &spec }, &sig));
+        assert!(!key.verify(&RegisteredHookSignature { spec: &spec }, "not hex"));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::AppState;
-use crate::hooks::external::config::{Handler, HookDef};
-use crate::hooks::external::stats;
+use crate::hooks::external::{Handler, HookDef};
+use crate::hooks::stats;
 use crate::types::redact;
 
 /// Longer handler texts are cut for the list (the file has them whole).
@@ -59,7 +59,7 @@ pub(super) async fn list(State(state): State<AppState>) -> Json<Value> {
         .collect();
     // The server keeps no conversation: session hooks are shown by event and name, with the
     // figures of every run in this process (the page matches them to the hooks it stores).
-    let session_hooks: Vec<Value> = stats::session_metrics()
+    let session_hooks: Vec<Value> = stats::registered_metrics()
         .into_iter()
         .map(|(event, name, metrics)| json!({"event": event, "name": name, "metrics": metrics}))
         .collect();

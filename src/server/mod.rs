@@ -377,7 +377,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         .workspace
         .canonicalize()
         .unwrap_or_else(|_| config.workspace.clone());
-    crate::hooks::external::dialect::transcript::prepare_folders(&workspace);
+    crate::hooks::external::transcript::prepare_folders(&workspace);
     if let Some(warning) = config.secret_warning() {
         tracing::warn!("{warning}");
     }
@@ -399,7 +399,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         _ = server.shutdown() => tracing::info!("drained"),
         _ = shutdown_signal() => tracing::warn!("second signal: stopping without waiting for running chats"),
     }
-    crate::hooks::external::dialect::transcript::remove_process_folder();
+    crate::hooks::external::transcript::remove_process_folder();
     Ok(())
 }
 

@@ -1,44 +1,37 @@
-//! External hooks: hooks from YAML (seeds 001 and 004) as one [`AgentHook`](super::AgentHook)
-//! adapter.
+//! External hooks: hooks from files (YAML in the jcli and OpenHarness formats, Claude Code's and
+//! Gemini CLI's `settings.json`) and the ones the model registers, each set as one
+//! [`AgentHook`](super::AgentHook). Five rooms, each using only the ones before it in this
+//! list:
 //!
-//! - `config`, `event`: the hook files' shape and the event vocabulary (four spellings, each a
-//!   dialect); `settings`: Claude Code's and Gemini CLI's `settings.json` as hook files;
-//! - `payload`: what a hook reads and may answer, typed per dialect (the JSON Schemas under
-//!   `docs/schema/hooks/` are generated from it);
-//! - `values`: the chain's vocabulary (the event's values, the envelope, how a run ended, what
-//!   an answer says), the same for every dialect; `dialect`: the translation layer, one file per
-//!   dialect (input, exit codes, output; Claude Code's and Gemini CLI's tool names; Claude Code's
-//!   transcript);
-//! - `runner`: running one handler (command, HTTP, LLM, agent), its outcome as data;
-//! - `process`: a command hook's processes (clean environment, process group, every leftover
-//!   killed and reaped);
-//! - `chain`: the chain engine (order, filters, timeouts and budget, `on_error`, `apply`), and
-//!   what each run did (for `hook_trace`); `stats`: per-hook figures for `/api/hooks`;
-//! - `queue`: [`AsyncHooks`], the bounded queue and workers of `async: true` hooks;
-//! - `adapter`: [`ExternalHooks`], the chains as an `AgentHook`, one path for every event;
-//! - `dry_run`: `hookwire hooks test`, one event's chain run hook by hook on a given input;
-//! - `discovery`, `files`, `session`, `register_hook`: where hook sets come from (the hook
-//!   files found and loaded, watched and reloaded; the model's session hooks).
+//! - `hook`: what a hook is (its definition, the events and their spellings, each event's rules,
+//!   the values a chain works on, a set of hooks); the vocabulary of the other rooms;
+//! - `wire`: a hook's JSON in and out, one file per dialect (input, exit codes, the answer read
+//!   into its typed payload and then into the chain's values; Claude Code's and Gemini CLI's
+//!   tool names; Claude Code's transcript); the payload types the JSON Schemas under
+//!   `docs/schema/hooks/` are generated from;
+//! - `load`: where hooks come from: the hook files found, trusted and read (YAML and
+//!   `settings.json`), every problem with its file and line;
+//! - `run`: running hooks: one handler (command, HTTP, LLM, agent), one hook end to end, an
+//!   event's chain, the async queue, the chains as an `AgentHook`, the dry run;
+//! - `sets`: the hook sets a chat runs: the hook files as last loaded (reloaded, a snapshot per
+//!   chat, what a session's `session_start` hooks leave), and the hooks the model registers.
+//!
+//! `load` uses only `hook` (it knows no JSON of a hook and runs nothing). Other modules use
+//! what this file re-exports, never a room (`tests/it/architecture.rs`).
 
-mod adapter;
-mod chain;
-pub(crate) mod config;
-pub(crate) mod dialect;
-mod discovery;
-pub(crate) mod dry_run;
-pub(crate) mod event;
-mod files;
-mod hook_run;
-pub(crate) mod payload;
-mod queue;
-pub(crate) mod register_hook;
-pub(crate) mod runner;
-pub(crate) mod session;
-pub(crate) mod settings;
-pub(crate) mod stats;
-pub(crate) mod values;
+mod hook;
+mod load;
+mod run;
+mod sets;
+mod wire;
 
-pub(crate) use adapter::{ExternalHooks, SessionCarry};
-pub(crate) use discovery::{hook_files, load_hook_set, HookSet};
-pub(crate) use files::HookFiles;
-pub(crate) use queue::{AsyncHooks, DEFAULT_QUEUE, DEFAULT_QUEUE_PER_CONNECTION};
+pub(crate) use hook::{Handler, HookDef, HookSet, OnError};
+pub(crate) use load::{hook_files, load_hook_set};
+pub(crate) use run::dry_run::{DryDecision, DryRun};
+pub(crate) use run::{
+    AsyncHooks, Runner, SubAgent, SubAgentError, DEFAULT_CHAIN_BUDGET, DEFAULT_QUEUE,
+    DEFAULT_QUEUE_PER_CONNECTION,
+};
+pub(crate) use sets::{HookFiles, RegisterHook, RegisteredHookRules, RegisteredHooks};
+pub use wire::payload::hook_schemas;
+pub(crate) use wire::transcript;

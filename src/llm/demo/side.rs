@@ -7,7 +7,7 @@ use crate::types::{Message, Role};
 
 /// The start of the summary call's user message (`agent::compact::transcript`).
 const SUMMARY_REQUEST: &str = "Summarise this earlier part of the conversation.";
-/// What every hook prompt ends with (`hooks::external::runner`): answer with one JSON object.
+/// What every hook prompt ends with (`hooks::external`' runner): answer with one JSON object.
 const HOOK_ANSWER: &str = "Reply with exactly one JSON object and nothing else";
 /// What a Claude-dialect hook prompt asks for instead of `{}`.
 const CLAUDE_OK: &str = "{\"ok\": true} to let it go on";

@@ -1,0 +1,600 @@
+//! The chain engine: one event's hooks run over that event's values. It knows nothing of chats:
+//! it runs hooks through [`RunHook`] (so tests script their outcomes), applies their outputs to an
+//! [`EventState`] and records metrics.
+//!
+//! The rules of a chain:
+//! - Order: the event's hooks as the files list them (server level, then workspace level); a
+//!   hook whose filter does not match is passed over.
+//! - Dialects: each hook gets the input of its dialect and its answer is read by its dialect
+//!   (`wire`) into the one [`HookOutput`] the rules below work on. An output key the
+//!   dialect does not define at the event is logged at `warn`.
+//! - Rewrites chain: each hook sees the values as the previous one left them. A result field
+//!   counts only at the events where it is valid ([`apply`]); elsewhere it is logged and ignored.
+//! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
+//! - Side by side: hooks marked `parallel` (every Claude Code and Gemini CLI settings hook but
+//!   a Gemini `sequential` group's; a YAML event with `parallel: true`) that follow each other
+//!   start together, each on the values as the hooks before the group left them. Their answers
+//!   are then applied in declaration order, whatever order they finished in: rewrites in turn,
+//!   context in order, and of the decisions the strongest wins (stop, then skip or block, then
+//!   ask, then retry; the first of equals). An `on_error: abort` drops the answers declared
+//!   after it. A hook that calls the model past the chat's hook model calls is checked before it
+//!   joins a group: `skip` leaves it out, `abort` and `block` end the chain after the hooks
+//!   before it (`block` with its refusal).
+//! - Failures are data: a run that fails or times out (the [`RunResult`] variant says which) is
+//!   logged; `on_error: skip` (the default) goes on with the next hook, `abort` ends the chain
+//!   with no decision, `block` fails closed: the chain ends refusing what the event guards
+//!   ([`refusal`]: a tool is skipped, a chat is stopped).
+//! - Session hooks (the model's) may add and decide, never rewrite: their capabilities leave
+//!   out every rewrite, and a message they inject must have the `user` role ([`limit_session`]).
+//! - Time: the chain has a budget in all (30 s unless `limits.hook_chain_timeout_seconds` says
+//!   otherwise); each hook's own timeout is cut to what is left, and once nothing is left the
+//!   rest of the chain is skipped.
+//! - `async: true` hooks are handed to the async queue ([`super::queue`]) with the values as the
+//!   hooks before them left them, and the chain goes on at once: they take none of the budget,
+//!   and nothing of their answer but a `systemMessage` notice comes back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+// The runtime's clock, so that tests on paused time see the budget run out.
+use tokio::time::Instant;
+
+use super::hook_run::{over_limit, run_hook, Failure, RunHook};
+use super::queue::{AsyncHooks, Job};
+use crate::hooks::external::hook::{
+    Control, Envelope, Event, EventState, HookDef, HookOutput, OnError,
+};
+use crate::hooks::external::wire;
+use crate::hooks::spend::HookSpend;
+use crate::hooks::stats::Ran;
+use crate::hooks::LateEvents;
+use crate::types::Message;
+
+/// One event's chain: its hooks, in order, and the time they may take in all.
+pub(super) struct Chain<'a> {
+    pub(crate) event: Event,
+    pub(crate) hooks: &'a [Arc<HookDef>],
+    pub(crate) budget: Duration,
+    /// Where its `async: true` hooks go; `None`: they run in line like the others.
+    pub(crate) background: Option<Background<'a>>,
+    /// The chat's hook model calls: what they spent and may still spend.
+    pub(crate) spend: Arc<HookSpend>,
+}
+
+/// The queue a chain hands its `async` hooks to, and where their notices go.
+pub(super) struct Background<'a> {
+    pub(crate) queue: &'a AsyncHooks,
+    /// The chat the event belongs to (none for the connection events).
+    pub(crate) notices: Option<LateEvents>,
+    /// The notices' `source`.
+    pub(crate) source: &'static str,
+}
+
+/// What a chain leaves besides the changed state.
+#[derive(Debug, Default)]
+pub(super) struct ChainOutcome {
+    /// The decision that ended the chain, if one did.
+    pub(crate) control: Option<ChainControl>,
+    /// `pre_llm_request`: messages for this call only; `session_start`: for each chat of the
+    /// session.
+    pub(crate) inject_messages: Vec<Message>,
+    pub(crate) additional_context: Vec<String>,
+    /// Context for the rest of the chat (or, at `session_start`, for the session's chats).
+    pub(crate) chat_context: Vec<String>,
+    /// The hooks' `system_message`s (unless suppressed), for the person.
+    pub(crate) notices: Vec<String>,
+    /// Warnings for the person (the chat's one notice that hooks that call the model are
+    /// skipped past `limits.max_hook_model_calls`).
+    pub(crate) warnings: Vec<String>,
+    /// Each hook that ran, in order: how it ended, and what it changed.
+    pub(crate) ran: Vec<HookRun>,
+}
+
+/// One hook's run in a chain (a `hook_trace` frame's content).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HookRun {
+    pub(crate) name: String,
+    /// `server`, `workspace` or `session`.
+    pub(crate) level: &'static str,
+    pub(crate) ran: Ran,
+    pub(crate) ms: f64,
+    /// The values it changed or added (`tool_arguments`, `inject_messages`, …).
+    pub(crate) changed: Vec<&'static str>,
+}
+
+/// A decision that ends a chain.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum ChainControl {
+    Stop(String),
+    Skip(String),
+    Retry(String),
+    /// The tool waits for the person's approval.
+    Ask(String),
+}
+
+/// What one hook's answer does to the chain, once it is applied.
+enum Step {
+    /// The chain goes on.
+    Next,
+    /// The chain ends with this decision (`None`: `on_error: abort`, no decision).
+    End(Option<ChainControl>),
+}
+
+impl ChainControl {
+    /// Which decision wins when hooks that ran side by side take several: a stop, then a
+    /// refusal of the tool, then a question to the person, then a retry.
+    fn rank(&self) -> u8 {
+        match self {
+            ChainControl::Stop(_) => 3,
+            ChainControl::Skip(_) => 2,
+            ChainControl::Ask(_) => 1,
+            ChainControl::Retry(_) => 0,
+        }
+    }
+}
+
+impl Chain<'_> {
+    /// Runs the chain over `state` (see the module doc for the rules).
+    pub(super) async fn run(
+        &self,
+        runner: &dyn RunHook,
+        envelope: &Envelope,
+        state: &mut EventState,
+    ) -> ChainOutcome {
+        let event = self.event;
+        let mut outcome = ChainOutcome::default();
+        let deadline = Instant::now() + self.budget;
+        let mut next = 0;
+        while next < self.hooks.len() {
+            let (group, cut) = self
+                .gather(&mut next, envelope, state, deadline, &mut outcome)
+                .await;
+            if group.is_empty() {
+                if let Some(control) = cut {
+                    outcome.control = control;
+                    break;
+                }
+                continue;
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                tracing::warn!(
+                    event = event.as_str(),
+                    budget = ?self.budget,
+                    "hook chain ran out of its time budget; the rest is skipped"
+                );
+                break;
+            }
+            // Side by side, every hook of the group sees the values as they were before it;
+            // their answers are applied in the order the hooks are declared, whatever order
+            // they finished in, so the same answers always give the same result.
+            let snapshot: &EventState = state;
+            let results = futures::future::join_all(
+                group
+                    .iter()
+                    .map(|hook| self.run_one(runner, hook, envelope, snapshot, remaining)),
+            )
+            .await;
+            let mut decision: Option<ChainControl> = None;
+            let mut ended = false;
+            for (hook, (result, run)) in group.iter().zip(results) {
+                outcome.ran.push(run);
+                if ended {
+                    // An `on_error: abort` before it in the group: its answer is not used.
+                    continue;
+                }
+                match self.take(hook, result, state, &mut outcome) {
+                    Step::Next => {}
+                    Step::End(None) => ended = true,
+                    Step::End(Some(control)) => keep_stronger(&mut decision, control),
+                }
+            }
+            let cut_short = cut.is_some();
+            if let (false, Some(Some(control))) = (ended, cut) {
+                // The capped hook is declared after the group: it wins only over weaker
+                // decisions.
+                keep_stronger(&mut decision, control);
+            }
+            if decision.is_some() || ended || cut_short {
+                outcome.control = decision;
+                break;
+            }
+        }
+        outcome
+    }
+
+    /// The hooks that run next, from `next` on: one, or a run of side-by-side hooks in a row.
+    /// Hooks whose filter does not match are passed over, `async` ones handed to the queue. A
+    /// hook past the chat's hook model calls with `on_error: abort` (`Some(None)`) or `block`
+    /// (`Some(Some(refusal))`) cuts the chain after the hooks before it.
+    async fn gather<'h>(
+        &'h self,
+        next: &mut usize,
+        envelope: &Envelope,
+        state: &EventState,
+        deadline: Instant,
+        outcome: &mut ChainOutcome,
+    ) -> (Vec<&'h Arc<HookDef>>, Option<Option<ChainControl>>) {
+        let event = self.event;
+        let mut group: Vec<&Arc<HookDef>> = Vec::new();
+        let mut cut: Option<Option<ChainControl>> = None;
+        while let Some(hook) = self.hooks.get(*next) {
+            if !group.is_empty() && !hook.parallel {
+                break;
+            }
+            *next += 1;
+            if !hook.applies(
+                event,
+                wire::tools::names(hook.dialect, state.tool_name.as_deref()),
+                &envelope.model,
+                state.compaction.as_ref().map(|c| c.trigger.as_str()),
+            ) {
+                continue;
+            }
+            // Off the chat's path: it sees the values as the hooks before it left them, and
+            // nothing of its answer but a notice comes back. It takes none of the budget.
+            if let (true, Some(background)) = (hook.run_async, &self.background) {
+                let job = Job {
+                    hook: hook.clone(),
+                    event,
+                    input: wire::input(hook, event, envelope, state),
+                    state: state.clone(),
+                    envelope: envelope.clone(),
+                    notices: background.notices.clone(),
+                    source: background.source,
+                    spend: self.spend.clone(),
+                };
+                let wait = deadline.saturating_duration_since(Instant::now());
+                background.queue.hand_over(job, wait).await;
+                continue;
+            }
+            // Past the chat's hook model calls (or its tokens), a hook that calls the model is
+            // left out of its group; `on_error` decides what that means (a `block` hook fails
+            // closed).
+            if hook.handler.calls_model() {
+                if let Err(exhausted) = self.spend.room() {
+                    over_limit(&self.spend, hook, event, exhausted, &mut outcome.warnings);
+                    match hook.on_error {
+                        OnError::Skip => continue,
+                        OnError::Abort => cut = Some(None),
+                        OnError::Block => {
+                            let failure = Failure::Failed(exhausted.to_string());
+                            cut = Some(refusal(event, &hook.name, &failure));
+                        }
+                    }
+                    break;
+                }
+            }
+            group.push(hook);
+            if !hook.parallel {
+                break;
+            }
+        }
+        (group, cut)
+    }
+
+    /// Applies one hook's answer (or failure) to the state and the outcome.
+    fn take(
+        &self,
+        hook: &HookDef,
+        result: Result<HookOutput, Failure>,
+        state: &mut EventState,
+        outcome: &mut ChainOutcome,
+    ) -> Step {
+        let event = self.event;
+        let output = match result {
+            Ok(output) => output,
+            Err(error) => {
+                tracing::warn!(hook = %hook.name, file = %hook.file.display(), line = hook.line, event = event.as_str(), %error, "hook failed");
+                return match hook.on_error {
+                    OnError::Skip => Step::Next,
+                    OnError::Abort => Step::End(None),
+                    OnError::Block => match refusal(event, &hook.name, &error) {
+                        Some(control) => Step::End(Some(control)),
+                        None => Step::End(None),
+                    },
+                };
+            }
+        };
+        if !output.refused.is_empty() {
+            tracing::warn!(hook = %hook.name, refused = ?output.refused, "changes outside the hook's capabilities were ignored");
+        }
+        if !output.unknown.is_empty() {
+            tracing::warn!(hook = %hook.name, event = %hook.event_name, dialect = hook.dialect.as_str(), keys = ?output.unknown, "output keys that the hook's dialect does not define at this event were ignored");
+        }
+        if let (Some(message), false) = (&output.system_message, output.suppress_output) {
+            outcome.notices.push(message.clone());
+        }
+        // What the hook changed, for `hook_trace`: the values `apply` replaced, and what it
+        // added to the outcome (counted, not copied: the state is never cloned here).
+        let before = (
+            outcome.inject_messages.len(),
+            outcome.additional_context.len() + outcome.chat_context.len(),
+        );
+        let retry = output.retry_feedback.is_some();
+        let mut changed = Vec::new();
+        let control = apply(event, &hook.name, output, state, outcome, &mut changed);
+        if outcome.inject_messages.len() > before.0 {
+            changed.push("inject_messages");
+        }
+        if outcome.additional_context.len() + outcome.chat_context.len() > before.1 {
+            changed.push("additional_context");
+        }
+        if retry {
+            changed.push("retry_feedback");
+        }
+        if let Some(run) = outcome.ran.last_mut() {
+            run.changed = changed;
+        }
+        match control {
+            Some(control) => Step::End(Some(control)),
+            None => Step::Next,
+        }
+    }
+
+    /// Runs one hook within `remaining`: how it ended, and its trace row.
+    async fn run_one(
+        &self,
+        runner: &dyn RunHook,
+        hook: &HookDef,
+        envelope: &Envelope,
+        state: &EventState,
+        remaining: Duration,
+    ) -> (Result<HookOutput, Failure>, HookRun) {
+        let input = wire::input(hook, self.event, envelope, state);
+        let timeout = hook.timeout.min(remaining);
+        let (output, ran, elapsed) = run_hook(
+            runner,
+            hook,
+            self.event,
+            &input,
+            timeout,
+            (state, envelope),
+            &self.spend,
+        )
+        .await;
+        let run = HookRun {
+            name: hook.name.clone(),
+            level: hook.level,
+            ran,
+            ms: elapsed.as_secs_f64() * 1000.0,
+            changed: Vec::new(),
+        };
+        (output, run)
+    }
+}
+
+/// Keeps `control` as the decision when it is stronger than the one kept (of equals, the first).
+fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) {
+    if kept
+        .as_ref()
+        .is_none_or(|kept| control.rank() > kept.rank())
+    {
+        *kept = Some(control);
+    }
+}
+
+/// What `on_error: block` makes of a failed hook: the action its event guards is refused. A
+/// tool is skipped (the model sees why); at the other events that can end the chat, the chat
+/// ends (before the model ran: `error` `hook_blocked`; after: `done` `stopped`). The events that
+/// guard nothing (observers, `stop`, the ends of a chat, connection events) have nothing to
+/// refuse: the chain just ends there, as with `abort`. The reason names the hook, not its error
+/// (that is in the log: it may say more than the model and the client should see).
+fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<ChainControl> {
+    let what = match failure {
+        Failure::TimedOut(_) => "timed out",
+        Failure::Failed(_) => "failed",
+    };
+    let reason = format!("blocked: hook {hook} {what} and has on_error: block");
+    if event == Event::PreToolExecution {
+        Some(ChainControl::Skip(reason))
+    } else if can_stop(event) {
+        Some(ChainControl::Stop(reason))
+    } else {
+        tracing::warn!(
+            hook,
+            event = event.as_str(),
+            "on_error: block at an event that guards no action: the rest of the chain is skipped"
+        );
+        None
+    }
+}
+
+/// Applies one hook's output to the chain's state, at the events where each field is valid;
+/// returns a control decision that ends the chain.
+fn apply(
+    event: Event,
+    hook: &str,
+    output: HookOutput,
+    state: &mut EventState,
+    outcome: &mut ChainOutcome,
+    changed: &mut Vec<&'static str>,
+) -> Option<ChainControl> {
+    let invalid = |field: &str| {
+        tracing::warn!(
+            hook,
+            field,
+            event = event.as_str(),
+            "this result field does not apply to this event; ignored"
+        )
+    };
+    use Event::*;
+    assign(
+        output.user_input,
+        event == PreSendMessage,
+        &mut state.user_input,
+        "user_input",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.summary,
+        event == PostAutoCompact,
+        &mut state.summary,
+        "summary",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.messages,
+        matches!(
+            event,
+            PreLlmRequest | AfterContextBuild | PostMicroCompact | PostAutoCompact
+        ),
+        &mut state.messages,
+        "messages",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.system_prompt,
+        event == PreLlmRequest,
+        &mut state.system_prompt,
+        "system_prompt",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.tool_arguments,
+        event == PreToolExecution,
+        &mut state.tool_arguments,
+        "tool_arguments",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.tool_result,
+        event == PostToolExecution,
+        &mut state.tool_result,
+        "tool_result",
+        &invalid,
+        changed,
+    );
+    assign(
+        output.tool_error,
+        event == PostToolExecutionFailure,
+        &mut state.tool_error,
+        "tool_error",
+        &invalid,
+        changed,
+    );
+    let output_events = matches!(event, PostLlmResponse | RunCompleted);
+    assign(
+        output.assistant_output,
+        output_events,
+        &mut state.assistant_output,
+        "assistant_output",
+        &invalid,
+        changed,
+    );
+    if !output.inject_messages.is_empty() {
+        if matches!(event, PreLlmRequest | SessionStart) {
+            outcome.inject_messages.extend(output.inject_messages)
+        } else {
+            invalid("inject_messages")
+        }
+    }
+    // Produced only by the dialects that define it at the event; who delivers it is the
+    // adapter's business (events with no chat after them drop it).
+    outcome.chat_context.extend(output.chat_context);
+    if let Some(v) = output.additional_context {
+        if matches!(
+            event,
+            PreLlmRequest | Stop | PostToolExecutionFailure | PreAutoCompact
+        ) {
+            outcome.additional_context.push(v)
+        } else {
+            invalid("additional_context")
+        }
+    }
+    let named = |reason: String| {
+        if reason.is_empty() {
+            format!("stopped by hook {hook}")
+        } else {
+            reason
+        }
+    };
+    match output.control {
+        // At `stop`, `action: stop` ends the chat there: no hook after it may send the model on.
+        Some(Control::Stop(reason)) if can_stop(event) || event == Stop => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(Control::Skip(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        // Before a compaction, skipping the step is what its `stop` does: the compaction does
+        // not happen and the chat goes on.
+        Some(Control::Skip(reason)) if matches!(event, PreMicroCompact | PreAutoCompact) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(Control::Block(reason)) if event == PreToolExecution => {
+            return Some(ChainControl::Skip(named(reason)))
+        }
+        Some(Control::Ask(reason)) if event == PreToolExecution => {
+            let reason = if reason.is_empty() {
+                format!("hook {hook} asks for approval")
+            } else {
+                reason
+            };
+            return Some(ChainControl::Ask(reason));
+        }
+        Some(Control::Block(reason)) if can_stop(event) => {
+            return Some(ChainControl::Stop(named(reason)))
+        }
+        Some(_) => invalid("action"),
+        None => {}
+    }
+    // The jcli format: at `pre_send_message` the feedback follows the input as a user message; at
+    // `pre_tool_execution` the tool does not run and the model gets the feedback as its result.
+    if let Some(feedback) = output.retry_feedback {
+        if matches!(
+            event,
+            PreSendMessage | PreLlmRequest | PostLlmResponse | PreToolExecution | Stop
+        ) {
+            return Some(ChainControl::Retry(feedback));
+        }
+        invalid("retry_feedback");
+    }
+    None
+}
+
+/// Puts a changed value in its slot when the field applies to the event (noting `field` in
+/// `changed` when the value differs); otherwise logs it.
+fn assign<T: PartialEq>(
+    value: Option<T>,
+    applies: bool,
+    slot: &mut Option<T>,
+    field: &'static str,
+    ignored: &dyn Fn(&str),
+    changed: &mut Vec<&'static str>,
+) {
+    if let Some(value) = value {
+        if applies {
+            if slot.as_ref() != Some(&value) {
+                changed.push(field);
+            }
+            *slot = Some(value);
+        } else {
+            ignored(field);
+        }
+    }
+}
+
+/// Events whose hooks may end the chat.
+fn can_stop(event: Event) -> bool {
+    use Event::*;
+    matches!(
+        event,
+        PreSendMessage
+            | PreLlmRequest
+            | PreMicroCompact
+            | PreAutoCompact
+            | PostLlmResponse
+            | PreToolExecution
+            | PostToolExecution
+            | PostToolExecutionFailure
+    )
+}
+
+#[cfg(test)]
+mod tests;
