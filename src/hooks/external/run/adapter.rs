@@ -4,8 +4,9 @@
 //! the default at once (nothing is copied); otherwise it reads the event's values from the call
 //! ([`Call::state`]), runs the chain, sends the chain's notices, writes what the hooks changed
 //! back where it came from ([`Call::write_back`]) and turns the chain's decision into the
-//! method's answer ([`Decision`]). Which values an event carries is the table in
-//! [`Call::state`]; which of them a hook may change is [`super::chain`]'s `apply`.
+//! method's answer ([`Decision`]). Which values an event carries and which of them a hook may
+//! change are the event's rules (`hook::rules`); [`Call::state`] reads them from the call (a test
+//! holds it to the rules) and the chain applies the answers by them.
 //!
 //! What lives as long as a chat is kept by its run id ([`ChatState`]): Claude Code's
 //! transcript file (removed when the chat ends, and when the adapter is dropped, which for the

@@ -252,3 +252,6 @@ fn rewrite_request(request: &mut LlmRequest, state: EventState, outcome: &ChainO
         request.messages.push(Message::user(feedback.clone()));
     }
 }
+
+#[cfg(test)]
+mod tests;
