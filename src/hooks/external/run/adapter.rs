@@ -28,11 +28,12 @@ use crate::hooks::external::wire;
 use crate::hooks::external::wire::transcript::{self, Transcript};
 use crate::hooks::spend::HookSpend;
 use crate::hooks::sync::lock;
+use crate::hooks::system_prompt;
 use crate::hooks::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LateEvents, LlmRequest, LlmResponse,
     ResponseAction, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::types::{ChatError, Message, NoticeLevel, PendingCall, Role};
+use crate::types::{ChatError, Message, NoticeLevel, PendingCall};
 
 mod call;
 mod decision;
@@ -274,11 +275,7 @@ impl ExternalHooks {
     async fn start_chat(&self, ctx: &mut HookContext) -> HookResult {
         if let Some(carry) = &self.carry {
             // After the leading system message: the session's start comes before its history.
-            let at = ctx
-                .messages
-                .iter()
-                .position(|m| m.role != Role::System)
-                .unwrap_or(ctx.messages.len());
+            let at = system_prompt::end_of_leading(&ctx.messages);
             for (offset, message) in carry.messages.iter().enumerate() {
                 ctx.messages.insert(at + offset, message.clone());
             }
