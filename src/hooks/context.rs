@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::system_prompt;
 use crate::tools::ToolSpec;
 use crate::types::{ChatError, ChatEvent, DoneReason, HookMessage, NoticeLevel};
 use crate::types::{Message, Role, ToolCall, Usage};
@@ -329,14 +330,11 @@ impl HookContext {
     }
     /// The message that holds the system prompt (the Python agent-hooks design's `get_system_message`).
     pub fn system_message(&self) -> Option<&Message> {
-        self.messages.iter().find(|m| m.role == Role::System)
+        system_prompt::find(&self.messages)
     }
     /// Sets or replaces the system prompt (persistent).
     pub fn set_system_prompt(&mut self, content: impl Into<String>) {
-        match self.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(m) => m.content = content.into(),
-            None => self.messages.insert(0, Message::system(content)),
-        }
+        system_prompt::set(&mut self.messages, content.into());
     }
     /// Appends to the system prompt, separated by a blank line (persistent).
     pub fn append_to_system_prompt(&mut self, content: &str) {
@@ -345,7 +343,7 @@ impl HookContext {
     /// Appends to the system prompt after `separator`, or makes `content` the system prompt
     /// when there is none (persistent).
     pub fn append_to_system_prompt_with(&mut self, content: &str, separator: &str) {
-        append_system(&mut self.messages, content, separator);
+        system_prompt::append(&mut self.messages, content, separator);
     }
     /// Puts `content` before the system prompt, separated by a blank line, or makes it the
     /// system prompt when there is none (persistent).
@@ -355,10 +353,7 @@ impl HookContext {
     /// Puts `content` and `separator` before the system prompt, or makes `content` the
     /// system prompt when there is none (persistent).
     pub fn prepend_to_system_prompt_with(&mut self, content: &str, separator: &str) {
-        match self.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(m) => m.content = format!("{content}{separator}{}", m.content),
-            None => self.messages.insert(0, Message::system(content)),
-        }
+        system_prompt::prepend(&mut self.messages, content, separator);
     }
     /// The chat's settings (read-only).
     pub fn config(&self) -> &RunConfig {
@@ -498,19 +493,7 @@ impl LlmRequest {
     }
     /// Appends to the system prompt for this call only.
     pub fn inject_system_context(&mut self, content: &str) {
-        append_system(&mut self.messages, content, "\n\n");
-    }
-}
-
-/// Appends `content` to the first system message after a blank line, or makes it the system
-/// message when there is none.
-fn append_system(messages: &mut Vec<Message>, content: &str, separator: &str) {
-    match messages.iter_mut().find(|m| m.role == Role::System) {
-        Some(m) => {
-            m.content.push_str(separator);
-            m.content.push_str(content);
-        }
-        None => messages.insert(0, Message::system(content)),
+        system_prompt::append(&mut self.messages, content, "\n\n");
     }
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod spend;
 mod stack;
 pub(crate) mod stats;
 pub(crate) mod sync;
+pub(crate) mod system_prompt;
 
 pub(crate) use context::LateEvents;
 pub use context::{

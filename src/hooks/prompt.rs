@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use super::signing::{HookSignature, SigningKey};
 use super::stats;
 use super::sync::lock;
+use super::system_prompt;
 use super::{AgentHook, Flow, HookContext, HookResult, Step};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
@@ -229,11 +230,7 @@ impl PromptHookManager {
         let mark = ctx.new_injection_id();
         let mut message = Message::new(Role::System, content);
         message.injection = Some(mark);
-        let at = ctx
-            .messages
-            .iter()
-            .position(|m| m.role != Role::System)
-            .unwrap_or(ctx.messages.len());
+        let at = system_prompt::end_of_leading(&ctx.messages);
         ctx.messages.insert(at, message);
         mark
     }

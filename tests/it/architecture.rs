@@ -443,3 +443,113 @@ fn the_string_error_counter_sees_each_result_with_a_string_error() {
     let code = "fn a() -> Result<(), String> {}\nstruct S { r: Result<Vec<(u8, String)>,\n String> }\nfn b() -> io::Result<String> {}\nfn c() -> Result<Box<dyn Fn() -> String>, Error> {}\ntype D = (u8, Result<u8, String>, MyResult<u8, String>);\n";
     assert_eq!(string_error_lines(code), [1, 2, 6]);
 }
+
+/// The room of `src/hooks/external/` a file is in (`hook`, `wire`, `load`, `run`, `sets`), or
+/// `None` for a file outside it and for its `mod.rs` (the face other modules use).
+fn external_room(file: &Path) -> Option<String> {
+    let external = src_dir().join("hooks/external");
+    let inside = file.strip_prefix(&external).ok()?;
+    let mut parts = inside.components();
+    let first = parts.next()?.as_os_str().to_string_lossy().to_string();
+    parts.next().map(|_| first)
+}
+
+/// The rooms a room of `hooks/external/` may use (ARCHITECTURE.md): what a hook is, its JSON,
+/// where hooks come from, running them, the sets a chat runs.
+const EXTERNAL_ROOMS: [(&str, &[&str]); 5] = [
+    ("hook", &[]),
+    ("wire", &["hook"]),
+    ("load", &["hook"]),
+    ("run", &["hook", "wire"]),
+    ("sets", &["hook", "load", "run"]),
+];
+
+/// Every import from one room of `hooks/external/` into another that its rule does not allow.
+fn external_room_violations(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, imports) in graph {
+        let Some(room) = external_room(file) else {
+            continue;
+        };
+        let Some((_, allowed)) = EXTERNAL_ROOMS.iter().find(|(name, _)| **name == room) else {
+            found.push(format!("{}: a room no rule names", shown(file)));
+            continue;
+        };
+        for imported in imports {
+            match external_room(imported) {
+                Some(other) if other != room && !allowed.contains(&other.as_str()) => {
+                    found.push(format!(
+                        "{} ({room}) uses {} ({other})",
+                        shown(file),
+                        shown(imported)
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+/// `hooks/external/` in rooms that use each other one way: `hook` nothing, `wire` and `load`
+/// only `hook`, `run` `hook` and `wire`, `sets` `hook`, `load` and `run`. So the JSON of a hook
+/// is read only in `wire` (and nothing that loads files reads it), and what runs hooks never
+/// knows where they come from.
+#[test]
+fn the_external_hook_rooms_use_each_other_one_way() {
+    let graph = import_graph();
+    let rooms: BTreeSet<String> = graph.keys().filter_map(|f| external_room(f)).collect();
+    let ruled: BTreeSet<String> = EXTERNAL_ROOMS.iter().map(|(r, _)| r.to_string()).collect();
+    assert_eq!(rooms, ruled, "the rooms of hooks/external/ and their rules");
+    // The graph sees the rooms' imports (of `crate::hooks::external::…` paths).
+    let files = &graph[&src_dir().join("hooks/external/sets/files.rs")];
+    let used: BTreeSet<String> = files.iter().filter_map(|f| external_room(f)).collect();
+    assert!(used.contains("load") && used.contains("run"), "{used:?}");
+    let found = external_room_violations(&graph);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Other modules use the external hooks through `hooks/external/mod.rs` only, so the rooms can
+/// change without them; and only `wire` names the typed hook payloads.
+#[test]
+fn the_external_hooks_are_used_through_their_face_and_payloads_only_by_wire() {
+    let external = src_dir().join("hooks/external");
+    let payload = external.join("wire/payload");
+    let mut found = Vec::new();
+    for (file, imports) in import_graph() {
+        for imported in &imports {
+            let outside = !file.starts_with(&external);
+            if outside && external_room(imported).is_some() {
+                found.push(format!("{} uses a room: {}", shown(&file), shown(imported)));
+            }
+            if imported.starts_with(&payload) && external_room(&file).as_deref() != Some("wire") {
+                found.push(format!(
+                    "{} names a payload: {}",
+                    shown(&file),
+                    shown(imported)
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_room_check_sees_a_backward_use() {
+    let external = src_dir().join("hooks/external");
+    let file = |name: &str| external.join(name);
+    let mut graph = BTreeMap::new();
+    graph.insert(
+        file("wire/claude.rs"),
+        BTreeSet::from([file("hook/mod.rs"), file("run/chain.rs"), file("mod.rs")]),
+    );
+    graph.insert(file("load/yaml.rs"), BTreeSet::from([file("wire/mod.rs")]));
+    graph.insert(file("sets/files.rs"), BTreeSet::from([file("run/mod.rs")]));
+    assert_eq!(
+        external_room_violations(&graph),
+        [
+            "src/hooks/external/load/yaml.rs (load) uses src/hooks/external/wire/mod.rs (wire)",
+            "src/hooks/external/wire/claude.rs (wire) uses src/hooks/external/run/chain.rs (run)",
+        ]
+    );
+}

@@ -49,11 +49,11 @@ pub(crate) enum Dialect {
 }
 
 impl Dialect {
+    /// Its name in `/api/hooks`, the traces and the logs.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Dialect::Hookwire => "hookwire",
-            // The name `/api/hooks` and the traces have always shown.
-            Dialect::OpenHarness => "seed004",
+            Dialect::OpenHarness => "openharness",
             Dialect::Claude => "claude",
             Dialect::Gemini => "gemini",
         }

@@ -17,17 +17,18 @@
 //! JSON carries no line numbers; a hook's line is where its `command` (`url`, `prompt`) key
 //! is, found by a forward search (for the trust listing and logs; 0 when not found).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
+use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::{
-    check_env, compile_matcher, ignored_matcher, matcher_applies, timeout_of, unsupported_event,
-    Built, Place,
+    compile_matcher, ignored_matcher, matcher_applies, unsupported_event, HookSpecError, Place,
 };
-use crate::hooks::external::hook::{Dialect, Event, Filter, Handler, HookDef, OnError, Spelling};
+use crate::hooks::external::hook::{Dialect, Event, HookDef, Spelling};
 use crate::types::Problem;
+
+mod entry;
 
 /// The events only Gemini CLI has: a `settings.json` naming one is Gemini's.
 const GEMINI_ONLY: [&str; 9] = [
@@ -84,7 +85,6 @@ pub(crate) fn parse_settings(
     level: &'static str,
     dialect: Dialect,
 ) -> (Vec<HookDef>, Vec<Problem>) {
-    let mut problems = Vec::new();
     let root: Value = match serde_json::from_str(text) {
         Ok(value) => value,
         Err(error) => {
@@ -94,23 +94,47 @@ pub(crate) fn parse_settings(
             return (Vec::new(), vec![problem]);
         }
     };
-    let Some(root) = root.as_object() else {
-        return (
-            Vec::new(),
-            vec![Problem::error("a settings file must be a JSON object").in_file(path)],
-        );
-    };
-    let hooks = match root.get("hooks") {
-        None | Some(Value::Null) => return (Vec::new(), Vec::new()),
-        Some(Value::Object(hooks)) => hooks,
-        Some(_) => {
-            let problem = Problem::error("`hooks` must be an object of events").in_file(path);
-            return (Vec::new(), vec![problem]);
+    let (events, disabled) = match hooks_of(&root) {
+        Ok(hooks) => hooks,
+        Err(problem) => {
+            let problems = problem.map(|problem| problem.in_file(path));
+            return (Vec::new(), problems.into_iter().collect());
         }
     };
+    let mut reader = Reader {
+        path,
+        text,
+        level,
+        dialect,
+        disabled,
+        index: 0,
+        hooks: Vec::new(),
+        problems: Vec::new(),
+    };
+    for (event_name, groups) in events {
+        reader.event(event_name, groups);
+    }
+    (reader.hooks, reader.problems)
+}
+
+/// A settings file's events, and the names of the hooks `hooksConfig.disabled` turns off.
+type Events<'a> = (&'a Map<String, Value>, Vec<&'a str>);
+
+/// The file's events; or why none of its hooks run (`None`: it has none).
+fn hooks_of(root: &Value) -> Result<Events<'_>, Option<Problem>> {
+    let Some(root) = root.as_object() else {
+        return Err(Some(Problem::error(
+            "a settings file must be a JSON object",
+        )));
+    };
+    let hooks = match root.get("hooks") {
+        None | Some(Value::Null) => return Err(None),
+        Some(Value::Object(hooks)) => hooks,
+        Some(_) => return Err(Some(Problem::error("`hooks` must be an object of events"))),
+    };
     if root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
-        let problem = Problem::warning("disableAllHooks is true: none of its hooks run");
-        return (Vec::new(), vec![problem.in_file(path)]);
+        let why = "disableAllHooks is true: none of its hooks run";
+        return Err(Some(Problem::warning(why)));
     }
     let config = root.get("hooksConfig");
     if config
@@ -118,149 +142,195 @@ pub(crate) fn parse_settings(
         .and_then(Value::as_bool)
         == Some(false)
     {
-        let problem = Problem::warning("hooksConfig.enabled is false: none of its hooks run");
-        return (Vec::new(), vec![problem.in_file(path)]);
+        let why = "hooksConfig.enabled is false: none of its hooks run";
+        return Err(Some(Problem::warning(why)));
     }
-    let disabled: Vec<&str> = config
+    let disabled = config
         .and_then(|c| c.get("disabled"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let mut defs = Vec::new();
-    let mut index = 0;
-    for (event_name, groups) in hooks {
-        let (hook_dialect, events) = match Event::spelling(event_name, Some(dialect)) {
-            Spelling::Known(d, events) => (d, events),
-            Spelling::Unsupported(d) => {
-                problems.push(unsupported_event(event_name, d).in_file(path));
-                continue;
+    Ok((hooks, disabled))
+}
+
+/// One settings file being read: its hooks and problems so far.
+struct Reader<'a> {
+    path: &'a Path,
+    text: &'a str,
+    level: &'static str,
+    /// The file's dialect (for the names both tools share).
+    dialect: Dialect,
+    /// The hooks `hooksConfig.disabled` names.
+    disabled: Vec<&'a str>,
+    /// The next entry's place among the file's entries.
+    index: usize,
+    hooks: Vec<HookDef>,
+    problems: Vec<Problem>,
+}
+
+/// Where a matcher group is: its event (as named, its dialect and canonical events) and place.
+struct Group<'a> {
+    event_name: &'a str,
+    dialect: Dialect,
+    events: &'static [Event],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A problem of the group `group` (of its entry `hook`).
+    fn problem(&mut self, group: &Group<'_>, hook: Option<usize>, problem: Problem) {
+        let field = field(group.event_name, group.at, hook);
+        self.problems
+            .push(problem.in_file(self.path).in_field(field));
+    }
+
+    /// One event's matcher groups.
+    fn event(&mut self, event_name: &'a str, groups: &'a Value) {
+        let (dialect, events) = match Event::spelling(event_name, Some(self.dialect)) {
+            Spelling::Known(dialect, events) => (dialect, events),
+            Spelling::Unsupported(dialect) => {
+                let problem = unsupported_event(event_name, dialect);
+                self.problems.push(problem.in_file(self.path));
+                return;
             }
             Spelling::Unknown => {
-                problems.push(
-                    Problem::error(format!("unknown event {event_name:?}"))
-                        .in_file(path)
-                        .in_field(format!("hooks.{event_name}")),
-                );
-                continue;
+                let problem = Problem::error(format!("unknown event {event_name:?}"));
+                let field = format!("hooks.{event_name}");
+                self.problems
+                    .push(problem.in_file(self.path).in_field(field));
+                return;
             }
         };
         let Some(groups) = groups.as_array() else {
-            problems.push(
-                Problem::error("must be a list of matcher groups")
-                    .in_file(path)
-                    .in_field(format!("hooks.{event_name}")),
-            );
-            continue;
+            let problem = Problem::error("must be a list of matcher groups");
+            let field = format!("hooks.{event_name}");
+            self.problems
+                .push(problem.in_file(self.path).in_field(field));
+            return;
         };
-        let mut cursor = text.find(&format!("\"{event_name}\"")).unwrap_or(0);
-        for (g, group) in groups.iter().enumerate() {
-            let at = |problem: Problem, hook: Option<usize>| {
-                problem.in_file(path).in_field(field(event_name, g, hook))
+        // JSON has no line numbers: each entry's is found by a search forward from here.
+        let mut cursor = self.text.find(&format!("\"{event_name}\"")).unwrap_or(0);
+        for (at, group) in groups.iter().enumerate() {
+            let place = Group {
+                event_name,
+                dialect,
+                events,
+                at,
             };
-            let Some(group) = group.as_object() else {
-                problems.push(at(Problem::error("must be an object"), None));
-                continue;
-            };
-            for key in group.keys() {
-                if !matches!(key.as_str(), "matcher" | "hooks" | "sequential") {
-                    let message = format!("`{key}` is not used by hookwire; ignored");
-                    problems.push(at(Problem::warning(message), None));
-                }
-            }
-            let matcher = match group.get("matcher") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(text)) => {
-                    match matcher(text, hook_dialect, events, event_name) {
-                        Ok((matcher, warning)) => {
-                            if let Some(warning) = warning {
-                                problems.push(at(Problem::warning(warning), None));
-                            }
-                            matcher
-                        }
-                        Err(error) => {
-                            problems.push(at(Problem::error(error), None));
-                            continue;
-                        }
-                    }
-                }
-                Some(_) => {
-                    problems.push(at(Problem::error("`matcher` must be a string"), None));
-                    continue;
-                }
-            };
-            // Claude Code runs an event's matching hooks side by side; so does Gemini CLI, but
-            // for a group that says `sequential: true`.
-            let parallel = match hook_dialect {
-                Dialect::Gemini => group.get("sequential").and_then(Value::as_bool) != Some(true),
-                _ => true,
-            };
-            let Some(entries) = group.get("hooks").and_then(Value::as_array) else {
-                problems.push(at(Problem::error("needs a `hooks` list"), None));
-                continue;
-            };
-            for (h, entry) in entries.iter().enumerate() {
-                let Some(entry) = entry.as_object() else {
-                    problems.push(at(Problem::error("must be an object"), Some(h)));
-                    continue;
-                };
-                let (line, next) = locate(text, cursor, entry);
-                cursor = next;
-                let built = build(entry, hook_dialect, level, matcher.clone());
-                let this = index;
-                index += 1;
-                let (built, warnings, errors) = match built {
-                    Ok((built, warnings)) => (built, warnings, Vec::new()),
-                    Err((errors, warnings)) => (None, warnings, errors),
-                };
-                for message in warnings {
-                    problems.push(at(Problem::warning(message), Some(h)).at_line(line));
-                }
-                for message in errors {
-                    problems.push(at(Problem::error(message), Some(h)).at_line(line));
-                }
-                let Some(built) = built else {
-                    continue;
-                };
-                let id = entry_string(entry, "name").or_else(|| entry_string(entry, "command"));
-                if id.is_some_and(|id| disabled.contains(&id.as_str())) {
-                    continue;
-                }
-                let place = Place {
-                    event_name,
-                    dialect: hook_dialect,
-                    level,
-                    file: path,
-                    line,
-                    index: this,
-                    parallel,
-                };
-                defs.extend(built.define(events, &place));
-            }
+            self.group(&place, group, &mut cursor);
         }
     }
-    (defs, problems)
+
+    /// One matcher group: its matcher, whether its hooks run side by side, its hooks.
+    fn group(&mut self, place: &Group<'a>, group: &'a Value, cursor: &mut usize) {
+        let Some(group) = group.as_object() else {
+            self.problem(place, None, Problem::error("must be an object"));
+            return;
+        };
+        for key in group.keys() {
+            if !matches!(key.as_str(), "matcher" | "hooks" | "sequential") {
+                let message = format!("`{key}` is not used by hookwire; ignored");
+                self.problem(place, None, Problem::warning(message));
+            }
+        }
+        let matcher = match group.get("matcher") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => match matcher(text, place) {
+                Ok((matcher, warning)) => {
+                    if let Some(warning) = warning {
+                        self.problem(place, None, Problem::warning(warning));
+                    }
+                    matcher
+                }
+                Err(error) => {
+                    self.problem(place, None, Problem::error(error.to_string()));
+                    return;
+                }
+            },
+            Some(_) => {
+                let problem = Problem::error("`matcher` must be a string");
+                self.problem(place, None, problem);
+                return;
+            }
+        };
+        // Claude Code runs an event's matching hooks side by side; so does Gemini CLI, but for a
+        // group that says `sequential: true`.
+        let parallel = match place.dialect {
+            Dialect::Gemini => group.get("sequential").and_then(Value::as_bool) != Some(true),
+            _ => true,
+        };
+        let Some(entries) = group.get("hooks").and_then(Value::as_array) else {
+            self.problem(place, None, Problem::error("needs a `hooks` list"));
+            return;
+        };
+        for (h, entry) in entries.iter().enumerate() {
+            let Some(entry) = entry.as_object() else {
+                self.problem(place, Some(h), Problem::error("must be an object"));
+                continue;
+            };
+            let (line, next) = locate(self.text, *cursor, entry);
+            *cursor = next;
+            self.entry(place, h, entry, (line, parallel, matcher.clone()));
+        }
+    }
+
+    /// One hook entry of a group (at `line`, side by side with its neighbours when `parallel`,
+    /// under the group's `matcher`).
+    fn entry(
+        &mut self,
+        place: &Group<'a>,
+        h: usize,
+        entry: &Map<String, Value>,
+        (line, parallel, matcher): (u64, bool, Option<Regex>),
+    ) {
+        let index = self.index;
+        self.index += 1;
+        let (built, warnings, errors) =
+            match entry::build(entry, place.dialect, self.level, matcher) {
+                Ok((built, warnings)) => (built, warnings, Vec::new()),
+                Err((errors, warnings)) => (None, warnings, errors),
+            };
+        for message in warnings {
+            self.problem(place, Some(h), Problem::warning(message).at_line(line));
+        }
+        for message in errors {
+            self.problem(place, Some(h), Problem::error(message).at_line(line));
+        }
+        let Some(built) = built else {
+            return;
+        };
+        let id = entry_string(entry, "name").or_else(|| entry_string(entry, "command"));
+        if id.is_some_and(|id| self.disabled.contains(&id.as_str())) {
+            return;
+        }
+        let hook_place = Place {
+            event_name: place.event_name,
+            dialect: place.dialect,
+            level: self.level,
+            file: self.path,
+            line,
+            index,
+            parallel,
+        };
+        self.hooks.extend(built.define(place.events, &hook_place));
+    }
 }
 
 /// A group's matcher, and a warning when the event takes none.
 fn matcher(
     text: &str,
-    dialect: Dialect,
-    events: &[Event],
-    event_name: &str,
-) -> Result<(Option<regex::Regex>, Option<String>), String> {
+    group: &Group<'_>,
+) -> Result<(Option<Regex>, Option<String>), HookSpecError> {
+    let (dialect, events) = (group.dialect, group.events);
     if !events.iter().all(|e| matcher_applies(*e, dialect)) {
         let trivial = matches!(text.trim(), "" | "*");
-        return Ok((
-            None,
-            (!trivial).then(|| ignored_matcher(event_name, dialect)),
-        ));
+        let warning = (!trivial).then(|| ignored_matcher(group.event_name, dialect));
+        return Ok((None, warning));
     }
     let tool_event = events.iter().any(|e| e.is_tool_event());
-    compile_matcher(text, dialect, tool_event)
-        .map(|m| (m, None))
-        .map_err(|error| error.to_string())
+    compile_matcher(text, dialect, tool_event).map(|m| (m, None))
 }
 
 fn entry_string(entry: &Map<String, Value>, key: &str) -> Option<String> {
@@ -283,197 +353,6 @@ fn locate(text: &str, cursor: usize, entry: &Map<String, Value>) -> (u64, usize)
         }
         None => (0, cursor),
     }
-}
-
-/// The fields of a hook entry each dialect documents; others are warnings.
-fn known_field(dialect: Dialect, key: &str) -> bool {
-    let common = matches!(key, "type" | "command" | "timeout");
-    match dialect {
-        Dialect::Gemini => common || matches!(key, "name" | "description" | "env"),
-        _ => {
-            common
-                || matches!(
-                    key,
-                    "args"
-                        | "shell"
-                        | "url"
-                        | "headers"
-                        | "allowedEnvVars"
-                        | "prompt"
-                        | "model"
-                        | "async"
-                        | "asyncRewake"
-                        | "if"
-                        | "statusMessage"
-                        | "once"
-                        | "continueOnBlock"
-                        | "server"
-                        | "tool"
-                        | "input"
-                        | "name"
-                )
-        }
-    }
-}
-
-/// The hook and its warnings (no hook: one hookwire cannot run), or the errors and warnings.
-type BuildResult = Result<(Option<Built>, Vec<String>), (Vec<String>, Vec<String>)>;
-
-/// The hook one entry describes.
-fn build(
-    entry: &Map<String, Value>,
-    dialect: Dialect,
-    level: &str,
-    matcher: Option<regex::Regex>,
-) -> BuildResult {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    for key in entry.keys() {
-        if !known_field(dialect, key) {
-            warnings.push(format!("`{key}` is not used by hookwire; ignored"));
-        }
-    }
-    let text = |key: &str, errors: &mut Vec<String>| -> Option<String> {
-        match entry.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => {
-                errors.push(format!("`{key}` must be a string"));
-                None
-            }
-        }
-    };
-    let required = |key: &str, kind: &str, errors: &mut Vec<String>| -> String {
-        match text(key, errors) {
-            Some(value) if !value.trim().is_empty() => value,
-            _ => {
-                errors.push(format!("{kind} hooks need a non-empty `{key}`"));
-                String::new()
-            }
-        }
-    };
-    let kind = text("type", &mut errors).unwrap_or_else(|| "command".into());
-    let handler = match kind.as_str() {
-        "command" => {
-            let mut command = required("command", "command", &mut errors);
-            if let Some(args) = entry.get("args").and_then(Value::as_array) {
-                // Exec form: no shell of its own, so each piece is quoted for `sh -c`.
-                let mut pieces = vec![shell_quote(&command)];
-                pieces.extend(args.iter().filter_map(Value::as_str).map(shell_quote));
-                command = pieces.join(" ");
-            }
-            if let Some(shell) = text("shell", &mut errors).filter(|s| s != "bash" && s != "sh") {
-                warnings.push(format!("shell {shell:?}: hookwire runs commands with sh"));
-            }
-            let env: BTreeMap<String, String> = match entry.get("env") {
-                None | Some(Value::Null) => BTreeMap::new(),
-                Some(Value::Object(map)) => map
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str()
-                                .map(str::to_string)
-                                .unwrap_or_else(|| v.to_string()),
-                        )
-                    })
-                    .collect(),
-                Some(_) => {
-                    errors.push("`env` must be an object".into());
-                    BTreeMap::new()
-                }
-            };
-            errors.extend(check_env(&env, level));
-            Handler::Command { command, env }
-        }
-        "http" => {
-            let url = required("url", "http", &mut errors);
-            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
-            if !url.is_empty() && !scheme_ok {
-                errors.push(format!("url {url:?} must start with http:// or https://"));
-            }
-            let headers = entry
-                .get("headers")
-                .and_then(Value::as_object)
-                .map(|map| {
-                    map.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if entry.contains_key("allowedEnvVars") {
-                warnings.push("allowedEnvVars: hookwire sends header values as written".into());
-            }
-            Handler::Http { url, headers }
-        }
-        "prompt" => Handler::Llm {
-            prompt: required("prompt", "prompt", &mut errors),
-            model: text("model", &mut errors),
-            envelope: false,
-        },
-        "agent" => Handler::Agent {
-            prompt: required("prompt", "agent", &mut errors),
-            agent: None,
-        },
-        "mcp_tool" => {
-            warnings
-                .push("mcp_tool hooks are not supported by hookwire; this one never runs".into());
-            return Ok((None, warnings));
-        }
-        other => {
-            errors.push(format!("unknown hook type {other:?}"));
-            return Err((errors, warnings));
-        }
-    };
-    let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
-    // Claude Code's `async`: the hook runs off the chat's path (hookwire's `async: true`).
-    let run_async = dialect == Dialect::Claude && (flag("async") || flag("asyncRewake"));
-    if dialect == Dialect::Claude && flag("asyncRewake") {
-        warnings.push(
-            "asyncRewake: hookwire runs this hook like `async`; its exit code 2 does not wake the model"
-                .into(),
-        );
-    }
-    if entry.contains_key("if") {
-        warnings
-            .push("`if` is not supported: the hook runs for every call its matcher matches".into());
-    }
-    let timeout = match entry.get("timeout") {
-        None | Some(Value::Null) => handler.default_timeout(),
-        Some(value) => match value.as_f64().map(|v| timeout_of(v, dialect)) {
-            Some(Ok(timeout)) => timeout,
-            Some(Err(error)) => {
-                errors.push(error.to_string());
-                handler.default_timeout()
-            }
-            None => {
-                errors.push("`timeout` must be a number".into());
-                handler.default_timeout()
-            }
-        },
-    };
-    if !errors.is_empty() {
-        return Err((errors, warnings));
-    }
-    let built = Built {
-        name: text("name", &mut errors),
-        handler,
-        timeout,
-        on_error: OnError::Skip,
-        filter: Filter {
-            matcher,
-            ..Filter::default()
-        },
-        capabilities: None,
-        run_async,
-        on_full: Default::default(),
-    };
-    Ok((Some(built), warnings))
-}
-
-/// `text` quoted for `sh -c`.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::build::{build, Place};
+use super::prompt_file::PromptFileError;
 use super::raw::{one_line, RawEvent, RawFile, RawHook};
 use crate::hooks::external::hook::{Dialect, Event, HookDef, PromptFile, Spelling};
 use crate::types::Problem;
@@ -72,7 +73,7 @@ pub(crate) fn parse_hooks(
             let prompt_file = match with_prompt_file(path, &mut raw) {
                 Ok(prompt_file) => prompt_file,
                 Err(error) => {
-                    problems.push(at(Problem::error(error)));
+                    problems.push(at(Problem::error(error.to_string())));
                     index += 1;
                     continue;
                 }
@@ -103,15 +104,15 @@ pub(crate) fn parse_hooks(
 }
 
 /// Reads an entry's `prompt_file` into its `prompt`; returns the file read.
-fn with_prompt_file(path: &Path, raw: &mut RawHook) -> Result<Option<PromptFile>, String> {
+fn with_prompt_file(path: &Path, raw: &mut RawHook) -> Result<Option<PromptFile>, PromptFileError> {
     let Some(name) = raw.prompt_file.take() else {
         return Ok(None);
     };
     if raw.prompt.is_some() {
-        return Err("give `prompt` or `prompt_file`, not both".into());
+        return Err(PromptFileError::Both);
     }
     if !matches!(raw.kind.as_deref(), Some("prompt" | "llm" | "agent")) {
-        return Err("`prompt_file` applies to prompt, llm and agent hooks".into());
+        return Err(PromptFileError::NoPrompt);
     }
     let (text, file) = super::prompt_file::read(path, &name)?;
     raw.prompt = Some(text);

@@ -4,8 +4,9 @@
 //! the default at once (nothing is copied); otherwise it reads the event's values from the call
 //! ([`Call::state`]), runs the chain, sends the chain's notices, writes what the hooks changed
 //! back where it came from ([`Call::write_back`]) and turns the chain's decision into the
-//! method's answer ([`Decision`]). Which values an event carries is the table in
-//! [`Call::state`]; which of them a hook may change is [`super::chain`]'s `apply`.
+//! method's answer ([`Decision`]). Which values an event carries and which of them a hook may
+//! change are the event's rules (`hook::rules`); [`Call::state`] reads them from the call (a test
+//! holds it to the rules) and the chain applies the answers by them.
 //!
 //! What lives as long as a chat is kept by its run id ([`ChatState`]): Claude Code's
 //! transcript file (removed when the chat ends, and when the adapter is dropped, which for the
@@ -27,11 +28,12 @@ use crate::hooks::external::wire;
 use crate::hooks::external::wire::transcript::{self, Transcript};
 use crate::hooks::spend::HookSpend;
 use crate::hooks::sync::lock;
+use crate::hooks::system_prompt;
 use crate::hooks::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LateEvents, LlmRequest, LlmResponse,
     ResponseAction, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
 };
-use crate::types::{ChatError, Message, NoticeLevel, PendingCall, Role};
+use crate::types::{ChatError, Message, NoticeLevel, PendingCall};
 
 mod call;
 mod decision;
@@ -273,11 +275,7 @@ impl ExternalHooks {
     async fn start_chat(&self, ctx: &mut HookContext) -> HookResult {
         if let Some(carry) = &self.carry {
             // After the leading system message: the session's start comes before its history.
-            let at = ctx
-                .messages
-                .iter()
-                .position(|m| m.role != Role::System)
-                .unwrap_or(ctx.messages.len());
+            let at = system_prompt::end_of_leading(&ctx.messages);
             for (offset, message) in carry.messages.iter().enumerate() {
                 ctx.messages.insert(at + offset, message.clone());
             }

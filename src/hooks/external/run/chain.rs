@@ -9,7 +9,8 @@
 //!   (`wire`) into the one [`HookOutput`] the rules below work on. An output key the
 //!   dialect does not define at the event is logged at `warn`.
 //! - Rewrites chain: each hook sees the values as the previous one left them. A result field
-//!   counts only at the events where it is valid ([`apply`]); elsewhere it is logged and ignored.
+//!   counts only at the events where it is valid (the event's rules, [`Event::rules`]); elsewhere
+//!   it is logged and ignored.
 //! - Short-circuit: the first hook that stops, skips, blocks or asks for a retry ends the chain.
 //! - Side by side: hooks marked `parallel` (every Claude Code and Gemini CLI settings hook but
 //!   a Gemini `sequential` group's; a YAML event with `parallel: true`) that follow each other
@@ -41,14 +42,13 @@ use tokio::time::Instant;
 
 use super::hook_run::{over_limit, run_hook, Failure, RunHook};
 use super::queue::{AsyncHooks, Job};
-use crate::hooks::external::hook::{
-    Control, Envelope, Event, EventState, HookDef, HookOutput, OnError,
-};
+use crate::hooks::external::hook::{Envelope, Event, EventState, HookDef, HookOutput, OnError};
 use crate::hooks::external::wire;
 use crate::hooks::spend::HookSpend;
 use crate::hooks::stats::Ran;
 use crate::hooks::LateEvents;
 use crate::types::Message;
+use apply::{apply, refusal};
 
 /// One event's chain: its hooks, in order, and the time they may take in all.
 pub(super) struct Chain<'a> {
@@ -374,227 +374,7 @@ fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) {
     }
 }
 
-/// What `on_error: block` makes of a failed hook: the action its event guards is refused. A
-/// tool is skipped (the model sees why); at the other events that can end the chat, the chat
-/// ends (before the model ran: `error` `hook_blocked`; after: `done` `stopped`). The events that
-/// guard nothing (observers, `stop`, the ends of a chat, connection events) have nothing to
-/// refuse: the chain just ends there, as with `abort`. The reason names the hook, not its error
-/// (that is in the log: it may say more than the model and the client should see).
-fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<ChainControl> {
-    let what = match failure {
-        Failure::TimedOut(_) => "timed out",
-        Failure::Failed(_) => "failed",
-    };
-    let reason = format!("blocked: hook {hook} {what} and has on_error: block");
-    if event == Event::PreToolExecution {
-        Some(ChainControl::Skip(reason))
-    } else if can_stop(event) {
-        Some(ChainControl::Stop(reason))
-    } else {
-        tracing::warn!(
-            hook,
-            event = event.as_str(),
-            "on_error: block at an event that guards no action: the rest of the chain is skipped"
-        );
-        None
-    }
-}
-
-/// Applies one hook's output to the chain's state, at the events where each field is valid;
-/// returns a control decision that ends the chain.
-fn apply(
-    event: Event,
-    hook: &str,
-    output: HookOutput,
-    state: &mut EventState,
-    outcome: &mut ChainOutcome,
-    changed: &mut Vec<&'static str>,
-) -> Option<ChainControl> {
-    let invalid = |field: &str| {
-        tracing::warn!(
-            hook,
-            field,
-            event = event.as_str(),
-            "this result field does not apply to this event; ignored"
-        )
-    };
-    use Event::*;
-    assign(
-        output.user_input,
-        event == PreSendMessage,
-        &mut state.user_input,
-        "user_input",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.summary,
-        event == PostAutoCompact,
-        &mut state.summary,
-        "summary",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.messages,
-        matches!(
-            event,
-            PreLlmRequest | AfterContextBuild | PostMicroCompact | PostAutoCompact
-        ),
-        &mut state.messages,
-        "messages",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.system_prompt,
-        event == PreLlmRequest,
-        &mut state.system_prompt,
-        "system_prompt",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.tool_arguments,
-        event == PreToolExecution,
-        &mut state.tool_arguments,
-        "tool_arguments",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.tool_result,
-        event == PostToolExecution,
-        &mut state.tool_result,
-        "tool_result",
-        &invalid,
-        changed,
-    );
-    assign(
-        output.tool_error,
-        event == PostToolExecutionFailure,
-        &mut state.tool_error,
-        "tool_error",
-        &invalid,
-        changed,
-    );
-    let output_events = matches!(event, PostLlmResponse | RunCompleted);
-    assign(
-        output.assistant_output,
-        output_events,
-        &mut state.assistant_output,
-        "assistant_output",
-        &invalid,
-        changed,
-    );
-    if !output.inject_messages.is_empty() {
-        if matches!(event, PreLlmRequest | SessionStart) {
-            outcome.inject_messages.extend(output.inject_messages)
-        } else {
-            invalid("inject_messages")
-        }
-    }
-    // Produced only by the dialects that define it at the event; who delivers it is the
-    // adapter's business (events with no chat after them drop it).
-    outcome.chat_context.extend(output.chat_context);
-    if let Some(v) = output.additional_context {
-        if matches!(
-            event,
-            PreLlmRequest | Stop | PostToolExecutionFailure | PreAutoCompact
-        ) {
-            outcome.additional_context.push(v)
-        } else {
-            invalid("additional_context")
-        }
-    }
-    let named = |reason: String| {
-        if reason.is_empty() {
-            format!("stopped by hook {hook}")
-        } else {
-            reason
-        }
-    };
-    match output.control {
-        // At `stop`, `action: stop` ends the chat there: no hook after it may send the model on.
-        Some(Control::Stop(reason)) if can_stop(event) || event == Stop => {
-            return Some(ChainControl::Stop(named(reason)))
-        }
-        Some(Control::Skip(reason)) if event == PreToolExecution => {
-            return Some(ChainControl::Skip(named(reason)))
-        }
-        // Before a compaction, skipping the step is what its `stop` does: the compaction does
-        // not happen and the chat goes on.
-        Some(Control::Skip(reason)) if matches!(event, PreMicroCompact | PreAutoCompact) => {
-            return Some(ChainControl::Stop(named(reason)))
-        }
-        Some(Control::Block(reason)) if event == PreToolExecution => {
-            return Some(ChainControl::Skip(named(reason)))
-        }
-        Some(Control::Ask(reason)) if event == PreToolExecution => {
-            let reason = if reason.is_empty() {
-                format!("hook {hook} asks for approval")
-            } else {
-                reason
-            };
-            return Some(ChainControl::Ask(reason));
-        }
-        Some(Control::Block(reason)) if can_stop(event) => {
-            return Some(ChainControl::Stop(named(reason)))
-        }
-        Some(_) => invalid("action"),
-        None => {}
-    }
-    // The jcli format: at `pre_send_message` the feedback follows the input as a user message; at
-    // `pre_tool_execution` the tool does not run and the model gets the feedback as its result.
-    if let Some(feedback) = output.retry_feedback {
-        if matches!(
-            event,
-            PreSendMessage | PreLlmRequest | PostLlmResponse | PreToolExecution | Stop
-        ) {
-            return Some(ChainControl::Retry(feedback));
-        }
-        invalid("retry_feedback");
-    }
-    None
-}
-
-/// Puts a changed value in its slot when the field applies to the event (noting `field` in
-/// `changed` when the value differs); otherwise logs it.
-fn assign<T: PartialEq>(
-    value: Option<T>,
-    applies: bool,
-    slot: &mut Option<T>,
-    field: &'static str,
-    ignored: &dyn Fn(&str),
-    changed: &mut Vec<&'static str>,
-) {
-    if let Some(value) = value {
-        if applies {
-            if slot.as_ref() != Some(&value) {
-                changed.push(field);
-            }
-            *slot = Some(value);
-        } else {
-            ignored(field);
-        }
-    }
-}
-
-/// Events whose hooks may end the chat.
-fn can_stop(event: Event) -> bool {
-    use Event::*;
-    matches!(
-        event,
-        PreSendMessage
-            | PreLlmRequest
-            | PreMicroCompact
-            | PreAutoCompact
-            | PostLlmResponse
-            | PreToolExecution
-            | PostToolExecution
-            | PostToolExecutionFailure
-    )
-}
+mod apply;
 
 #[cfg(test)]
 mod tests;

@@ -3,10 +3,11 @@
 
 use crate::hooks::external::hook::{Event, EventState};
 use crate::hooks::external::run::chain::{ChainControl, ChainOutcome};
+use crate::hooks::system_prompt;
 use crate::hooks::{
     CompactInfo, HookContext, LlmRequest, LlmResponse, RunOutput, ToolCallInfo, ToolResultInfo,
 };
-use crate::types::{ChatError, Message, PendingCall, Role};
+use crate::types::{ChatError, Message, PendingCall};
 
 /// A chat event with the values of its call, borrowed: the event's values are read from them
 /// and the hooks' changes written back to them.
@@ -83,7 +84,7 @@ impl Call<'_> {
             },
             Call::PreLlmRequest(request) => EventState {
                 messages: Some(request.messages.clone()),
-                system_prompt: system_prompt(&request.messages),
+                system_prompt: prompt_of(&request.messages),
                 tools: Some(request.tools.iter().map(|t| t.name.clone()).collect()),
                 ..EventState::default()
             },
@@ -220,23 +221,17 @@ fn put<T>(slot: &mut T, value: Option<T>) {
     }
 }
 
-fn system_prompt(messages: &[Message]) -> Option<String> {
-    messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .map(|m| m.content.clone())
+fn prompt_of(messages: &[Message]) -> Option<String> {
+    system_prompt::find(messages).map(|m| m.content.clone())
 }
 
 /// `pre_llm_request`: the messages, then the system prompt if a hook changed it, then the
 /// injected messages, the context and the retry feedback, for this call only.
 fn rewrite_request(request: &mut LlmRequest, state: EventState, outcome: &ChainOutcome) {
-    let before = system_prompt(&request.messages);
+    let before = prompt_of(&request.messages);
     put(&mut request.messages, state.messages);
     if let Some(prompt) = state.system_prompt.filter(|p| Some(p) != before.as_ref()) {
-        match request.messages.iter_mut().find(|m| m.role == Role::System) {
-            Some(message) => message.content = prompt,
-            None => request.messages.insert(0, Message::system(prompt)),
-        }
+        system_prompt::set(&mut request.messages, prompt);
     }
     request
         .messages
@@ -252,3 +247,6 @@ fn rewrite_request(request: &mut LlmRequest, state: EventState, outcome: &ChainO
         request.messages.push(Message::user(feedback.clone()));
     }
 }
+
+#[cfg(test)]
+mod tests;
