@@ -4,8 +4,8 @@
 //!
 //! Two tasks: the reader loop (client frames, keepalive, shutdown) and the writer
 //! (`session/writer.rs`), which owns the socket's sending half and runs the chat: it takes the
-//! chat's frames from the chat itself (`session/forward.rs`), so a streamed token reaches the
-//! socket in the task that read it from the upstream. A slow client slows only its own chat; a
+//! chat's frames from the chat itself (`server::wire::WireChat` through the native wire's
+//! encoder), so a streamed token reaches the socket in the task that read it from the upstream. A slow client slows only its own chat; a
 //! `cancel` is read while a reply streams.
 //!
 //! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames,
@@ -22,17 +22,19 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{ChatOrigin, ClientFrame, ErrorFrame, ServerFrame};
+use super::frames::{frame_json, ChatOrigin, ClientFrame, NativeEncoder, ServerFrame};
+use super::wire::WireChat;
 use super::AppState;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatRequest, ErrorCode};
+use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::Speech;
 
-mod forward;
 mod writer;
 
-use forward::{ChatFrames, FrameContext};
 use writer::{write_loop, WriterSignals};
+
+/// One chat's frames on this connection: its events through the native wire's encoder.
+type ChatFrames = WireChat<NativeEncoder>;
 
 /// Close codes of RFC 6455 that the session uses.
 pub(super) mod close_code {
@@ -43,9 +45,10 @@ pub(super) mod close_code {
     pub(crate) const INTERNAL: u16 = 1011;
 }
 
-/// What the reader queues for the writer. Boxed: small messages keep the queue's nodes small.
+/// What the reader queues for the writer. Small: the queue's nodes stay small.
 enum Outbound {
-    Frame(Box<ServerFrame>),
+    /// A frame's JSON.
+    Frame(String),
     Ping,
     Close(u16, &'static str),
     /// A chat to run, whose frames are written from now on.
@@ -79,10 +82,10 @@ struct Outbox {
 impl Outbox {
     /// Queues a frame from the reader without waiting; `false` if the client is flooding.
     fn control(&mut self, frame: ServerFrame) -> bool {
-        let frames = super::fit::fit(frame, self.max_frame_bytes);
+        let frames = frame_json(frame, self.max_frame_bytes);
         frames
             .into_iter()
-            .all(|frame| self.try_queue(Outbound::Frame(Box::new(frame))))
+            .all(|json| self.try_queue(Outbound::Frame(json)))
     }
 
     /// Queues without waiting; `false` if the queue is full (the client is flooding).
@@ -339,7 +342,7 @@ fn handle_frame(
     chat: &mut Option<RunningChat>,
 ) -> bool {
     match frame {
-        ClientFrame::Ping { id } => out.control(ServerFrame::Pong { id }),
+        ClientFrame::Ping { id } => out.control(ServerFrame::pong(id)),
         ClientFrame::Invalid { id, error } => {
             metrics::counter!("hookwire_bad_frames_total").increment(1);
             out.control(ServerFrame::error(
@@ -363,14 +366,7 @@ fn handle_frame(
             if state.shutdown.is_cancelled() {
                 // The connection closes once the running chat (if any) is over: the client
                 // sends this chat again on a new connection, which reaches a server that is up.
-                return out.control(ServerFrame::Error(ErrorFrame {
-                    id,
-                    code: ErrorCode::Draining,
-                    message: "the server is shutting down; send the chat again on a new connection"
-                        .into(),
-                    fatal: running.is_none(),
-                    turn: None,
-                }));
+                return out.control(ServerFrame::draining(id, running.is_none()));
             }
             if let Some(running) = running {
                 let message = format!(
@@ -398,19 +394,26 @@ fn start_chat(
 ) -> (RunningChat, ChatFrames) {
     let (id, cancel) = (request.id.clone(), request.cancel.clone());
     let events = state.agent.chat_stream(request);
-    let context = FrameContext::new(id.clone(), state.instance.clone(), max_frame_bytes);
-    let finished = CancellationToken::new();
+    let encoder = NativeEncoder::new(id.clone(), state.instance.clone(), max_frame_bytes);
     let frames = match (voice, state.tts.clone()) {
         (true, Some(tts)) => {
             let speech = Speech::new(tts, cancel.clone());
-            ChatFrames::spoken(events, speech, context, finished.clone())
+            WireChat::spoken(events, speech, encoder, id.clone())
         }
-        (asked, _) => ChatFrames::unspoken(events, context, asked, finished.clone()),
+        // The chat goes on as text, and says so after `start`.
+        (true, None) => WireChat::new(events, encoder, id.clone()).after_start(ChatEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: "voice was asked for, but this server has no voice.tts configured; the \
+                      answer comes as text only"
+                .into(),
+            source: "voice".into(),
+        }),
+        (false, _) => WireChat::new(events, encoder, id.clone()),
     };
     let running = RunningChat {
         id,
         cancel,
-        finished,
+        finished: frames.finished(),
     };
     (running, frames)
 }

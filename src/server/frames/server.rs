@@ -147,6 +147,23 @@ pub(crate) struct WireUsage {
 }
 
 impl ServerFrame {
+    /// The answer to `ping`.
+    pub(crate) fn pong(id: Option<String>) -> Self {
+        ServerFrame::Pong { id }
+    }
+
+    /// A chat refused because the server is shutting down; `fatal`: the connection closes after
+    /// it (no chat is running on it).
+    pub(crate) fn draining(id: Option<String>, fatal: bool) -> Self {
+        ServerFrame::Error(ErrorFrame {
+            id,
+            code: ErrorCode::Draining,
+            message: "the server is shutting down; send the chat again on a new connection".into(),
+            fatal,
+            turn: None,
+        })
+    }
+
     pub(crate) fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
         ServerFrame::Error(ErrorFrame {
             id,

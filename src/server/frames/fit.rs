@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::frames::ServerFrame;
+use super::server::ServerFrame;
 use crate::types::NoticeLevel;
 
 /// Room left for everything in a frame besides the field being fitted (type, id, names, JSON
@@ -19,19 +19,13 @@ fn field_budget(id: &str, max_bytes: usize) -> usize {
     max_bytes.saturating_sub(FRAME_OVERHEAD + id.len()).max(64)
 }
 
-/// Whether `frame` is a `text` frame that [`fit`] would leave as it is: the streamed token's
-/// fast path, without the vector.
-pub(crate) fn is_fitting_text(frame: &ServerFrame, max_bytes: usize) -> bool {
-    matches!(frame, ServerFrame::Text { id, delta } if text_fits(id, delta, max_bytes))
-}
-
 /// Whether a `text` frame of chat `id` carrying `delta` fits in about `max_bytes` of JSON as it is.
-pub(crate) fn text_fits(id: &str, delta: &str, max_bytes: usize) -> bool {
+pub(super) fn text_fits(id: &str, delta: &str, max_bytes: usize) -> bool {
     escaped_len(delta) <= field_budget(id, max_bytes)
 }
 
 /// Splits or cuts `frame` so that each resulting frame fits in about `max_bytes` of JSON.
-pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
+pub(super) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
     let budget = |id: &str| field_budget(id, max_bytes);
     match frame {
         ServerFrame::Text { id, delta } => {
@@ -322,7 +316,7 @@ mod tests {
         let summary = |content: String| ServerFrame::Compact {
             id: "c1".into(),
             count: 4,
-            message: super::super::frames::WireMessage::plain(Role::System, content),
+            message: super::super::message::WireMessage::plain(Role::System, content),
             pinned: Vec::new(),
         };
         let small = summary("notes".into());
