@@ -1,6 +1,6 @@
 //! The HTTP side: the axum router, the WebSocket upgrade, the small JSON endpoints, static files,
-//! metrics and graceful shutdown. The session logic lives in `session`, the wire types in
-//! `frames`. It serves an agent built elsewhere ([`crate::app`] wires the one `serve` runs).
+//! metrics and graceful shutdown. The session logic lives in `session`; a chat's events reach a
+//! wire through `wire` (an encoder per wire), and the native wire's types are in `frames`. It serves an agent built elsewhere ([`crate::app`] wires the one `serve` runs).
 //!
 //! Shutdown is a drain: the server keeps listening, but `/healthz` answers 503 `draining` and new
 //! WebSocket upgrades get 503 (a load balancer sends them elsewhere); idle sessions close at once
@@ -8,7 +8,6 @@
 //! (or the grace period is over) the listener stops.
 
 mod access;
-mod fit;
 mod frames;
 pub use frames::frame_schemas;
 pub mod health;
@@ -17,6 +16,7 @@ mod listen;
 mod metrics;
 mod session;
 mod voice;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //!
 //! Two tasks: the reader loop (client frames, keepalive, shutdown) and the writer
 //! (`session/writer.rs`), which owns the socket's sending half and runs the chat: it takes the
-//! chat's frames from the chat itself (`session/forward.rs`), so a streamed token reaches the
-//! socket in the task that read it from the upstream. A slow client slows only its own chat; a
+//! chat's frames from the chat itself (`server::wire::WireChat` through the native wire's
+//! encoder), so a streamed token reaches the socket in the task that read it from the upstream. A slow client slows only its own chat; a
 //! `cancel` is read while a reply streams.
 //!
 //! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames,
@@ -22,17 +22,20 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{ChatOrigin, ClientFrame, ErrorFrame, ServerFrame};
+use super::frames::{frame_json, ChatOrigin, ClientFrame, NativeEncoder, ServerFrame};
+use super::wire::WireChat;
 use super::AppState;
+use crate::config::Limits;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatRequest, ErrorCode};
+use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::Speech;
 
-mod forward;
 mod writer;
 
-use forward::{ChatFrames, FrameContext};
 use writer::{write_loop, WriterSignals};
+
+/// One chat's frames on this connection: its events through the native wire's encoder.
+type ChatFrames = WireChat<NativeEncoder>;
 
 /// Close codes of RFC 6455 that the session uses.
 pub(super) mod close_code {
@@ -43,9 +46,10 @@ pub(super) mod close_code {
     pub(crate) const INTERNAL: u16 = 1011;
 }
 
-/// What the reader queues for the writer. Boxed: small messages keep the queue's nodes small.
+/// What the reader queues for the writer. Small: the queue's nodes stay small.
 enum Outbound {
-    Frame(Box<ServerFrame>),
+    /// A frame's JSON.
+    Frame(String),
     Ping,
     Close(u16, &'static str),
     /// A chat to run, whose frames are written from now on.
@@ -77,12 +81,34 @@ struct Outbox {
 }
 
 impl Outbox {
+    /// The reader's handle on a writer task started on `sink`.
+    fn start<W>(sink: W, limits: &Limits) -> (Self, tokio::task::JoinHandle<()>)
+    where
+        W: Sink<WsMessage> + Unpin + Send + 'static,
+        W::Error: std::fmt::Display,
+    {
+        // `channel(n)` holds n messages plus one per sender: the reader's is the only one.
+        let (queue, queue_rx) = mpsc::channel::<Outbound>(QUEUE_SLOTS - 1);
+        let outbox = Outbox {
+            queue,
+            failed: CancellationToken::new(),
+            failure: Default::default(),
+            max_frame_bytes: limits.max_frame_bytes,
+        };
+        let signals = WriterSignals {
+            failed: outbox.failed.clone(),
+            failure: outbox.failure.clone(),
+        };
+        let writer = tokio::spawn(write_loop(sink, queue_rx, limits.write_stall, signals));
+        (outbox, writer)
+    }
+
     /// Queues a frame from the reader without waiting; `false` if the client is flooding.
     fn control(&mut self, frame: ServerFrame) -> bool {
-        let frames = super::fit::fit(frame, self.max_frame_bytes);
+        let frames = frame_json(frame, self.max_frame_bytes);
         frames
             .into_iter()
-            .all(|frame| self.try_queue(Outbound::Frame(Box::new(frame))))
+            .all(|json| self.try_queue(Outbound::Frame(json)))
     }
 
     /// Queues without waiting; `false` if the queue is full (the client is flooding).
@@ -143,114 +169,15 @@ where
     state.agent.session_started(&session).await;
 
     let (sink, mut stream) = socket.split();
-    let limits = state.config.limits.clone();
-    // `channel(n)` holds n messages plus one per sender: the reader's is the only one.
-    let (queue_tx, queue_rx) = mpsc::channel::<Outbound>(QUEUE_SLOTS - 1);
-    let mut outbox = Outbox {
-        queue: queue_tx,
-        failed: CancellationToken::new(),
-        failure: Default::default(),
-        max_frame_bytes: limits.max_frame_bytes,
-    };
-    let writer = tokio::spawn(write_loop(
-        sink,
-        queue_rx,
-        limits.write_stall,
-        WriterSignals {
-            failed: outbox.failed.clone(),
-            failure: outbox.failure.clone(),
-        },
-    ));
+    let limits = &state.config.limits;
+    let (mut outbox, writer) = Outbox::start(sink, limits);
     let mut chat: Option<RunningChat> = None;
-    let mut last_seen = Instant::now();
-    let mut ping =
-        tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
-    // Set once the server drains while a chat runs: the chat may finish until then, and the
-    // connection is still read meanwhile (a cancel, a ping, a chat to refuse).
-    let mut grace_until: Option<Instant> = None;
-
-    let ending = loop {
-        tokio::select! {
-            incoming = stream.next() => {
-                last_seen = Instant::now();
-                match incoming {
-                    None => break Ending::ClientGone,
-                    Some(Err(error)) => break read_error_ending(error.into()),
-                    Some(Ok(WsMessage::Text(text))) => {
-                        let frame = ClientFrame::parse(text.as_str(), &limits);
-                        let origin = ChatOrigin {
-                            session_id: &session.session_id,
-                            traceparent: traceparent.as_deref(),
-                        };
-                        if !handle_frame(frame, &state, &origin, &mut outbox, &mut chat) {
-                            break flooded(&session);
-                        }
-                    }
-                    Some(Ok(WsMessage::Binary(_))) => {
-                        if !outbox.control(ServerFrame::error(None, ErrorCode::BadFrame, "binary frames are not supported; send JSON text frames")) {
-                            break flooded(&session);
-                        }
-                    }
-                    Some(Ok(WsMessage::Close(_))) => break Ending::ClientGone,
-                    Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_))) => {}
-                }
-            }
-            _ = ping.tick() => {
-                if last_seen.elapsed() >= limits.idle_timeout {
-                    break Ending::Close(close_code::GOING_AWAY, "idle timeout");
-                }
-                // Never wait here: a full queue means the writer is behind, and the stall
-                // watchdog or the flood check deals with that.
-                let _ = outbox.queue.try_send(Outbound::Ping);
-            }
-            _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
-                break Ending::Close(close_code::GOING_AWAY, "idle timeout");
-            }
-            _ = state.shutdown.cancelled(), if grace_until.is_none() => {
-                if !chat.as_ref().is_some_and(RunningChat::is_running) {
-                    break Ending::Shutdown;
-                }
-                grace_until = Some(Instant::now() + limits.shutdown_grace);
-            }
-            _ = chat_ended(&mut chat), if grace_until.is_some() => break Ending::Shutdown,
-            _ = tokio::time::sleep_until(grace_until.unwrap_or_else(Instant::now)), if grace_until.is_some() => {
-                break Ending::GraceOver;
-            }
-            _ = outbox.failed.cancelled() => break Ending::WriterFailed,
-        }
+    let origin = ChatOrigin {
+        session_id: &session.session_id,
+        traceparent: traceparent.as_deref(),
     };
-
-    match ending {
-        // The writer drops the chat (and its upstream request) as it ends: once the queue
-        // closes, or after the close frame, which it writes before the chat's next frame.
-        Ending::ClientGone => {}
-        Ending::Close(code, reason) => {
-            close(&mut outbox, code, reason, limits.write_stall).await;
-        }
-        Ending::WriterFailed => {
-            // The writer already logged why, and dropped the chat as it ended.
-            let failure = outbox.failure();
-            tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
-        }
-        Ending::Shutdown | Ending::GraceOver => {
-            // Past the grace period the chat is cancelled (the client still gets its
-            // `done(cancelled)` with the text so far), and dropped with the close if even that
-            // does not come.
-            if let Some(chat) = chat.take().filter(RunningChat::is_running) {
-                chat.cancel.cancel();
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(1), chat.finished.cancelled()).await;
-            }
-            // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
-            close(
-                &mut outbox,
-                close_code::GOING_AWAY,
-                "server shutting down",
-                limits.write_stall.min(Duration::from_secs(2)),
-            )
-            .await;
-        }
-    }
+    let ending = read_frames(&mut stream, &state, &origin, &mut outbox, &mut chat).await;
+    end_session(ending, &mut outbox, &mut chat, limits, &session).await;
     let writer_failed = outbox.failed.is_cancelled();
     drop(outbox);
     // The writer ends once the close is written or the client is gone; don't wait forever.
@@ -279,6 +206,116 @@ where
     tracing::debug!(session = %session.session_id, "session closed");
 }
 
+/// The reader loop: client frames, keepalive, shutdown and the writer's failure, until one of
+/// them ends the session.
+async fn read_frames<R, E>(
+    stream: &mut R,
+    state: &AppState,
+    origin: &ChatOrigin<'_>,
+    outbox: &mut Outbox,
+    chat: &mut Option<RunningChat>,
+) -> Ending
+where
+    R: Stream<Item = Result<WsMessage, E>> + Unpin,
+    E: Into<axum::Error>,
+{
+    let limits = &state.config.limits;
+    let mut last_seen = Instant::now();
+    let mut ping =
+        tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
+    // Set once the server drains while a chat runs: the chat may finish until then, and the
+    // connection is still read meanwhile (a cancel, a ping, a chat to refuse).
+    let mut grace_until: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            incoming = stream.next() => {
+                last_seen = Instant::now();
+                match incoming {
+                    None => return Ending::ClientGone,
+                    Some(Err(error)) => return read_error_ending(error.into()),
+                    Some(Ok(WsMessage::Text(text))) => {
+                        let frame = ClientFrame::parse(text.as_str(), limits);
+                        if !handle_frame(frame, state, origin, outbox, chat) {
+                            return flooded(origin.session_id);
+                        }
+                    }
+                    Some(Ok(WsMessage::Binary(_))) => {
+                        let why = "binary frames are not supported; send JSON text frames";
+                        if !outbox.control(ServerFrame::error(None, ErrorCode::BadFrame, why)) {
+                            return flooded(origin.session_id);
+                        }
+                    }
+                    Some(Ok(WsMessage::Close(_))) => return Ending::ClientGone,
+                    Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_))) => {}
+                }
+            }
+            _ = ping.tick() => {
+                if last_seen.elapsed() >= limits.idle_timeout {
+                    return Ending::Close(close_code::GOING_AWAY, "idle timeout");
+                }
+                // Never wait here: a full queue means the writer is behind, and the stall
+                // watchdog or the flood check deals with that.
+                let _ = outbox.queue.try_send(Outbound::Ping);
+            }
+            _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
+                return Ending::Close(close_code::GOING_AWAY, "idle timeout");
+            }
+            _ = state.shutdown.cancelled(), if grace_until.is_none() => {
+                if !chat.as_ref().is_some_and(RunningChat::is_running) {
+                    return Ending::Shutdown;
+                }
+                grace_until = Some(Instant::now() + limits.shutdown_grace);
+            }
+            _ = chat_ended(chat), if grace_until.is_some() => return Ending::Shutdown,
+            _ = tokio::time::sleep_until(grace_until.unwrap_or_else(Instant::now)), if grace_until.is_some() => {
+                return Ending::GraceOver;
+            }
+            _ = outbox.failed.cancelled() => return Ending::WriterFailed,
+        }
+    }
+}
+
+/// What the way the reader loop ended asks of the writer: a close frame, or nothing.
+async fn end_session(
+    ending: Ending,
+    outbox: &mut Outbox,
+    chat: &mut Option<RunningChat>,
+    limits: &Limits,
+    session: &SessionInfo,
+) {
+    match ending {
+        // The writer drops the chat (and its upstream request) as it ends: once the queue
+        // closes, or after the close frame, which it writes before the chat's next frame.
+        Ending::ClientGone => {}
+        Ending::Close(code, reason) => {
+            close(outbox, code, reason, limits.write_stall).await;
+        }
+        Ending::WriterFailed => {
+            // The writer already logged why, and dropped the chat as it ended.
+            let failure = outbox.failure();
+            tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
+        }
+        Ending::Shutdown | Ending::GraceOver => {
+            // Past the grace period the chat is cancelled (the client still gets its
+            // `done(cancelled)` with the text so far), and dropped with the close if even that
+            // does not come.
+            if let Some(chat) = chat.take().filter(RunningChat::is_running) {
+                chat.cancel.cancel();
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), chat.finished.cancelled()).await;
+            }
+            // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
+            close(
+                outbox,
+                close_code::GOING_AWAY,
+                "server shutting down",
+                limits.write_stall.min(Duration::from_secs(2)),
+            )
+            .await;
+        }
+    }
+}
+
 /// A read error: too big → 1009, invalid UTF-8 → 1007, anything else → the client is gone.
 fn read_error_ending(error: axum::Error) -> Ending {
     use tungstenite::error::{CapacityError, Error as WsError};
@@ -304,8 +341,8 @@ fn read_error_ending(error: axum::Error) -> Ending {
 }
 
 /// The client sent pings or bad frames faster than it read the answers.
-fn flooded(session: &SessionInfo) -> Ending {
-    tracing::warn!(session = %session.session_id, "closing a connection that sends frames without reading the answers");
+fn flooded(session_id: &str) -> Ending {
+    tracing::warn!(session = %session_id, "closing a connection that sends frames without reading the answers");
     ::metrics::counter!("hookwire_closed_connections_total", "reason" => "flood").increment(1);
     Ending::Close(
         close_code::POLICY,
@@ -339,7 +376,7 @@ fn handle_frame(
     chat: &mut Option<RunningChat>,
 ) -> bool {
     match frame {
-        ClientFrame::Ping { id } => out.control(ServerFrame::Pong { id }),
+        ClientFrame::Ping { id } => out.control(ServerFrame::pong(id)),
         ClientFrame::Invalid { id, error } => {
             metrics::counter!("hookwire_bad_frames_total").increment(1);
             out.control(ServerFrame::error(
@@ -363,14 +400,7 @@ fn handle_frame(
             if state.shutdown.is_cancelled() {
                 // The connection closes once the running chat (if any) is over: the client
                 // sends this chat again on a new connection, which reaches a server that is up.
-                return out.control(ServerFrame::Error(ErrorFrame {
-                    id,
-                    code: ErrorCode::Draining,
-                    message: "the server is shutting down; send the chat again on a new connection"
-                        .into(),
-                    fatal: running.is_none(),
-                    turn: None,
-                }));
+                return out.control(ServerFrame::draining(id, running.is_none()));
             }
             if let Some(running) = running {
                 let message = format!(
@@ -398,19 +428,26 @@ fn start_chat(
 ) -> (RunningChat, ChatFrames) {
     let (id, cancel) = (request.id.clone(), request.cancel.clone());
     let events = state.agent.chat_stream(request);
-    let context = FrameContext::new(id.clone(), state.instance.clone(), max_frame_bytes);
-    let finished = CancellationToken::new();
+    let encoder = NativeEncoder::new(id.clone(), state.instance.clone(), max_frame_bytes);
     let frames = match (voice, state.tts.clone()) {
         (true, Some(tts)) => {
             let speech = Speech::new(tts, cancel.clone());
-            ChatFrames::spoken(events, speech, context, finished.clone())
+            WireChat::spoken(events, speech, encoder, id.clone())
         }
-        (asked, _) => ChatFrames::unspoken(events, context, asked, finished.clone()),
+        // The chat goes on as text, and says so after `start`.
+        (true, None) => WireChat::new(events, encoder, id.clone()).after_start(ChatEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: "voice was asked for, but this server has no voice.tts configured; the \
+                      answer comes as text only"
+                .into(),
+            source: "voice".into(),
+        }),
+        (false, _) => WireChat::new(events, encoder, id.clone()),
     };
     let running = RunningChat {
         id,
         cancel,
-        finished,
+        finished: frames.finished(),
     };
     (running, frames)
 }

@@ -553,3 +553,64 @@ fn the_room_check_sees_a_backward_use() {
         ]
     );
 }
+
+/// The files under `src/server/<room>` (a folder, with its `<room>.rs` when there is one).
+fn in_room(file: &Path, room: &str) -> bool {
+    let server = src_dir().join("server");
+    file.starts_with(server.join(room)) || file == server.join(format!("{room}.rs"))
+}
+
+/// A chat reaches a wire through `server/wire` (an encoder per wire, one stream between them),
+/// which knows no wire: it imports neither the native frames nor the WebSocket session, and the
+/// native frames do not import the session.
+#[test]
+fn the_wire_room_knows_no_wire_and_the_frames_know_no_session() {
+    let mut found = Vec::new();
+    for (file, imports) in import_graph() {
+        let refused: &[&str] = if in_room(&file, "wire") {
+            &["frames", "session"]
+        } else if in_room(&file, "frames") {
+            &["session", "wire/chat.rs", "wire/speech.rs"]
+        } else {
+            continue;
+        };
+        for import in &imports {
+            if refused.iter().any(|room| in_room(import, room)) {
+                found.push(format!("{} imports {}", shown(&file), shown(import)));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// No wire builds its frames by hand: outside `server/frames/`, nothing names a native frame's
+/// variant or writes a frame's JSON, and neither the session nor the wire room makes JSON at all.
+#[test]
+fn only_the_frames_room_builds_native_frames() {
+    let mut found = Vec::new();
+    for file in library_files() {
+        if !file.starts_with(src_dir().join("server")) || in_room(&file, "frames") {
+            continue;
+        }
+        let makes_json = in_room(&file, "session") || in_room(&file, "wire");
+        for (number, line) in production_code(&file).lines().enumerate() {
+            let names_a_variant = line.match_indices("ServerFrame::").any(|(at, found)| {
+                line[at + found.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_uppercase)
+            });
+            let builds =
+                names_a_variant || line.contains("ErrorFrame") || line.contains(".to_json(");
+            let json = makes_json && (line.contains("json!") || line.contains("serde_json::to_"));
+            if builds || json {
+                found.push(format!("{}:{}: {}", shown(&file), number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "frames built outside server/frames/ (add a constructor or an encoder there):\n{}",
+        found.join("\n")
+    );
+}

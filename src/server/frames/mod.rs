@@ -1,10 +1,13 @@
-//! The wire: client frames in, server frames out (docs/protocol.md §3). All JSON of the chat
-//! protocol lives here; the rest of the crate speaks Rust types. The frames' JSON Schemas
+//! The native wire: client frames in, server frames out (docs/protocol.md §3). All JSON of the
+//! chat protocol lives here; the rest of the crate speaks Rust types. It is a wire as
+//! `server::wire` describes one: `ChatPayload` its request type, `NativeEncoder` its encoder. The frames' JSON Schemas
 //! (docs/schema/frames/) are generated from these types, and the types are the parser: a client
 //! frame is read by serde into its wire type (`read`, `client`, `history`), checked once for
 //! what the type cannot say, and converted into the request the agent runs.
 
 mod client;
+mod encode;
+mod fit;
 mod history;
 mod message;
 mod read;
@@ -12,10 +15,9 @@ mod schema;
 mod server;
 
 pub(crate) use client::{ChatOrigin, ClientFrame};
-#[cfg(test)]
-pub(crate) use message::WireMessage;
+pub(crate) use encode::{frame_json, NativeEncoder};
 pub use schema::frame_schemas;
-pub(crate) use server::{ErrorFrame, ServerFrame};
+pub(crate) use server::ServerFrame;
 
 /// JSON nesting deeper than this is refused before parsing.
 pub(crate) const MAX_JSON_DEPTH: usize = 64;

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::message::{WireHookTag, WireMessage};
 use crate::types::PendingCall;
-use crate::types::{ChatEvent, DoneReason, ErrorCode, HookMessage, Message, NoticeLevel};
+use crate::types::{ChatError, ChatEvent, DoneReason, ErrorCode, HookMessage, HookTrace};
+use crate::types::{Message, NoticeLevel, Usage};
 
 /// A frame the server sends. Every frame of a chat carries the chat's `id`; a chat ends with
 /// exactly one `done` or `error`.
@@ -135,6 +136,28 @@ pub(crate) struct HookRef {
     pub(crate) timing: String,
 }
 
+impl ErrorFrame {
+    /// The `error` that ends chat `id`, with what it had added to the conversation.
+    fn of_chat(id: String, error: ChatError) -> Self {
+        let turn = (!error.turn.is_empty()).then(|| wire_messages(error.turn));
+        ErrorFrame {
+            id: Some(id),
+            code: error.code,
+            message: error.message,
+            fatal: false,
+            turn,
+        }
+    }
+}
+
+/// Messages as the client stores them.
+fn wire_messages(messages: Vec<Message>) -> Vec<WireMessage> {
+    messages
+        .into_iter()
+        .map(WireMessage::from_message)
+        .collect()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub(crate) struct WireUsage {
@@ -146,7 +169,36 @@ pub(crate) struct WireUsage {
     pub(crate) hook_completion_tokens: u64,
 }
 
+impl From<Usage> for WireUsage {
+    fn from(usage: Usage) -> Self {
+        WireUsage {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            hook_calls: usage.hook_calls,
+            hook_prompt_tokens: usage.hook_prompt_tokens,
+            hook_completion_tokens: usage.hook_completion_tokens,
+        }
+    }
+}
+
 impl ServerFrame {
+    /// The answer to `ping`.
+    pub(crate) fn pong(id: Option<String>) -> Self {
+        ServerFrame::Pong { id }
+    }
+
+    /// A chat refused because the server is shutting down; `fatal`: the connection closes after
+    /// it (no chat is running on it).
+    pub(crate) fn draining(id: Option<String>, fatal: bool) -> Self {
+        ServerFrame::Error(ErrorFrame {
+            id,
+            code: ErrorCode::Draining,
+            message: "the server is shutting down; send the chat again on a new connection".into(),
+            fatal,
+            turn: None,
+        })
+    }
+
     pub(crate) fn error(id: Option<String>, code: ErrorCode, message: impl Into<String>) -> Self {
         ServerFrame::Error(ErrorFrame {
             id,
@@ -191,33 +243,9 @@ impl ServerFrame {
                 content,
                 is_error,
             },
-            ChatEvent::Hook(HookMessage { role, content, tag }) => ServerFrame::Hook {
-                id,
-                hook: HookRef {
-                    name: tag.name.clone(),
-                    skill: tag.skill.clone(),
-                    timing: tag.timing.clone(),
-                },
-                message: WireMessage {
-                    hook: Some(WireHookTag {
-                        name: tag.name,
-                        skill: tag.skill,
-                        timing: tag.timing,
-                        sig: tag.sig,
-                    }),
-                    ..WireMessage::plain(role, content)
-                },
-            },
+            ChatEvent::Hook(message) => ServerFrame::hook(id, message),
             ChatEvent::Approval { calls, state } => ServerFrame::Approval { id, calls, state },
-            ChatEvent::HookTrace(trace) => ServerFrame::HookTrace {
-                id,
-                event: trace.event,
-                hook: trace.hook,
-                level: trace.level,
-                ms: trace.ms,
-                outcome: trace.outcome,
-                changed: trace.changed,
-            },
+            ChatEvent::HookTrace(trace) => ServerFrame::hook_trace(id, trace),
             ChatEvent::Compact {
                 count,
                 message,
@@ -226,7 +254,7 @@ impl ServerFrame {
                 id,
                 count,
                 message: WireMessage::from_message(message),
-                pinned: pinned.into_iter().map(WireMessage::from_message).collect(),
+                pinned: wire_messages(pinned),
             },
             ChatEvent::Notice {
                 level,
@@ -247,31 +275,43 @@ impl ServerFrame {
                 id,
                 reason,
                 message: WireMessage::from_message(Message::assistant(content)),
-                usage: WireUsage {
-                    prompt_tokens: usage.prompt_tokens,
-                    completion_tokens: usage.completion_tokens,
-                    hook_calls: usage.hook_calls,
-                    hook_prompt_tokens: usage.hook_prompt_tokens,
-                    hook_completion_tokens: usage.hook_completion_tokens,
-                },
-                turn: turn.into_iter().map(WireMessage::from_message).collect(),
+                usage: WireUsage::from(usage),
+                turn: wire_messages(turn),
             },
-            ChatEvent::Error(error) => {
-                let turn = (!error.turn.is_empty()).then(|| {
-                    error
-                        .turn
-                        .into_iter()
-                        .map(WireMessage::from_message)
-                        .collect()
-                });
-                ServerFrame::Error(ErrorFrame {
-                    id: Some(id),
-                    code: error.code,
-                    message: error.message,
-                    fatal: false,
-                    turn,
-                })
-            }
+            ChatEvent::Error(error) => ServerFrame::Error(ErrorFrame::of_chat(id, error)),
+        }
+    }
+
+    /// A persistent hook message: the hook that wrote it, and the message with its mark.
+    fn hook(id: String, HookMessage { role, content, tag }: HookMessage) -> Self {
+        ServerFrame::Hook {
+            id,
+            hook: HookRef {
+                name: tag.name.clone(),
+                skill: tag.skill.clone(),
+                timing: tag.timing.clone(),
+            },
+            message: WireMessage {
+                hook: Some(WireHookTag {
+                    name: tag.name,
+                    skill: tag.skill,
+                    timing: tag.timing,
+                    sig: tag.sig,
+                }),
+                ..WireMessage::plain(role, content)
+            },
+        }
+    }
+
+    fn hook_trace(id: String, trace: HookTrace) -> Self {
+        ServerFrame::HookTrace {
+            id,
+            event: trace.event,
+            hook: trace.hook,
+            level: trace.level,
+            ms: trace.ms,
+            outcome: trace.outcome,
+            changed: trace.changed,
         }
     }
 

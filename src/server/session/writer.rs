@@ -11,9 +11,7 @@ use futures::channel::mpsc;
 use futures::{FutureExt, Sink, SinkExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::forward::ChatFrames;
-use super::{close_code, Outbound, WriteFailure};
-use crate::server::frames::ServerFrame;
+use super::{close_code, ChatFrames, Outbound, WriteFailure};
 use crate::types::SideWait;
 
 /// How the writer tells the reader that it failed.
@@ -53,10 +51,6 @@ pub(super) async fn write_loop<W>(
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
-fn text(frame: &ServerFrame) -> WsMessage {
-    WsMessage::Text(Utf8Bytes::from(frame.to_json()))
-}
-
 /// The next message to write, and whether it is the last (a close); `None` once the queue is
 /// closed. What the reader queued comes first, then the running chat's next frame. The queue is
 /// polled only when it woke the writer ([`SideWait`]): looked at before every streamed frame, it
@@ -94,7 +88,7 @@ fn poll_next(
                 *chat = Some(frames);
                 continue;
             }
-            Outbound::Frame(frame) => (text(&frame), false),
+            Outbound::Frame(json) => (WsMessage::Text(Utf8Bytes::from(json)), false),
             Outbound::Ping => (WsMessage::Ping(Default::default()), false),
             Outbound::Close(code, reason) => (
                 WsMessage::Close(Some(CloseFrame {

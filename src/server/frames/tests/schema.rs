@@ -374,3 +374,148 @@ fn the_cases_protocol_section_3_lists() {
         );
     }
 }
+
+/// The other side: what the native encoder writes for every kind of event (and the frames
+/// outside a chat) is valid under the published server schema, which refuses anything else.
+#[test]
+fn what_the_native_encoder_writes_is_valid_under_the_server_schema() {
+    use std::sync::Arc;
+
+    use super::super::{frame_json, NativeEncoder, ServerFrame};
+    use crate::server::wire::{Audio, Encoded, WireEncoder};
+    use crate::types::{
+        ChatError, ChatEvent, DoneReason, ErrorCode, HookMessage, HookTag, HookTrace, Message,
+        NoticeLevel, PendingCall, Role, ToolCall, Usage,
+    };
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/schema/frames/server.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let tag = HookTag {
+        name: "h".into(),
+        skill: "s".into(),
+        timing: "after_user_input".into(),
+        sig: "ab".into(),
+    };
+    let mut summary = Message::user("<summary>");
+    summary.compact = Some(crate::types::CompactTag { count: 2 });
+    let call = ToolCall {
+        id: "k1".into(),
+        name: "list_dir".into(),
+        arguments: "{}".into(),
+    };
+    let turn = vec![
+        Message::user("q"),
+        Message::assistant_with_tools("", vec![call]),
+        Message::named_tool_result("k1", "list_dir", "a.txt"),
+        Message::assistant("a"),
+    ];
+    let mut failed = ChatError::new(ErrorCode::Upstream, "down");
+    failed.turn = turn.clone();
+    let events = vec![
+        ChatEvent::Started {
+            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        },
+        ChatEvent::Text("hi \"there\"\n".into()),
+        ChatEvent::Text("x".repeat(3000)),
+        ChatEvent::Plan("p".into()),
+        ChatEvent::ToolCall {
+            call_id: "k1".into(),
+            name: "list_dir".into(),
+            arguments: json!({"path": "."}),
+        },
+        ChatEvent::ToolResult {
+            call_id: "k1".into(),
+            name: "list_dir".into(),
+            content: "y".repeat(3000),
+            is_error: false,
+        },
+        ChatEvent::Hook(HookMessage {
+            role: Role::System,
+            content: "be brief".into(),
+            tag,
+        }),
+        ChatEvent::Approval {
+            calls: vec![PendingCall {
+                call_id: "r1".into(),
+                name: "read_file".into(),
+                arguments: json!({}),
+                reason: "asked".into(),
+            }],
+            state: "v1.x".into(),
+        },
+        ChatEvent::Compact {
+            count: 2,
+            message: summary,
+            pinned: vec![],
+        },
+        ChatEvent::SessionHook(json!({"name": "judge", "event": "stop"})),
+        ChatEvent::HookTrace(HookTrace {
+            event: "PreToolUse".into(),
+            hook: "guard".into(),
+            level: "workspace".into(),
+            ms: 1.5,
+            outcome: "success".into(),
+            changed: vec!["tool_arguments".into()],
+        }),
+        ChatEvent::Notice {
+            level: NoticeLevel::Info,
+            message: "m".into(),
+            source: "hook".into(),
+        },
+        ChatEvent::Done {
+            reason: DoneReason::Completed,
+            content: "a".into(),
+            usage: Usage::default(),
+            turn,
+        },
+        ChatEvent::Error(ChatError::new(ErrorCode::Internal, "no")),
+        ChatEvent::Error(failed),
+    ];
+    let mut encoder = NativeEncoder::new("c1".into(), Arc::from("host-1"), 2048);
+    let mut written = Vec::new();
+    let mut add = |encoded: Encoded<String>| match encoded {
+        Encoded::None => {}
+        Encoded::One(json) => written.push(json),
+        Encoded::Many(many) => written.extend(many),
+    };
+    for event in events {
+        add(encoder.encode(event));
+    }
+    let audio = Audio {
+        seq: 0,
+        format: "mp3".into(),
+        text: "Hi.".into(),
+        data: vec![1, 2, 3],
+    };
+    add(encoder.audio(audio));
+    for frame in [
+        ServerFrame::pong(None),
+        ServerFrame::pong(Some("p1".into())),
+        ServerFrame::error(None, ErrorCode::BadFrame, "not valid JSON"),
+        ServerFrame::draining(Some("c2".into()), true),
+    ] {
+        written.extend(frame_json(frame, 2048));
+    }
+    let mut kinds = std::collections::BTreeSet::new();
+    for json in &written {
+        let frame: Value = serde_json::from_str(json).expect("the encoder writes JSON");
+        let errors: Vec<String> = validator
+            .iter_errors(&frame)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{json}: {errors:?}");
+        assert!(json.len() <= 2048, "{json} is over the frame limit");
+        kinds.insert(frame["type"].as_str().unwrap_or_default().to_string());
+    }
+    assert_eq!(kinds.len(), 15, "every kind of frame: {kinds:?}");
+    let mut extra: Value = serde_json::from_str(&written[0]).unwrap();
+    extra["extra"] = json!(1);
+    assert!(
+        !validator.is_valid(&extra),
+        "the server schema refuses a field it does not name"
+    );
+}

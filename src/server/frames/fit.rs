@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::frames::ServerFrame;
+use super::server::ServerFrame;
 use crate::types::NoticeLevel;
 
 /// Room left for everything in a frame besides the field being fitted (type, id, names, JSON
@@ -19,34 +19,16 @@ fn field_budget(id: &str, max_bytes: usize) -> usize {
     max_bytes.saturating_sub(FRAME_OVERHEAD + id.len()).max(64)
 }
 
-/// Whether `frame` is a `text` frame that [`fit`] would leave as it is: the streamed token's
-/// fast path, without the vector.
-pub(crate) fn is_fitting_text(frame: &ServerFrame, max_bytes: usize) -> bool {
-    matches!(frame, ServerFrame::Text { id, delta } if text_fits(id, delta, max_bytes))
-}
-
 /// Whether a `text` frame of chat `id` carrying `delta` fits in about `max_bytes` of JSON as it is.
-pub(crate) fn text_fits(id: &str, delta: &str, max_bytes: usize) -> bool {
+pub(super) fn text_fits(id: &str, delta: &str, max_bytes: usize) -> bool {
     escaped_len(delta) <= field_budget(id, max_bytes)
 }
 
 /// Splits or cuts `frame` so that each resulting frame fits in about `max_bytes` of JSON.
-pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
+pub(super) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
     let budget = |id: &str| field_budget(id, max_bytes);
     match frame {
-        ServerFrame::Text { id, delta } => {
-            let limit = budget(&id);
-            if escaped_len(&delta) <= limit {
-                return vec![ServerFrame::Text { id, delta }];
-            }
-            split(&delta, limit)
-                .into_iter()
-                .map(|delta| ServerFrame::Text {
-                    id: id.clone(),
-                    delta,
-                })
-                .collect()
-        }
+        ServerFrame::Text { id, delta } => split_text(id, delta, budget),
         ServerFrame::Plan { id, content } => {
             let content = cut(content, budget(&id), max_bytes);
             vec![ServerFrame::Plan { id, content }]
@@ -68,26 +50,7 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
                 is_error,
             }]
         }
-        ServerFrame::ToolCall {
-            id,
-            call_id,
-            name,
-            arguments,
-        } => {
-            let size = arguments.to_string().len();
-            let arguments = if size > budget(&id).saturating_sub(call_id.len() + name.len()) {
-                tracing::warn!(chat = %id, tool = %name, size, "tool arguments cut from the tool_call frame");
-                serde_json::json!({ "_cut": format!("{size} bytes of arguments, over the frame limit of {max_bytes} bytes") })
-            } else {
-                arguments
-            };
-            vec![ServerFrame::ToolCall {
-                id,
-                call_id,
-                name,
-                arguments,
-            }]
-        }
+        ServerFrame::ToolCall { .. } => vec![fit_arguments(frame, max_bytes)],
         ServerFrame::Notice {
             id,
             level,
@@ -108,31 +71,8 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
             error.message = cut(error.message, limit, max_bytes);
             vec![ServerFrame::Error(error)]
         }
-        ServerFrame::Hook { id, hook, message } => {
-            let size = message.content.len();
-            if escaped_len(&message.content) <= budget(&id) {
-                return vec![ServerFrame::Hook { id, hook, message }];
-            }
-            tracing::warn!(chat = %id, hook = %hook.name, size, "persistent hook message over the frame limit was not sent");
-            vec![not_sent(
-                id,
-                format!(
-                    "persistent hook {:?} ({size} bytes) is over the frame limit of {max_bytes} bytes: its hook frame was not sent (the message is in the chat's done.turn)",
-                    hook.name
-                ),
-            )]
-        }
-        ServerFrame::SessionHook { id, hook } => {
-            let size = hook.to_string().len();
-            if size <= budget(&id) {
-                return vec![ServerFrame::SessionHook { id, hook }];
-            }
-            tracing::warn!(chat = %id, size, "session hook over the frame limit was not sent");
-            let name = hook.get("name").and_then(Value::as_str).unwrap_or("?");
-            vec![not_sent(
-                id,
-                format!("session hook {name:?} ({size} bytes) is over the frame limit of {max_bytes} bytes and was not registered"),
-            )]
+        ServerFrame::Hook { .. } | ServerFrame::SessionHook { .. } => {
+            vec![signed_or_notice(frame, max_bytes)]
         }
         // A summary cannot be cut (the client would store a broken history): too big, it is not
         // sent, and the client keeps its full history, which the next chat compacts again.
@@ -141,13 +81,8 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
                 id.clone(),
                 format!("the summary of {count} earlier messages"),
             );
-            whole_or_notice(
-                frame,
-                id,
-                max_bytes,
-                &what,
-                "your history was not compacted",
-            )
+            let outcome = "your history was not compacted";
+            whole_or_notice(frame, id, max_bytes, &what, outcome)
         }
         // Audio cut short is noise: too big, it is not sent, and the client is told.
         ServerFrame::Audio { ref id, seq, .. } => {
@@ -162,6 +97,84 @@ pub(crate) fn fit(frame: ServerFrame, max_bytes: usize) -> Vec<ServerFrame> {
             whole_or_notice(frame, id, max_bytes, "the approval request", outcome)
         }
         other => vec![other],
+    }
+}
+
+/// A `text` frame, split into frames that fit: the client still gets every character.
+fn split_text(id: String, delta: String, budget: impl Fn(&str) -> usize) -> Vec<ServerFrame> {
+    let limit = budget(&id);
+    if escaped_len(&delta) <= limit {
+        return vec![ServerFrame::Text { id, delta }];
+    }
+    split(&delta, limit)
+        .into_iter()
+        .map(|delta| ServerFrame::Text {
+            id: id.clone(),
+            delta,
+        })
+        .collect()
+}
+
+/// A `tool_call` frame whose arguments are too big: they are replaced by a note of their size
+/// (the tool still gets them whole).
+fn fit_arguments(frame: ServerFrame, max_bytes: usize) -> ServerFrame {
+    let ServerFrame::ToolCall {
+        id,
+        call_id,
+        name,
+        arguments,
+    } = frame
+    else {
+        return frame;
+    };
+    let size = arguments.to_string().len();
+    let limit = field_budget(&id, max_bytes).saturating_sub(call_id.len() + name.len());
+    let arguments = if size > limit {
+        tracing::warn!(chat = %id, tool = %name, size, "tool arguments cut from the tool_call frame");
+        let cut = format!("{size} bytes of arguments, over the frame limit of {max_bytes} bytes");
+        serde_json::json!({ "_cut": cut })
+    } else {
+        arguments
+    };
+    ServerFrame::ToolCall {
+        id,
+        call_id,
+        name,
+        arguments,
+    }
+}
+
+/// A signed value (a persistent hook message, a session hook) cannot be cut without breaking
+/// its signature: one that does not fit is replaced by a notice saying it was not sent.
+fn signed_or_notice(frame: ServerFrame, max_bytes: usize) -> ServerFrame {
+    match frame {
+        ServerFrame::Hook { id, hook, message } => {
+            let size = message.content.len();
+            if escaped_len(&message.content) <= field_budget(&id, max_bytes) {
+                return ServerFrame::Hook { id, hook, message };
+            }
+            tracing::warn!(chat = %id, hook = %hook.name, size, "persistent hook message over the frame limit was not sent");
+            not_sent(
+                id,
+                format!(
+                    "persistent hook {:?} ({size} bytes) is over the frame limit of {max_bytes} bytes: its hook frame was not sent (the message is in the chat's done.turn)",
+                    hook.name
+                ),
+            )
+        }
+        ServerFrame::SessionHook { id, hook } => {
+            let size = hook.to_string().len();
+            if size <= field_budget(&id, max_bytes) {
+                return ServerFrame::SessionHook { id, hook };
+            }
+            tracing::warn!(chat = %id, size, "session hook over the frame limit was not sent");
+            let name = hook.get("name").and_then(Value::as_str).unwrap_or("?");
+            not_sent(
+                id,
+                format!("session hook {name:?} ({size} bytes) is over the frame limit of {max_bytes} bytes and was not registered"),
+            )
+        }
+        other => other,
     }
 }
 
@@ -322,7 +335,7 @@ mod tests {
         let summary = |content: String| ServerFrame::Compact {
             id: "c1".into(),
             count: 4,
-            message: super::super::frames::WireMessage::plain(Role::System, content),
+            message: super::super::message::WireMessage::plain(Role::System, content),
             pinned: Vec::new(),
         };
         let small = summary("notes".into());
