@@ -147,8 +147,6 @@ impl Sources {
             .map_or(0, |files| files.current().len())
     }
 
-    /// The workspace hook files left out because they are not trusted, workspace-relative
-    /// (enough to find the file, and no more of the server's disk).
     /// The hook files (`None` for an agent built without them).
     pub(crate) fn hook_files(&self) -> Option<&Arc<HookFiles>> {
         self.hook_files.as_ref()
@@ -159,6 +157,8 @@ impl Sources {
         self.hook_files.as_ref().map(|files| files.current())
     }
 
+    /// The workspace hook files left out because they are not trusted, workspace-relative
+    /// (enough to find the file, and no more of the server's disk).
     pub fn untrusted_hook_files(&self) -> Vec<String> {
         match &self.hook_files {
             Some(files) => files
@@ -185,32 +185,7 @@ pub struct AgentParts {
 /// opened, or any problem in a hook file.
 pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     let skills = Arc::new(SkillRegistry::load(&config.skills_dir));
-    let llm = &config.llm;
-    let model: Arc<dyn ChatModel> = match (llm.effective_base_url(), llm.provider) {
-        (None, _) => Arc::new(DemoModel::new(&config.agent.marker)),
-        (Some(base_url), Provider::Openai) => Arc::new(
-            OpenAiClient::new(OpenAiConfig {
-                base_url,
-                api_key: llm.api_key.clone(),
-                connect_timeout: llm.connect_timeout,
-                idle_timeout: llm.idle_timeout,
-                message_style: llm.message_style(),
-                ..OpenAiConfig::default()
-            })
-            .map_err(StartError::ModelClient)?,
-        ),
-        (Some(base_url), Provider::Anthropic) => Arc::new(
-            AnthropicClient::new(AnthropicConfig {
-                base_url,
-                api_key: llm.api_key.clone(),
-                connect_timeout: llm.connect_timeout,
-                idle_timeout: llm.idle_timeout,
-                max_tokens: llm.max_tokens,
-                ..AnthropicConfig::default()
-            })
-            .map_err(StartError::ModelClient)?,
-        ),
-    };
+    let model = model_client(config)?;
     let workspace = Workspace::new(&config.workspace).map_err(|source| StartError::Workspace {
         path: config.workspace.clone(),
         source,
@@ -238,57 +213,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         workspace.root(),
     );
     let mcp = Arc::new(mcp.with_telemetry(telemetry.clone()));
-    let files = hook_files(config.hooks_file.as_deref(), workspace.root());
-    let (set, problems) = load_hook_set(&files, &trust);
-    if !problems.is_empty() {
-        return Err(StartError::HookFiles(problems));
-    }
-    for untrusted in &set.untrusted {
-        tracing::warn!("{untrusted}");
-    }
-    let read_only_tools = builtin_tools(Arc::new(workspace.clone()), ToolLimits::default());
-    let sub_agent = AgentClient::builder()
-        .model(model.clone())
-        .tools(read_only_tools)
-        .config(agent_config.for_hook_agent(4))
-        .build();
-    let mut runner = Runner::new(
-        model.clone(),
-        agent_config.model.clone(),
-        Arc::new(sub_agent),
-        workspace.root().to_path_buf(),
-    )
-    .with_chain_budget(config.limits.hook_chain_timeout)
-    .with_max_hook_model_calls(config.agent.max_hook_model_calls)
-    .with_http_hook_urls(config.http_hook_urls.clone());
-    // The named agents `agent` hooks may ask (the OpenHarness format): each a bounded sub-run of its own.
-    for (name, settings) in &config.hook_agents {
-        let mut agent = agent_config.for_hook_agent(settings.max_steps.unwrap_or(4));
-        agent.system_prompt = settings
-            .system_prompt
-            .clone()
-            .unwrap_or(agent.system_prompt);
-        agent.model = settings.model.clone().unwrap_or(agent.model);
-        let client = AgentClient::builder()
-            .model(model.clone())
-            .tools(builtin_tools(
-                Arc::new(workspace.clone()),
-                ToolLimits::default(),
-            ))
-            .config(agent)
-            .build();
-        runner = runner.with_agent(name.clone(), Arc::new(client));
-    }
-    let runner = Arc::new(runner);
-    let async_hooks = Arc::new(AsyncHooks::serving(
-        runner.clone(),
-        config.limits.async_hook_queue,
-        config.limits.async_hook_queue_per_connection,
-    ));
-    let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
-    if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
-        tracing::warn!("{error}; hook files will not reload without a restart");
-    }
+    let runner = Arc::new(hook_runner(config, &model, &agent_config, &workspace));
+    let (hook_files, async_hooks) = hook_files_of(config, workspace.root(), trust, &runner)?;
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
     let session_rules = RegisteredHookRules {
         enabled: config.session_hooks.enabled,
@@ -332,6 +258,106 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             mcp: Some(mcp),
         },
     })
+}
+
+/// The model client of `llm`: the demo model when no upstream is configured.
+fn model_client(config: &Config) -> Result<Arc<dyn ChatModel>, StartError> {
+    let llm = &config.llm;
+    Ok(match (llm.effective_base_url(), llm.provider) {
+        (None, _) => Arc::new(DemoModel::new(&config.agent.marker)),
+        (Some(base_url), Provider::Openai) => Arc::new(
+            OpenAiClient::new(OpenAiConfig {
+                base_url,
+                api_key: llm.api_key.clone(),
+                connect_timeout: llm.connect_timeout,
+                idle_timeout: llm.idle_timeout,
+                message_style: llm.message_style(),
+                ..OpenAiConfig::default()
+            })
+            .map_err(StartError::ModelClient)?,
+        ),
+        (Some(base_url), Provider::Anthropic) => Arc::new(
+            AnthropicClient::new(AnthropicConfig {
+                base_url,
+                api_key: llm.api_key.clone(),
+                connect_timeout: llm.connect_timeout,
+                idle_timeout: llm.idle_timeout,
+                max_tokens: llm.max_tokens,
+                ..AnthropicConfig::default()
+            })
+            .map_err(StartError::ModelClient)?,
+        ),
+    })
+}
+
+/// The runner of the hook files' and the session hooks' handlers: their model, the `agent`
+/// hooks' read-only sub-agent, and the named agents `agent` hooks may ask (the OpenHarness
+/// format), each a bounded sub-run of its own.
+fn hook_runner(
+    config: &Config,
+    model: &Arc<dyn ChatModel>,
+    agent_config: &crate::agent::AgentConfig,
+    workspace: &Workspace,
+) -> Runner {
+    let read_only_agent = |agent_config| {
+        Arc::new(
+            AgentClient::builder()
+                .model(model.clone())
+                .tools(builtin_tools(
+                    Arc::new(workspace.clone()),
+                    ToolLimits::default(),
+                ))
+                .config(agent_config)
+                .build(),
+        )
+    };
+    let mut runner = Runner::new(
+        model.clone(),
+        agent_config.model.clone(),
+        read_only_agent(agent_config.for_hook_agent(4)),
+        workspace.root().to_path_buf(),
+    )
+    .with_chain_budget(config.limits.hook_chain_timeout)
+    .with_max_hook_model_calls(config.agent.max_hook_model_calls)
+    .with_http_hook_urls(config.http_hook_urls.clone());
+    for (name, settings) in &config.hook_agents {
+        let mut agent = agent_config.for_hook_agent(settings.max_steps.unwrap_or(4));
+        agent.system_prompt = settings
+            .system_prompt
+            .clone()
+            .unwrap_or(agent.system_prompt);
+        agent.model = settings.model.clone().unwrap_or(agent.model);
+        runner = runner.with_agent(name.clone(), read_only_agent(agent));
+    }
+    runner
+}
+
+/// The hook files of `config` (refused whole on any problem), reloaded as they change, and the
+/// queue of their `async: true` hooks.
+fn hook_files_of(
+    config: &Config,
+    workspace: &std::path::Path,
+    trust: TrustPolicy,
+    runner: &Arc<Runner>,
+) -> Result<(Arc<HookFiles>, Arc<AsyncHooks>), StartError> {
+    let files = hook_files(config.hooks_file.as_deref(), workspace);
+    let (set, problems) = load_hook_set(&files, &trust);
+    if !problems.is_empty() {
+        return Err(StartError::HookFiles(problems));
+    }
+    for untrusted in &set.untrusted {
+        tracing::warn!("{untrusted}");
+    }
+    let async_hooks = Arc::new(AsyncHooks::serving(
+        runner.clone(),
+        config.limits.async_hook_queue,
+        config.limits.async_hook_queue_per_connection,
+    ));
+    let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
+    if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
+        tracing::warn!("{error}; hook files will not reload without a restart");
+    }
+    Ok((hook_files, async_hooks))
 }
 
 /// The trace exporter the config asks for; off (with a warning) when it cannot be built: traces

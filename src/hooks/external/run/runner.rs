@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::hooks::external::hook::{Handler, HookDef, RunResult};
 use crate::hooks::external::wire::{self, json_in_text};
 use crate::hooks::spend::HookSpend;
-use crate::llm::{ChatModel, ModelEvent, ModelRequest};
+use crate::llm::{ChatModel, LlmError, ModelEvent, ModelRequest};
 use crate::process::{environment_with, execute, server_variable};
 use crate::types::Message;
 
@@ -295,11 +295,11 @@ impl Runner {
             if let Err(exhausted) = spend.try_call() {
                 return RunResult::Error(format!("not asked: {exhausted}"));
             }
-            match self
-                .ask(prompt, model, spend)
-                .await
-                .and_then(|text| json_in_text(&text).map_err(|e| e.to_string()))
-            {
+            let answer = match self.ask(prompt, model, spend).await {
+                Ok(text) => json_in_text(&text).map_err(|e| e.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            match answer {
                 Ok(value) => return RunResult::Output(value),
                 Err(error) => last = error,
             }
@@ -307,20 +307,16 @@ impl Runner {
         RunResult::Error(format!("the model's answer was not usable: {last}"))
     }
 
-    async fn ask(&self, prompt: &str, model: &str, spend: &HookSpend) -> Result<String, String> {
+    async fn ask(&self, prompt: &str, model: &str, spend: &HookSpend) -> Result<String, AskError> {
         let request = ModelRequest {
             model: model.to_string(),
             messages: vec![Message::user(prompt)],
             tools: Vec::new(),
         };
-        let mut stream = self
-            .model
-            .stream(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut stream = self.model.stream(request).await?;
         let mut text = String::new();
         while let Some(event) = stream.next().await {
-            match event.map_err(|e| e.to_string())? {
+            match event? {
                 ModelEvent::Text(delta) => text.push_str(&delta),
                 ModelEvent::Finished { usage, .. } => {
                     spend.record(usage.unwrap_or_default());
@@ -328,8 +324,17 @@ impl Runner {
                 }
             }
         }
-        Err("the model stream ended early".into())
+        Err(AskError::EndedEarly)
     }
+}
+
+/// Why a hook's question to the model got no answer.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error("the model stream ended early")]
+    EndedEarly,
 }
 
 async fn run_agent(agent: &dyn SubAgent, task: String, spend: Arc<HookSpend>) -> RunResult {
