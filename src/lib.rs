@@ -38,9 +38,11 @@
 //! - `skills`: skill discovery, `hooks.json` validation, the registry and its reloads.
 //! - `hooks::external`, `hooks::prompt`, `hooks::signing`: hooks from YAML files, skill prompt
 //!   hooks, and the signatures of what travels with the client.
-//! - `llm::openai`, `llm::sse`, `llm::demo`: the OpenAI-compatible client's HTTP and SSE handling and
-//!   the demo model.
-//! - `server::session`, `server::frames`: one WebSocket session, and every frame of the protocol.
+//! - `llm::http`, `llm::openai`, `llm::anthropic`, `llm::demo`: the transport both model clients
+//!   share (HTTP, SSE, idle timeout), the OpenAI-compatible and Anthropic clients, the demo model.
+//! - `server::session`, `server::frames`, `server::wire`: one WebSocket session, every frame of
+//!   the native protocol, and what every wire shares (one chat's events through an encoder).
+//! - `telemetry`: OpenTelemetry traces (public: a library user may start the exporter).
 //!
 //! The layers are one-way (`tests/it/layers.rs` keeps them so): `types`, `reload`, `trust` →
 //! `process` → `llm`, `tools` → `hooks` → `skills`, `mcp` → `agent` → `config` → `app` →

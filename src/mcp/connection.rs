@@ -1,5 +1,6 @@
 //! One live connection to an MCP server, made with the official SDK (`rmcp`): a stdio server is
-//! a child process hookwire starts itself (an empty environment but what `env:` names, its own
+//! a child process hookwire starts itself (only `process::PASSED_VARIABLES` and what `env:`
+//! names in its environment, its own
 //! process group, everything it leaves killed: as a command hook's), whose pipes `rmcp` speaks
 //! over; an HTTP server is reached over streamable HTTP with hookwire's own HTTP client (no
 //! redirects followed). Knows nothing of restarts or tools: the supervisor's job.

@@ -112,8 +112,8 @@ fn new_instance_id() -> String {
     id
 }
 
-/// The router: `/ws`, `/healthz`, `/livez`, `/api/info`, `/api/skills`, `/metrics`, and the
-/// page, all behind the access checks (`access`) for a server bound to `bound`.
+/// The router: `/ws`, `/healthz`, `/livez`, `/api/info`, `/api/skills`, `/api/hooks`,
+/// `/api/transcribe`, `/metrics`, and the page, all behind the access checks (`access`) for a server bound to `bound`.
 fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
     let policy = Arc::new(access::AccessPolicy {

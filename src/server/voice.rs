@@ -1,6 +1,7 @@
 //! The server's side of voice (docs/protocol.md §18): the engines built from `voice:`, what
-//! `/api/info` says of them, and `POST /api/transcribe`. The `audio` frames are made where a
-//! chat's events become frames (`session`).
+//! `/api/info` says of them, and `POST /api/transcribe`. The `audio` frames are made by the native
+//! wire's encoder (`frames::NativeEncoder::audio`), in their place among the chat's frames
+//! (`wire::WireChat`).
 
 use std::sync::Arc;
 use std::time::Duration;

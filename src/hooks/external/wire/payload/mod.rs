@@ -1,7 +1,8 @@
 //! What a hook reads on stdin (or as an HTTP body), typed per dialect: the native input
 //! (hookwire's and the OpenHarness event names), Claude Code's and Gemini CLI's; and what each
-//! dialect may answer. Data only: the builders are the dialects' (`dialect::hookwire::input`,
-//! `dialect::claude`, `dialect::gemini`), the readers too. The JSON Schemas under
+//! dialect may answer. Data only: the builders are the dialects' (`wire::hookwire`,
+//! `wire::claude`, `wire::gemini`), the readers too (each answer deserialized into its dialect's
+//! output type, then its `into_output`). The JSON Schemas under
 //! `docs/schema/hooks/` are generated from these types.
 
 pub(crate) mod claude;
