@@ -14,7 +14,7 @@ use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::telemetry;
 use crate::tools::ToolSpec;
-use crate::types::{ChatError, ChatEvent, ErrorCode, Message};
+use crate::types::{ChatError, ChatEvent, ErrorCode, Message, StepName};
 
 /// How many streamed items at most go by without a look at the chat's cancellation while the
 /// model's stream keeps having items ready.
@@ -38,6 +38,16 @@ impl ChatRun {
         tools: Vec<ToolSpec>,
         mode: TextMode,
     ) -> Outcome<LlmResponse> {
+        let step = match phase {
+            CallPhase::Direct => Some(StepName::Answer),
+            CallPhase::Planning => Some(StepName::Planning),
+            CallPhase::Agent { round } => Some(StepName::Round(round)),
+            CallPhase::Summary => Some(StepName::Summary),
+            CallPhase::Compaction => None,
+        };
+        if let Some(step) = step {
+            self.send(ChatEvent::StepStarted(step)).await?;
+        }
         let messages = self.request_messages().await?;
         let mut request = LlmRequest {
             phase,

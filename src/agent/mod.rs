@@ -10,7 +10,7 @@
 //! - `call`: one streamed model call (`pre_llm_request`, the stream, text, usage);
 //! - `compact`: auto and manual compaction of the client's history (the summary call, the
 //!   `compact` event); `context`: the `context:` settings and micro compaction;
-//! - `approval`: the approval settings and the signed state; `resume`: a chat that stops for
+//! - `approval`: the approval settings and the sealed state; `resume`: a chat that stops for
 //!   approval and the chat that goes on after it;
 //! - `tool_step`: one round's tool calls (cap, tool hooks, panic isolation, cancel);
 //! - `sessions`: the connection events (`session_start`, `session_end`) in tasks of their own;
@@ -49,6 +49,7 @@
 
 mod approval;
 mod call;
+mod client_tools;
 mod compact;
 mod context;
 mod marker;
@@ -66,8 +67,8 @@ mod turn;
 use crate::types::{event_channel, panic_message, EventReceiver, EventSender};
 pub use crate::types::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode,
-    HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Resume, Role, ToolCall,
-    Usage,
+    HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Resume, Role, StepName,
+    ToolCall, Usage,
 };
 pub use approval::ApprovalSettings;
 #[doc(hidden)]
@@ -219,6 +220,12 @@ impl AgentClient {
     /// The names of the tools the model may be offered.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.tools.names()
+    }
+
+    /// Refuses client tools whose name is a server tool's (or the same name twice): a request
+    /// with them is `bad_frame` / HTTP 400 before its chat starts (docs/protocol.md §19).
+    pub fn check_client_tools(&self, tools: &[crate::types::ToolSpec]) -> Result<(), ChatError> {
+        check_client_tools(&self.tool_names(), tools)
     }
 
     /// Runs one chat. The stream starts with [`ChatEvent::Started`] once the chat is accepted and
@@ -524,4 +531,29 @@ impl AgentClientBuilder {
             }),
         }
     }
+}
+
+/// A client tool named like a server tool, or two client tools of one name: refused.
+pub(crate) fn check_client_tools(
+    server: &[String],
+    tools: &[crate::types::ToolSpec],
+) -> Result<(), ChatError> {
+    for (index, tool) in tools.iter().enumerate() {
+        if server.contains(&tool.name) {
+            return Err(ChatError::new(
+                ErrorCode::BadFrame,
+                format!(
+                    "the client tool {:?} has the name of a server tool; rename it",
+                    tool.name
+                ),
+            ));
+        }
+        if tools[..index].iter().any(|other| other.name == tool.name) {
+            return Err(ChatError::new(
+                ErrorCode::BadFrame,
+                format!("the client tool {:?} is declared twice", tool.name),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -36,11 +36,9 @@ impl ChatRun {
         loop {
             self.hooks.before_planning(&mut self.ctx).await;
             let config = &self.inner.config;
-            let prompt = prompts::planning_prompt(
-                &config.planning_prompt,
-                &config.marker,
-                &self.inner.tools.names(),
-            );
+            // The server's tools and the client's.
+            let names: Vec<String> = self.ctx.tools().iter().map(|t| t.name.clone()).collect();
+            let prompt = prompts::planning_prompt(&config.planning_prompt, &config.marker, &names);
             let prompt_id = PromptHookManager::inject_prompt(&mut self.ctx, prompt, Role::System);
             let detector = MarkerDetector::new(&self.inner.config.marker);
             let result = self
@@ -139,8 +137,8 @@ impl ChatRun {
             }
             self.ctx.iteration = 1;
             let result = match self.round_tools(1, response).await {
-                Ok(true) => Ok(DoneReason::ApprovalRequired),
-                Ok(false) => self.agent_rounds(2).await,
+                Ok(Some(reason)) => Ok(reason),
+                Ok(None) => self.agent_rounds(2).await,
                 Err(interrupt) => Err(interrupt),
             };
             return self.end_agent_loop(result).await;
@@ -156,7 +154,10 @@ impl ChatRun {
     }
 
     /// The end of the loop scope (`after_agent_loop`), then the summary at a limit.
-    async fn end_agent_loop(&mut self, result: Outcome<DoneReason>) -> Outcome<DoneReason> {
+    pub(super) async fn end_agent_loop(
+        &mut self,
+        result: Outcome<DoneReason>,
+    ) -> Outcome<DoneReason> {
         self.hooks.after_agent_loop(&mut self.ctx).await;
         match result? {
             reason @ (DoneReason::MaxSteps | DoneReason::MaxTokens)
@@ -210,15 +211,20 @@ impl ChatRun {
                 }
                 return Ok(DoneReason::Completed);
             }
-            if self.round_tools(round, response).await? {
-                return Ok(DoneReason::ApprovalRequired);
+            if let Some(reason) = self.round_tools(round, response).await? {
+                return Ok(reason);
             }
         }
         Ok(DoneReason::MaxSteps)
     }
 
-    /// A round's tool calls, their hooks, and the approval they may wait for (`Ok(true)`).
-    async fn round_tools(&mut self, round: usize, response: LlmResponse) -> Outcome<bool> {
+    /// A round's tool calls and their hooks; `Some` = the chat ends there: calls wait for the
+    /// person's approval (asked first) or for the client's results.
+    async fn round_tools(
+        &mut self,
+        round: usize,
+        response: LlmResponse,
+    ) -> Outcome<Option<DoneReason>> {
         let tools = self.run_tools(response).await?;
         self.hooks
             .after_tool_call(&mut self.ctx, &tools.names)
@@ -226,9 +232,9 @@ impl ChatRun {
         self.flush_outbox().await?;
         if !tools.pending.is_empty() {
             self.ask_approval(round, tools.pending).await?;
-            return Ok(true);
+            return Ok(Some(DoneReason::ApprovalRequired));
         }
-        Ok(false)
+        Ok(self.wait_for_client())
     }
 
     /// The last call at a limit: no tools, the summary prompt, the text streamed and kept. The

@@ -128,6 +128,10 @@ impl ChatRun {
         let names = self.decide(decided).await?;
         self.hooks.after_tool_call(&mut self.ctx, &names).await;
         self.flush_outbox().await?;
+        // The round's client calls (allowed now, or beside the ones that waited) go to the client.
+        if let Some(reason) = self.wait_for_client() {
+            return self.end_agent_loop(Ok(reason)).await;
+        }
         self.agent_loop(state.round + 1).await
     }
 

@@ -69,6 +69,11 @@ pub(super) struct ChatRun {
     /// Set when this chat is an `agent` hook's sub-run: its model calls are the calling chat's
     /// hook calls, charged there.
     pub(super) hook_call_of: Option<Arc<HookSpend>>,
+    /// The names of the tools the client runs itself (docs/protocol.md §19).
+    pub(super) client_tools: Vec<String>,
+    /// The calls of client tools that wait for the client's results: the chat ends with
+    /// `tool_calls` when a round leaves some.
+    pub(super) client_calls: Vec<String>,
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
@@ -105,6 +110,7 @@ pub(crate) async fn run_chat(
 /// The hooks of this chat: the agent's, then each hook factory's for this request, in order;
 /// a factory's refusal refuses the chat.
 fn chat_hooks(inner: &AgentInner, request: &ChatRequest) -> Result<HookStack, ChatError> {
+    super::check_client_tools(&inner.tools.names(), &request.client_tools)?;
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
         hooks.extend(factory.hooks_for(request)?);
@@ -121,7 +127,9 @@ fn chat_context(
 ) -> HookContext {
     let config = &inner.config;
     let tools = if request.enable_tools {
-        inner.tools.specs()
+        let mut tools = inner.tools.specs();
+        tools.extend(request.client_tools.iter().cloned());
+        tools
     } else {
         Vec::new()
     };
@@ -192,6 +200,12 @@ impl ChatRun {
                 ..ChatRequest::new(request.id.clone(), String::new())
             },
             hook_call_of,
+            client_tools: request
+                .client_tools
+                .iter()
+                .map(|tool| tool.name.clone())
+                .collect(),
+            client_calls: Vec::new(),
         }
     }
 
@@ -219,9 +233,13 @@ impl ChatRun {
 
 impl ChatRun {
     async fn execute(&mut self, mut request: ChatRequest) -> Outcome<DoneReason> {
+        let continues = request.continues_after_client_tools();
         let sent = std::mem::take(&mut request.messages);
         if let Some(resume) = request.resume.take() {
             return self.resume(sent, resume).await;
+        }
+        if continues {
+            return self.continue_after_client_tools(sent).await;
         }
         let history = self.verified_history(&sent);
         self.client_history = sent;
@@ -353,7 +371,7 @@ impl ChatRun {
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
         metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
-        let pending = reason == DoneReason::ApprovalRequired;
+        let pending = matches!(reason, DoneReason::ApprovalRequired | DoneReason::ToolCalls);
         let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
         self.finish_done(output, turn).await
     }
@@ -366,12 +384,18 @@ impl ChatRun {
             // The kind of the end is the chat's: a hook changes its output only.
             _ => output,
         };
+        let pending_tool_calls = if reason == DoneReason::ToolCalls {
+            std::mem::take(&mut self.client_calls)
+        } else {
+            Vec::new()
+        };
         let _ = self
             .send(ChatEvent::Done {
                 reason: output.reason,
                 content: output.content,
                 usage: output.usage,
                 turn,
+                pending_tool_calls,
             })
             .await;
         reason.as_str()

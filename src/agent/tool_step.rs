@@ -79,6 +79,10 @@ impl ChatRun {
                 arguments: call.arguments,
             };
             let denied = match decision {
+                Decision::Allow if self.is_client_tool(&info.name) => {
+                    self.hand_to_client(info).await?;
+                    continue;
+                }
                 Decision::Allow => None,
                 Decision::Deny(reason) => Some(format!("the person denied this call: {reason}")),
             };
@@ -150,6 +154,10 @@ impl ChatRun {
             },
             ToolAction::Ask { .. } | ToolAction::Run => None,
         };
+        if runnable && skip_reason.is_none() && self.is_client_tool(&info.name) {
+            self.hand_to_client(info).await?;
+            return Ok(None);
+        }
         self.finish_tool(info, skip_reason, unparsable).await?;
         Ok(None)
     }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::message::{HookTag, Message, Role, Usage};
+use super::message::{HookTag, Message, Role, ToolSpec, Usage};
 
 /// One chat, as the client asked for it (already validated by the server).
 #[derive(Debug, Clone)]
@@ -36,6 +36,11 @@ pub struct ChatRequest {
     pub traceparent: Option<String>,
     /// The chat frame's `conversation_id`, for the `gen_ai.conversation.id` attribute.
     pub conversation_id: Option<String>,
+    /// Tools the client runs itself (docs/protocol.md §19): offered to the model beside the
+    /// server's; a call to one passes the tool hooks and approval, is streamed, and ends the chat
+    /// with `done` reason `tool_calls`. The next chat sends the results at the end of its
+    /// history, with no input, and the agent loop goes on from them.
+    pub client_tools: Vec<ToolSpec>,
 }
 
 /// The `resume` of a chat frame (docs/protocol.md §11).
@@ -101,7 +106,17 @@ impl ChatRequest {
             trace: false,
             traceparent: None,
             conversation_id: None,
+            client_tools: Vec::new(),
         }
+    }
+
+    /// A chat that goes on after the client ran its tools: no input, no resume, and the history
+    /// ends with `tool` results.
+    pub fn continues_after_client_tools(&self) -> bool {
+        self.input.is_empty()
+            && self.resume.is_none()
+            && !self.compact_only
+            && self.messages.last().is_some_and(|m| m.role == Role::Tool)
     }
 }
 
@@ -120,6 +135,8 @@ pub enum DoneReason {
     MaxTokens,
     /// Tool calls wait for the person's decision (an `approval` event came first).
     ApprovalRequired,
+    /// Calls of client tools wait for the client's results (`Done::pending_tool_calls`).
+    ToolCalls,
 }
 
 impl DoneReason {
@@ -132,6 +149,7 @@ impl DoneReason {
             DoneReason::Length => "length",
             DoneReason::MaxTokens => "max_tokens",
             DoneReason::ApprovalRequired => "approval_required",
+            DoneReason::ToolCalls => "tool_calls",
         }
     }
 }
@@ -210,6 +228,30 @@ impl NoticeLevel {
     }
 }
 
+/// Which step of a chat a model call is (`ChatEvent::StepStarted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepName {
+    /// The one call of a chat without tools.
+    Answer,
+    /// The planning round.
+    Planning,
+    /// A round of the agent loop, from 1.
+    Round(usize),
+    /// The last call at a limit (`summary_on_limit`).
+    Summary,
+}
+
+impl std::fmt::Display for StepName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepName::Answer => f.write_str("answer"),
+            StepName::Planning => f.write_str("planning"),
+            StepName::Round(round) => write!(f, "round {round}"),
+            StepName::Summary => f.write_str("summary"),
+        }
+    }
+}
+
 /// A persistent hook message on its way to the client, which appends it to its history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookMessage {
@@ -227,6 +269,10 @@ pub enum ChatEvent {
     Started {
         trace_id: Option<String>,
     },
+    /// A step starts: one model call and the tool calls of its reply (the planning round, each
+    /// round of the agent loop, a direct call, the summary at a limit). The step before it, if
+    /// any, is over. The native wire sends nothing for it; AG-UI and the AI SDK mark steps.
+    StepStarted(StepName),
     /// Assistant text, as it streams.
     Text(String),
     /// The planning round decided tools are needed; its plan text.
@@ -279,6 +325,9 @@ pub enum ChatEvent {
         /// results (long ones cut), the final answer. After a resume: what the resumed part
         /// added.
         turn: Vec<Message>,
+        /// With reason `tool_calls`: the ids of the client tools' calls that wait for their
+        /// results (their assistant message is in `turn`); empty otherwise.
+        pending_tool_calls: Vec<String>,
     },
     Error(ChatError),
 }

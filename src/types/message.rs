@@ -50,6 +50,15 @@ pub struct CompactTag {
     pub count: usize,
 }
 
+/// What the model sees about a tool: sent upstream in the OpenAI function format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
 /// A tool call the model asked for. `arguments` is the raw JSON text the model produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCall {

@@ -15,11 +15,11 @@ pub(crate) use chat::MAX_DENY_REASON_CHARS;
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};
 pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
-    HookTrace, NoticeLevel, PendingCall, Resume,
+    HookTrace, NoticeLevel, PendingCall, Resume, StepName,
 };
 pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEventSender};
-pub use message::{CompactTag, HookTag, Message, Role, ToolCall, Usage};
+pub use message::{CompactTag, HookTag, Message, Role, ToolCall, ToolSpec, Usage};
 pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
 pub(crate) use side_wait::SideWait;
-pub use tool::{ToolOutput, ToolSpec};
+pub use tool::ToolOutput;

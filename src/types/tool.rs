@@ -1,17 +1,6 @@
-//! What a tool is to the model (its spec) and what one call of it returns.
-
-use serde_json::Value;
+//! What one call of a tool returns (its spec, what the model sees, is in `message`).
 
 use super::chat::ChatEvent;
-
-/// What the model sees about a tool: sent upstream in the OpenAI function format.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
-}
 
 /// The outcome of one tool call, as the model and the client see it.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,6 +10,7 @@ mod auto_compaction;
 mod binary;
 mod browser;
 mod cli;
+mod client_tools;
 mod common;
 mod compaction;
 mod conversation;

@@ -33,8 +33,23 @@ fn client(model: &Arc<ScriptedModel>, hook: &Arc<Recorder>, config: AgentConfig)
         .build()
 }
 
-/// Runs one chat to its end; its events as lines.
+/// Runs one chat to its end; its events as lines, the steps' starts left out (see
+/// [`chat_with_steps`]).
 async fn chat(
+    model: &Arc<ScriptedModel>,
+    hook: &Arc<Recorder>,
+    config: AgentConfig,
+    request: ChatRequest,
+) -> Vec<String> {
+    let lines = chat_with_steps(model, hook, config, request).await;
+    lines
+        .into_iter()
+        .filter(|line| !line.starts_with("step:"))
+        .collect()
+}
+
+/// Runs one chat to its end; every event as a line.
+async fn chat_with_steps(
     model: &Arc<ScriptedModel>,
     hook: &Arc<Recorder>,
     config: AgentConfig,
@@ -364,6 +379,9 @@ async fn a_cancelled_chat_ends_with_done_holding_what_streamed() {
     let mut stream = client(&model, &hook, config()).chat_stream(request);
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
+        if matches!(event, crate::types::ChatEvent::StepStarted(_)) {
+            continue;
+        }
         events.push(show(&event));
         if events.last().is_some_and(|line| line == "text:lo") {
             cancel.cancel();
@@ -423,4 +441,31 @@ async fn calls_past_the_rounds_cap_are_answered_but_neither_run_nor_counted() {
     let record = hook.record.lock().unwrap().take();
     // Three responses, two tool results; one call counted.
     assert_eq!(record.map(|r| (r.tool_calls, r.steps)), Some((1, 5)));
+}
+
+#[tokio::test]
+async fn each_model_call_starts_a_step_and_its_tools_belong_to_it() {
+    let model = ScriptedModel::new([
+        Reply::text(&["[NEED_TOOL] read it"]),
+        Reply::tool_calls(&[("c1", "echo", r#"{"x":1}"#)]),
+        Reply::text(&["It says 1."]),
+    ]);
+    let hook = Arc::new(Recorder::default());
+    let events = chat_with_steps(&model, &hook, config(), ChatRequest::new("c1", "read")).await;
+    assert_eq!(
+        events,
+        [
+            "start",
+            "step:planning",
+            "plan:read it",
+            "step:round 1",
+            r#"tool_call:c1:echo:{"x":1}"#,
+            r#"tool_result:c1:false:echo {"x":1}"#,
+            "step:round 2",
+            "text:It says 1.",
+            "done:completed:It says 1.:30+6",
+        ]
+    );
+    let events = chat_with_steps(&model, &hook, config(), direct("hi")).await;
+    assert_eq!(events[..2], ["start", "step:answer"]);
 }

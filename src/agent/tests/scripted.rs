@@ -262,6 +262,7 @@ impl AgentHook for Recorder {
 pub(crate) fn show(event: &ChatEvent) -> String {
     match event {
         ChatEvent::Started { .. } => "start".into(),
+        ChatEvent::StepStarted(step) => format!("step:{step}"),
         ChatEvent::Text(text) => format!("text:{text}"),
         ChatEvent::Plan(plan) => format!("plan:{plan}"),
         ChatEvent::ToolCall {

@@ -12,6 +12,7 @@ use super::history::{self, HistoryMessage};
 use super::read::{json_object, read, read_as_object, FrameError};
 use super::{MAX_SESSION_HOOKS, MAX_TRACE_FIELD_BYTES};
 use crate::config::Limits;
+use crate::server::wire::{check_client_tools, ClientTool, MAX_CLIENT_TOOLS};
 use crate::types::{ApprovalDecision, ChatRequest, Resume, MAX_DENY_REASON_CHARS};
 
 // ─── the wire types (docs/schema/frames/client.json) ───
@@ -67,6 +68,10 @@ pub(crate) struct ChatPayload {
     /// The client's conversation, for `gen_ai.conversation.id` (at most 256 bytes).
     #[schemars(length(max = MAX_TRACE_FIELD_BYTES))]
     conversation_id: Option<String>,
+    /// Tools the client runs itself (docs/protocol.md §19): a call to one ends the chat with
+    /// `done` reason `tool_calls`; the next chat sends the results and no `input`.
+    #[schemars(length(max = MAX_CLIENT_TOOLS))]
+    client_tools: Option<Vec<ClientTool>>,
 }
 
 /// A `cancel` or `ping` frame.
@@ -107,13 +112,17 @@ pub(crate) enum Decision {
 }
 
 /// A chat frame's rule that is not a field's type, said in the schema: `input` (not empty) for
-/// a new turn, or `resume` and no `input` after an approval.
+/// a new turn, `resume` and no `input` after an approval, or neither after the client ran its
+/// tools (then `messages` ends with their results, which the server checks).
 fn input_or_resume(schema: &mut Schema) {
     let rule = json!([
         {"properties": {"input": {"type": "string", "minLength": 1}, "resume": {"type": "null"}},
          "required": ["input"]},
         {"properties": {"resume": {"type": "object"}, "input": {"type": "null"}},
-         "required": ["resume"]}
+         "required": ["resume"]},
+        {"properties": {"input": {"type": "null"}, "resume": {"type": "null"},
+                        "messages": {"type": "array", "minItems": 1}},
+         "required": ["messages"]}
     ]);
     schema.insert("oneOf".into(), rule);
 }
@@ -268,7 +277,10 @@ impl ChatPayload {
                 ))
             }
             (None, Some(resume)) => resume.validate()?,
-            (None, None) => return Err(FrameError::missing("input")),
+            (None, None) if !ends_with_tool_results(self.messages.as_deref()) => {
+                return Err(FrameError::missing("input"))
+            }
+            (None, None) => {}
             (Some(input), None) => check_input(input, limits.max_input_chars)?,
         }
         for (name, text) in [
@@ -283,6 +295,9 @@ impl ChatPayload {
                 return Err(FrameError::field(name, over));
             }
         }
+        check_client_tools(self.client_tools.as_deref().unwrap_or_default()).map_err(|error| {
+            FrameError::field(format!("client_tools.{}", error.field), error.message)
+        })?;
         let hooks = self.session_hooks.as_ref().map_or(0, Vec::len);
         if hooks > MAX_SESSION_HOOKS {
             let over = format!("has {hooks} hooks; the limit is {MAX_SESSION_HOOKS}");
@@ -320,8 +335,22 @@ impl ChatPayload {
                 .traceparent
                 .or_else(|| origin.traceparent.map(str::to_string)),
             conversation_id: self.conversation_id,
+            client_tools: self
+                .client_tools
+                .unwrap_or_default()
+                .into_iter()
+                .map(ClientTool::into_spec)
+                .collect(),
         }
     }
+}
+
+/// Whether a history ends with `tool` results: a chat without `input` goes on from them after
+/// the client ran its tools.
+fn ends_with_tool_results(messages: Option<&[HistoryMessage]>) -> bool {
+    messages
+        .and_then(<[HistoryMessage]>::last)
+        .is_some_and(HistoryMessage::is_tool_result)
 }
 
 /// A new turn's text: not empty, and at most `max_chars` Unicode scalar values.

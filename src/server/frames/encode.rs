@@ -69,8 +69,10 @@ impl WireEncoder for NativeEncoder {
                 return Encoded::One(json);
             }
         }
-        let frame = ServerFrame::from_event(&self.chat_id, event).with_instance(&self.instance);
-        self.fitted(frame)
+        match ServerFrame::from_event(&self.chat_id, event) {
+            Some(frame) => self.fitted(frame.with_instance(&self.instance)),
+            None => Encoded::None,
+        }
     }
 
     fn audio(&mut self, audio: Audio) -> Encoded<String> {
@@ -97,8 +99,9 @@ mod tests {
     use super::*;
 
     fn frame(encoder: &mut NativeEncoder, event: ChatEvent) -> String {
-        let frame =
-            ServerFrame::from_event(&encoder.chat_id, event).with_instance(&encoder.instance);
+        let frame = ServerFrame::from_event(&encoder.chat_id, event)
+            .unwrap()
+            .with_instance(&encoder.instance);
         frame.to_json()
     }
 

@@ -191,6 +191,11 @@ pub(super) fn validate(
 }
 
 impl HistoryMessage {
+    /// A `tool` message: a call's result.
+    pub(crate) fn is_tool_result(&self) -> bool {
+        self.role == Role::Tool
+    }
+
     /// The rules of the message's role (`index`: its place in `messages`).
     fn validate(&self, index: usize) -> Result<(), FrameError> {
         let at = || format!("messages[{index}]");

@@ -101,6 +101,10 @@ pub(crate) enum ServerFrame {
         usage: WireUsage,
         /// What the chat added to the conversation (docs/protocol.md §13).
         turn: Vec<WireMessage>,
+        /// With reason `tool_calls`: the ids of the client tools' calls that wait for their
+        /// results (docs/protocol.md §19); absent otherwise.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pending_tool_calls: Vec<String>,
     },
     /// A refused frame, or a chat that failed.
     Error(ErrorFrame),
@@ -209,10 +213,12 @@ impl ServerFrame {
         })
     }
 
-    /// The frame for a chat event of chat `id`.
-    pub(crate) fn from_event(id: &str, event: ChatEvent) -> Self {
+    /// The frame for a chat event of chat `id`; `None` for the events the native wire does not
+    /// send (a step's start: docs/protocol.md §19).
+    pub(crate) fn from_event(id: &str, event: ChatEvent) -> Option<Self> {
         let id = id.to_string();
-        match event {
+        Some(match event {
+            ChatEvent::StepStarted(_) => return None,
             ChatEvent::Started { trace_id } => ServerFrame::Start {
                 id,
                 instance: None,
@@ -271,15 +277,17 @@ impl ServerFrame {
                 content,
                 usage,
                 turn,
+                pending_tool_calls,
             } => ServerFrame::Done {
                 id,
                 reason,
                 message: WireMessage::from_message(Message::assistant(content)),
                 usage: WireUsage::from(usage),
                 turn: wire_messages(turn),
+                pending_tool_calls,
             },
             ChatEvent::Error(error) => ServerFrame::Error(ErrorFrame::of_chat(id, error)),
-        }
+        })
     }
 
     /// A persistent hook message: the hook that wrote it, and the message with its mark.

@@ -30,8 +30,10 @@
 
 mod chat;
 mod speech;
+mod tools;
 
 pub(crate) use chat::WireChat;
+pub(crate) use tools::{check_client_tools, ClientTool, MAX_CLIENT_TOOLS};
 
 use crate::types::ChatEvent;
 #[cfg(doc)]

@@ -144,7 +144,8 @@ fn limits_apply() {
 
 #[test]
 fn server_frames_have_the_wire_shape() {
-    let frame = |event| serde_json::to_value(ServerFrame::from_event("c1", event)).unwrap();
+    let frame =
+        |event| serde_json::to_value(ServerFrame::from_event("c1", event).unwrap()).unwrap();
     assert_eq!(
         frame(ChatEvent::Started { trace_id: None }),
         json!({"type":"start","id":"c1"})
@@ -219,6 +220,7 @@ fn server_frames_have_the_wire_shape() {
                 Message::named_tool_result("k1", "list_dir", "a.txt"),
                 Message::assistant("a"),
             ],
+            pending_tool_calls: Vec::new(),
         }),
         json!({"type":"done","id":"c1","reason":"max_steps","message":{"role":"assistant","content":"a"},
                "usage":{"prompt_tokens":3,"completion_tokens":4,"hook_calls":0,"hook_prompt_tokens":0,"hook_completion_tokens":0},
@@ -242,13 +244,16 @@ fn server_frames_have_the_wire_shape() {
 
 #[test]
 fn the_start_frame_names_the_instance_and_no_other_frame_does() {
-    let start =
-        ServerFrame::from_event("c1", ChatEvent::Started { trace_id: None }).with_instance("a1b2");
+    let start = ServerFrame::from_event("c1", ChatEvent::Started { trace_id: None })
+        .unwrap()
+        .with_instance("a1b2");
     assert_eq!(
         serde_json::to_value(start).unwrap(),
         json!({"type":"start","id":"c1","instance":"a1b2"})
     );
-    let text = ServerFrame::from_event("c1", ChatEvent::Text("hi".into())).with_instance("a1b2");
+    let text = ServerFrame::from_event("c1", ChatEvent::Text("hi".into()))
+        .unwrap()
+        .with_instance("a1b2");
     assert_eq!(
         serde_json::to_value(text).unwrap(),
         json!({"type":"text","id":"c1","delta":"hi"})
@@ -395,7 +400,8 @@ fn trace_context_fields_of_a_chat_frame_and_the_start_frame() {
         ChatEvent::Started {
             trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
         },
-    );
+    )
+    .unwrap();
     assert_eq!(
         serde_json::to_value(&start).unwrap(),
         json!({"type":"start","id":"c1","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"})

@@ -51,6 +51,15 @@ fn seeds() -> Vec<Value> {
                             {"role": "assistant", "content": null, "tool_calls": [call("r1", json!("{}"))]}],
                "resume": {"state": "v1.x", "decisions": [{"call_id": "r1", "decision": "allow"},
                                                           {"call_id": "r2", "decision": "deny", "reason": "no"}]}}),
+        json!({"type": "chat", "id": "c3",
+               "client_tools": [{"name": "get_location", "description": "where the person is",
+                                 "parameters": {"type": "object", "properties": {}}},
+                                {"name": "open-dialog"}],
+               "messages": [{"role": "user", "content": "where am I"},
+                            {"role": "assistant", "content": null,
+                             "tool_calls": [{"id": "g1", "type": "function",
+                                             "function": {"name": "get_location", "arguments": "{}"}}]},
+                            {"role": "tool", "tool_call_id": "g1", "content": "Paris"}]}),
         json!({"type": "compact", "id": "k", "messages": [{"role": "user", "content": "a"},
                                                           {"role": "assistant", "content": "b"}]}),
     ]
@@ -248,6 +257,19 @@ fn tool_calls_answered(frame: &Value) -> bool {
     open.is_empty() || open_tail
 }
 
+/// A chat frame without `input` and `resume` is a chat after the client ran its tools: its
+/// history ends with a `tool` message.
+fn input_or_tool_results(frame: &Value) -> bool {
+    let absent = |key: &str| frame.get(key).is_none_or(Value::is_null);
+    if frame["type"] != "chat" || !absent("input") || !absent("resume") {
+        return true;
+    }
+    frame["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .is_some_and(|last| last["role"] == "tool")
+}
+
 #[test]
 fn the_parser_accepts_what_the_client_schema_accepts_and_refuses_the_rest() {
     let schema = published();
@@ -272,10 +294,14 @@ fn the_parser_accepts_what_the_client_schema_accepts_and_refuses_the_rest() {
             ClientFrame::Invalid { error, .. } => Err(error.to_string()),
             _ => Ok(()),
         };
+        // The rules the schema cannot say: every tool call answered, and a chat frame with
+        // neither `input` nor `resume` goes on after the client's tools (its history ends with
+        // their results).
+        let rules_hold = tool_calls_answered(frame) && input_or_tool_results(frame);
         let agrees = match (valid, &outcome) {
-            // Read without error; accepted unless a tool call is left unanswered.
-            (true, Ok(())) => read.is_ok() && tool_calls_answered(frame),
-            (true, Err(_)) => read.is_ok() && !tool_calls_answered(frame),
+            // Read without error; accepted unless a rule beyond the schema is broken.
+            (true, Ok(())) => read.is_ok() && rules_hold,
+            (true, Err(_)) => read.is_ok() && !rules_hold,
             (false, Ok(())) => false,
             (false, Err(_)) => true,
         };
@@ -470,7 +496,15 @@ fn what_the_native_encoder_writes_is_valid_under_the_server_schema() {
             reason: DoneReason::Completed,
             content: "a".into(),
             usage: Usage::default(),
+            turn: turn.clone(),
+            pending_tool_calls: Vec::new(),
+        },
+        ChatEvent::Done {
+            reason: DoneReason::ToolCalls,
+            content: String::new(),
+            usage: Usage::default(),
             turn,
+            pending_tool_calls: vec!["k1".into()],
         },
         ChatEvent::Error(ChatError::new(ErrorCode::Internal, "no")),
         ChatEvent::Error(failed),
