@@ -74,6 +74,8 @@ pub(super) struct ChatRun {
     /// The calls of client tools that wait for the client's results: the chat ends with
     /// `tool_calls` when a round leaves some.
     pub(super) client_calls: Vec<String>,
+    /// Whether the client's wire can carry an approval; when not, such a call is refused.
+    pub(super) can_ask_approval: bool,
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
@@ -206,6 +208,7 @@ impl ChatRun {
                 .map(|tool| tool.name.clone())
                 .collect(),
             client_calls: Vec::new(),
+            can_ask_approval: request.can_ask_approval,
         }
     }
 

@@ -147,9 +147,13 @@ impl ChatRun {
             // A stop ends the chat before the call is shown or run.
             ToolAction::Stop { reason } => return Err(Interrupt::Stopped(reason)),
             ToolAction::Skip { reason } => Some(reason),
-            ToolAction::Ask { reason } if runnable => return Ok(Some(pending(info, reason))),
+            ToolAction::Ask { reason } if runnable && self.can_ask_approval => {
+                return Ok(Some(pending(info, reason)))
+            }
+            ToolAction::Ask { reason } if runnable => Some(no_approval_here(&reason)),
             ToolAction::Run if runnable => match self.approval_needed(&info.name) {
-                Some(reason) => return Ok(Some(pending(info, reason))),
+                Some(reason) if self.can_ask_approval => return Ok(Some(pending(info, reason))),
+                Some(reason) => Some(no_approval_here(&reason)),
                 None => None,
             },
             ToolAction::Ask { .. } | ToolAction::Run => None,
@@ -342,6 +346,11 @@ impl ChatRun {
         })
         .await
     }
+}
+
+/// Why a call that needs approval did not run on a wire that cannot ask for it.
+fn no_approval_here(reason: &str) -> String {
+    format!("it needs the person's approval ({reason}), which this client cannot give")
 }
 
 fn pending(info: ToolCallInfo, reason: String) -> PendingCall {

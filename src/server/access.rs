@@ -252,7 +252,14 @@ pub(super) async fn enforce(
             );
             ::metrics::counter!("hookwire_rejected_connections_total", "reason" => refusal.reason)
                 .increment(1);
-            let mut response = (refusal.status, refusal.message).into_response();
+            // The front ends' routes answer in JSON, as their clients read errors.
+            let mut response = if answers_json(request.uri().path()) {
+                let body = serde_json::json!({"error": {"code": refusal.reason,
+                                                        "message": refusal.message}});
+                (refusal.status, axum::Json(body)).into_response()
+            } else {
+                (refusal.status, refusal.message).into_response()
+            };
             if refusal.status == StatusCode::UNAUTHORIZED {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
@@ -266,7 +273,19 @@ pub(super) async fn enforce(
 
 /// The routes behind the token: the chat and everything that shows the server's state.
 fn needs_token(path: &str) -> bool {
-    path == "/ws" || path == "/metrics" || path == "/api" || path.starts_with("/api/")
+    path == "/ws"
+        || path == "/metrics"
+        || path == "/api"
+        || path.starts_with("/api/")
+        || path == "/ag-ui"
+        || path.starts_with("/ag-ui/")
+        || path == "/v1"
+        || path.starts_with("/v1/")
+}
+
+/// The routes of the front-end wires (docs/protocol.md §19), whose errors are JSON.
+fn answers_json(path: &str) -> bool {
+    path == "/ag-ui" || path == "/api/chat" || path.starts_with("/v1/")
 }
 
 /// The routes for the operator: what runs and how it fares, behind `admin_token` when set.

@@ -12,8 +12,10 @@ mod frames;
 pub use frames::frame_schemas;
 pub mod health;
 mod hooks;
+mod http_chat;
 mod listen;
 mod metrics;
+mod openai;
 mod session;
 mod voice;
 mod wire;
@@ -132,6 +134,8 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
         .route("/api/transcribe", post(voice::transcribe))
+        .route("/v1/chat/completions", post(openai::completions))
+        .route("/v1/models", get(openai::models))
         .route("/metrics", get(metrics_text))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(

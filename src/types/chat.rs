@@ -41,6 +41,9 @@ pub struct ChatRequest {
     /// with `done` reason `tool_calls`. The next chat sends the results at the end of its
     /// history, with no input, and the agent loop goes on from them.
     pub client_tools: Vec<ToolSpec>,
+    /// `false` for a wire that cannot carry an approval (OpenAI's chat completions): a call that
+    /// would wait for the person's decision is refused instead, with a reason the model sees.
+    pub can_ask_approval: bool,
 }
 
 /// The `resume` of a chat frame (docs/protocol.md §11).
@@ -107,6 +110,7 @@ impl ChatRequest {
             traceparent: None,
             conversation_id: None,
             client_tools: Vec::new(),
+            can_ask_approval: true,
         }
     }
 

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// `node` (or Debian's older `nodejs`) on the PATH, or `None` after saying the test was skipped
 /// (outside CI) — under `CI=true` a missing node fails the test instead.
-fn find_node() -> Option<String> {
+pub(crate) fn find_node() -> Option<String> {
     let found = ["node", "nodejs"].iter().find_map(|name| {
         let out = Command::new("sh")
             .arg("-c")

@@ -22,6 +22,7 @@ mod docker;
 mod exposure;
 mod external;
 mod frontend;
+mod frontends;
 mod hook_processes;
 mod hook_sandbox;
 mod http;

@@ -341,6 +341,7 @@ impl ChatPayload {
                 .into_iter()
                 .map(ClientTool::into_spec)
                 .collect(),
+            can_ask_approval: true,
         }
     }
 }

@@ -330,25 +330,72 @@ impl HistoryHookTag {
     }
 }
 
+/// What the check of tool answers reads of a message: the native wire's history messages and
+/// the messages other wires convert into.
+pub(crate) trait CallsAndAnswers {
+    fn role(&self) -> Role;
+    /// An assistant message's call ids.
+    fn call_ids(&self) -> impl Iterator<Item = &str>;
+    /// A tool message's call id.
+    fn answers(&self) -> Option<&str>;
+}
+
+impl CallsAndAnswers for HistoryMessage {
+    fn role(&self) -> Role {
+        self.role
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        let calls = self.tool_calls.as_deref().unwrap_or_default();
+        calls.iter().map(|call| call.id.as_str())
+    }
+    fn answers(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+}
+
+impl CallsAndAnswers for Message {
+    fn role(&self) -> Role {
+        self.role
+    }
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.tool_calls.iter().map(|call| call.id.as_str())
+    }
+    fn answers(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+}
+
+/// The history rules of the native wire for messages another wire converted: every call has an
+/// id and a tool, and is answered by one `tool` message ([`check_tool_answers`]).
+pub(crate) fn check_history(messages: &[Message], open_tail: bool) -> Result<(), FrameError> {
+    for (index, message) in messages.iter().enumerate() {
+        for (call_index, call) in message.tool_calls.iter().enumerate() {
+            if call.id.is_empty() || call.name.is_empty() {
+                return Err(FrameError::field(
+                    format!("messages[{index}].tool_calls[{call_index}]"),
+                    "needs an id and a function name",
+                ));
+            }
+        }
+    }
+    check_tool_answers(messages, open_tail)
+}
+
 /// Every `tool` message answers a call an earlier assistant message made, once; every call is
 /// answered before the next user message (and, unless `open_tail`, before the end). Linear in
 /// the number of calls: a history may carry thousands.
-pub(super) fn check_tool_answers(
-    messages: &[HistoryMessage],
+pub(crate) fn check_tool_answers<M: CallsAndAnswers>(
+    messages: &[M],
     open_tail: bool,
 ) -> Result<(), FrameError> {
     use std::collections::{HashMap, HashSet};
-    fn calls(message: &HistoryMessage) -> impl Iterator<Item = &str> {
-        let calls = message.tool_calls.as_deref().unwrap_or_default();
-        calls.iter().map(|call| call.id.as_str())
-    }
     // The calls made and not yet answered, with the place of the message that made them.
     let mut open: HashMap<&str, usize> = HashMap::new();
     let mut answered: HashSet<&str> = HashSet::new();
     // The first call left open (the earliest message, then the call's order in it).
     let unanswered = |open: &HashMap<&str, usize>, before: &str| {
         let at = *open.values().min()?;
-        let id = calls(&messages[at]).find(|id| open.contains_key(id))?;
+        let id = messages[at].call_ids().find(|id| open.contains_key(id))?;
         Some(FrameError::rule(
             format!("messages[{at}]"),
             format!(
@@ -358,9 +405,9 @@ pub(super) fn check_tool_answers(
     };
     for (index, message) in messages.iter().enumerate() {
         let refuse = |message: String| Err(FrameError::rule(format!("messages[{index}]"), message));
-        match message.role {
+        match message.role() {
             Role::Assistant => {
-                for id in calls(message) {
+                for id in message.call_ids() {
                     if answered.contains(id) || open.insert(id, index).is_some() {
                         return refuse(format!(
                             "messages[{index}] repeats the tool call id {id:?}"
@@ -369,7 +416,7 @@ pub(super) fn check_tool_answers(
                 }
             }
             Role::Tool => {
-                let id = message.tool_call_id.as_deref().unwrap_or_default();
+                let id = message.answers().unwrap_or_default();
                 if open.remove(id).is_some() {
                     answered.insert(id);
                 } else if answered.contains(id) {

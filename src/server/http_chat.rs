@@ -1,0 +1,255 @@
+//! One chat over HTTP: the steps the front-end routes share (docs/protocol.md §19). A route reads
+//! its wire's request type from the body ([`read_json`]), converts it into a `ChatRequest`, and
+//! answers with the chat's events through its wire's encoder, as Server-Sent Events
+//! ([`sse_response`]) or as one JSON body once the chat is over ([`collect`]). What is wrong
+//! before any stream is an HTTP error with a JSON body `{"error": {"code", "message"}}`
+//! ([`RouteError`]).
+//!
+//! The chat is held like a WebSocket session: it takes one of `limits.max_connections`' permits,
+//! the drain waits for it (and cancels it past `limits.shutdown_grace_seconds`), and dropping
+//! the response body (the client went away) drops the chat, its upstream request with it.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::task_tracker::TaskTrackerToken;
+
+use super::wire::{WireChat, WireEncoder};
+use super::AppState;
+use crate::types::{ChatError, ChatRequest, ErrorCode};
+
+/// A request refused before any stream: its status and `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub(crate) struct RouteError {
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
+impl RouteError {
+    /// 400: the body is not what the route reads.
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            code: ErrorCode::BadFrame.as_str(),
+            message: message.into(),
+        }
+    }
+
+    /// A chat's error as an HTTP answer: the client's fault is 400, a busy or draining server
+    /// 503, the model's failure 502, the rest 500.
+    pub(crate) fn of_chat(error: &ChatError) -> Self {
+        let status = match error.code {
+            ErrorCode::BadFrame
+            | ErrorCode::UnknownSkill
+            | ErrorCode::HookBlocked
+            | ErrorCode::ContextTooLong => StatusCode::BAD_REQUEST,
+            ErrorCode::Busy | ErrorCode::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Upstream => StatusCode::BAD_GATEWAY,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Self {
+            status,
+            code: error.code.as_str(),
+            message: error.message.clone(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorFields<'a>,
+}
+
+/// OpenAI's clients read `message` (and `code`, `type`); AG-UI's and the AI SDK's show the body.
+#[derive(Serialize)]
+struct ErrorFields<'a> {
+    code: &'a str,
+    message: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl IntoResponse for RouteError {
+    fn into_response(self) -> Response {
+        let kind = if self.status.is_client_error() {
+            "invalid_request_error"
+        } else {
+            "server_error"
+        };
+        let body = ErrorBody {
+            error: ErrorFields {
+                code: self.code,
+                message: &self.message,
+                kind,
+            },
+        };
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// The body as `T`: at most `limits.max_message_bytes` (413 past it), strict JSON (400 naming
+/// the field's path when it is not `T`).
+pub(crate) async fn read_json<T: DeserializeOwned>(
+    state: &AppState,
+    body: Body,
+) -> Result<T, RouteError> {
+    let limit = state.config.limits.max_message_bytes;
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| RouteError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            code: ErrorCode::BadFrame.as_str(),
+            message: format!("the body is over {limit} bytes (limits.max_message_bytes)"),
+        })?;
+    let reader = &mut serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(reader).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path == "." || path.is_empty() {
+            RouteError::bad_request(format!(
+                "the body is not the request this route reads: {inner}"
+            ))
+        } else {
+            RouteError::bad_request(format!("field {path:?}: {inner}"))
+        }
+    })
+}
+
+/// What an HTTP chat holds while it runs: a connection permit and the drain's tracker.
+pub(crate) struct Admitted {
+    _permit: OwnedSemaphorePermit,
+    _tracked: TaskTrackerToken,
+}
+
+/// A new chat over HTTP, unless the server is draining or full (503).
+pub(crate) fn admit(state: &AppState) -> Result<Admitted, RouteError> {
+    let unavailable = |reason: &'static str, message: &str| {
+        ::metrics::counter!("hookwire_rejected_connections_total", "reason" => reason).increment(1);
+        RouteError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: ErrorCode::Draining.as_str(),
+            message: message.to_string(),
+        }
+    };
+    if state.shutdown.is_cancelled() {
+        return Err(unavailable(
+            "draining",
+            "the server is shutting down; send the request again",
+        ));
+    }
+    let Ok(permit) = state.sessions.clone().try_acquire_owned() else {
+        return Err(unavailable("capacity", "too many open connections"));
+    };
+    Ok(Admitted {
+        _permit: permit,
+        _tracked: state.tracker.token(),
+    })
+}
+
+/// Refuses client tools that clash with a server tool, before any stream (400).
+pub(crate) fn check_request(state: &AppState, request: &ChatRequest) -> Result<(), RouteError> {
+    state
+        .agent
+        .check_client_tools(&request.client_tools)
+        .map_err(|error| RouteError::of_chat(&error))
+}
+
+/// The chat's events through `encoder`, as they come: each item one SSE event's `data`.
+/// `headers`: the wire's own (the AI SDK's stream version).
+pub(crate) fn sse_response<E>(
+    state: &AppState,
+    admitted: Admitted,
+    request: ChatRequest,
+    encoder: E,
+    headers: &[(&'static str, &'static str)],
+) -> Response
+where
+    E: WireEncoder<Item = String> + Unpin + Send + 'static,
+{
+    let chat = run(state, request, encoder);
+    let body = chat.map(move |item| {
+        // The permit and the tracker's token live as long as the body.
+        let _held = &admitted;
+        Ok::<_, Infallible>(Bytes::from(format!("data: {item}\n\n")))
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    let fixed = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+    ];
+    for (name, value) in fixed {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    // nginx and other proxies pass each event on at once.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    for (name, value) in headers {
+        response
+            .headers_mut()
+            .insert(*name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// The chat run to its end, every item of its encoder in order (for a wire that answers with
+/// one body).
+pub(crate) async fn collect<E>(
+    state: &AppState,
+    admitted: Admitted,
+    request: ChatRequest,
+    encoder: E,
+) -> Vec<E::Item>
+where
+    E: WireEncoder + Unpin + Send + 'static,
+    E::Item: Unpin + Send,
+{
+    let items = run(state, request, encoder).collect().await;
+    drop(admitted);
+    items
+}
+
+/// The chat as its wire's items; cancelled past the shutdown's grace period, like a WebSocket
+/// session's chat (it still ends with its wire's last event).
+fn run<E>(state: &AppState, request: ChatRequest, encoder: E) -> WireChat<E>
+where
+    E: WireEncoder + Unpin,
+    E::Item: Unpin,
+{
+    let cancel = request.cancel.clone();
+    let id = request.id.clone();
+    let chat = WireChat::new(state.agent.chat_stream(request), encoder, id);
+    cancel_after_grace(state, cancel, chat.finished());
+    chat
+}
+
+/// Cancels the chat once the server has been draining for `limits.shutdown_grace`.
+fn cancel_after_grace(state: &AppState, cancel: CancellationToken, finished: CancellationToken) {
+    let shutdown = state.shutdown.clone();
+    let grace = state.config.limits.shutdown_grace;
+    tokio::spawn(async move {
+        tokio::select! {
+            () = finished.cancelled() => {}
+            () = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(grace).await;
+            } => cancel.cancel(),
+        }
+    });
+}
+
+/// A new chat's id on an HTTP wire (the wire's own run or completion id when it has one).
+pub(crate) fn new_chat_id() -> String {
+    format!("chat-{}", uuid::Uuid::new_v4().simple())
+}

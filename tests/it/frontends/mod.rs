@@ -1,0 +1,80 @@
+//! The front-end wires (docs/protocol.md §19) driven by the client libraries applications use,
+//! from the npm registry, pinned in `tests/frontends/package.json` (installed with `npm ci` into
+//! `tests/frontends/node_modules` on first use): `openai` for the OpenAI-compatible wire. A node
+//! script per library plays the application and prints what it saw as JSON; the tests assert on
+//! that and on what the fake upstream received. Without node or npm a test says it was skipped;
+//! under `CI=true` it fails instead.
+
+mod openai;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::common::TestServer;
+
+/// `tests/frontends`, with its `node_modules` installed; `None` (skipped) without node or npm.
+fn client_libraries() -> Option<PathBuf> {
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/frontends");
+        if dir.join("node_modules/.package-lock.json").exists() {
+            return Ok(dir);
+        }
+        let output = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .output()
+            .map_err(|error| format!("npm cannot run: {error}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "npm ci failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        Ok(dir)
+    });
+    match installed {
+        Ok(dir) => crate::frontend::find_node().map(|_| dir.clone()),
+        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("the front-end client libraries are missing, and CI=true requires them: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: the front-end client tests need node and npm: {why}");
+            None
+        }
+    }
+}
+
+/// Runs `script`'s `scenario` against `server` (with `token`), and returns what it printed.
+/// `None` when the client libraries cannot run here (outside CI).
+async fn run_client(
+    server: &TestServer,
+    script: &str,
+    scenario: &str,
+    token: Option<&str>,
+) -> Option<Value> {
+    let dir = client_libraries()?;
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(dir.join(script))
+        .arg(scenario)
+        .env("HOOKWIRE_URL", server.url("").trim_end_matches('/'))
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        command.env("HOOKWIRE_TOKEN", token);
+    }
+    let output = command.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script} {scenario} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+            panic!("{script} {scenario} printed no JSON ({error}): {stdout}")
+        }),
+    )
+}
