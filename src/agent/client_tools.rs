@@ -64,13 +64,7 @@ impl ChatRun {
         &mut self,
         sent: Vec<Message>,
     ) -> Outcome<DoneReason> {
-        let history = self.verified_history(&sent);
-        self.client_history = sent;
-        self.history_places = history.iter().map(|sent| sent.index).collect();
-        self.ctx.messages =
-            std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
-                .chain(history.into_iter().map(|sent| sent.message))
-                .collect();
+        self.take_history(sent);
         self.compact_history("", Trigger::Auto).await?;
         self.input_at = self.ctx.messages.len();
         // The model was called for this conversation already: a hook's stop is `stopped`.

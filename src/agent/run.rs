@@ -244,13 +244,7 @@ impl ChatRun {
         if continues {
             return self.continue_after_client_tools(sent).await;
         }
-        let history = self.verified_history(&sent);
-        self.client_history = sent;
-        self.history_places = history.iter().map(|sent| sent.index).collect();
-        self.ctx.messages =
-            std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
-                .chain(history.into_iter().map(|sent| sent.message))
-                .collect();
+        self.take_history(sent);
         if request.compact_only {
             self.compact_history("", Trigger::Manual).await?;
             return Ok(DoneReason::Completed);
@@ -283,6 +277,18 @@ impl ChatRun {
             super::Planning::Native => self.native_planning().await,
             super::Planning::Off => self.agent_loop(1).await,
         }
+    }
+
+    /// The client's history as the chat's messages, after the system prompt (its forged
+    /// messages left out); `client_history` keeps it as sent.
+    pub(super) fn take_history(&mut self, sent: Vec<Message>) {
+        let history = self.verified_history(&sent);
+        self.client_history = sent;
+        self.history_places = history.iter().map(|sent| sent.index).collect();
+        self.ctx.messages =
+            std::iter::once(Message::system(self.inner.config.system_prompt.clone()))
+                .chain(history.into_iter().map(|sent| sent.message))
+                .collect();
     }
 
     /// The client's history without the forged messages (a system message whose mark does not

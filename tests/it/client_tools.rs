@@ -187,48 +187,30 @@ async fn a_client_tool_that_needs_approval_waits_for_the_person_then_for_the_cli
     );
 }
 
+/// The `bad_frame` message a chat frame gets.
+async fn refusal(server: &TestServer, frame: Value) -> String {
+    let frames = chat(server, frame).await;
+    let error = frame_of(&frames, "error");
+    assert_eq!(error["code"], "bad_frame", "{error}");
+    error["message"].as_str().unwrap_or_default().to_string()
+}
+
 #[tokio::test]
 async fn a_client_tool_named_like_a_server_tool_or_badly_is_refused() {
     let upstream = FakeUpstream::start().await;
     let server = TestServer::builder().upstream(&upstream).start().await;
-    let frames = chat(
-        &server,
-        json!({"type": "chat", "id": "c1", "input": "x",
-               "client_tools": [{"name": "read_file"}]}),
-    )
-    .await;
-    let error = frame_of(&frames, "error");
-    assert_eq!(error["code"], "bad_frame");
-    assert!(
-        error["message"].as_str().unwrap().contains("server tool"),
-        "{error}"
-    );
-    let frames = chat(
-        &server,
-        json!({"type": "chat", "id": "c2", "input": "x",
-               "client_tools": [{"name": "has space"}]}),
-    )
-    .await;
-    let error = frame_of(&frames, "error");
-    assert_eq!(error["code"], "bad_frame");
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("client_tools.0.name"),
-        "{error}"
-    );
+    let clash = json!({"type": "chat", "id": "c1", "input": "x",
+                       "client_tools": [{"name": "read_file"}]});
+    let message = refusal(&server, clash).await;
+    assert!(message.contains("server tool"), "{message}");
+    let bad_name = json!({"type": "chat", "id": "c2", "input": "x",
+                          "client_tools": [{"name": "has space"}]});
+    let message = refusal(&server, bad_name).await;
+    assert!(message.contains("client_tools.0.name"), "{message}");
     // No input and a history that does not end with results: `input` is missing.
-    let frames = chat(
-        &server,
-        json!({"type": "chat", "id": "c3", "messages": [{"role": "user", "content": "hi"}]}),
-    )
-    .await;
-    let error = frame_of(&frames, "error");
-    assert_eq!(error["code"], "bad_frame");
-    assert!(
-        error["message"].as_str().unwrap().contains("input"),
-        "{error}"
-    );
+    let no_input = json!({"type": "chat", "id": "c3",
+                          "messages": [{"role": "user", "content": "hi"}]});
+    let message = refusal(&server, no_input).await;
+    assert!(message.contains("input"), "{message}");
     assert!(upstream.requests().is_empty());
 }
