@@ -8,6 +8,7 @@
 //! (or the grace period is over) the listener stops.
 
 mod access;
+mod aisdk;
 mod frames;
 pub use frames::frame_schemas;
 pub mod health;
@@ -134,6 +135,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
         .route("/api/transcribe", post(voice::transcribe))
+        .route("/api/chat", post(aisdk::chat))
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/models", get(openai::models))
         .route("/metrics", get(metrics_text))

@@ -443,3 +443,13 @@ pub(crate) fn check_tool_answers<M: CallsAndAnswers>(
         _ => Ok(()),
     }
 }
+
+/// One history message written by the native wire (a persistent hook's message with its `_hook`
+/// mark, carried by another wire for its client to send back), read as `/ws` reads it, its
+/// role's rules checked: the agent then checks its signature as on the WebSocket.
+pub(crate) fn read_history_message(value: Value) -> Result<Message, FrameError> {
+    let message: HistoryMessage = serde_json::from_value(value)
+        .map_err(|error| FrameError::field("message", error.to_string()))?;
+    message.validate(0)?;
+    Ok(message.into_message())
+}

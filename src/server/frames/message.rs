@@ -113,3 +113,11 @@ impl WireMessage {
         }
     }
 }
+
+/// A persistent hook's message as the native wire writes it in the history (with its `_hook`
+/// mark): what another wire carries for its client to send back unchanged.
+pub(crate) fn hook_message_json(hook: crate::types::HookMessage) -> serde_json::Value {
+    let mut message = Message::new(hook.role, hook.content);
+    message.hook = Some(hook.tag);
+    serde_json::to_value(WireMessage::from_message(message)).unwrap_or_default()
+}

@@ -16,7 +16,8 @@ mod server;
 
 pub(crate) use client::{ChatOrigin, ClientFrame};
 pub(crate) use encode::{frame_json, NativeEncoder};
-pub(crate) use history::check_history;
+pub(crate) use history::{check_history, read_history_message};
+pub(crate) use message::hook_message_json;
 pub use schema::frame_schemas;
 pub(crate) use server::ServerFrame;
 

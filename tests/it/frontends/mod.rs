@@ -1,10 +1,12 @@
 //! The front-end wires (docs/protocol.md §19) driven by the client libraries applications use,
 //! from the npm registry, pinned in `tests/frontends/package.json` (installed with `npm ci` into
-//! `tests/frontends/node_modules` on first use): `openai` for the OpenAI-compatible wire. A node
+//! `tests/frontends/node_modules` on first use): `openai` for the OpenAI-compatible wire, the AI
+//! SDK's `AbstractChat` (the class behind `useChat`) for `/api/chat`. A node
 //! script per library plays the application and prints what it saw as JSON; the tests assert on
 //! that and on what the fake upstream received. Without node or npm a test says it was skipped;
 //! under `CI=true` it fails instead.
 
+mod ai_sdk;
 mod openai;
 
 use std::path::{Path, PathBuf};
@@ -47,13 +49,14 @@ fn client_libraries() -> Option<PathBuf> {
     }
 }
 
-/// Runs `script`'s `scenario` against `server` (with `token`), and returns what it printed.
-/// `None` when the client libraries cannot run here (outside CI).
+/// Runs `script`'s `scenario` against `server` (with `token` and `env`), and returns what it
+/// printed. `None` when the client libraries cannot run here (outside CI).
 async fn run_client(
     server: &TestServer,
     script: &str,
     scenario: &str,
     token: Option<&str>,
+    env: &[(&str, &str)],
 ) -> Option<Value> {
     let dir = client_libraries()?;
     let mut command = tokio::process::Command::new("node");
@@ -65,6 +68,7 @@ async fn run_client(
     if let Some(token) = token {
         command.env("HOOKWIRE_TOKEN", token);
     }
+    command.envs(env.iter().copied());
     let output = command.output().await.unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -24,7 +24,14 @@ async fn server(upstream: &FakeUpstream) -> TestServer {
 }
 
 async fn client(server: &TestServer, scenario: &str) -> Option<Value> {
-    run_client(server, "openai-client.mjs", scenario, Some("front-token")).await
+    run_client(
+        server,
+        "openai-client.mjs",
+        scenario,
+        Some("front-token"),
+        &[],
+    )
+    .await
 }
 
 #[tokio::test]
