@@ -8,6 +8,8 @@
 //! (or the grace period is over) the listener stops.
 
 mod access;
+#[allow(dead_code)] // until the route `POST /ag-ui` uses it
+mod agui;
 mod frames;
 pub use frames::frame_schemas;
 pub mod health;

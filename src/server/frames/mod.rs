@@ -16,6 +16,7 @@ mod server;
 
 pub(crate) use client::{ChatOrigin, ClientFrame};
 pub(crate) use encode::{frame_json, NativeEncoder};
+pub(crate) use message::WireMessage;
 pub use schema::frame_schemas;
 pub(crate) use server::ServerFrame;
 
