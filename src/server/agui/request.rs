@@ -38,7 +38,9 @@ use crate::types::ChatRequest;
 pub(crate) struct RunAgentInput {
     pub(super) thread_id: String,
     pub(super) run_id: String,
+    /// Read for its type only: a chat has no parent run.
     #[serde(default)]
+    #[allow(dead_code)]
     pub(super) parent_run_id: Option<String>,
     /// Any JSON; hookwire's part is under `hookwire` (`state.rs`).
     #[serde(default)]
@@ -73,7 +75,10 @@ impl RunAgentInput {
     pub(crate) fn from_json(body: &[u8]) -> Result<Self, AgUiError> {
         let mut reader = serde_json::Deserializer::from_slice(body);
         serde_path_to_error::deserialize(&mut reader).map_err(|error| AgUiError::Shape {
-            path: error.path().to_string(),
+            path: match error.path().to_string() {
+                root if root == "." => "the body".into(),
+                path => path,
+            },
             message: error.inner().to_string(),
         })
     }

@@ -30,37 +30,39 @@ fn missing(what: &str) -> Option<()> {
 
 /// node on the PATH and the packages installed (once per test binary).
 fn ready() -> Option<()> {
-    static SETUP: Mutex<Option<bool>> = Mutex::new(None);
+    static SETUP: Mutex<Option<Result<(), String>>> = Mutex::new(None);
     let mut setup = SETUP
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(ready) = *setup {
-        return ready.then_some(());
+    let found = setup.get_or_insert_with(set_up).clone();
+    drop(setup);
+    match found {
+        Ok(()) => Some(()),
+        Err(what) => missing(&what),
     }
+}
+
+/// Finds node, and runs `npm ci` in `tests/frontends` when the packages are missing.
+fn set_up() -> Result<(), String> {
     let node = Command::new("node").arg("--version").output();
     if !node.is_ok_and(|out| out.status.success()) {
-        *setup = Some(false);
-        return missing("node is not installed");
+        return Err("node is not installed".into());
     }
-    if !frontends().join("node_modules/@ag-ui/client").exists() {
-        let npm = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(frontends())
-            .output();
-        match npm {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => panic!(
-                "npm ci in tests/frontends failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(error) => {
-                *setup = Some(false);
-                return missing(&format!("npm could not run ({error})"));
-            }
-        }
+    if frontends().join("node_modules/@ag-ui/client").exists() {
+        return Ok(());
     }
-    *setup = Some(true);
-    Some(())
+    let npm = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(frontends())
+        .output();
+    match npm {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => panic!(
+            "npm ci in tests/frontends failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(error) => Err(format!("npm could not run ({error})")),
+    }
 }
 
 /// The verifier's word on `events`: `Ok` or the reason it refused them.
