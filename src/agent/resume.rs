@@ -40,8 +40,9 @@ impl ChatRun {
             .filter(|m| m.injection.is_none() || m.hook.is_some())
             .map(StateMessage::from)
             .collect();
+        let expires = approval::now_secs() + self.inner.config.approval.ttl.as_secs().max(1);
         let state = LoopState {
-            expires: approval::now_secs() + self.inner.config.approval.ttl.as_secs().max(1),
+            expires,
             history: binding,
             model: self.ctx.model.clone(),
             system,
@@ -64,6 +65,7 @@ impl ChatRun {
         self.send(ChatEvent::Approval {
             calls: pending,
             state: text,
+            expires,
         })
         .await
     }

@@ -102,14 +102,7 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
     state: &AppState,
     body: Body,
 ) -> Result<T, RouteError> {
-    let limit = state.config.limits.max_message_bytes;
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| RouteError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: ErrorCode::BadFrame.as_str(),
-            message: format!("the body is over {limit} bytes (limits.max_message_bytes)"),
-        })?;
+    let bytes = read_body(state, body).await?;
     let reader = &mut serde_json::Deserializer::from_slice(&bytes);
     serde_path_to_error::deserialize(reader).map_err(|error| {
         let path = error.path().to_string();
@@ -122,6 +115,18 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
             RouteError::bad_request(format!("field {path:?}: {inner}"))
         }
     })
+}
+
+/// The body's bytes: at most `limits.max_message_bytes` (413 past it).
+pub(crate) async fn read_body(state: &AppState, body: Body) -> Result<Bytes, RouteError> {
+    let limit = state.config.limits.max_message_bytes;
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| RouteError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            code: ErrorCode::BadFrame.as_str(),
+            message: format!("the body is over {limit} bytes (limits.max_message_bytes)"),
+        })
 }
 
 /// What an HTTP chat holds while it runs: a connection permit and the drain's tracker.

@@ -8,6 +8,7 @@
 //! (or the grace period is over) the listener stops.
 
 mod access;
+mod agui;
 mod aisdk;
 mod frames;
 pub use frames::frame_schemas;
@@ -135,6 +136,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
         .route("/api/transcribe", post(voice::transcribe))
+        .route("/ag-ui", post(agui::run))
         .route("/api/chat", post(aisdk::chat))
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/models", get(openai::models))

@@ -299,6 +299,8 @@ pub enum ChatEvent {
     Approval {
         calls: Vec<PendingCall>,
         state: String,
+        /// When `state` expires, in seconds since the epoch (`approval.ttl` from now).
+        expires: u64,
     },
     /// The history was compacted (sent before any text): the client replaces the first `count`
     /// messages it sent by `message` (the summary, with its `_compact` mark) and then `pinned`

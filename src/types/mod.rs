@@ -3,6 +3,7 @@
 //! module of the crate, so any module may use it (see the layers in ARCHITECTURE.md).
 
 mod chat;
+mod clock;
 mod event_channel;
 mod message;
 mod problem;
@@ -17,6 +18,7 @@ pub use chat::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, DoneReason, ErrorCode, HookMessage,
     HookTrace, NoticeLevel, PendingCall, Resume, StepName,
 };
+pub(crate) use clock::{iso8601, iso8601_secs};
 pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEventSender};
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, ToolSpec, Usage};
 pub use problem::{has_errors, Labelled, Problem, Severity};

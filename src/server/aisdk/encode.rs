@@ -194,7 +194,7 @@ impl WireEncoder for UiStreamEncoder {
                 is_error,
                 ..
             } => out.push(self.result(call_id, content, is_error)),
-            ChatEvent::Approval { calls, state } => self.approval(calls, state, &mut out),
+            ChatEvent::Approval { calls, state, .. } => self.approval(calls, state, &mut out),
             ChatEvent::Hook(hook) => {
                 let message = hook_message_json(hook);
                 out.push(self.data("hook", message, false));

@@ -18,6 +18,7 @@ pub(crate) use client::{ChatOrigin, ClientFrame};
 pub(crate) use encode::{frame_json, NativeEncoder};
 pub(crate) use history::{check_history, read_history_message};
 pub(crate) use message::hook_message_json;
+pub(crate) use message::WireMessage;
 pub use schema::frame_schemas;
 pub(crate) use server::ServerFrame;
 

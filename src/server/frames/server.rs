@@ -250,7 +250,7 @@ impl ServerFrame {
                 is_error,
             },
             ChatEvent::Hook(message) => ServerFrame::hook(id, message),
-            ChatEvent::Approval { calls, state } => ServerFrame::Approval { id, calls, state },
+            ChatEvent::Approval { calls, state, .. } => ServerFrame::Approval { id, calls, state },
             ChatEvent::HookTrace(trace) => ServerFrame::hook_trace(id, trace),
             ChatEvent::Compact {
                 count,

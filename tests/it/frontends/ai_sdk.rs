@@ -19,7 +19,7 @@ fn location_tool() -> String {
 }
 
 /// A skill `keep` whose persistent system hook follows every user input.
-fn persistent_skill(root: &Path) {
+pub(super) fn persistent_skill(root: &Path) {
     let hooks = root.join("skills/keep/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     std::fs::write(hooks.join("rule.md"), "ANSWER IN FRENCH").unwrap();

@@ -6,6 +6,7 @@
 //! that and on what the fake upstream received. Without node or npm a test says it was skipped;
 //! under `CI=true` it fails instead.
 
+mod ag_ui;
 mod ai_sdk;
 mod openai;
 

@@ -472,6 +472,7 @@ fn what_the_native_encoder_writes_is_valid_under_the_server_schema() {
                 reason: "asked".into(),
             }],
             state: "v1.x".into(),
+            expires: 1_800_000_000,
         },
         ChatEvent::Compact {
             count: 2,
