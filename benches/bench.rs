@@ -43,10 +43,13 @@
 //!     minus the same chat with none, over 10) vs a bare `sh -c` spawn of the same script with
 //!     the same input piped, waited (in this process, which holds the servers too).
 //!
+//! 14. One streamed chat over each front-end wire (AG-UI, the AI SDK, OpenAI) vs the same chat
+//!     over the WebSocket: time to first token and CPU per token (`wires.rs`).
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
 //! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12); `-- command_hook`
-//! only (13).
+//! only (13); `-- wires` only (14).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -58,6 +61,7 @@ mod micro;
 #[allow(dead_code)] // its tests are not built here, only its figures
 mod real_model;
 mod relay;
+mod wires;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -107,6 +111,10 @@ fn main() {
         runtime.block_on(bench_telemetry());
         return;
     }
+    if std::env::args().any(|arg| arg == "wires") {
+        runtime.block_on(wires::bench_wires());
+        return;
+    }
     if std::env::args().any(|arg| arg == "real-model") {
         runtime.block_on(bench_real_model());
         return;
@@ -131,6 +139,7 @@ fn main() {
         runtime.block_on(bench_parallel_hooks());
         runtime.block_on(bench_real_model());
         runtime.block_on(bench_command_hook());
+        runtime.block_on(wires::bench_wires());
     }
 }
 
