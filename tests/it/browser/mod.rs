@@ -6,7 +6,9 @@
 //! (`approval.rs`); compaction (`compaction.rs`); conversations and exports
 //! (`conversations.rs`); the Hooks tab and the trace timeline (`hooks_tab.rs`); what a person
 //! meets beside the protocol (`page.rs`, `forks.rs`, `accessibility.rs`, `screenshots.rs`); the
-//! access token (`token.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`).
+//! access token (`token.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`). Beside
+//! hookwire's own page, the AI SDK example a user copies (`examples/ai-sdk`, built and served
+//! from `static_dir`) in Chromium (`examples.rs`, its selectors in one small struct there).
 //! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
 
 mod accessibility;
@@ -17,6 +19,7 @@ mod compaction;
 mod connection;
 mod conversations;
 mod driver;
+mod examples;
 mod firefox;
 mod forks;
 mod hooks_tab;

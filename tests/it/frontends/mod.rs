@@ -1,13 +1,15 @@
 //! The front-end wires (docs/protocol.md §19) driven by the client libraries applications use,
 //! from the npm registry, pinned in `tests/frontends/package.json` (installed with `npm ci` into
 //! `tests/frontends/node_modules` on first use): `openai` for the OpenAI-compatible wire, the AI
-//! SDK's `AbstractChat` (the class behind `useChat`) for `/api/chat`. A node
-//! script per library plays the application and prints what it saw as JSON; the tests assert on
-//! that and on what the fake upstream received. Without node or npm a test says it was skipped;
-//! under `CI=true` it fails instead.
+//! SDK's `AbstractChat` (the class behind `useChat`) for `/api/chat`. A node script per library
+//! plays the application and prints what it saw as JSON; the tests assert on that and on what the
+//! fake upstream received. The examples a user copies run as they are (`examples.rs`: the AG-UI
+//! script; the AI SDK page in Chromium is `browser/examples.rs`). Without node or npm a test says
+//! it was skipped; under `CI=true` it fails instead.
 
 mod ag_ui;
 mod ai_sdk;
+mod examples;
 mod openai;
 
 use std::path::{Path, PathBuf};
@@ -20,31 +22,52 @@ use crate::common::TestServer;
 /// `tests/frontends`, with its `node_modules` installed; `None` (skipped) without node or npm.
 fn client_libraries() -> Option<PathBuf> {
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let installed = INSTALLED.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/frontends");
-        if dir.join("node_modules/.package-lock.json").exists() {
-            return Ok(dir);
-        }
-        let output = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output()
-            .map_err(|error| format!("npm cannot run: {error}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "npm ci failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
+    npm_folder(
+        &INSTALLED,
+        "tests/frontends",
+        &[],
+        "the front-end client tests",
+    )
+}
+
+/// The folder `path` (in the repository, with a `package.json` and its lockfile) once its
+/// `node_modules` is installed with `npm ci` (kept from an earlier run) and each of `then` (npm
+/// arguments, e.g. `["run", "build"]`) has run, all once per test run (`done` remembers);
+/// `None`, after saying `who` were skipped, without node or npm. Under `CI=true` a failure here
+/// fails the test instead.
+pub(crate) fn npm_folder(
+    done: &'static OnceLock<Result<PathBuf, String>>,
+    path: &str,
+    then: &[&[&str]],
+    who: &str,
+) -> Option<PathBuf> {
+    let ready = done.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        let install: &[&str] = &["ci", "--no-audit", "--no-fund"];
+        let installed = dir.join("node_modules/.package-lock.json").exists();
+        for args in (!installed).then_some(install).iter().chain(then) {
+            let output = std::process::Command::new("npm")
+                .args(*args)
+                .current_dir(&dir)
+                .output()
+                .map_err(|error| format!("npm cannot run: {error}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "npm {} in {path} failed: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
         }
         Ok(dir)
     });
-    match installed {
+    match ready {
         Ok(dir) => crate::frontend::find_node().map(|_| dir.clone()),
         Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("the front-end client libraries are missing, and CI=true requires them: {why}")
+            panic!("{who} need node and npm, and CI=true requires them: {why}")
         }
         Err(why) => {
-            eprintln!("SKIPPED: the front-end client tests need node and npm: {why}");
+            eprintln!("SKIPPED: {who} need node and npm: {why}");
             None
         }
     }
