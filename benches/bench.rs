@@ -44,7 +44,7 @@
 //!     the same input piped, waited (in this process, which holds the servers too).
 //!
 //! 14. One streamed chat over each front-end wire (AG-UI, the AI SDK, OpenAI) vs the same chat
-//!     over the WebSocket: time to first token and CPU per token (`wires.rs`).
+//!     over the WebSocket: time to first token and CPU per token (`wires/mod.rs`).
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
