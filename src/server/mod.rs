@@ -136,17 +136,46 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
         .route("/api/transcribe", post(voice::transcribe))
-        .route("/ag-ui", post(agui::run))
-        .route("/api/chat", post(aisdk::chat))
-        .route("/v1/chat/completions", post(openai::completions))
-        .route("/v1/models", get(openai::models))
         .route("/metrics", get(metrics_text))
+        .merge(front_end_routes(config.allowed_origins.as_deref()))
         .fallback_service(static_files)
         .layer(axum::middleware::from_fn_with_state(
             policy,
             access::enforce,
         ))
         .with_state(state)
+}
+
+/// The front-end wires' routes (docs/protocol.md §19). With `allowed_origins`, pages of those
+/// origins may call them from the browser: their CORS preflight is answered here (the access
+/// check lets a preflight through without the token, which a browser never sends on one).
+fn front_end_routes(allowed_origins: Option<&[String]>) -> Router<AppState> {
+    let routes = Router::new()
+        .route("/ag-ui", post(agui::run))
+        .route("/api/chat", post(aisdk::chat))
+        .route("/v1/chat/completions", post(openai::completions))
+        .route("/v1/models", get(openai::models));
+    let Some(origins) = allowed_origins else {
+        return routes;
+    };
+    let origins: Vec<axum::http::HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| origin.parse().ok())
+        .collect();
+    use axum::http::{header, Method};
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::HeaderName::from_static("traceparent"),
+        ])
+        .expose_headers([header::HeaderName::from_static(
+            "x-vercel-ai-ui-message-stream",
+        )])
+        .max_age(std::time::Duration::from_secs(600));
+    routes.layer(cors)
 }
 
 /// Readiness: 503 `draining` once the shutdown began, so that nothing new is sent here.

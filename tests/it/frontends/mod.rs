@@ -106,3 +106,78 @@ async fn run_client(
         }),
     )
 }
+
+/// With `allowed_origins`, a page of a listed origin may call the front-end routes from the
+/// browser: the CORS preflight (which carries no token) is answered, the answer names the
+/// origin; another origin is refused, and without `allowed_origins` a cross-origin page is too.
+#[tokio::test]
+async fn pages_of_allowed_origins_may_call_the_front_end_routes_from_a_browser() {
+    use crate::common::{FakeUpstream, Reply};
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.auth_token = Some("front-token".into());
+            c.allowed_origins = Some(vec!["http://app.test".into()]);
+        })
+        .start()
+        .await;
+    let http = reqwest::Client::new();
+    let preflight = |origin: &str| {
+        http.request(reqwest::Method::OPTIONS, server.url("/api/chat"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type",
+            )
+            .send()
+    };
+    let allowed = preflight("http://app.test").await.unwrap();
+    assert!(allowed.status().is_success(), "{}", allowed.status());
+    let header = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    assert_eq!(
+        header(&allowed, "access-control-allow-origin"),
+        "http://app.test"
+    );
+    assert!(header(&allowed, "access-control-allow-headers").contains("authorization"));
+    let refused = preflight("http://evil.test").await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    upstream.push(Reply::text(&["Hi."]));
+    let body = serde_json::json!({"messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]});
+    let answer = http
+        .post(server.url("/api/chat"))
+        .header("origin", "http://app.test")
+        .bearer_auth("front-token")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(
+        header(&answer, "access-control-allow-origin"),
+        "http://app.test"
+    );
+    assert!(
+        header(&answer, "access-control-expose-headers").contains("x-vercel-ai-ui-message-stream")
+    );
+    assert!(answer.text().await.unwrap().contains("Hi."));
+
+    let same_origin_only = TestServer::builder().upstream(&upstream).start().await;
+    let response = http
+        .request(reqwest::Method::OPTIONS, same_origin_only.url("/api/chat"))
+        .header("origin", "http://app.test")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+}
