@@ -230,3 +230,19 @@ async fn bad_input_is_refused_before_any_stream() {
     assert_eq!(response.status().as_u16(), 401);
     assert!(upstream.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_tool_s_call_and_result_ride_in_the_messages_into_the_next_run() {
+    let upstream = FakeUpstream::start().await;
+    super::script_a_tool_turn_then_an_answer(&upstream);
+    let server = super::server_without_approval(&upstream).await;
+    let Some(seen) = client(&server, "twoTurns").await else {
+        return;
+    };
+    assert_eq!(
+        seen["runs"][1]["finished"]["outcome"]["type"], "success",
+        "{seen}"
+    );
+    assert_eq!(messages_of(&seen, "tool")[0]["content"], "ALPHA");
+    super::assert_the_next_turn_carries_the_tool_round(&upstream);
+}

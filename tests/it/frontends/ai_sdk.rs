@@ -280,3 +280,24 @@ async fn bad_bodies_are_refused_before_any_stream() {
     assert_eq!(response.status().as_u16(), 401);
     assert!(upstream.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_tool_s_call_and_result_ride_in_the_messages_into_the_next_turn() {
+    let upstream = FakeUpstream::start().await;
+    super::script_a_tool_turn_then_an_answer(&upstream);
+    let server = super::server_without_approval(&upstream).await;
+    let Some(seen) = client(&server, "twoTurns", &[]).await else {
+        return;
+    };
+    assert_eq!(seen["status"], "ready", "{seen}");
+    let tool = seen["messages"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "dynamic-tool")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(tool["providerExecuted"], true, "{tool}");
+    assert_eq!(tool["output"], "ALPHA");
+    super::assert_the_next_turn_carries_the_tool_round(&upstream);
+}

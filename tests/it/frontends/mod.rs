@@ -181,3 +181,51 @@ async fn pages_of_allowed_origins_may_call_the_front_end_routes_from_a_browser()
         .unwrap();
     assert_eq!(response.status().as_u16(), 403);
 }
+
+/// The model's side of two turns: a plan, a round reading `a.txt`, an answer; then an answer.
+fn script_a_tool_turn_then_an_answer(upstream: &crate::common::FakeUpstream) {
+    use crate::common::Reply;
+    upstream.push(Reply::text(&["[NEED_TOOL] read it"]));
+    upstream.push(Reply::tool_calls(&[(
+        "r1",
+        "read_file",
+        serde_json::json!({"path": "a.txt"}),
+    )]));
+    upstream.push(Reply::text(&["It says ALPHA."]));
+    upstream.push(Reply::text(&["Still ALPHA."]));
+}
+
+/// A server with `a.txt`, the token, and no approval asked.
+async fn server_without_approval(upstream: &crate::common::FakeUpstream) -> TestServer {
+    TestServer::builder()
+        .upstream(upstream)
+        .file("a.txt", "ALPHA")
+        .config(|c| c.auth_token = Some("front-token".into()))
+        .start()
+        .await
+}
+
+/// The second turn's model request holds the first turn's call and its result, once.
+fn assert_the_next_turn_carries_the_tool_round(upstream: &crate::common::FakeUpstream) {
+    let requests = upstream.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "three calls for the first turn, one for the second"
+    );
+    let next = &requests[3];
+    assert_eq!(
+        crate::common::tool_results(next),
+        ["ALPHA"],
+        "{:?}",
+        next.messages()
+    );
+    let calls: Vec<&serde_json::Value> = next.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["tool_calls"].is_array())
+        .collect();
+    assert_eq!(calls.len(), 1, "{:?}", next.body["messages"]);
+    assert_eq!(calls[0]["tool_calls"][0]["function"]["name"], "read_file");
+}
