@@ -4,6 +4,7 @@
 // application saw (events, messages, state, the runs' outcomes) as JSON.
 import { HttpAgent } from "@ag-ui/client";
 import { EventSchemas } from "@ag-ui/core/schemas";
+import { runScenario } from "./scenario.mjs";
 
 const location = {
   name: "get_location",
@@ -107,15 +108,4 @@ async function approval(payload) {
   return report(a);
 }
 
-const name = process.argv[2];
-const scenario = scenarios[name];
-if (!scenario) {
-  console.error(`no scenario ${name}`);
-  process.exit(2);
-}
-try {
-  console.log(JSON.stringify(await scenario()));
-} catch (error) {
-  console.error(error);
-  process.exit(1);
-}
+await runScenario(scenarios);

@@ -8,6 +8,7 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
 } from "ai";
+import { runScenario } from "./scenario.mjs";
 
 /** The state `useChat` keeps in React, kept in plain fields. */
 class PlainState {
@@ -133,15 +134,4 @@ async function approval(approved) {
   return { asked, ...seen(chat) };
 }
 
-const name = process.argv[2];
-const scenario = scenarios[name];
-if (!scenario) {
-  console.error(`no scenario ${name}`);
-  process.exit(2);
-}
-try {
-  console.log(JSON.stringify(await scenario()));
-} catch (error) {
-  console.error(error);
-  process.exit(1);
-}
+await runScenario(scenarios);

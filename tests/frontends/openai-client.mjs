@@ -2,6 +2,7 @@
 // `node openai-client.mjs <scenario>`; HOOKWIRE_URL is the server (http://127.0.0.1:PORT),
 // HOOKWIRE_TOKEN its access token (optional). Prints what the application saw, as JSON.
 import OpenAI from "openai";
+import { runScenario } from "./scenario.mjs";
 
 const client = new OpenAI({
   baseURL: `${process.env.HOOKWIRE_URL}/v1`,
@@ -111,15 +112,4 @@ const scenarios = {
   },
 };
 
-const name = process.argv[2];
-const scenario = scenarios[name];
-if (!scenario) {
-  console.error(`no scenario ${name}`);
-  process.exit(2);
-}
-try {
-  console.log(JSON.stringify(await scenario()));
-} catch (error) {
-  console.error(error);
-  process.exit(1);
-}
+await runScenario(scenarios);

@@ -142,32 +142,12 @@ async fn a_persistent_hook_rides_in_the_state_into_the_next_run() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Un."]));
     upstream.push(Reply::text(&["Deux."]));
-    let server = TestServer::builder()
-        .upstream(&upstream)
-        .prepare(super::ai_sdk::persistent_skill)
-        .skills("skills")
-        .config(|c| {
-            c.auth_token = Some("front-token".into());
-            c.agent.secret = Some("ag-ui-secret".into());
-            c.agent.planning = hookwire::agent::Planning::Off;
-        })
-        .start()
-        .await;
+    let server = super::persistent_hook_server(&upstream).await;
     let Some(seen) = client(&server, "twoTurns").await else {
         return;
     };
     assert!(events(&seen, 0).contains(&"STATE_SNAPSHOT".to_string()));
-    let copies = |request: &Recorded| {
-        request
-            .messages()
-            .iter()
-            .filter(|(_, content)| content == "ANSWER IN FRENCH")
-            .count()
-    };
-    let requests = upstream.requests();
-    assert_eq!(copies(&requests[0]), 1);
-    // The carried copy (signed, checked) once, beside the second input's own copy.
-    assert_eq!(copies(&requests[1]), 2, "{:?}", requests[1].messages());
+    super::assert_the_hook_is_carried_once(&upstream);
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! `useChat` runs): text, server tools, approval answered by `addToolApprovalResponse`, client
 //! tools run by `onToolCall`, persistent hooks carried in the messages, failure, stop.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -16,25 +15,6 @@ fn location_tool() -> String {
     json!([{"name": "get_location", "description": "Where the person is",
             "parameters": {"type": "object", "properties": {}}}])
     .to_string()
-}
-
-/// A skill `keep` whose persistent system hook follows every user input.
-pub(super) fn persistent_skill(root: &Path) {
-    let hooks = root.join("skills/keep/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    std::fs::write(hooks.join("rule.md"), "ANSWER IN FRENCH").unwrap();
-    std::fs::write(
-        hooks.join("hooks.json"),
-        json!({"hooks": [{"name": "rule", "file": "rule.md", "timing": "after_user_input",
-                          "role": "system", "persistent": true}]})
-        .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("skills/keep/SKILL.md"),
-        "---\ndescription: keeps a rule\n---\n",
-    )
-    .unwrap();
 }
 
 async fn server(upstream: &FakeUpstream) -> TestServer {
@@ -171,17 +151,7 @@ async fn a_persistent_hook_rides_in_the_messages_into_the_next_request() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["Un."]));
     upstream.push(Reply::text(&["Deux."]));
-    let server = TestServer::builder()
-        .upstream(&upstream)
-        .prepare(persistent_skill)
-        .skills("skills")
-        .config(|c| {
-            c.auth_token = Some("front-token".into());
-            c.agent.secret = Some("ai-sdk-secret".into());
-            c.agent.planning = hookwire::agent::Planning::Off;
-        })
-        .start()
-        .await;
+    let server = super::persistent_hook_server(&upstream).await;
     let Some(seen) = client(&server, "twoTurns", &[]).await else {
         return;
     };
@@ -195,17 +165,7 @@ async fn a_persistent_hook_rides_in_the_messages_into_the_next_request() {
             .any(|p| p["type"] == "data-hookwire-hook"),
         "{first_answer}"
     );
-    let copies = |request: &Recorded| {
-        request
-            .messages()
-            .iter()
-            .filter(|(_, content)| content == "ANSWER IN FRENCH")
-            .count()
-    };
-    let requests = upstream.requests();
-    assert_eq!(copies(&requests[0]), 1);
-    // The carried copy (signed, checked) once, beside the second input's own copy.
-    assert_eq!(copies(&requests[1]), 2, "{:?}", requests[1].messages());
+    super::assert_the_hook_is_carried_once(&upstream);
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ mod openai;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::TestServer;
 
@@ -228,4 +228,53 @@ fn assert_the_next_turn_carries_the_tool_round(upstream: &crate::common::FakeUps
         .collect();
     assert_eq!(calls.len(), 1, "{:?}", next.body["messages"]);
     assert_eq!(calls[0]["tool_calls"][0]["function"]["name"], "read_file");
+}
+
+/// A skill `keep` whose persistent system hook follows every user input.
+fn persistent_skill(root: &Path) {
+    let hooks = root.join("skills/keep/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(hooks.join("rule.md"), "ANSWER IN FRENCH").unwrap();
+    std::fs::write(
+        hooks.join("hooks.json"),
+        json!({"hooks": [{"name": "rule", "file": "rule.md", "timing": "after_user_input",
+                          "role": "system", "persistent": true}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("skills/keep/SKILL.md"),
+        "---\ndescription: keeps a rule\n---\n",
+    )
+    .unwrap();
+}
+
+/// A server whose skill `keep` adds a persistent system hook after every input, signed.
+async fn persistent_hook_server(upstream: &crate::common::FakeUpstream) -> TestServer {
+    TestServer::builder()
+        .upstream(upstream)
+        .prepare(persistent_skill)
+        .skills("skills")
+        .config(|c| {
+            c.auth_token = Some("front-token".into());
+            c.agent.secret = Some("front-secret".into());
+            c.agent.planning = hookwire::agent::Planning::Off;
+        })
+        .start()
+        .await
+}
+
+/// The first turn's model request has the hook's message once; the second has the copy the
+/// client carried back (signed, checked) once, beside the second input's own copy.
+fn assert_the_hook_is_carried_once(upstream: &crate::common::FakeUpstream) {
+    let copies = |request: &crate::common::Recorded| {
+        request
+            .messages()
+            .iter()
+            .filter(|(_, content)| content == "ANSWER IN FRENCH")
+            .count()
+    };
+    let requests = upstream.requests();
+    assert_eq!(copies(&requests[0]), 1);
+    assert_eq!(copies(&requests[1]), 2, "{:?}", requests[1].messages());
 }
