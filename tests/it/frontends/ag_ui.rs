@@ -9,21 +9,8 @@ use serde_json::{json, Value};
 use super::run_client;
 use crate::common::*;
 
-const SECRET_KEY: &str = "sk-upstream-secret-ag-ui";
-
 async fn server(upstream: &FakeUpstream) -> TestServer {
-    TestServer::builder()
-        .upstream(upstream)
-        .file("a.txt", "ALPHA")
-        .config(|c| {
-            c.auth_token = Some("front-token".into());
-            c.llm.api_key = Some(SECRET_KEY.into());
-            c.agent.secret = Some("ag-ui-secret".into());
-            c.agent.retry.retries = 0;
-            c.agent.approval.require_approval = vec!["read_file".into()];
-        })
-        .start()
-        .await
+    super::front_server(upstream, true).await
 }
 
 async fn client(server: &TestServer, scenario: &str) -> Option<Value> {
@@ -163,7 +150,7 @@ async fn an_upstream_failure_is_one_run_error_without_secrets() {
     assert!(!kinds.contains(&"RUN_FINISHED".to_string()));
     let error = &seen["runs"][0]["error"];
     assert_eq!(error["code"], "upstream", "{error}");
-    assert!(!error.to_string().contains(SECRET_KEY), "{error}");
+    assert!(!error.to_string().contains(super::SECRET_KEY), "{error}");
 }
 
 #[tokio::test]

@@ -9,8 +9,6 @@ use serde_json::{json, Value};
 use super::run_client;
 use crate::common::*;
 
-const SECRET_KEY: &str = "sk-upstream-secret-ai-sdk";
-
 fn location_tool() -> String {
     json!([{"name": "get_location", "description": "Where the person is",
             "parameters": {"type": "object", "properties": {}}}])
@@ -18,18 +16,7 @@ fn location_tool() -> String {
 }
 
 async fn server(upstream: &FakeUpstream) -> TestServer {
-    TestServer::builder()
-        .upstream(upstream)
-        .file("a.txt", "ALPHA")
-        .config(|c| {
-            c.auth_token = Some("front-token".into());
-            c.llm.api_key = Some(SECRET_KEY.into());
-            c.agent.secret = Some("ai-sdk-secret".into());
-            c.agent.retry.retries = 0;
-            c.agent.approval.require_approval = vec!["read_file".into()];
-        })
-        .start()
-        .await
+    super::front_server(upstream, true).await
 }
 
 async fn client(server: &TestServer, scenario: &str, env: &[(&str, &str)]) -> Option<Value> {
@@ -179,7 +166,7 @@ async fn an_upstream_failure_is_an_error_without_secrets() {
     assert_eq!(seen["status"], "error", "{seen}");
     let error = seen["error"].as_str().unwrap();
     assert!(error.contains("500"), "{error}");
-    assert!(!error.contains(SECRET_KEY), "{error}");
+    assert!(!error.contains(super::SECRET_KEY), "{error}");
 }
 
 #[tokio::test]

@@ -278,3 +278,25 @@ fn assert_the_hook_is_carried_once(upstream: &crate::common::FakeUpstream) {
     assert_eq!(copies(&requests[0]), 1);
     assert_eq!(copies(&requests[1]), 2, "{:?}", requests[1].messages());
 }
+
+/// The upstream's API key in the front-end tests: no answer may show it.
+const SECRET_KEY: &str = "sk-upstream-secret-front-ends";
+
+/// A server with the token, `a.txt` and no retries; with `approval`, a secret (the approval
+/// state sealed under it) and `read_file` asking the person first.
+async fn front_server(upstream: &crate::common::FakeUpstream, approval: bool) -> TestServer {
+    TestServer::builder()
+        .upstream(upstream)
+        .file("a.txt", "ALPHA")
+        .config(move |c| {
+            c.auth_token = Some("front-token".into());
+            c.llm.api_key = Some(SECRET_KEY.into());
+            c.agent.retry.retries = 0;
+            if approval {
+                c.agent.secret = Some("front-secret".into());
+                c.agent.approval.require_approval = vec!["read_file".into()];
+            }
+        })
+        .start()
+        .await
+}

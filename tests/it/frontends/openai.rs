@@ -8,19 +8,8 @@ use serde_json::{json, Value};
 use super::run_client;
 use crate::common::*;
 
-const SECRET_KEY: &str = "sk-upstream-secret-4242";
-
 async fn server(upstream: &FakeUpstream) -> TestServer {
-    TestServer::builder()
-        .upstream(upstream)
-        .file("a.txt", "ALPHA")
-        .config(|c| {
-            c.auth_token = Some("front-token".into());
-            c.llm.api_key = Some(SECRET_KEY.into());
-            c.agent.retry.retries = 0;
-        })
-        .start()
-        .await
+    super::front_server(upstream, false).await
 }
 
 async fn client(server: &TestServer, scenario: &str) -> Option<Value> {
@@ -158,7 +147,7 @@ async fn an_upstream_failure_is_an_api_error_without_secrets() {
     let thrown = seen["thrown"].as_str().unwrap_or_default();
     assert!(!thrown.is_empty(), "the SDK raised nothing: {seen}");
     assert!(thrown.contains("500"), "{thrown}");
-    assert!(!thrown.contains(SECRET_KEY), "{thrown}");
+    assert!(!thrown.contains(super::SECRET_KEY), "{thrown}");
 }
 
 #[tokio::test]
