@@ -266,6 +266,14 @@ fn cancel_after_grace(state: &AppState, cancel: CancellationToken, finished: Can
     });
 }
 
+/// The request's W3C `traceparent` header, the parent of the chat's span (docs/protocol.md §17).
+pub(crate) fn traceparent(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| value.len() <= 256)
+}
+
 /// A new chat's id on an HTTP wire (the wire's own run or completion id when it has one).
 pub(crate) fn new_chat_id() -> String {
     format!("chat-{}", uuid::Uuid::new_v4().simple())

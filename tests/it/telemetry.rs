@@ -362,6 +362,67 @@ async fn a_chat_frame_traceparent_is_the_parent_and_content_is_captured_only_whe
     assert!(text(call, "gen_ai.output.messages").contains("THE-ANSWER"));
 }
 
+/// The front-end wires (docs/protocol.md §19) take the request's `traceparent` header as the
+/// parent of the chat's span, as `/ws` takes the upgrade's.
+#[tokio::test]
+async fn an_http_wire_s_traceparent_header_is_the_parent_of_its_chat() {
+    let (base, received) = receiver().await;
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| {
+            c.telemetry.otlp_endpoint = Some(base);
+            c.telemetry.batch_delay = Some(Duration::from_secs(600));
+        })
+        .start()
+        .await;
+    let http = reqwest::Client::new();
+    let parents = [
+        (
+            "/v1/chat/completions",
+            "1111111111111111",
+            json!({"model": "hookwire", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/api/chat",
+            "2222222222222222",
+            json!({"messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
+        ),
+        (
+            "/ag-ui",
+            "3333333333333333",
+            json!({"threadId": "t", "runId": "r", "state": {}, "tools": [], "context": [],
+                "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": "hi"}]}),
+        ),
+    ];
+    for (path, parent, body) in &parents {
+        upstream.push(Reply::text(&["hello"]));
+        let response = http
+            .post(server.url(path))
+            .header(
+                "traceparent",
+                format!("00-0af7651916cd43dd8448eb211c80319c-{parent}-01"),
+            )
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let _ = response.text().await.unwrap();
+    }
+    server.shutdown().await;
+    let spans = received.spans();
+    let chats = named(&spans, "invoke_agent");
+    for (path, parent, _) in &parents {
+        assert!(
+            chats
+                .iter()
+                .any(|span| hex(&span.parent_span_id) == *parent),
+            "{path}: no chat span with the parent {parent}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn with_no_endpoint_nothing_is_built_or_sent() {
     let (base, received) = receiver().await;

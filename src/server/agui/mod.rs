@@ -46,9 +46,7 @@ async fn events(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Res
     let refused = |error: AgUiError| RouteError::bad_request(error.to_string());
     let input = RunAgentInput::from_json(&bytes).map_err(refused)?;
     let encoder = AgUiEncoder::new(&input);
-    let traceparent = headers
-        .get("traceparent")
-        .and_then(|value| value.to_str().ok());
+    let traceparent = http_chat::traceparent(headers);
     let request = input
         .into_request(&state.config.limits, traceparent)
         .map_err(refused)?;

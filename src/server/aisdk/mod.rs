@@ -11,6 +11,7 @@ use std::collections::HashSet;
 
 use axum::body::Body;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use super::http_chat::{self, admit, check_request, read_json, RouteError};
@@ -22,17 +23,22 @@ use request::ChatBody;
 const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 
 /// `POST /api/chat`.
-pub(super) async fn chat(State(state): State<AppState>, body: Body) -> Response {
-    match stream(&state, body).await {
+pub(super) async fn chat(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match stream(&state, &headers, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
 }
 
-async fn stream(state: &AppState, body: Body) -> Result<Response, RouteError> {
+async fn stream(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, RouteError> {
     let body: ChatBody = read_json(state, body).await?;
     let id = http_chat::new_chat_id();
-    let request = body.into_request(id.clone(), &state.config.limits)?;
+    let mut request = body.into_request(id.clone(), &state.config.limits)?;
+    request.traceparent = http_chat::traceparent(headers).map(str::to_string);
     check_request(state, &request)?;
     let admitted = admit(state)?;
     // A new turn starts a new assistant message; a resume or a chat after client tools goes on

@@ -10,6 +10,7 @@ mod request;
 
 use axum::body::Body;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -22,14 +23,22 @@ use request::CompletionRequest;
 pub(crate) const MODEL: &str = "hookwire";
 
 /// `POST /v1/chat/completions`.
-pub(super) async fn completions(State(state): State<AppState>, body: Body) -> Response {
-    match completion(&state, body).await {
+pub(super) async fn completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match completion(&state, &headers, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
 }
 
-async fn completion(state: &AppState, body: Body) -> Result<Response, RouteError> {
+async fn completion(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, RouteError> {
     let body: CompletionRequest = read_json(state, body).await?;
     let id = http_chat::new_chat_id();
     let stream = body.stream;
@@ -38,7 +47,8 @@ async fn completion(state: &AppState, body: Body) -> Result<Response, RouteError
         .as_ref()
         .is_some_and(|o| o.include_usage);
     let model = body.model.clone().unwrap_or_else(|| MODEL.to_string());
-    let request = body.into_request(id.clone(), &state.config.limits)?;
+    let mut request = body.into_request(id.clone(), &state.config.limits)?;
+    request.traceparent = http_chat::traceparent(headers).map(str::to_string);
     check_request(state, &request)?;
     let admitted = admit(state)?;
     let completion = Completion {
