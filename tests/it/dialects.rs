@@ -562,7 +562,7 @@ echo '{"decision": "allow"}'
 "#;
     let logger = r#"#!/usr/bin/env bash
 input=$(cat)
-echo "$input" | jq -c '{event: .hook_event_name, tool: .tool_name, file: .tool_input.file_path, chars: (.tool_response.llmContent | length), error: .tool_response.error, at: .timestamp}' >> .gemini/tool-log.jsonl
+echo "$input" | jq -c '{event: .hook_event_name, tool: .tool_name, file: .tool_input.file_path, chars: (.tool_response.llmContent | length), error: .tool_response.error, at: .timestamp, session: .session_id, session_env: env.GEMINI_SESSION_ID, cwd_env: env.GEMINI_CWD}' >> .gemini/tool-log.jsonl
 echo '{"suppressOutput": true}'
 "#;
     let settings = json!({"hooks": {
@@ -611,6 +611,15 @@ echo '{"suppressOutput": true}'
     assert_eq!(lines[1]["error"], Value::Null);
     assert!(lines[1]["chars"].as_u64().unwrap() > 0);
     assert!(lines[1]["at"].as_str().unwrap().ends_with('Z'));
+    // As Gemini CLI does, the session's id and the folder are in the environment too.
+    assert!(lines[1]["session"].as_str().is_some_and(|s| !s.is_empty()));
+    assert_eq!(lines[1]["session_env"], lines[1]["session"]);
+    assert_eq!(
+        std::path::Path::new(lines[1]["cwd_env"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        workspace
+    );
     server.shutdown().await;
 }
 

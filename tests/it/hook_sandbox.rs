@@ -76,6 +76,7 @@ async fn a_command_hook_sees_only_the_allowed_environment_not_the_servers_secret
         names,
         [
             "CLAUDE_PROJECT_DIR",
+            "GEMINI_CWD",
             "GEMINI_PROJECT_DIR",
             "HOME",
             "HOOKWIRE_CWD",
@@ -104,6 +105,7 @@ async fn a_command_hook_sees_only_the_allowed_environment_not_the_servers_secret
         "JCLI_CWD",
         "CLAUDE_PROJECT_DIR",
         "GEMINI_PROJECT_DIR",
+        "GEMINI_CWD",
     ] {
         assert_eq!(value(name), workspace, "{name}");
     }

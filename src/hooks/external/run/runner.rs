@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::hooks::external::hook::{Handler, HookDef, RunResult};
+use crate::hooks::external::hook::{Dialect, Handler, HookDef, RunResult};
 use crate::hooks::external::wire::{self, json_in_text};
 use crate::hooks::spend::HookSpend;
 use crate::llm::{ChatModel, LlmError, ModelEvent, ModelRequest};
@@ -30,11 +30,13 @@ pub(crate) const MAX_HTTP_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// The environment of a command hook: the process layer's clean environment from `lookup` (the
 /// server's), with the hook variables of docs/protocol.md §9 for `event` in the workspace `cwd`
+/// of the session `session_id` (Gemini CLI's `GEMINI_SESSION_ID`, when the input names one)
 /// before the hook's `env:` map.
 pub(crate) fn environment(
     lookup: &dyn Fn(&str) -> Option<OsString>,
     event: &str,
     cwd: &Path,
+    session_id: Option<&str>,
     own: &BTreeMap<String, String>,
 ) -> Vec<(String, OsString)> {
     let mut hook = Vec::new();
@@ -47,8 +49,12 @@ pub(crate) fn environment(
         "JCLI_CWD",
         "CLAUDE_PROJECT_DIR",
         "GEMINI_PROJECT_DIR",
+        "GEMINI_CWD",
     ] {
         hook.push((name.to_string(), cwd.to_os_string()));
+    }
+    if let Some(session_id) = session_id.filter(|id| !id.is_empty()) {
+        hook.push(("GEMINI_SESSION_ID".to_string(), session_id.into()));
     }
     environment_with(lookup, hook, own)
 }
@@ -163,7 +169,12 @@ impl Runner {
     ) -> RunResult {
         match &hook.handler {
             Handler::Command { command, env } => {
-                let env = environment(&server_variable, hook.event.as_str(), &self.cwd, env);
+                // Gemini CLI gives its hooks the session's id in the environment too.
+                let session_id = (hook.dialect == Dialect::Gemini)
+                    .then(|| input.get("session_id").and_then(Value::as_str))
+                    .flatten();
+                let event = hook.event.as_str();
+                let env = environment(&server_variable, event, &self.cwd, session_id, env);
                 match execute(command, &env, &self.cwd, input, timeout).await {
                     Ok(run) => wire::command_result(hook.dialect, run),
                     Err(error) => RunResult::Error(error.to_string()),

@@ -10,6 +10,7 @@ fn env(event: &str) -> Vec<(String, std::ffi::OsString)> {
         &server_variable,
         event,
         &std::env::temp_dir(),
+        None,
         &Default::default(),
     )
 }
@@ -191,7 +192,13 @@ fn the_environment_is_the_passed_variables_the_hook_variables_and_the_env_map() 
         ("TOKEN".to_string(), "Bearer ${OPENAI_API_KEY}".to_string()),
         ("MODE".to_string(), "strict".to_string()),
     ]);
-    let env = environment(&lookup, "stop", std::path::Path::new("/ws"), &own);
+    let env = environment(
+        &lookup,
+        "stop",
+        std::path::Path::new("/ws"),
+        Some("s-1"),
+        &own,
+    );
     let env: Vec<(&str, &str)> = env
         .iter()
         .map(|(name, value)| (name.as_str(), value.to_str().unwrap()))
@@ -207,6 +214,8 @@ fn the_environment_is_the_passed_variables_the_hook_variables_and_the_env_map() 
             ("JCLI_CWD", "/ws"),
             ("CLAUDE_PROJECT_DIR", "/ws"),
             ("GEMINI_PROJECT_DIR", "/ws"),
+            ("GEMINI_CWD", "/ws"),
+            ("GEMINI_SESSION_ID", "s-1"),
             ("MODE", "strict"),
             ("TOKEN", "Bearer sk-1"),
         ]
