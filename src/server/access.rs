@@ -94,6 +94,14 @@ impl AccessPolicy {
 
     /// Where the request comes from: its `Host` and `Origin` (all a CORS preflight is asked).
     fn check_sender(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        // Two `Host`s: whichever one a check read, something else might read the other.
+        if headers.get_all(header::HOST).iter().nth(1).is_some() {
+            return Err(Refusal {
+                status: StatusCode::BAD_REQUEST,
+                reason: "host",
+                message: "more than one Host header".into(),
+            });
+        }
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())

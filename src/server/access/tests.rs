@@ -195,6 +195,23 @@ fn a_second_origin_header_is_refused() {
 }
 
 #[test]
+fn a_second_host_header_is_refused_whichever_comes_first() {
+    for (first, second) in [
+        ("127.0.0.1:8080", "evil.example"),
+        ("evil.example", "127.0.0.1:8080"),
+    ] {
+        let mut map = HeaderMap::new();
+        map.append("host", first.parse().unwrap());
+        map.append("host", second.parse().unwrap());
+        let refusal = loopback().check(&uri("/ws"), &map).unwrap_err();
+        assert_eq!(
+            (refusal.status, refusal.reason),
+            (StatusCode::BAD_REQUEST, "host")
+        );
+    }
+}
+
+#[test]
 fn the_token_may_come_as_a_subprotocol_and_the_admin_token_guards_its_routes() {
     let policy = AccessPolicy {
         auth_token: Some("chat+tok/1".into()),

@@ -47,7 +47,7 @@ pub(crate) struct ChatPayload {
     /// Goes on after an `approval` frame with the person's decisions.
     resume: Option<ResumePayload>,
     /// The chat's id, echoed on every frame of the chat; the server makes one up when absent.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = MAX_ID_CHARS))]
     id: Option<String>,
     /// The conversation so far, as the client stored it from `done.turn` and the other frames.
     messages: Option<Vec<HistoryMessage>>,
@@ -78,7 +78,7 @@ pub(crate) struct ChatPayload {
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(remote = "Self")]
 pub(crate) struct IdPayload {
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = MAX_ID_CHARS))]
     id: Option<String>,
 }
 
@@ -171,7 +171,7 @@ impl ClientFrame {
         };
         // The id of a bad frame is still echoed when it was a usable string.
         let IdPayload { id } = IdPayload::deserialize(&value).unwrap_or_default();
-        let id = id.filter(|id| !id.is_empty());
+        let id = id.filter(|id| check_id(Some(id)).is_ok());
         let frame = WireClientFrame::read(value).and_then(|frame| {
             frame.validate(limits)?;
             Ok(frame)
@@ -232,9 +232,17 @@ impl WireClientFrame {
 fn check_id(id: Option<&str>) -> Result<(), FrameError> {
     match id {
         Some("") => Err(FrameError::field("id", "must not be empty")),
+        Some(id) if id.chars().count() > MAX_ID_CHARS => Err(FrameError::field(
+            "id",
+            format!("is over {MAX_ID_CHARS} characters"),
+        )),
         _ => Ok(()),
     }
 }
+
+/// The longest id a frame may give a chat (or a ping): an identifier, echoed on every frame and
+/// recorded in logs and spans, not a payload.
+const MAX_ID_CHARS: usize = 128;
 
 // ─── a chat frame: its rules, and the request it becomes ───
 

@@ -377,6 +377,27 @@ fn tool_calls_and_results_in_the_history_have_the_trust_of_user_text() {
 }
 
 #[test]
+fn ids_are_identifiers_of_at_most_128_characters_and_a_long_one_is_not_echoed() {
+    let id = "é".repeat(128);
+    assert!(matches!(
+        parse(&format!(r#"{{"type":"chat","id":"{id}","input":"x"}}"#)),
+        ClientFrame::Chat { .. }
+    ));
+    for frame in [
+        format!(r#"{{"type":"chat","id":"{id}x","input":"x"}}"#),
+        format!(r#"{{"type":"ping","id":"{id}x"}}"#),
+    ] {
+        match parse(&frame) {
+            ClientFrame::Invalid { id, error } => {
+                assert_eq!(id, None, "a long id is not echoed");
+                assert_eq!(error.to_string(), "field \"id\" is over 128 characters");
+            }
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn trace_context_fields_of_a_chat_frame_and_the_start_frame() {
     let chat = request(parse(
         r#"{"type":"chat","input":"x","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","conversation_id":"conv-1"}"#,
