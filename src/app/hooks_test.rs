@@ -16,6 +16,11 @@ pub struct HookTest {
     pub decision: HookTestDecision,
     /// Some hook failed or timed out.
     pub failed: bool,
+    /// The hook files loaded, as `serve` would load them (shown, workspace-relative where they
+    /// are in the workspace).
+    pub files: Vec<String>,
+    /// The workspace hook files left out because they are not trusted.
+    pub untrusted: Vec<String>,
 }
 
 /// One hook's run.
@@ -69,7 +74,20 @@ pub async fn test_hooks(
         .dry_run(event, input)
         .await
         .map_err(|e| HookTestError::Input(e.to_string()))?;
-    Ok(HookTest::from(run))
+    let mut test = HookTest::from(run);
+    let set = files.current();
+    test.files = set
+        .files
+        .iter()
+        .map(|path| {
+            path.strip_prefix(&config.workspace)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        })
+        .collect();
+    test.untrusted = set.untrusted.iter().map(|u| u.shown.clone()).collect();
+    Ok(test)
 }
 
 impl From<DryRun> for HookTest {
@@ -93,6 +111,8 @@ impl From<DryRun> for HookTest {
                 DryDecision::Refused { how, reason } => HookTestDecision::Refused { how, reason },
             },
             failed: run.failed,
+            files: Vec::new(),
+            untrusted: Vec::new(),
         }
     }
 }

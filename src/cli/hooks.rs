@@ -60,6 +60,18 @@ fn exit_code(run: &HookTest) -> u8 {
 }
 
 fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
+    if run.files.is_empty() {
+        writeln!(
+            out,
+            "no hook file is loaded: give one with HOOKWIRE_HOOKS=hooks.yaml (or `hooks:` in \
+             the config file); a workspace's own hook files run once trusted (hookwire trust)"
+        )?;
+    } else {
+        writeln!(out, "hook files: {}", run.files.join(", "))?;
+    }
+    for file in &run.untrusted {
+        writeln!(out, "not trusted, left out: {file}")?;
+    }
     if run.hooks.is_empty() {
         writeln!(out, "no hook runs at {} for this input", run.event)?;
     }

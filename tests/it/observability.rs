@@ -273,6 +273,9 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     assert!(out.contains("+   \"path\": \".\""), "{out}");
     assert!(out.contains("decision: continue"), "{out}");
 
+    // It says which files it loaded.
+    assert!(out.contains("hook files: hooks.yaml"), "{out}");
+
     // A hook that fails: exit 1. An unknown event: exit 1, with the names it takes.
     let failing = "stop:\n  - command: 'exit 7'\n";
     let (code, out) = hooks_test(failing, "stop", r#"{"assistant_output":"hi"}"#);
@@ -449,4 +452,25 @@ fn hooks_test_shows_the_context_a_hook_adds_as_a_diff() {
     let (code, out) = hooks_test(claude, "UserPromptSubmit", r#"{"prompt":"hi"}"#);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("+ TODAY IS MONDAY"), "{out}");
+}
+
+/// Without a hook file (the README's first hook run without `HOOKWIRE_HOOKS`), `hooks test` says
+/// so and how to give one, instead of only "no hook runs".
+#[test]
+fn hooks_test_says_when_no_hook_file_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.json");
+    std::fs::write(&input, "{}").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"))
+        .args(["hooks", "test", "pre_tool_execution", "--input"])
+        .arg(&input)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(out.contains("no hook file is loaded"), "{out}");
+    assert!(out.contains("HOOKWIRE_HOOKS=hooks.yaml"), "{out}");
 }
