@@ -599,3 +599,28 @@ async fn server_level_http_hooks_are_not_limited_by_the_allowlist() {
     assert_eq!(sent_input(&upstream), "via the server hook");
     server.shutdown().await;
 }
+
+/// An http hook that fails is logged without its URL's secrets: no userinfo, no query values,
+/// neither in hookwire's words nor in the HTTP client's.
+#[tokio::test]
+async fn a_failing_http_hook_is_logged_without_the_secrets_of_its_url() {
+    // A port nothing listens on: the call fails to connect.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let hooks = format!(
+        "pre_send_message:\n  - url: http://hookuser:PASSWORD-IN-URL@127.0.0.1:{port}/hook?key=KEY-IN-QUERY\n"
+    );
+    let server = Hookwire::start(&hooks, &[]);
+    let frames = server.chat("hi").await;
+    assert!(!frames.is_empty());
+    assert!(
+        server.logged(|line| line.contains("hook failed")).await,
+        "{:?}",
+        server.log()
+    );
+    let log = server.log().join("\n");
+    assert!(!log.contains("PASSWORD-IN-URL"), "{log}");
+    assert!(!log.contains("KEY-IN-QUERY"), "{log}");
+    assert!(log.contains(&format!("127.0.0.1:{port}/hook")), "{log}");
+}

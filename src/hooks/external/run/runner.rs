@@ -183,7 +183,8 @@ impl Runner {
             Handler::Http { url, headers } => {
                 if hook.level != "server" && !url_allowed(url, &self.http_hook_urls) {
                     return RunResult::Error(format!(
-                        "{url} is not under an entry of http_hooks.allowed_urls ({} hooks may only call those); not called",
+                        "{} is not under an entry of http_hooks.allowed_urls ({} hooks may only call those); not called",
+                        crate::types::redact::url(url),
                         hook.level
                     ));
                 }
@@ -234,6 +235,8 @@ impl Runner {
         input: &Value,
         timeout: Duration,
     ) -> RunResult {
+        // What logs, traces and notices say of the URL: no userinfo, query values or tokens.
+        let shown = crate::types::redact::url(url);
         let mut request = crate::telemetry::with_traceparent(self.http.post(url))
             .timeout(timeout)
             .json(input);
@@ -243,18 +246,21 @@ impl Runner {
         let mut response = match request.send().await {
             Ok(response) => response,
             Err(error) if error.is_timeout() => return RunResult::Timeout,
-            Err(error) => return RunResult::Error(format!("POST {url} failed: {error}")),
+            Err(error) => {
+                let error = error.without_url();
+                return RunResult::Error(format!("POST {shown} failed: {error}"));
+            }
         };
         let status = response.status();
         if status.is_redirection() {
             return RunResult::Error(format!(
-                "{url} answered HTTP {} (redirects are not followed)",
+                "{shown} answered HTTP {} (redirects are not followed)",
                 status.as_u16()
             ));
         }
         let too_big = || {
             RunResult::Error(format!(
-                "the answer of {url} is over {MAX_HTTP_ANSWER_BYTES} bytes; not read further"
+                "the answer of {shown} is over {MAX_HTTP_ANSWER_BYTES} bytes; not read further"
             ))
         };
         if response
@@ -274,21 +280,27 @@ impl Runner {
                 Ok(None) => break,
                 Err(error) if error.is_timeout() => return RunResult::Timeout,
                 Err(error) => {
-                    return RunResult::Error(format!("reading the answer of {url} failed: {error}"))
+                    let error = error.without_url();
+                    return RunResult::Error(format!(
+                        "reading the answer of {shown} failed: {error}"
+                    ));
                 }
             }
         }
         let body = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             let short: String = body.chars().take(300).collect();
-            return RunResult::Error(format!("{url} answered HTTP {}: {short}", status.as_u16()));
+            return RunResult::Error(format!(
+                "{shown} answered HTTP {}: {short}",
+                status.as_u16()
+            ));
         }
         if body.trim().is_empty() {
             return RunResult::Output(Value::Null);
         }
         match serde_json::from_str(&body) {
             Ok(value) => RunResult::Output(value),
-            Err(error) => RunResult::Error(format!("{url} answered with invalid JSON: {error}")),
+            Err(error) => RunResult::Error(format!("{shown} answered with invalid JSON: {error}")),
         }
     }
 
