@@ -17,7 +17,7 @@
 //!   start together, each on the values as the hooks before the group left them. Their answers
 //!   are then applied in declaration order, whatever order they finished in: rewrites in turn,
 //!   context in order, and of the decisions the strongest wins (stop, then skip or block, then
-//!   ask, then retry; the first of equals). An `on_error: abort` drops the answers declared
+//!   retry, then ask: a question never outranks a refusal; the first of equals). An `on_error: abort` drops the answers declared
 //!   after it. A hook that calls the model past the chat's hook model calls is checked before it
 //!   joins a group: `skip` leaves it out, `abort` and `block` end the chain after the hooks
 //!   before it (`block` with its refusal).
@@ -122,13 +122,15 @@ enum Step {
 
 impl ChainControl {
     /// Which decision wins when hooks that ran side by side take several: a stop, then a
-    /// refusal of the tool, then a question to the person, then a retry.
+    /// refusal of the tool, then a retry (before a tool, a refusal too: the tool does not run and
+    /// the model gets the feedback), then a question to the person. A question never outranks a
+    /// refusal: the person's approval must not run what a guard refused.
     fn rank(&self) -> u8 {
         match self {
             ChainControl::Stop(_) => 3,
             ChainControl::Skip(_) => 2,
-            ChainControl::Ask(_) => 1,
-            ChainControl::Retry(_) => 0,
+            ChainControl::Retry(_) => 1,
+            ChainControl::Ask(_) => 0,
         }
     }
 }

@@ -155,3 +155,63 @@ async fn side_by_side_a_capped_model_hook_is_left_out_or_ends_the_chain_after_it
         assert_eq!(outcome.warnings.len(), 1, "{:?}", outcome.warnings);
     }
 }
+
+/// Side by side at `pre_tool_execution`, of two decisions the stronger wins whatever order the
+/// hooks are declared in: stop, then skip, then a retry (the tool does not run), then ask. An
+/// approval never runs what a guard refused.
+#[tokio::test]
+async fn side_by_side_the_stronger_decision_wins_in_either_order() {
+    let answers = [
+        ("stop", json!({"action": "stop", "reason": "stop"}), 3),
+        ("skip", json!({"action": "skip", "reason": "skip"}), 2),
+        ("retry", json!({"retry_feedback": "retry"}), 1),
+        ("ask", json!({"action": "ask", "reason": "ask"}), 0),
+    ];
+    for (first, first_answer, first_rank) in &answers {
+        for (second, second_answer, second_rank) in &answers {
+            if first == second {
+                continue;
+            }
+            let yaml = format!(
+                "pre_tool_execution:\n  parallel: true\n  hooks:\n    - {{name: {first}, command: {first}}}\n    - {{name: {second}, command: {second}}}\n"
+            );
+            let (hooks, problems) = parse_hooks(Path::new("test.yaml"), &yaml, "server");
+            assert!(problems.is_empty(), "{problems:?}");
+            let hooks: Vec<Arc<HookDef>> = hooks.into_iter().map(Arc::new).collect();
+            let (a, b) = (first_answer.clone(), second_answer.clone());
+            let first_name = first.to_string();
+            let runner = Scripted::new(move |name, _| {
+                RunResult::Output(if name == first_name {
+                    a.clone()
+                } else {
+                    b.clone()
+                })
+            });
+            let chain = Chain {
+                event: Event::PreToolExecution,
+                hooks: &hooks,
+                budget: BUDGET,
+                background: None,
+                spend: Default::default(),
+            };
+            let mut state = EventState {
+                tool_name: Some("read_file".into()),
+                ..Default::default()
+            };
+            let outcome = chain.run(&runner, &Envelope::default(), &mut state).await;
+            let winner = if first_rank > second_rank {
+                first
+            } else {
+                second
+            };
+            let won = match &outcome.control {
+                Some(ChainControl::Stop(_)) => "stop",
+                Some(ChainControl::Skip(_)) => "skip",
+                Some(ChainControl::Retry(_)) => "retry",
+                Some(ChainControl::Ask(_)) => "ask",
+                None => "none",
+            };
+            assert_eq!(won, *winner, "{first} then {second}");
+        }
+    }
+}
