@@ -83,12 +83,15 @@ impl ChatRun {
             approval::now_secs(),
         )
         .map_err(bad_frame)?;
-        if state.model != self.ctx.model {
+        // The chat that asked may have switched to a fallback model, which stays its model.
+        let fallbacks = &self.inner.config.retry.fallback_models;
+        if state.model != self.ctx.model && !fallbacks.contains(&state.model) {
             return Err(bad_frame(format!(
                 "the approval state belongs to a chat with the model {:?}, this server runs {:?}",
                 state.model, self.ctx.model
             )));
         }
+        self.ctx.model = state.model.clone();
         if !state.history.matches(&sent) {
             return Err(bad_frame(
                 "the history does not match the conversation the approval state came from \

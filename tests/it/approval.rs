@@ -654,3 +654,51 @@ Notification:
     );
     assert_eq!(frames.last().unwrap()["reason"], "approval_required");
 }
+
+/// A chat that switched to a fallback model before it asked keeps that model: its approval
+/// resumes (it was refused as "another model's" state) and the loop goes on with the fallback.
+#[tokio::test]
+async fn an_approval_asked_after_a_fallback_switch_resumes_with_the_fallback() {
+    let upstream = FakeUpstream::start().await;
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .file("a.txt", "ALPHA CONTENT")
+        .config(|c| {
+            c.agent.secret = Some(SECRET.into());
+            c.agent.approval.require_approval = vec!["read_file".into()];
+            c.agent.retry.retries = 0;
+            c.agent.retry.fallback_models = vec!["backup-model".into()];
+        })
+        .start()
+        .await;
+    // The planning call fails over to the backup, which plans and calls the tool.
+    upstream.push(Reply::Status(503, "busy".into()));
+    let frames = ask(
+        &server,
+        &upstream,
+        &[("r1", "read_file", json!({"path":"a.txt"}))],
+    )
+    .await;
+    assert_eq!(
+        frame_of(&frames, "done")["reason"],
+        "approval_required",
+        "{frames:#?}"
+    );
+    upstream.push(Reply::text(&["a.txt says ALPHA"]));
+    let resumed = server
+        .connect()
+        .await
+        .chat(resume_frame(
+            &frames,
+            json!([{"call_id":"r1","decision":"allow"}]),
+        ))
+        .await;
+    assert_eq!(
+        frame_of(&resumed, "done")["reason"],
+        "completed",
+        "{resumed:#?}"
+    );
+    let last = upstream.requests().last().cloned().unwrap();
+    assert_eq!(last.body["model"], "backup-model");
+    assert_eq!(tool_result(&last, "r1"), "ALPHA CONTENT");
+}
