@@ -137,10 +137,14 @@ pub trait HookwirePage: Page {
         .await;
     }
 
-    /// Whether the element with id `id` is hidden.
+    /// Whether the element with id `id` is not on screen: not rendered at all, whatever its
+    /// `hidden` attribute says (a style may override it, and the person sees the style).
     async fn hidden(&mut self, id: &str) -> Value {
-        self.eval(&format!("document.getElementById({}).hidden", js(id)))
-            .await
+        self.eval(&format!(
+            "document.getElementById({}).getClientRects().length === 0",
+            js(id)
+        ))
+        .await
     }
 
     async fn disabled(&mut self, id: &str) -> Value {

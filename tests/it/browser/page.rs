@@ -378,6 +378,10 @@ async fn favicon_theme_banner_and_small_things(browser: &mut impl Page) {
     let demo = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&demo.url("/")).await;
     assert_eq!(browser.hidden("banner").await, json!(false));
+    // No voice configured: neither the speaker nor the microphone is shown.
+    browser.wait_info("loaded").await;
+    assert_eq!(browser.hidden("speaker").await, json!(true));
+    assert_eq!(browser.hidden("mic").await, json!(true));
     browser.dismiss_banner().await;
     browser.reload_and_wait().await;
     assert_eq!(
