@@ -61,3 +61,43 @@ async fn a_hook_killed_by_a_cancelled_chat_leaves_no_zombie() {
     .await;
     assert!(clean, "zombies of the server: {:?}", server.zombies());
 }
+
+/// A hook whose script is missing (`sh x.sh` exits 2 with the shell's "cannot open") is a failed
+/// run, not a block: with `on_error: skip` (the default) the call goes on, and the trace says
+/// `failure`; with `on_error: block` it refuses, as a failure does.
+#[tokio::test]
+async fn a_missing_script_is_a_failure_not_a_block() {
+    for (on_error, runs) in [("skip", true), ("block", false)] {
+        let upstream = FakeUpstream::start().await;
+        tool_round(
+            &upstream,
+            &[("r1", "read_file", json!({"path": "a.txt"}))],
+            "done",
+        );
+        let yaml = format!(
+            "pre_tool_execution:\n  - name: guard\n    command: sh .hookwire/missing-guard.sh\n    on_error: {on_error}\n"
+        );
+        let server = TestServer::builder()
+            .upstream(&upstream)
+            .file("a.txt", "ALPHA")
+            .hooks(&yaml)
+            .start()
+            .await;
+        let frames = chat(
+            &server,
+            json!({"type": "chat", "input": "read", "trace": true}),
+        )
+        .await;
+        let trace = frames
+            .iter()
+            .find(|f| f["type"] == "hook_trace" && f["hook"] == "guard")
+            .unwrap_or_else(|| panic!("no trace of the guard: {frames:#?}"));
+        assert_eq!(trace["outcome"], "failure", "{trace}");
+        let result = frame_of(&frames, "tool_result");
+        assert_eq!(result["content"] == "ALPHA", runs, "{on_error}: {result}");
+        assert!(
+            !result["content"].as_str().unwrap().contains("cannot open"),
+            "the shell's error is not a reason the model sees: {result}"
+        );
+    }
+}

@@ -70,11 +70,29 @@ pub(crate) fn task(dialect: Dialect, prompt: &str, envelope: bool, input: &Value
 
 /// How a command hook of `dialect` ended, by that dialect's exit-code contract.
 pub(crate) fn command_result(dialect: Dialect, run: CommandRun) -> RunResult {
+    // `sh x.sh` with no `x.sh` exits 2 (dash: "sh: 0: cannot open x.sh"), the code every dialect
+    // reads as a deliberate block: a hook whose script is missing would refuse every call with
+    // a shell error as its reason. It is a failure, for `on_error` to decide.
+    if let Some(why) = shell_could_not_open(&run) {
+        return RunResult::Error(format!("the hook's script could not be opened: {why}"));
+    }
     match dialect {
         Dialect::Hookwire | Dialect::OpenHarness => hookwire::command_result(run),
         Dialect::Claude => claude::command_result(run),
         Dialect::Gemini => gemini::command_result(run),
     }
+}
+
+/// The shell's own complaint when it could not open the script it was given (`sh x.sh`, exit
+/// 2): its first stderr line, or `None` for anything else.
+fn shell_could_not_open(run: &CommandRun) -> Option<&str> {
+    if run.exit_code != Some(2) {
+        return None;
+    }
+    let line = run.stderr.lines().next()?.trim();
+    let from_shell = line.starts_with("sh: ") || line.starts_with("dash: ");
+    let cannot_open = line.contains("cannot open ") || line.contains("Can't open ");
+    (from_shell && cannot_open).then_some(line)
 }
 
 /// Reads a hook's answer (a [`RunResult`] that is not a failure) by its dialect: what it
