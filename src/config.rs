@@ -204,12 +204,14 @@ impl Config {
             },
         )?;
         let list_env = |name: &'static str| env(name).map(|v| values::comma_list(&v));
+        let addr = cli
+            .addr
+            .clone()
+            .or(file.addr)
+            .unwrap_or_else(|| "127.0.0.1:8080".into());
+        check_addr(&addr)?;
         Ok(Config {
-            addr: cli
-                .addr
-                .clone()
-                .or(file.addr)
-                .unwrap_or_else(|| "127.0.0.1:8080".into()),
+            addr,
             skills_dir: cli
                 .skills_dir
                 .clone()
@@ -274,6 +276,22 @@ impl Config {
             value: e.value,
         })
     }
+}
+
+/// `--addr`: `host:port` with a port of 0 to 65535 (`[v6]:port` for IPv6), caught here rather
+/// than when the server binds (`hookwire check` says so).
+fn check_addr(addr: &str) -> Result<(), ConfigError> {
+    let invalid = || ConfigError::Invalid {
+        setting: "addr",
+        expected: "host:port, with a port from 0 to 65535 (e.g. 127.0.0.1:8080, [::1]:8080)",
+        value: addr.to_string(),
+    };
+    let (host, port) = addr.rsplit_once(':').ok_or_else(invalid)?;
+    let host_ok = !host.is_empty() && (!host.contains(':') || host.starts_with('['));
+    if !host_ok || port.parse::<u16>().is_err() {
+        return Err(invalid());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

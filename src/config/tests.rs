@@ -432,3 +432,28 @@ fn planning_is_read_from_the_flag_or_the_file() {
     let off = Config::resolve(&cli, file("agent: {planning: native}\n"), no_env).unwrap();
     assert_eq!(off.agent.planning, Planning::Off);
 }
+
+#[test]
+fn the_address_is_a_host_and_a_port_of_16_bits() {
+    for good in [
+        "127.0.0.1:8080",
+        "0.0.0.0:0",
+        "[::1]:8080",
+        "localhost:65535",
+    ] {
+        assert!(super::check_addr(good).is_ok(), "{good}");
+    }
+    for bad in [
+        "127.0.0.1:99999",
+        "127.0.0.1",
+        ":8080",
+        "::1:8080",
+        "127.0.0.1:http",
+    ] {
+        let error = super::check_addr(bad).unwrap_err().to_string();
+        assert!(
+            error.starts_with("addr must be host:port"),
+            "{bad}: {error}"
+        );
+    }
+}
