@@ -76,10 +76,18 @@ fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "no hook runs at {} for this input", run.event)?;
     }
     for hook in &run.hooks {
+        // A hook without a name is named by its place (`hooks.yaml:2`): said once.
+        let named_by_place =
+            hook.place == hook.name || hook.place.ends_with(&format!("/{}", hook.name));
+        let place = if named_by_place {
+            String::new()
+        } else {
+            format!(" ({})", hook.place)
+        };
         writeln!(
             out,
-            "{} ({}) → {} in {:.1} ms",
-            hook.name, hook.place, hook.outcome, hook.ms
+            "{}{place} → {} in {:.1} ms",
+            hook.name, hook.outcome, hook.ms
         )?;
         for (field, before, after) in &hook.changes {
             writeln!(out, "  {field}:")?;

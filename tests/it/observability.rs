@@ -281,6 +281,9 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     let (code, out) = hooks_test(failing, "stop", r#"{"assistant_output":"hi"}"#);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("failure"), "{out}");
+    // A hook without a name is named by its place, once.
+    assert!(out.contains("hooks.yaml:2 → failure"), "{out}");
+    assert!(!out.contains("hooks.yaml:2 (hooks.yaml:2)"), "{out}");
     let (code, out) = hooks_test(failing, "no_such_event", "{}");
     assert_eq!(code, 1);
     assert!(
