@@ -101,10 +101,16 @@ impl ChatRun {
     /// `agent.planning: native`: the planning call offers the tools. A reply that calls some is
     /// the agent loop's round 1 (its calls run, the loop goes on from round 2); a plain reply is
     /// the answer. The planning hooks (`before_planning`, `after_planning`) frame the call, as
-    /// in the marker's planning round.
+    /// in the marker's planning round, and round 1's (`before_each_agent`, `before_first_agent`)
+    /// come before it.
     pub(super) async fn native_planning(&mut self) -> Outcome<DoneReason> {
         loop {
             self.hooks.before_planning(&mut self.ctx).await;
+            // The call offers the tools: it is round 1 of the agent loop when it calls some, so
+            // round 1's hooks come first (skill prompt hooks at `before_first_agent` too).
+            self.ctx.iteration = 1;
+            self.hooks.before_each_agent(&mut self.ctx).await;
+            self.hooks.before_first_agent(&mut self.ctx).await;
             let prompt = self.inner.config.native_planning_prompt.clone();
             // With the system prompt, not after the input: it speaks of the tools offered, and
             // after the person's words a small model answered it instead of them.

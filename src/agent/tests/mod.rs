@@ -469,3 +469,44 @@ async fn each_model_call_starts_a_step_and_its_tools_belong_to_it() {
     let events = chat_with_steps(&model, &hook, config(), direct("hi")).await;
     assert_eq!(events[..2], ["start", "step:answer"]);
 }
+
+/// `agent.planning: native`: the planning call is round 1 when it calls tools, so round 1's
+/// hooks (`before_each_agent`, `before_first_agent`) come before it, and round 2's before the
+/// next call.
+#[tokio::test]
+async fn native_planning_runs_round_one_s_hooks_before_its_call() {
+    let model = ScriptedModel::new([
+        Reply::tool_calls(&[("c1", "echo", r#"{"x":1}"#)]),
+        Reply::text(&["It says 1."]),
+    ]);
+    let hook = Arc::new(Recorder::default());
+    let mut config = config();
+    config.planning = super::Planning::Native;
+    let events = chat(&model, &hook, config, ChatRequest::new("c1", "read")).await;
+    assert_eq!(events.last().unwrap(), "done:completed:It says 1.:20+4");
+    let log = hook.log();
+    let at = |line: &str| {
+        log.iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("no {line} in {log:?}"))
+    };
+    assert!(at("before_planning") < at("before_each_agent:1"), "{log:?}");
+    assert!(
+        at("before_each_agent:1") < at("before_first_agent:1"),
+        "{log:?}"
+    );
+    assert!(
+        at("before_first_agent:1") < at("pre_llm_request:planning"),
+        "{log:?}"
+    );
+    assert!(
+        at("after_tool_call:echo") < at("before_each_agent:2"),
+        "{log:?}"
+    );
+    assert_eq!(
+        log.iter()
+            .filter(|l| l.starts_with("before_first_agent"))
+            .count(),
+        1
+    );
+}
