@@ -92,13 +92,11 @@ async fn a_client_tool_is_pending_then_the_next_run_goes_on_from_its_result() {
 async fn approval_is_an_interrupt_and_resume_entries_go_on() {
     for approved in [true, false] {
         let upstream = FakeUpstream::start().await;
-        upstream.push(Reply::text(&["[NEED_TOOL] read it"]));
-        upstream.push(Reply::tool_calls(&[(
-            "r1",
-            "read_file",
-            json!({"path": "a.txt"}),
-        )]));
-        upstream.push(Reply::text(&["Done."]));
+        tool_round(
+            &upstream,
+            &[("r1", "read_file", json!({"path": "a.txt"}))],
+            "Done.",
+        );
         let server = server(&upstream).await;
         let scenario = if approved { "approve" } else { "deny" };
         let Some(seen) = client(&server, scenario).await else {

@@ -71,13 +71,11 @@ async fn a_streamed_answer_with_its_usage_in_the_metadata() {
 async fn an_approved_call_runs_and_a_denied_one_is_shown_denied() {
     for approved in [true, false] {
         let upstream = FakeUpstream::start().await;
-        upstream.push(Reply::text(&["[NEED_TOOL] read it"]));
-        upstream.push(Reply::tool_calls(&[(
-            "r1",
-            "read_file",
-            json!({"path": "a.txt"}),
-        )]));
-        upstream.push(Reply::text(&["Done."]));
+        tool_round(
+            &upstream,
+            &[("r1", "read_file", json!({"path": "a.txt"}))],
+            "Done.",
+        );
         let server = server(&upstream).await;
         let scenario = if approved { "approve" } else { "deny" };
         let Some(seen) = client(&server, scenario, &[]).await else {
