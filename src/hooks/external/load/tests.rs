@@ -388,3 +388,27 @@ fn only_trusted_bytes_of_workspace_files_are_parsed() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_misspelt_key_names_its_file_and_line_and_the_key_it_may_have_meant() {
+    let yaml = "pre_send_message:\n  - command: echo hi\n    on_eror: skip\n";
+    let (_, problems) = parse_hooks(Path::new("hooks.yaml"), yaml, "server");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let shown = problems[0].to_string();
+    assert!(
+        shown.starts_with("hooks.yaml:3: unknown field `on_eror`"),
+        "{shown}"
+    );
+    assert!(shown.ends_with("did you mean `on_error`?"), "{shown}");
+    assert!(
+        !shown.contains("<input>") && !shown.contains('|'),
+        "no snippet: {shown}"
+    );
+    // Far from every name: no guess.
+    let yaml = "pre_send_message:\n  - command: echo hi\n    frobnicate: 1\n";
+    let (_, problems) = parse_hooks(Path::new("hooks.yaml"), yaml, "server");
+    assert!(
+        !problems[0].to_string().contains("did you mean"),
+        "{problems:?}"
+    );
+}

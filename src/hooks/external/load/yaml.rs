@@ -24,12 +24,7 @@ pub(crate) fn parse_hooks(
     let options = serde_saphyr::options! { strict_booleans: true };
     let raw: RawFile = match serde_saphyr::from_str_with_options(text, options) {
         Ok(raw) => raw,
-        Err(error) => {
-            return (
-                Vec::new(),
-                vec![Problem::error(one_line(&error.to_string())).in_file(path)],
-            )
-        }
+        Err(error) => return (Vec::new(), vec![yaml_problem(path, &error)]),
     };
     let mut events: Vec<(Spanned<String>, RawEvent)> = raw
         .into_iter()
@@ -128,4 +123,40 @@ pub(crate) fn unsupported_event(name: &str, dialect: Dialect) -> Problem {
             _ => "Claude Code",
         }
     ))
+}
+
+/// A hook file the YAML reader refused: its file and line, the reader's words without its
+/// snippet (whose `<input>` names no file), and the key it may have meant.
+fn yaml_problem(path: &Path, error: &serde_saphyr::Error) -> Problem {
+    let text = one_line(&error.without_snippet().to_string());
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let mut problem = Problem::error(with_suggestion(text)).in_file(path);
+    if let Some(location) = error.location() {
+        problem = problem.at_line(location.line());
+    }
+    problem
+}
+
+/// `unknown field `x`, expected one of a, b, …` with `; did you mean `b`?` when one of the
+/// expected names is a typing slip away from `x`.
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.split("unknown field `").nth(1) else {
+        return message.to_string();
+    };
+    let Some((unknown, rest)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let Some(expected) = rest.split("expected one of ").nth(1) else {
+        return message.to_string();
+    };
+    let closest = expected
+        .split(',')
+        .map(|name| name.trim().trim_matches('`'))
+        .filter(|name| !name.is_empty())
+        .map(|name| (strsim::levenshtein(unknown, name), name))
+        .min();
+    match closest {
+        Some((distance, name)) if distance <= 2 => format!("{message}; did you mean `{name}`?"),
+        _ => message.to_string(),
+    }
 }
