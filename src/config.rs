@@ -251,6 +251,7 @@ impl Config {
                 otlp_endpoint: file.telemetry.otlp_endpoint,
                 capture_content: file.telemetry.capture_content.unwrap_or(false),
                 batch_delay: file.telemetry.batch_delay_ms.map(Duration::from_millis),
+                client_trace_context: file.telemetry.client_trace_context.unwrap_or_default(),
             },
             config_file: cli.config.clone(),
         })

@@ -86,6 +86,8 @@ pub struct TelemetryFile {
     /// How long finished spans wait to be sent together, in milliseconds (else
     /// `OTEL_BSP_SCHEDULE_DELAY`, else 5000).
     pub batch_delay_ms: Option<u64>,
+    /// What a client's `traceparent` becomes: `parent` (the default) or `link`.
+    pub client_trace_context: Option<crate::telemetry::ClientTraceContext>,
 }
 
 /// One of `mcp_servers:`: a stdio server (`command`, `args`, `env`, `cwd`) or a streamable

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::future::Either;
 use opentelemetry::context::FutureExt as _;
-use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{Link, SpanContext, SpanKind, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer};
@@ -34,6 +34,21 @@ pub struct TelemetrySettings {
     /// How long finished spans wait for their batch; `None` = `OTEL_BSP_SCHEDULE_DELAY` or the
     /// SDK's 5 s.
     pub batch_delay: Option<Duration>,
+    /// What a client's `traceparent` becomes.
+    pub client_trace_context: ClientTraceContext,
+}
+
+/// What a client's W3C `traceparent` becomes (`telemetry.client_trace_context`). Either way its
+/// `sampled` flag decides nothing: a client cannot keep its chats out of the operator's traces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientTraceContext {
+    /// The chat span's parent: the chat joins the client's trace (clients the operator trusts).
+    #[default]
+    Parent,
+    /// A link from the chat span, which starts a trace of its own (clients that may not choose
+    /// the trace their chats are recorded in).
+    Link,
 }
 
 /// The exporter, or nothing. Cheap to clone.
@@ -46,6 +61,7 @@ pub struct Telemetry {
 struct On {
     provider: SdkTracerProvider,
     scope: Scope,
+    client_trace_context: ClientTraceContext,
 }
 
 /// What the spans of a chat need, carried in its [`Context`].
@@ -129,6 +145,7 @@ impl Telemetry {
                     tracer,
                     capture_content: settings.capture_content,
                 },
+                client_trace_context: settings.client_trace_context,
             }),
         })
     }
@@ -148,7 +165,8 @@ impl Telemetry {
         }
     }
 
-    /// The span of one chat, the child of `traceparent` (W3C) when one is given and valid.
+    /// The span of one chat, the child of (or linked to, as configured) `traceparent` (W3C)
+    /// when one is given and valid.
     pub fn chat(
         &self,
         chat_id: &str,
@@ -158,10 +176,26 @@ impl Telemetry {
         let Some(on) = &self.on else {
             return ChatSpan { cx: None };
         };
-        let parent = traceparent
-            .and_then(parse_traceparent)
-            .map(|remote| Context::new().with_remote_span_context(remote))
-            .unwrap_or_default();
+        // Marked sampled: whether a chat is recorded is the operator's sampler's choice, not
+        // the client's.
+        let remote = traceparent.and_then(parse_traceparent).map(|remote| {
+            SpanContext::new(
+                remote.trace_id(),
+                remote.span_id(),
+                remote.trace_flags().with_sampled(true),
+                true,
+                remote.trace_state().clone(),
+            )
+        });
+        let (parent, links) = match (remote, on.client_trace_context) {
+            (Some(remote), ClientTraceContext::Parent) => {
+                (Context::new().with_remote_span_context(remote), Vec::new())
+            }
+            (Some(remote), ClientTraceContext::Link) => {
+                (Context::new(), vec![Link::with_context(remote)])
+            }
+            (None, _) => (Context::new(), Vec::new()),
+        };
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
             KeyValue::new("gen_ai.agent.name", "hookwire"),
@@ -179,6 +213,7 @@ impl Telemetry {
             .span_builder("invoke_agent hookwire")
             .with_kind(SpanKind::Server)
             .with_attributes(attributes)
+            .with_links(links)
             .start_with_context(&on.scope.tracer, &parent);
         ChatSpan {
             cx: Some(parent.with_span(span).with_value(on.scope.clone())),

@@ -362,6 +362,54 @@ async fn a_chat_frame_traceparent_is_the_parent_and_content_is_captured_only_whe
     assert!(text(call, "gen_ai.output.messages").contains("THE-ANSWER"));
 }
 
+/// A client's `sampled` flag does not decide what the operator sees: a chat whose `traceparent`
+/// says "not sampled" is still exported (in the client's trace). With
+/// `client_trace_context: link` the chat starts a trace of its own that links to the client's.
+#[tokio::test]
+async fn a_client_cannot_keep_its_chats_out_of_the_traces() {
+    for link in [false, true] {
+        let (base, received) = receiver().await;
+        let upstream = FakeUpstream::start().await;
+        upstream.push(Reply::text(&["ok"]));
+        let server = TestServer::builder()
+            .upstream(&upstream)
+            .config(move |c| {
+                c.telemetry.otlp_endpoint = Some(base);
+                c.telemetry.batch_delay = Some(Duration::from_secs(600));
+                if link {
+                    c.telemetry.client_trace_context =
+                        hookwire::telemetry::ClientTraceContext::Link;
+                }
+            })
+            .start()
+            .await;
+        let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let frames = chat(
+            &server,
+            json!({"type":"chat","id":"c3","input":"hi","enable_tools":false,
+                   "traceparent": format!("00-{trace}-00f067aa0ba902b7-00")}),
+        )
+        .await;
+        let shown_trace = frame_of(&frames, "start")["trace_id"].clone();
+        server.shutdown().await;
+        let spans = received.spans();
+        let chat_span = named(&spans, "invoke_agent");
+        assert_eq!(chat_span.len(), 1, "link={link}: the chat span is exported");
+        let chat_span = chat_span[0];
+        assert_eq!(shown_trace, hex(&chat_span.trace_id), "link={link}");
+        if link {
+            assert_ne!(hex(&chat_span.trace_id), trace);
+            assert!(chat_span.parent_span_id.is_empty());
+            assert_eq!(chat_span.links.len(), 1);
+            assert_eq!(hex(&chat_span.links[0].trace_id), trace);
+            assert_eq!(hex(&chat_span.links[0].span_id), "00f067aa0ba902b7");
+        } else {
+            assert_eq!(hex(&chat_span.trace_id), trace);
+            assert_eq!(hex(&chat_span.parent_span_id), "00f067aa0ba902b7");
+        }
+    }
+}
+
 /// The front-end wires (docs/protocol.md §19) take the request's `traceparent` header as the
 /// parent of the chat's span, as `/ws` takes the upgrade's.
 #[tokio::test]
