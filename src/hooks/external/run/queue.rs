@@ -5,8 +5,11 @@
 //! the chain) and goes on at once. The rules:
 //! - Bounded: at most `limits.async_hook_queue` runs wait (default 1 024), and at most
 //!   `limits.async_hook_queue_per_connection` of them (default 64) from one connection (its
-//!   session id), so one client cannot fill the queue for the others. [`WORKERS`] runs go at a
-//!   time, the connections with waiting runs taking turns (one run each, round robin).
+//!   session id). When the queue is full, a run from a connection holding fewer runs than the
+//!   largest holder still gets in, and that holder's newest waiting run is dropped instead: each
+//!   connection keeps at least an equal share, so one client that opens many connections cannot
+//!   fill the queue for the others. [`WORKERS`] runs go at a time, the connections with waiting
+//!   runs taking turns (one run each, round robin).
 //! - A run that finds no room is dropped, logged at `warn` with its chat, event, hook, tool and
 //!   a hash of the tool's arguments ([`Dropped`]), and counted in
 //!   `hookwire_async_hook_drops_total{hook,event}`; a hook with `on_full: wait` (an audit hook)
@@ -68,6 +71,8 @@ pub(crate) struct Job {
 enum Full {
     Queue,
     Connection,
+    /// The queue was full and a connection holding fewer runs needed the room.
+    Evicted,
 }
 
 impl Full {
@@ -75,6 +80,7 @@ impl Full {
         match self {
             Full::Queue => "the async hook queue is full (limits.async_hook_queue)",
             Full::Connection => "this connection holds as many queued async hook runs as it may (limits.async_hook_queue_per_connection)",
+            Full::Evicted => "the async hook queue is full (limits.async_hook_queue) and this connection held the most waiting runs, so its newest made room for a connection holding fewer",
         }
     }
 }
@@ -89,15 +95,28 @@ struct Waiting {
 }
 
 impl Waiting {
-    fn push(&mut self, job: Box<Job>, limits: Limits) -> Result<(), (Box<Job>, Full)> {
-        if self.total >= limits.capacity {
-            return Err((job, Full::Queue));
-        }
+    /// Queues `job`. When the queue is full, a connection that holds fewer runs than the one
+    /// holding the most still gets in: that holder's newest run makes room and is handed back
+    /// (`Ok(Some(evicted))`) to be dropped. So one client that opens many connections cannot
+    /// fill the queue for the others: each connection keeps at least an equal share.
+    fn push(
+        &mut self,
+        job: Box<Job>,
+        limits: Limits,
+    ) -> Result<Option<Box<Job>>, (Box<Job>, Full)> {
         let connection = job.envelope.session_id.clone();
         let queued = self.by_connection.get(&connection).map_or(0, VecDeque::len);
         if queued >= limits.per_connection {
             return Err((job, Full::Connection));
         }
+        let evicted = if self.total >= limits.capacity {
+            match self.evict_from_largest_holder(queued) {
+                Some(evicted) => Some(evicted),
+                None => return Err((job, Full::Queue)),
+            }
+        } else {
+            None
+        };
         if queued == 0 {
             self.turns.push_back(connection.clone());
         }
@@ -106,7 +125,28 @@ impl Waiting {
             .or_default()
             .push_back(job);
         self.total += 1;
-        Ok(())
+        Ok(evicted)
+    }
+
+    /// The newest run of the connection holding the most runs, if it holds more than `than`.
+    fn evict_from_largest_holder(&mut self, than: usize) -> Option<Box<Job>> {
+        let (largest, held) = self
+            .by_connection
+            .iter()
+            .map(|(connection, runs)| (connection, runs.len()))
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))?;
+        if held <= than {
+            return None;
+        }
+        let largest = largest.clone();
+        let runs = self.by_connection.get_mut(&largest)?;
+        let evicted = runs.pop_back()?;
+        if runs.is_empty() {
+            self.by_connection.remove(&largest);
+            self.turns.retain(|connection| *connection != largest);
+        }
+        self.total -= 1;
+        Some(evicted)
     }
 
     /// The next run: the first of the connection whose turn it is (it goes to the back of the
@@ -152,9 +192,13 @@ impl Shared {
         lock(&self.waiting)
     }
 
+    /// Queues `job`; a run it displaced (see [`Waiting::push`]) is dropped, logged and counted.
     fn push(&self, job: Box<Job>) -> Result<(), (Box<Job>, Full)> {
-        self.waiting().push(job, self.limits)?;
+        let evicted = self.waiting().push(job, self.limits)?;
         self.queued.notify_one();
+        if let Some(evicted) = evicted {
+            drop_run(&evicted, Full::Evicted.why());
+        }
         Ok(())
     }
 

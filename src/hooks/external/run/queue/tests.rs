@@ -222,6 +222,42 @@ fn connections_take_turns() {
     assert!(waiting.turns.is_empty() && waiting.by_connection.is_empty());
 }
 
+/// One client with many connections filled the queue: another connection's run still gets in,
+/// and the newest run of the connection holding the most makes room (issue: 17 connections of
+/// one client filled the 1,024 slots and another chat's audit run was dropped).
+#[test]
+fn a_full_queue_makes_room_for_a_connection_holding_less_than_the_largest_holder() {
+    let hook = hook();
+    let limits = Limits {
+        capacity: 6,
+        per_connection: 3,
+    };
+    let mut waiting = Waiting::default();
+    for (session, n) in [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("c", 0)] {
+        let pushed = waiting.push(Box::new(job_from(&hook, session, n)), limits);
+        assert!(matches!(pushed, Ok(None)), "{session}{n}");
+    }
+    let evicted = |pushed: Result<Option<Box<Job>>, (Box<Job>, Full)>| match pushed {
+        Ok(Some(job)) => Some(job.input["n"].as_str().unwrap_or_default().to_string()),
+        Ok(None) => None,
+        Err((_, full)) => panic!("refused: {full:?}"),
+    };
+    // d holds none: a, the largest holder, gives up its newest.
+    let pushed = waiting.push(Box::new(job_from(&hook, "d", 0)), limits);
+    assert_eq!(evicted(pushed).as_deref(), Some("a2"));
+    // c holds 1, a and b hold 2: the first of them by name gives up its newest.
+    let pushed = waiting.push(Box::new(job_from(&hook, "c", 1)), limits);
+    assert_eq!(evicted(pushed).as_deref(), Some("a1"));
+    // b and c hold 2, a and d 1: a connection holding 2 finds no one holding more.
+    let refused = waiting.push(Box::new(job_from(&hook, "c", 2)), limits);
+    assert!(matches!(refused, Err((_, Full::Queue))));
+    assert_eq!(waiting.total, 6);
+    let order: Vec<String> = std::iter::from_fn(|| waiting.pop())
+        .map(|job| job.input["n"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(order, ["a0", "b0", "c0", "d0", "b1", "c1"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_on_full_wait_run_waits_for_room_and_gives_up_when_its_budget_is_spent() {
     let runner = Arc::new(Gated::default());
@@ -233,13 +269,18 @@ async fn an_on_full_wait_run_waits_for_room_and_gives_up_when_its_budget_is_spen
         until(|| runner.started.load(Ordering::SeqCst) == n + 1).await;
     }
     assert!(queue.submit(job_from(&plain, "a", WORKERS)));
-    assert!(!queue.submit(job_from(&plain, "b", 0)), "full: dropped");
+    // Full, and its only waiting run is a's own: a's next run is dropped (another connection's
+    // would take that run's place).
+    assert!(
+        !queue.submit(job_from(&plain, "a", WORKERS + 1)),
+        "full: dropped"
+    );
     // With no room coming, it waits its whole budget (on the paused clock), then is dropped.
     let audit = waiting_hook();
     let began = tokio::time::Instant::now();
     assert!(
         !queue
-            .hand_over(job_from(&audit, "b", 1), Duration::from_secs(30))
+            .hand_over(job_from(&audit, "a", 10), Duration::from_secs(30))
             .await
     );
     assert_eq!(began.elapsed(), Duration::from_secs(30));
@@ -249,7 +290,7 @@ async fn an_on_full_wait_run_waits_for_room_and_gives_up_when_its_budget_is_spen
         let audit = audit.clone();
         async move {
             queue
-                .hand_over(job_from(&audit, "b", 2), Duration::from_secs(30))
+                .hand_over(job_from(&audit, "a", 11), Duration::from_secs(30))
                 .await
         }
     });
