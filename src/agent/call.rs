@@ -11,7 +11,7 @@ use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
 use super::turn;
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
-use crate::llm::{LlmError, ModelEvent, ModelRequest, ModelStream};
+use crate::llm::{estimate_tokens, LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::telemetry;
 use crate::tools::ToolSpec;
 use crate::types::{ChatError, ChatEvent, ErrorCode, Message, StepName};
@@ -62,10 +62,16 @@ impl ChatRun {
             return Err(Interrupt::Stopped(reason));
         }
         self.flush_outbox().await?;
+        let max_tokens = self
+            .inner
+            .config
+            .context
+            .reply_limit(&self.ctx.model, || estimate_tokens(&request.messages));
         let model_request = ModelRequest {
             model: self.ctx.model.clone(),
             messages: request.messages,
             tools: request.tools,
+            max_tokens,
         };
         if let Some(spend) = &self.hook_call_of {
             spend.try_call().map_err(|exhausted| {

@@ -10,23 +10,20 @@
 //! agent loop compacts mid-chat. Only the client's history is summarised (this chat's own
 //! messages stay), so no temporary injection of this chat can enter a summary.
 
-use std::ops::Range;
 use std::time::Instant;
+
+mod plan;
+
+#[cfg(test)]
+pub(super) use plan::groups;
+pub(super) use plan::{fitting, plan, summary_message, transcript, Plan, Sent};
 
 use super::call::TextMode;
 use super::context::Sendable;
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::hooks::{CallPhase, CompactInfo, Flow};
 use crate::llm::{estimate_tokens, LlmError, ModelRequest};
-use crate::types::{ChatError, ChatEvent, CompactTag, ErrorCode, Message, NoticeLevel, Role};
-
-/// A message of the client's history, with its place in the list the client sent (a forged
-/// message that was dropped leaves a gap): a `compact` frame's count is in those places.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Sent {
-    pub(super) index: usize,
-    pub(super) message: Message,
-}
+use crate::types::{ChatError, ChatEvent, ErrorCode, Message, NoticeLevel};
 
 /// Who asked for a compaction (the hooks' `trigger`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,26 +43,6 @@ impl Trigger {
     }
 }
 
-/// The groups of a history: a user message and everything up to the next user message, so a
-/// hook message, an assistant's tool calls and their results stay with the turn they belong to.
-/// What comes before the first user message, and an earlier summary (a user message with
-/// `_compact`) with its pinned hooks, belong to the first group.
-pub(super) fn groups(history: &[Sent]) -> Vec<Range<usize>> {
-    let mut starts: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .filter(|(_, sent)| sent.message.role == Role::User && sent.message.compact.is_none())
-        .map(|(at, _)| at)
-        .collect();
-    match starts.first_mut() {
-        Some(first) => *first = 0,
-        None if history.is_empty() => return Vec::new(),
-        None => starts.push(0),
-    }
-    let ends = starts.iter().skip(1).copied().chain([history.len()]);
-    starts.iter().zip(ends).map(|(&s, e)| s..e).collect()
-}
-
 /// How a compaction attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Compacted {
@@ -74,87 +51,6 @@ pub(super) enum Compacted {
     NothingToDo,
     /// A hook skipped it, or the summary call failed.
     Skipped,
-}
-
-/// What a compaction replaces.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Plan {
-    /// How many messages of the history as sent are replaced (the frame's `count`).
-    pub(super) count: usize,
-    /// The messages the summary is made of, oldest first.
-    pub(super) summarised: Vec<Message>,
-    /// The persistent hook messages among the replaced ones: they follow the summary, verbatim.
-    pub(super) pinned: Vec<Message>,
-    /// The messages kept as they are, with their places.
-    pub(super) recent: Vec<Sent>,
-    /// How many groups are kept.
-    pub(super) kept_groups: usize,
-    /// The place in the history as sent of the last summarised message.
-    pub(super) last_summarised: usize,
-}
-
-/// The plan that keeps the last `keep` groups of `history` (`sent_len` messages as sent);
-/// `None` when nothing would be summarised.
-pub(super) fn plan(history: &[Sent], sent_len: usize, keep: usize) -> Option<Plan> {
-    let groups = groups(history);
-    let kept_groups = keep.min(groups.len());
-    let split = groups
-        .len()
-        .checked_sub(kept_groups)
-        .and_then(|first_kept| groups.get(first_kept))
-        .map_or(history.len(), |group| group.start);
-    let (old, recent) = history.split_at(split);
-    let (pinned, summarised): (Vec<Message>, Vec<Message>) = old
-        .iter()
-        .map(|sent| sent.message.clone())
-        .partition(|message| message.hook.is_some());
-    let last_summarised = old
-        .iter()
-        .rev()
-        .find(|sent| sent.message.hook.is_none())?
-        .index;
-    Some(Plan {
-        count: recent.first().map_or(sent_len, |sent| sent.index),
-        summarised,
-        pinned,
-        recent: recent.to_vec(),
-        kept_groups,
-        last_summarised,
-    })
-}
-
-/// The longest tool result the summary call reads (in characters); the rest is cut.
-const TRANSCRIPT_TOOL_RESULT: usize = 2_000;
-
-/// The summary call's input: the summarised messages as one readable transcript (one user
-/// message, so any chat template takes it), tool calls and their results included. The demo
-/// model knows a summary call by its first sentence (`llm/demo/side.rs`).
-pub(super) fn transcript(messages: &[Message]) -> String {
-    let mut text =
-        String::from("Summarise this earlier part of the conversation.\n\n<conversation>\n");
-    for message in messages {
-        let who = match (message.role, &message.compact) {
-            (_, Some(_)) => "summary of an even earlier part",
-            (role, _) => role.as_str(),
-        };
-        let content = message.content.trim_end();
-        let cut = content.char_indices().nth(TRANSCRIPT_TOOL_RESULT);
-        match cut {
-            Some((at, _)) if message.role == Role::Tool => text.push_str(&format!(
-                "[{who}]\n{}\n[… {} more characters]\n",
-                &content[..at],
-                content[at..].chars().count()
-            )),
-            _ if content.is_empty() => text.push_str(&format!("[{who}]\n")),
-            _ => text.push_str(&format!("[{who}]\n{content}\n")),
-        }
-        for call in &message.tool_calls {
-            text.push_str(&format!("(called {} {})\n", call.name, call.arguments));
-        }
-        text.push('\n');
-    }
-    text.push_str("</conversation>");
-    text
 }
 
 /// Why a summary call gave no summary (the chat goes on with its history as it was).
@@ -168,18 +64,6 @@ enum NoSummary {
     Reply(ChatError),
     #[error("the model's summary was empty")]
     Empty,
-}
-
-/// The tags around a summary: it is user text, and says so.
-pub(super) const SUMMARY_OPEN: &str = "<summary of the earlier conversation>";
-pub(super) const SUMMARY_CLOSE: &str = "</summary of the earlier conversation>";
-
-/// The summary as the client stores it and the model reads it: a `user` message in its tags,
-/// with an informative `_compact` (never signed: it has the trust of anything a user types).
-pub(super) fn summary_message(summary: &str, count: usize) -> Message {
-    let mut message = Message::user(format!("{SUMMARY_OPEN}\n{summary}\n{SUMMARY_CLOSE}"));
-    message.compact = Some(CompactTag { count });
-    message
 }
 
 impl ChatRun {
@@ -292,7 +176,10 @@ impl ChatRun {
                 message: message.clone(),
             })
             .collect();
-        let keep = self.inner.config.context.keep_recent_groups;
+        let keep = match trigger {
+            Trigger::Auto => self.inner.config.context.keep_recent_groups,
+            Trigger::Manual => self.groups_to_keep(&history, estimated, at, extra),
+        };
         match plan(&history, self.client_history.len(), keep) {
             Some(plan) => {
                 let span = crate::telemetry::Span::start(
@@ -308,6 +195,36 @@ impl ChatRun {
             }
             None => Ok(Compacted::NothingToDo),
         }
+    }
+
+    /// For a compaction the person asked for: the most recent groups it may keep (at most
+    /// `context.keep_recent_groups`) for what remains to fit under the threshold with room
+    /// for the summary (a quarter of the window); fewer, down to none, when the recent turns
+    /// themselves are what fills the window (a small local model's long answers).
+    fn groups_to_keep(
+        &self,
+        history: &[Sent],
+        estimated: u64,
+        at: usize,
+        extra: Option<&Message>,
+    ) -> usize {
+        let settings = &self.inner.config.context;
+        let model = &self.ctx.model;
+        let budget = settings
+            .threshold_for(model)
+            .saturating_sub(settings.window_for(model) / 4);
+        let fits = |keep: usize| match plan(history, self.client_history.len(), keep) {
+            Some(plan) => {
+                self.compact_info(&plan, Trigger::Manual, estimated, at, extra)
+                    .estimated_post_compact_tokens
+                    < budget
+            }
+            None => estimated < budget,
+        };
+        (0..=settings.keep_recent_groups)
+            .rev()
+            .find(|&keep| fits(keep))
+            .unwrap_or(0)
     }
 
     /// One compaction by `plan` of the history found at `at`, between its hooks: a pre hook may
@@ -504,10 +421,28 @@ impl ChatRun {
         prompt: String,
         messages: &[Message],
     ) -> Outcome<Result<String, NoSummary>> {
+        let settings = &self.inner.config.context;
+        let window = settings.window_for(&self.ctx.model);
+        // The call itself must fit the window: the oldest messages give way, and a quarter of
+        // the window stays for the summary.
+        let room =
+            (window - window / 4).saturating_sub(estimate_tokens([&Message::system(&prompt)]));
+        let kept = fitting(messages, room);
+        let mut text = transcript(kept);
+        if kept.len() < messages.len() {
+            let left_out = messages.len() - kept.len();
+            tracing::info!(chat = %self.ctx.run_id, left_out, window, "the history is too long to summarise in one call; its oldest messages are left out of the summary");
+            text.push_str(&format!(
+                "\n\n(The {left_out} oldest message(s) were too long to include and are left out.)"
+            ));
+        }
+        let messages = vec![Message::system(prompt), Message::user(text)];
+        let max_tokens = settings.reply_limit(&self.ctx.model, || estimate_tokens(&messages));
         let request = ModelRequest {
             model: self.ctx.model.clone(),
-            messages: vec![Message::system(prompt), Message::user(transcript(messages))],
+            messages,
             tools: Vec::new(),
+            max_tokens,
         };
         metrics::counter!("hookwire_llm_calls_total").increment(1);
         let started = Instant::now();

@@ -3,6 +3,11 @@
 //! `micro_keep_rounds` rounds (of the chat and of the history) are replaced, in the upstream
 //! request only, by a one-line stub; the chat's own list (and so the client's history) keeps them.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::hooks::sync::lock;
 use crate::hooks::CompactInfo;
 use crate::types::{Message, Role};
 
@@ -25,6 +30,8 @@ pub struct ContextSettings {
     pub keep_recent_groups: usize,
     /// The instructions of the summary call.
     pub summary_prompt: String,
+    /// The windows model servers stated (used when `window_tokens` is unset).
+    pub learned: LearnedWindows,
 }
 
 impl Default for ContextSettings {
@@ -36,6 +43,7 @@ impl Default for ContextSettings {
             micro_keep_rounds: 2,
             keep_recent_groups: 4,
             summary_prompt: super::prompts::DEFAULT_COMPACT_PROMPT.to_string(),
+            learned: LearnedWindows::default(),
         }
     }
 }
@@ -51,10 +59,91 @@ impl ContextSettings {
         (self.window_for(model) as f64 * self.micro_threshold) as u64
     }
 
-    /// The window in use for `model`.
+    /// The window in use for `model`: `window_tokens`, else what its server stated, else the
+    /// built-in table by name.
     pub fn window_for(&self, model: &str) -> u64 {
         self.window_tokens
+            .or_else(|| self.learned.get(model))
             .unwrap_or_else(|| crate::llm::context_window(model))
+    }
+
+    /// The most a reply may hold, when the model's server stated its window: a quarter of the
+    /// window, and no more than the input (`estimated`, asked only then) leaves of it. `None` (no
+    /// limit sent) when the window is configured or only guessed from the name.
+    pub(super) fn reply_limit(&self, model: &str, estimated: impl FnOnce() -> u64) -> Option<u32> {
+        if self.window_tokens.is_some() {
+            return None;
+        }
+        let window = self.learned.get(model)?;
+        let limit = (window / 4)
+            .min(window.saturating_sub(estimated()))
+            .max(MIN_REPLY);
+        Some(u32::try_from(limit).unwrap_or(u32::MAX))
+    }
+}
+
+/// The smallest reply limit sent: below it an answer cannot say anything useful (the call
+/// fails on the window instead, which compaction can fix).
+const MIN_REPLY: u64 = 64;
+
+/// How long after a server did not state its window it is asked again (a local server may
+/// still have been loading its model).
+const ASK_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The context windows model servers stated, by model, learned at the first chat of each model
+/// (`ChatModel::server_window`). A cache of facts, not a setting: it compares equal to any other.
+#[derive(Clone, Default)]
+pub struct LearnedWindows(Arc<Mutex<HashMap<String, Learned>>>);
+
+#[derive(Debug, Clone, Copy)]
+enum Learned {
+    Known(u64),
+    /// A chat is asking: the others go on with the name's window meanwhile.
+    Asking,
+    /// The server did not say, at that time.
+    Unknown(Instant),
+}
+
+impl LearnedWindows {
+    fn get(&self, model: &str) -> Option<u64> {
+        match lock(&self.0).get(model) {
+            Some(Learned::Known(tokens)) => Some(*tokens),
+            _ => None,
+        }
+    }
+
+    /// Whether this caller should ask the server now (and, if so, the others should not).
+    pub(super) fn start_asking(&self, model: &str) -> bool {
+        let mut learned = lock(&self.0);
+        let ask = match learned.get(model) {
+            None => true,
+            Some(Learned::Unknown(when)) => when.elapsed() >= ASK_AGAIN_AFTER,
+            Some(Learned::Known(_) | Learned::Asking) => false,
+        };
+        if ask {
+            learned.insert(model.to_string(), Learned::Asking);
+        }
+        ask
+    }
+
+    pub(super) fn record(&self, model: &str, tokens: Option<u64>) {
+        let learned = match tokens {
+            Some(tokens) => Learned::Known(tokens),
+            None => Learned::Unknown(Instant::now()),
+        };
+        lock(&self.0).insert(model.to_string(), learned);
+    }
+}
+
+impl PartialEq for LearnedWindows {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for LearnedWindows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(lock(&self.0).iter()).finish()
     }
 }
 

@@ -73,7 +73,7 @@ pub use crate::types::{
 pub use approval::ApprovalSettings;
 #[doc(hidden)]
 pub use approval::StateCost;
-pub use context::ContextSettings;
+pub use context::{ContextSettings, LearnedWindows};
 pub use retry::RetryPolicy;
 
 use std::future::Future;
@@ -202,6 +202,29 @@ pub(crate) struct AgentInner {
     pub(crate) telemetry: crate::telemetry::Telemetry,
 }
 
+impl AgentInner {
+    async fn learn_window(&self, model: &str) {
+        let settings = &self.config.context;
+        if settings.window_tokens.is_some() || !settings.learned.start_asking(model) {
+            return;
+        }
+        let stated = self.model.server_window(model).await;
+        match stated {
+            Some(window) => tracing::info!(
+                model,
+                tokens = window.tokens,
+                "the model's server states a context window of {} tokens ({}); compaction and reply limits follow it (context.window_tokens overrides)",
+                window.tokens,
+                window.source
+            ),
+            None => tracing::debug!(model, "the model's server states no context window; the window is taken from the model's name"),
+        }
+        settings
+            .learned
+            .record(model, stated.map(|window| window.tokens));
+    }
+}
+
 /// Runs chats. Cheap to clone; one per server.
 #[derive(Clone)]
 pub struct AgentClient {
@@ -209,6 +232,13 @@ pub struct AgentClient {
 }
 
 impl AgentClient {
+    /// Asks the model's server for the context window it runs `model` with, unless
+    /// `context.window_tokens` is set or it was asked already (docs/providers.md). The server
+    /// calls it at start so that the first chat does not wait; a chat calls it too.
+    pub async fn learn_window(&self, model: &str) {
+        self.inner.learn_window(model).await;
+    }
+
     pub fn builder() -> AgentClientBuilder {
         AgentClientBuilder::default()
     }

@@ -236,6 +236,11 @@ impl ChatRun {
 
 impl ChatRun {
     async fn execute(&mut self, mut request: ChatRequest) -> Outcome<DoneReason> {
+        let inner = self.inner.clone();
+        tokio::select! {
+            _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+            _ = inner.learn_window(&self.ctx.model) => {}
+        }
         let continues = request.continues_after_client_tools();
         let sent = std::mem::take(&mut request.messages);
         if let Some(resume) = request.resume.take() {

@@ -148,6 +148,7 @@ impl ContextFile {
             micro_keep_rounds,
             keep_recent_groups,
             summary_prompt,
+            learned: Default::default(),
         })
     }
 }

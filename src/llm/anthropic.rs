@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::http::{self, error_message, Decoder};
 use super::shape::{shape, MessageStyle};
+use super::window::{self, ServerWindow};
 use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 use crate::types::{Role, ToolCall, Usage};
 
@@ -85,13 +86,31 @@ impl ChatModel for AnthropicClient {
         "anthropic"
     }
 
+    /// A local server that speaks Anthropic's API (llama.cpp's `/v1/messages`) states its
+    /// window like any other; Anthropic's own is never asked.
+    async fn server_window(&self, model: &str) -> Option<ServerWindow> {
+        let (root, api) = window::roots(&self.config.base_url)?;
+        let asked = window::Asked {
+            http: &self.http,
+            root,
+            api,
+            api_key: None,
+        };
+        asked.window(model).await
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
             .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("anthropic-version", ANTHROPIC_VERSION)
-            .json(&request_body(&request, self.config.max_tokens));
+            .json(&request_body(
+                &request,
+                request.max_tokens.map_or(self.config.max_tokens, |limit| {
+                    limit.min(self.config.max_tokens)
+                }),
+            ));
         if let Some(key) = &self.config.api_key {
             builder = builder.header("x-api-key", key);
         }

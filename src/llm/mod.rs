@@ -14,6 +14,7 @@ mod openai;
 mod shape;
 mod sse;
 mod tokens;
+mod window;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig, ANTHROPIC_VERSION};
 pub(crate) use http::endpoint;
@@ -23,6 +24,7 @@ pub use shape::MessageStyle;
 pub use tokens::{
     context_window, count_text_tokens, estimate_tokens, token_bound, warm_up, DEFAULT_WINDOW_TOKENS,
 };
+pub use window::ServerWindow;
 
 use std::time::Duration;
 
@@ -39,6 +41,10 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// Empty = no `tools` field upstream (the planning round and direct calls).
     pub tools: Vec<ToolSpec>,
+    /// The most the reply may hold, in tokens (OpenAI-compatible: `max_tokens`; Anthropic: the
+    /// smaller of it and `AnthropicConfig::max_tokens`). `None` = no limit sent (Anthropic: its
+    /// configured one).
+    pub max_tokens: Option<u32>,
 }
 
 /// What a streaming model call yields.
@@ -124,5 +130,11 @@ pub trait ChatModel: Send + Sync {
     /// The `gen_ai.provider.name` of its spans (OpenTelemetry's names: `openai`, `anthropic`).
     fn provider_name(&self) -> &'static str {
         "openai"
+    }
+
+    /// The context window the server behind it states for `model`, where it states one (local
+    /// servers: llama.cpp, vLLM, Ollama); `None` when it does not say or cannot be asked.
+    async fn server_window(&self, _model: &str) -> Option<ServerWindow> {
+        None
     }
 }

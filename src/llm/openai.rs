@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use super::http::{self, error_message, Decoder};
 use super::shape::MessageStyle;
 use super::sse::{parse_chunk, request_body, ChunkAccumulator};
+use super::window::{self, ServerWindow};
 use super::{ChatModel, LlmError, ModelEvent, ModelRequest, ModelStream};
 
 /// Where the model API is and how patient to be with it. Start from `Default` (OpenAI's API
@@ -131,5 +132,16 @@ impl ChatModel for OpenAiClient {
             Chunks::default(),
         )
         .await
+    }
+
+    async fn server_window(&self, model: &str) -> Option<ServerWindow> {
+        let (root, api) = window::roots(&self.config.base_url)?;
+        let asked = window::Asked {
+            http: &self.http,
+            root,
+            api,
+            api_key: self.config.api_key.as_deref(),
+        };
+        asked.window(model).await
     }
 }

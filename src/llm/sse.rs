@@ -24,6 +24,9 @@ pub(super) fn request_body(request: &ModelRequest, style: MessageStyle) -> Value
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    if let Some(limit) = request.max_tokens {
+        body["max_tokens"] = json!(limit);
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -349,6 +352,7 @@ mod tests {
         ];
         let body = request_body(
             &ModelRequest {
+                max_tokens: None,
                 model: "m".into(),
                 messages: messages.to_vec(),
                 tools: Vec::new(),
@@ -370,6 +374,7 @@ mod tests {
         });
         hooked.injection = Some(3);
         let request = ModelRequest {
+            max_tokens: None,
             model: "m".into(),
             messages: vec![
                 hooked,
@@ -403,6 +408,7 @@ mod tests {
         );
         assert_eq!(strict["messages"][2]["content"], Value::Null);
         let with_tools = ModelRequest {
+            max_tokens: None,
             tools: vec![ToolSpec {
                 name: "t".into(),
                 description: "d".into(),

@@ -425,6 +425,14 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         tracing::info!(model = %state.agent.config().model, "model API configured");
     }
     let grace = state.config.limits.shutdown_grace;
+    if !state.demo {
+        // In the background: a model server that is slow to answer delays no start.
+        let agent = state.agent.clone();
+        tokio::spawn(async move {
+            let model = agent.config().model.clone();
+            agent.learn_window(&model).await;
+        });
+    }
     let server = RunningServer::start(state).await?;
     tracing::info!("listening on http://{}", server.addr);
     shutdown_signal().await;

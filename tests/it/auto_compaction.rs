@@ -566,6 +566,51 @@ async fn a_history_that_does_not_fit_even_compacted_is_context_too_long() {
     );
 }
 
+/// After `context_too_long` (the recent turns alone fill the window: a small local model's long
+/// answers), the person's Compact goes as hard as it must: it keeps fewer recent groups, down to
+/// none, and the summary call leaves out what does not fit the window. The next chat then fits.
+#[tokio::test]
+async fn a_compact_request_after_context_too_long_goes_as_far_as_it_must() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&[SUMMARY]));
+    let server = server(&upstream, None).await;
+    let mut sent = history();
+    for (at, word) in [(5, "charlie"), (6, "charlie"), (7, "delta"), (8, "delta")] {
+        sent[at]["content"] = json!(format!("{} {}", long("x", word), long("y", word)));
+    }
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"compact","id":"m1","messages":sent}))
+        .await;
+    assert_eq!(
+        types_of(&frames),
+        ["start", "compact", "done"],
+        "{frames:#?}"
+    );
+    let compact = frame_of(&frames, "compact");
+    assert_eq!(compact["count"], sent.len(), "every group is summarised");
+    // The summary call fits the window: its oldest messages were left out, and it says so.
+    let summary_call = contents(&upstream.requests()[0]).join("\n");
+    assert!(summary_call.contains("left out"), "{summary_call}");
+    assert!(!summary_call.contains("q1 alpha"), "{summary_call}");
+    assert!(summary_call.contains("a4 delta") || summary_call.contains("delta"));
+    assert!(
+        hookwire::llm::count_text_tokens(&summary_call) < 1_000,
+        "the summary call fits the 1 000-token window"
+    );
+    // The client applies the frame; the next chat fits and is answered.
+    let mut history = vec![compact["message"].clone()];
+    history.extend(compact["pinned"].as_array().unwrap().iter().cloned());
+    upstream.push(Reply::text(&["fine"]));
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"and now?","enable_tools":false,"messages":history}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+}
+
 #[tokio::test]
 async fn an_upstream_that_says_the_input_is_too_long_is_context_too_long() {
     let upstream = FakeUpstream::start().await;

@@ -177,12 +177,21 @@ impl Recorded {
     }
 }
 
+async fn other_path(State(state): State<UpstreamState>, uri: Uri) -> Response {
+    match state.other_paths.lock().unwrap().get(uri.path()) {
+        Some(body) => axum::Json(body.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 #[derive(Clone, Default)]
 struct UpstreamState {
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Bodies dropped before they were fully sent (the client went away).
     dropped: Arc<AtomicUsize>,
+    /// JSON answers of other paths (a local server's `/props`, `/v1/models`, …); others 404.
+    other_paths: Arc<Mutex<std::collections::HashMap<String, Value>>>,
 }
 
 pub struct FakeUpstream {
@@ -197,6 +206,7 @@ impl FakeUpstream {
             .route("/v1/chat/completions", post(completions))
             // Anthropic's Messages API: the same script and records (tests/it/anthropic.rs).
             .route("/v1/messages", post(completions))
+            .fallback(other_path)
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -216,6 +226,16 @@ impl FakeUpstream {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
+    }
+
+    /// Answers `path` (any method, below the server's root, e.g. `/props`) with `body`, as a
+    /// local model server states what it runs.
+    pub fn answer_json(&self, path: &str, body: Value) {
+        self.state
+            .other_paths
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), body);
     }
 
     /// The same upstream behind a front that closes its first connection once the request's

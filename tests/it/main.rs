@@ -13,6 +13,7 @@ mod cli;
 mod client_tools;
 mod common;
 mod compaction;
+mod context_window;
 mod conversation;
 mod cost;
 mod demo;

@@ -764,3 +764,41 @@ async fn a_claude_code_pre_tool_use_guard_denies_the_real_call() {
     );
     server.shutdown().await;
 }
+
+/// llama-server runs the model with `-c 4096`; the name `smollm2-135m` says nothing of that.
+/// hookwire asks the server (`/props`), so a history past the threshold of those 4 096 tokens
+/// (15 % here, to keep the model's reading short) is compacted, and the chat is answered; by
+/// the name's 128 000 it would be nothing.
+#[tokio::test]
+async fn the_window_llama_server_states_is_the_one_compaction_follows() {
+    let Some(installed) = installed() else { return };
+    let llama = LlamaServer::start(installed, None).await;
+    let server = hookwire(&llama, |c| {
+        c.agent.context.compact_threshold = 0.15;
+        c.agent.context.keep_recent_groups = 1;
+    })
+    .await;
+    let turn = |n: usize| {
+        [
+            json!({"role":"user","content":format!("Question {n}: {}", "tell me about the sea. ".repeat(5))}),
+            json!({"role":"assistant","content":format!("Answer {n}: {}", "The sea is wide and deep. ".repeat(25))}),
+        ]
+    };
+    let history: Vec<Value> = (0..4).flat_map(turn).collect();
+    let estimated = hookwire::llm::count_text_tokens(&serde_json::to_string(&history).unwrap());
+    assert!(
+        (650..1_000).contains(&estimated),
+        "past 15 % of 4 096, far from the window: {estimated}"
+    );
+    let frames = chat(
+        &server,
+        json!({"type":"chat","id":"w","input":"Say one word.","enable_tools":false,"messages":history}),
+    )
+    .await;
+    assert!(
+        frames.iter().any(|f| f["type"] == "compact"),
+        "compacted by the server's window: {frames:?}"
+    );
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    server.shutdown().await;
+}

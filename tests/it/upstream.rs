@@ -266,6 +266,7 @@ async fn a_reply_over_the_byte_limit_ends_with_an_error() {
     })
     .unwrap();
     let request = ModelRequest {
+        max_tokens: None,
         model: "fake-model".into(),
         messages: vec![hookwire::Message::user("hi")],
         tools: Vec::new(),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::types::HookTag;
+use crate::types::{CompactTag, HookTag, Role};
 
 fn sent(messages: Vec<Message>) -> Vec<Sent> {
     messages

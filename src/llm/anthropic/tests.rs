@@ -151,6 +151,7 @@ fn request_body_shape() {
         arguments: r#"{"path":"a"}"#.into(),
     };
     let request = ModelRequest {
+        max_tokens: None,
         model: "claude".into(),
         messages: vec![
             Message::system("base"),
@@ -193,6 +194,7 @@ fn request_body_shape() {
     );
     // No system text, no tools: neither field.
     let plain = ModelRequest {
+        max_tokens: None,
         model: "claude".into(),
         messages: vec![Message::user("hi")],
         tools: vec![],

@@ -146,6 +146,7 @@ mod tests {
 
     fn request(messages: &[Message], tools: &[&str]) -> ModelRequest {
         ModelRequest {
+            max_tokens: None,
             model: "demo".into(),
             messages: messages.to_vec(),
             tools: tools

@@ -332,6 +332,7 @@ impl Runner {
 
     async fn ask(&self, prompt: &str, model: &str, spend: &HookSpend) -> Result<String, AskError> {
         let request = ModelRequest {
+            max_tokens: None,
             model: model.to_string(),
             messages: vec![Message::user(prompt)],
             tools: Vec::new(),
