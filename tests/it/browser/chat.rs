@@ -274,11 +274,17 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     assert_eq!(browser.hidden("banner").await, json!(true));
     browser.send("hello").await;
     browser.wait_idle_with(CHAT_ERROR).await;
-    let error = browser.first_text(CHAT_ERROR).await;
-    let error = error.as_str().unwrap();
+    let failure = browser.failure().await;
+    assert_eq!(
+        failure["title"], "The model service refused this conversation.",
+        "plain words, not the code: {failure}"
+    );
     assert!(
-        error.contains("upstream") && error.contains("model overloaded"),
-        "{error}"
+        failure["detail"]
+            .as_str()
+            .unwrap()
+            .contains("upstream: the model API answered HTTP 400: model overloaded"),
+        "the technical detail stays: {failure}"
     );
     assert_eq!(browser.first_text(TOAST).await, "a hook says hi");
     assert_eq!(

@@ -18,7 +18,11 @@ pub const TOOL_CARD: &str = ".tool-card";
 /// A tool card's one line: the tool's name and how it went.
 pub const TOOL_SUMMARY: &str = ".tool-card summary";
 pub const HOOK_CHIP: &str = ".hook-chip";
+/// A failed chat: its box, and the headline in it.
 pub const CHAT_ERROR: &str = ".chat-error";
+pub const CHAT_ERROR_TITLE: &str = ".chat-error .error-title";
+/// The ways on under the last exchange (Regenerate; under a failure: Retry, Start a new chat, …).
+pub const ACTIONS: &str = ".fork-actions button";
 /// A chat that ended otherwise than completed ("ended: cancelled").
 pub const NOTE: &str = ".note";
 pub const TOAST: &str = ".toast";
@@ -356,6 +360,26 @@ pub trait HookwirePage: Page {
         self.eval(&format!("(() => {{ const c = document.querySelectorAll('.approval-card')[{index}]; return [c.querySelector('.approval-title').innerText, c.querySelector('.approval-outcome')?.innerText ?? null, c.querySelectorAll('button').length]; }})()")).await
     }
 
+    /// The last failure as the person sees it: its headline, its explanation, its technical
+    /// details (folded: `detail_open`) and the ways on offered under it.
+    async fn failure(&mut self) -> Value {
+        self.eval(&format!("(() => {{ const boxes = document.querySelectorAll({}); const b = boxes[boxes.length - 1]; if (!b) return null;
+            const d = b.querySelector('.error-detail');
+            return {{ title: b.querySelector('.error-title').innerText, body: b.querySelector('.error-body')?.innerText ?? null,
+              detail: d ? d.querySelector('code').textContent : null, detail_open: d ? d.open : null,
+              actions: Array.from(document.querySelectorAll({})).map(a => a.innerText) }}; }})()", js(CHAT_ERROR), js(ACTIONS))).await
+    }
+
+    /// Clicks the way on (under the last exchange) that says `label`.
+    async fn take_action(&mut self, label: &str) {
+        self.eval(&format!(
+            "Array.from(document.querySelectorAll({})).find(b => b.innerText === {}).click()",
+            js(ACTIONS),
+            js(label)
+        ))
+        .await;
+    }
+
     /// Retry (under a failed exchange) or Regenerate (under an answered one).
     async fn retry(&mut self) {
         self.click_first(".fork-actions .retry").await;
@@ -386,6 +410,17 @@ pub trait HookwirePage: Page {
             key_js(name)
         ))
         .await
+    }
+
+    /// Stores `value` as the current conversation's `name` (as an older page or another tab
+    /// might have left it); the page reads it at the next reload.
+    async fn put_stored(&mut self, name: &str, value: &Value) {
+        self.eval(&format!(
+            "localStorage.setItem({}, {})",
+            key_js(name),
+            js(&value.to_string())
+        ))
+        .await;
     }
 
     /// Forgets the current conversation's stored `name`.
