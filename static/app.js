@@ -52,8 +52,18 @@ $('composer').addEventListener('submit', (event) => {
   const text = $('input').value.trim();
   if (!text || view.conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
   $('input').value = '';
+  fitInput();
   startChat(text);
 });
+// The message box starts at one line and grows with what is typed (up to a third of the screen,
+// then it scrolls).
+function fitInput() {
+  const input = $('input');
+  input.style.height = 'auto';
+  input.style.height = Math.min(input.scrollHeight + 2, Math.max(120, window.innerHeight / 3)) + 'px';
+}
+$('input').addEventListener('input', fitInput);
+$('chat-search').addEventListener('input', renderConversations);
 $('input').addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();

@@ -3,8 +3,8 @@
 // again can help, Compact / Start a new chat / Drop the oldest turns for a conversation the
 // model can no longer take, Edit for one the server refused as it is.
 
-import { startCompaction } from './chat.js';
-import { placeCut } from './compaction.js';
+import { startCompaction, updateCompact } from './chat.js';
+import { compactable, placeCut } from './compaction.js';
 import { newConversation } from './conversations.js';
 import { el, toast } from './dom.js';
 import { describeDrop, errorOf, explainError } from './errors.js';
@@ -43,6 +43,7 @@ function dropOldest(failure) {
   failure.eased = true;
   saveTranscript();
   redrawAll();
+  updateCompact();
   updateActions(true);
 }
 
@@ -104,7 +105,9 @@ export function updateActions(idle) {
     const found = errorOf(failure);
     const shown = explainError(found.code, found.message);
     // Made shorter since it failed (compacted, turns dropped): it may fit now.
-    const actions = failure.eased ? ['retry', 'new_chat'] : shown.actions;
+    // Compact only when there is an older part to summarise (as the Compact button says).
+    const actions = (failure.eased ? ['retry', 'new_chat'] : shown.actions)
+      .filter((action) => action !== 'compact' || compactable(view.conversation.history).ok);
     bar.setAttribute('aria-label', 'What you can do now');
     for (const action of actions) add(action, () => act(action, index, failure, shown));
   } else if (view.conversation.history.length <= item.at) {

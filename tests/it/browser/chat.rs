@@ -194,7 +194,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     browser.set_viewport(390, 800).await;
     browser.reload_and_wait().await;
     let fits = browser
-        .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom <= 800 && c.width > 300 && document.getElementById('panel').hidden; })()")
+        .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom < 800.5 && c.width > 300 && document.getElementById('panel').hidden; })()")
         .await;
     assert_eq!(fits, json!(true));
     browser.screenshot(&format!("{name}-phone.png")).await;

@@ -151,6 +151,30 @@ pub trait HookwirePage: Page {
         .await
     }
 
+    /// The tooltip (title) of the element with id `id`.
+    async fn tooltip(&mut self, id: &str) -> Value {
+        self.eval(&format!("document.getElementById({}).title", js(id)))
+            .await
+    }
+
+    /// The box of the first element `selector` finds, on screen: {left, right, top, bottom}.
+    async fn rect(&mut self, selector: &str) -> Value {
+        self.eval(&format!(
+            "(() => {{ const b = document.querySelector({}).getBoundingClientRect(); return {{left: b.left, right: b.right, top: b.top, bottom: b.bottom}}; }})()",
+            js(selector)
+        ))
+        .await
+    }
+
+    /// How opaque the first element `selector` finds is drawn (1: fully shown, 0: not seen).
+    async fn opacity(&mut self, selector: &str) -> Value {
+        self.eval(&format!(
+            "Number(getComputedStyle(document.querySelector({})).opacity)",
+            js(selector)
+        ))
+        .await
+    }
+
     async fn disabled(&mut self, id: &str) -> Value {
         self.eval(&format!("document.getElementById({}).disabled", js(id)))
             .await
@@ -183,6 +207,20 @@ pub trait HookwirePage: Page {
         self.eval(&format!(
             "(() => {{ if (document.getElementById('panel').hidden) document.getElementById('toggle-panel').click(); document.getElementById('tab-' + {}).click(); }})()",
             js(name)
+        ))
+        .await;
+    }
+
+    /// The Chats list as shown: each date group's label with its titles, top first.
+    async fn chat_groups(&mut self) -> Value {
+        self.eval("Array.from(document.querySelectorAll('#conversations .date-group')).map(g => [g.querySelector('.date-label').innerText, Array.from(g.querySelectorAll('.title')).map(t => t.textContent)])").await
+    }
+
+    /// Types `query` into the Chats list's search box.
+    async fn search_chats(&mut self, query: &str) {
+        self.eval(&format!(
+            "(() => {{ const s = document.getElementById('chat-search'); s.value = {}; s.dispatchEvent(new Event('input')); }})()",
+            js(query)
         ))
         .await;
     }
