@@ -136,7 +136,12 @@ async fn a_conversation_too_long_for_the_model_has_ways_out_in_firefox() {
 /// Retry sends the message again without it. Compact summarises; then Retry works too.
 async fn a_conversation_too_long_for_the_model_has_ways_out(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
-    let too_long = || Reply::Status(400, "This model's maximum context length is 4096 tokens".into());
+    let too_long = || {
+        Reply::Status(
+            400,
+            "This model's maximum context length is 4096 tokens".into(),
+        )
+    };
     upstream.push(Reply::text(&["one"]));
     upstream.push(Reply::text(&["two"]));
     upstream.push(too_long());
@@ -165,7 +170,11 @@ async fn a_conversation_too_long_for_the_model_has_ways_out(browser: &mut impl P
     );
     assert_eq!(
         failure["actions"],
-        json!(["Compact the conversation", "Start a new chat", "Drop the oldest turns"]),
+        json!([
+            "Compact the conversation",
+            "Start a new chat",
+            "Drop the oldest turns"
+        ]),
         "{failure}"
     );
 

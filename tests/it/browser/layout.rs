@@ -134,7 +134,10 @@ async fn a_chat_page_as_people_know_them(browser: &mut impl Page, focus_shows: b
     browser.open_panel_tab("conversations").await;
     assert_eq!(
         browser.chat_groups().await,
-        json!([["Today", ["tell me about zebras"]], ["Previous 7 days", ["go on"]]])
+        json!([
+            ["Today", ["tell me about zebras"]],
+            ["Previous 7 days", ["go on"]]
+        ])
     );
     browser.search_chats("stripes").await;
     assert_eq!(
@@ -144,10 +147,7 @@ async fn a_chat_page_as_people_know_them(browser: &mut impl Page, focus_shows: b
     );
     browser.search_chats("giraffe").await;
     assert_eq!(browser.chat_groups().await, json!([]));
-    assert_eq!(
-        browser.text("no-match").await,
-        "No chat matches “giraffe”."
-    );
+    assert_eq!(browser.text("no-match").await, "No chat matches “giraffe”.");
     browser.search_chats("").await;
 
     // A phone: with the demo banner, the conversation still has most of the screen.
