@@ -11,14 +11,15 @@
 // another shows announces it (`changed`); who redraws what is written here, once.
 
 import { drawApproval } from './approval.js';
-import { newChat, setState, startChat, stop } from './chat.js';
+import { startChat, startCompaction, stop } from './chat.js';
 import { connect } from './connection.js';
 import { deleteConversation, exportAs, newConversation, renderConversations, startRename } from './conversations.js';
 import { $ } from './dom.js';
-import { drawUser, updateForkActions } from './forks.js';
+import { drawUser } from './forks.js';
 import { hooksOnScreen, refreshHooks, renderHooks, updatePolling } from './hooks-tab.js';
 import { TABS, isPhone, loadServerInfo, renderSkillChecks, selectTab, showPanel } from './panel.js';
 import { KEYS } from './protocol.js';
+import { updateActions } from './recovery.js';
 import { BANNER, store, subscribe, view } from './state.js';
 import { redrawAll, useRenderers } from './transcript.js';
 import { renderSpeaker, useVoiceInfo, voice } from './voice-controls.js'; // the speaker and the microphone
@@ -28,7 +29,7 @@ useRenderers({ user: drawUser, approval: drawApproval });
 // Who redraws what when a view module announces a change (state.js lists the names).
 subscribe((what, detail) => {
   switch (what) {
-    case 'state': updateForkActions(detail === 'idle'); break;
+    case 'state': updateActions(detail === 'idle'); break;
     case 'conversations': renderConversations(); break;
     case 'transcript':
       renderConversations();
@@ -51,8 +52,18 @@ $('composer').addEventListener('submit', (event) => {
   const text = $('input').value.trim();
   if (!text || view.conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
   $('input').value = '';
+  fitInput();
   startChat(text);
 });
+// The message box starts at one line and grows with what is typed (up to a third of the screen,
+// then it scrolls).
+function fitInput() {
+  const input = $('input');
+  input.style.height = 'auto';
+  input.style.height = Math.min(input.scrollHeight + 2, Math.max(120, window.innerHeight / 3)) + 'px';
+}
+$('input').addEventListener('input', fitInput);
+$('chat-search').addEventListener('input', renderConversations);
 $('input').addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
@@ -60,13 +71,7 @@ $('input').addEventListener('keydown', (event) => {
   }
 });
 $('stop').addEventListener('click', stop);
-$('compact').addEventListener('click', () => {
-  if (view.conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
-  const frame = view.conversation.startCompaction();
-  view.chat = newChat();
-  view.ws.send(JSON.stringify(frame));
-  setState('running');
-});
+$('compact').addEventListener('click', startCompaction);
 $('dismiss-banner').addEventListener('click', () => {
   store.save(BANNER, true);
   $('banner').hidden = true;

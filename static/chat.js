@@ -2,10 +2,12 @@
 // indicator, and the one way it ends (`finish`). What the other views show of it (the chat
 // state, the list of conversations, the hooks) is announced through state.js's `changed`.
 
+import { compactable } from './compaction.js';
 import { $, el, toast } from './dom.js';
+import { explainError } from './errors.js';
 import { changed, library, saveTranscript, view } from './state.js';
 import { finalText, traceRow, usageOf } from './trace.js';
-import { draw, drawHook, nodes, placeDivider, push, render, renderAssistant, scroll, transcriptEl } from './transcript.js';
+import { draw, drawHook, easeFailure, nodes, placeDivider, push, render, renderAssistant, scroll, transcriptEl } from './transcript.js';
 import { spoken } from './voice.js';
 import { voice } from './voice-controls.js';
 
@@ -13,13 +15,36 @@ export function setState(value) {
   document.body.dataset.state = value;
   const running = value === 'running';
   $('input').disabled = running;
+  // Send becomes Stop while a reply runs.
+  $('send').hidden = running;
   $('send').disabled = running || value === 'offline';
+  $('stop').hidden = !running;
   $('stop').disabled = !running;
-  $('compact').disabled = running || value === 'offline' || view.conversation.history.length === 0;
+  updateCompact(value);
   explainWhileRunning(running);
   updateExports();
   updateWorking();
   changed('state', value);
+}
+
+// Compact is offered when there is an older part to summarise; its title says why not.
+export function updateCompact(value) {
+  const state = value || document.body.dataset.state;
+  const can = compactable(view.conversation.history);
+  const button = $('compact');
+  button.disabled = !can.ok || state !== 'idle';
+  button.title = state === 'offline' ? 'Not connected: Compact works once the page is back online'
+    : state === 'running' ? 'Wait for the reply to finish' : can.reason;
+}
+
+// Compact: the server summarises the older part of the history (a `compact` frame comes back
+// when there was something to summarise).
+export function startCompaction() {
+  if (view.conversation.running || !view.ws || view.ws.readyState !== WebSocket.OPEN) return;
+  const frame = view.conversation.startCompaction();
+  view.chat = newChat();
+  view.ws.send(JSON.stringify(frame));
+  setState('running');
 }
 
 export function newChat() {
@@ -192,7 +217,7 @@ export function showFrame(frame) {
   const update = view.conversation.receive(frame);
   const chat = view.chat;
   switch (update.kind) {
-    case 'stray_error': toast('error', frame.code + ': ' + frame.message); break;
+    case 'stray_error': toast('error', explainError(frame.code, frame.message).title); break;
     case 'start':
       // The chat's OpenTelemetry trace (when the server exports traces), for the turn's details.
       if (chat && typeof frame.trace_id === 'string') chat.traceId = frame.trace_id;
@@ -237,6 +262,7 @@ export function showFrame(frame) {
     case 'compact':
       closeBubble(chat);
       placeDivider(update.count, frame);
+      easeFailure();
       break;
     case 'approval':
       closeBubble(chat);
@@ -251,7 +277,7 @@ export function showFrame(frame) {
       finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
       break;
     case 'error':
-      finish({ kind: 'error', text: frame.code + ': ' + frame.message });
+      finish({ kind: 'error', code: String(frame.code), message: typeof frame.message === 'string' ? frame.message : '' });
       break;
   }
 }

@@ -1,6 +1,6 @@
 // A compaction in the transcript: the summary's text and where its divider goes. No DOM.
 
-import { list } from './protocol.js';
+import { groupsOf, list } from './protocol.js';
 
 const SUMMARY_OPEN = '<summary of the earlier conversation>';
 const SUMMARY_CLOSE = '</summary of the earlier conversation>';
@@ -24,6 +24,14 @@ export function summaryText(content) {
  * were kept) counts as summarised. Returns the divider's index.
  */
 export function placeCompaction(transcript, divider, count, pinned) {
+  return placeCut(transcript, divider, count, 1 + (Number.isInteger(pinned) && pinned > 0 ? pinned : 0));
+}
+
+/**
+ * Like `placeCompaction`, for any cut of the history's first `count` messages that puts `front`
+ * messages in their place (dropped turns: their kept hook messages).
+ */
+export function placeCut(transcript, divider, count, front) {
   const items = list(transcript);
   const kept = (item) => item && item.kind === 'user' && Number.isInteger(item.at) && item.at >= count;
   let cut = items.findIndex(kept);
@@ -31,10 +39,22 @@ export function placeCompaction(transcript, divider, count, pinned) {
   for (let i = 0; i < cut; i++) {
     if (items[i] && typeof items[i] === 'object') items[i].folded = true;
   }
-  const shift = 1 + (Number.isInteger(pinned) && pinned > 0 ? pinned : 0) - count;
+  const shift = front - count;
   for (let i = cut; i < items.length; i++) {
     if (kept(items[i])) items[i].at += shift;
   }
   items.splice(cut, 0, divider);
   return cut;
+}
+
+/**
+ * Whether a manual compaction has something to summarise: `{ok, reason}`. The server keeps at
+ * least the last turn, so a history of one turn (an earlier summary counts with the turn after
+ * it) has nothing older to summarise.
+ */
+export function compactable(history) {
+  const groups = groupsOf(history).length;
+  if (groups === 0) return { ok: false, reason: 'Nothing to compact: the conversation is empty' };
+  if (groups === 1) return { ok: false, reason: 'Nothing to compact yet: the conversation has only one turn' };
+  return { ok: true, reason: 'Summarise the older part of this conversation, so that it takes less room' };
 }

@@ -2,6 +2,7 @@
 
 import { finish, onFrame, setState } from './chat.js';
 import { $ } from './dom.js';
+import { connectionLost } from './errors.js';
 import { loadServerInfo } from './panel.js';
 import { socketProtocols, socketUrl } from './server.js';
 import { access, view } from './state.js';
@@ -29,7 +30,7 @@ export function connect() {
     onFrame(frame);
   };
   ws.onclose = () => {
-    if (view.conversation.abort()) finish({ kind: 'error', text: 'connection lost; the reply was cut off' });
+    if (view.conversation.abort()) finish(connectionLost());
     setState('offline');
     const delay = Math.min(10000, 500 * 2 ** view.retry++);
     setStatus('offline', 'offline, retrying in ' + Math.round(delay / 1000) + ' s');

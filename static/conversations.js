@@ -4,6 +4,7 @@
 import { setState, stopThen } from './chat.js';
 import { $, el } from './dom.js';
 import { fileName } from './exports.js';
+import { dateGroups } from './library.js';
 import { isPhone, showPanel } from './panel.js';
 import { changed, library, loadTranscript, view } from './state.js';
 import { redrawAll } from './transcript.js';
@@ -16,25 +17,42 @@ export function when(ms) {
     : date.toLocaleDateString([], { month: 'short', day: 'numeric' });
 }
 
+// One row of the Chats list: a click opens it (a reply streaming in another one stops first).
+function conversationRow(meta) {
+  const current = meta.id === library.current;
+  const li = el('li', 'conversation' + (current ? ' current' : ''));
+  li.dataset.id = meta.id;
+  const open = el('button', 'open');
+  open.type = 'button';
+  if (current) open.setAttribute('aria-current', 'true');
+  open.append(el('span', 'title', meta.title), el('span', 'when', when(meta.updated)));
+  open.onclick = () => {
+    if (current && view.conversation.running) return;
+    stopThen(() => switchTo(meta.id));
+  };
+  li.appendChild(open);
+  return li;
+}
+
 export function renderConversations() {
-  const list = $('conversations');
-  list.textContent = '';
-  for (const meta of library.list()) {
-    const current = meta.id === library.current;
-    const li = el('li', 'conversation' + (current ? ' current' : ''));
-    li.dataset.id = meta.id;
-    const open = el('button', 'open');
-    open.type = 'button';
-    if (current) open.setAttribute('aria-current', 'true');
-    open.append(el('span', 'title', meta.title), el('span', 'when', when(meta.updated)));
-    // Another conversation while a reply streams: the reply stops first (`stopThen`).
-    open.onclick = () => {
-      if (current && view.conversation.running) return;
-      stopThen(() => switchTo(meta.id));
-    };
-    li.appendChild(open);
-    list.appendChild(li);
+  const box = $('conversations');
+  box.textContent = '';
+  const query = $('chat-search').value.trim();
+  const found = query ? library.search(query) : library.list();
+  // Grouped by when each was last used, as chat lists do (Today, Yesterday, …).
+  for (const group of dateGroups(found, Date.now())) {
+    const section = el('section', 'date-group');
+    const label = el('h3', 'date-label', group.label);
+    label.id = 'chats-' + group.label.toLowerCase().replace(/\W+/g, '-');
+    section.setAttribute('aria-labelledby', label.id);
+    const list = el('ul', 'conversation-list');
+    for (const meta of group.items) list.appendChild(conversationRow(meta));
+    section.append(label, list);
+    box.appendChild(section);
   }
+  const none = $('no-match');
+  none.hidden = !query || found.length > 0;
+  none.textContent = query ? 'No chat matches “' + query + '”.' : '';
   const meta = library.meta();
   $('conversation-title').textContent = meta.title;
   document.title = meta.title + ' · hookwire';

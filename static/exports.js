@@ -2,6 +2,7 @@
 // showed). No DOM: the page turns the text into a download.
 
 import { KEYS, UNTITLED, list } from './protocol.js';
+import { errorOf, explainError } from './errors.js';
 import { formatMs, turnLine } from './trace.js';
 
 function iso(ms) {
@@ -91,7 +92,13 @@ export function exportMarkdown(meta, transcript, extra) {
         }
         break;
       }
-      case 'error': out.push('**Error:** ' + item.text); break;
+      case 'error': {
+        const failure = errorOf(item);
+        const shown = explainError(failure.code, failure.message);
+        out.push('**Error:** ' + shown.title + (shown.detail ? ' (`' + shown.detail + '`)' : ''));
+        break;
+      }
+      case 'dropped':
       case 'note': out.push('_' + item.text + '_'); break;
       default: break;
     }

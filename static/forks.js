@@ -6,12 +6,13 @@
 import { startChat } from './chat.js';
 import { el, toast } from './dom.js';
 import { saveTranscript, view } from './state.js';
-import { redrawAll, scroll, transcriptEl } from './transcript.js';
+import { redrawAll } from './transcript.js';
 
 export function forkable(index) {
   const item = view.transcript[index];
   if (!item || item.kind !== 'user' || !Number.isInteger(item.at)) return false;
-  return !view.transcript.slice(index + 1).some((i) => i.kind === 'compact');
+  // A cut (a summary, dropped turns) after it moved where messages start.
+  return !view.transcript.slice(index + 1).some((i) => i.kind === 'compact' || i.kind === 'dropped');
 }
 
 export function lastUserIndex() {
@@ -89,25 +90,4 @@ export function startEdit(node, item) {
   };
   node.replaceWith(form);
   area.focus();
-}
-
-// Under the last exchange, when idle: Retry if it failed (the history has nothing of it),
-// Regenerate if it has an answer.
-export function updateForkActions(idle) {
-  const old = transcriptEl.querySelector('.fork-actions');
-  if (old) old.remove();
-  const index = lastUserIndex();
-  // A waiting approval is decided on its card first (Regenerate would drop it).
-  if (!idle || index < 0 || !forkable(index) || view.conversation.approval) return;
-  const item = view.transcript[index];
-  const failed = view.conversation.history.length <= item.at;
-  const bar = el('div', 'fork-actions');
-  const button = el('button', failed ? 'retry' : 'regenerate', failed ? 'Retry' : 'Regenerate');
-  button.type = 'button';
-  button.title = failed ? 'Send the same message again' : 'Ask again for another answer to the last message';
-  button.onclick = () => redoFrom(index, item.text);
-  bar.appendChild(button);
-  const wasAtBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 40;
-  transcriptEl.appendChild(bar);
-  if (wasAtBottom) scroll();
 }

@@ -30,6 +30,39 @@ function validMeta(meta) {
     typeof meta.title === 'string';
 }
 
+const DAY = 24 * 60 * 60 * 1000;
+
+/**
+ * The conversations `metas` (most recent first) in groups by when they were last used, as chat
+ * lists show them: `[{label, items}]` with the labels Today, Yesterday, Previous 7 days, Older
+ * (calendar days of the local time zone; empty groups left out).
+ */
+export function dateGroups(metas, now) {
+  const today = new Date(now);
+  today.setHours(0, 0, 0, 0);
+  const start = today.getTime();
+  const groups = [
+    { label: 'Today', from: start },
+    { label: 'Yesterday', from: start - DAY },
+    { label: 'Previous 7 days', from: start - 7 * DAY },
+    { label: 'Older', from: -Infinity },
+  ].map((g) => ({ label: g.label, from: g.from, items: [] }));
+  for (const meta of list(metas)) {
+    const group = groups.find((g) => meta.updated >= g.from);
+    group.items.push(meta);
+  }
+  return groups.filter((g) => g.items.length).map((g) => ({ label: g.label, items: g.items }));
+}
+
+/** Whether `query` (any case, words in any order) is in `title` or one of `messages`. */
+export function matchesSearch(query, title, messages) {
+  const words = String(query || '').toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return true;
+  const texts = [String(title || '')].concat(list(messages).filter((m) => m && typeof m.content === 'string' && !m._hook).map((m) => m.content));
+  const all = texts.join('\n').toLowerCase();
+  return words.every((word) => all.includes(word));
+}
+
 /**
  * The person's conversations in `store` (`{load, save, remove?}`): a list of
  * `{id, title, named, created, updated}` (times in ms) under `KEYS.conversations`, the one on
@@ -113,6 +146,10 @@ export function createLibrary(store, options) {
     list() {
       reread();
       return metas.slice().sort((a, b) => b.updated - a.updated).map((m) => Object.assign({}, m));
+    },
+    /** The conversations whose title or messages hold `query` (see `matchesSearch`), as `list`. */
+    search(query) {
+      return this.list().filter((m) => matchesSearch(query, m.title, conversationStore(store, m.id).load(KEYS.history, [])));
     },
     /** The id of the conversation on screen. */
     get current() { return current; },

@@ -53,15 +53,24 @@ export function render(markdown) {
 export function renderInto(node, markdown) {
   node.innerHTML = render(markdown);
   for (const pre of node.querySelectorAll('pre')) {
+    // A bar above the code (its language, Copy), so that Copy never covers a line of it.
     const box = document.createElement('div');
     box.className = 'code-block';
     pre.replaceWith(box);
+    const head = document.createElement('div');
+    head.className = 'code-head';
+    const code = pre.querySelector('code');
+    const language = code && /(?:^|\s)language-([\w+#-]+)/.exec(code.className);
+    const label = document.createElement('span');
+    label.className = 'code-lang';
+    label.textContent = language ? language[1] : 'code';
     const copy = document.createElement('button');
     copy.type = 'button';
     copy.className = 'copy-code';
     copy.textContent = 'Copy';
     copy.setAttribute('aria-label', 'Copy code');
-    box.append(copy, pre);
+    head.append(label, copy);
+    box.append(head, pre);
   }
 }
 

@@ -129,6 +129,42 @@ export function answerOpenCalls(messages) {
   return out;
 }
 
+/**
+ * The groups of a history, as the server counts them for compaction: a user message and
+ * everything up to the next user message (so a tool call stays with its results and a hook
+ * message with its turn); what comes before the first user message, and a summary (a user
+ * message with `_compact`) with its pinned hooks, belong to the first group. `[start, end)` pairs.
+ */
+export function groupsOf(messages) {
+  const all = list(messages);
+  const starts = [];
+  all.forEach((m, at) => {
+    if (m && m.role === 'user' && !m._compact && !m._hook) starts.push(at);
+  });
+  if (!all.length) return [];
+  if (!starts.length) starts.push(0);
+  starts[0] = 0;
+  return starts.map((start, i) => [start, i + 1 < starts.length ? starts[i + 1] : all.length]);
+}
+
+/**
+ * The oldest half of `messages`' groups (at least one) cut away, its persistent hook messages
+ * (`_hook`) kept in front, in order: `{history, count, kept, turns, dropped}` (`count`: the
+ * messages cut at the start, `kept`: the hook messages put back in front, `turns`: the groups
+ * dropped, `dropped`: the person's messages among them), or null when there is nothing to drop.
+ */
+export function dropOldestTurns(messages) {
+  const all = list(messages);
+  const groups = groupsOf(all);
+  if (!groups.length) return null;
+  const turns = Math.ceil(groups.length / 2);
+  const count = groups[turns - 1][1];
+  const cut = all.slice(0, count);
+  const hooks = cut.filter((m) => m && m._hook);
+  const dropped = cut.filter((m) => m && m.role === 'user' && !m._hook && !m._compact && typeof m.content === 'string').map((m) => m.content);
+  return { history: hooks.concat(all.slice(count)), count, kept: hooks.length, turns, dropped };
+}
+
 /** A call's `arguments` (a JSON string, as OpenAI writes them) as a value for the card. */
 function argumentsOf(call) {
   const raw = call && call.function ? call.function.arguments : undefined;
@@ -400,6 +436,20 @@ export function createConversation(store) {
       history = history.slice(0, length);
       store.save(KEYS.history, history);
       if (approval) setApproval(null);
+    },
+
+    /**
+     * Drops the oldest turns (`dropOldestTurns`), the last way out of a history too long for the
+     * model; a waiting approval goes with them. Returns what was dropped, or null.
+     */
+    dropOldest() {
+      if (current) throw new Error('a chat is running: ' + current.id);
+      const result = dropOldestTurns(history);
+      if (!result) return null;
+      history = result.history;
+      store.save(KEYS.history, history);
+      if (approval) setApproval(null);
+      return result;
     },
 
     /** A new conversation: no history, no session hooks (skills and tools stay). */

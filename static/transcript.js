@@ -5,6 +5,7 @@
 
 import { placeCompaction, summaryText } from './compaction.js';
 import { $, el } from './dom.js';
+import { errorOf, explainError } from './errors.js';
 import { renderInto } from './markdown.js';
 import { changed, saveTranscript, view } from './state.js';
 import { formatMs, traceSummary, turnLine } from './trace.js';
@@ -101,7 +102,8 @@ export function render(item) {
     }
     case 'approval': node = renderers.approval(item); break;
     case 'turn': node = drawTurn(item); break;
-    case 'error': node = el('div', 'chat-error', item.text); break;
+    case 'error': node = drawError(item); break;
+    case 'dropped': node = el('div', 'cut-divider', item.text); node.setAttribute('role', 'note'); break;
     case 'note': node = el('div', 'note', item.text); break;
     default: return null;
   }
@@ -164,6 +166,31 @@ export function drawTurn(item) {
   node.appendChild(list);
   return node;
 }
+// A failed chat: what happened in plain words, what can be done, and the technical line
+// (code and the server's message) folded away. Its ways out are under it (recovery.js).
+export function drawError(item) {
+  const failure = errorOf(item);
+  const shown = explainError(failure.code, failure.message);
+  const node = el('div', 'chat-error');
+  node.appendChild(el('p', 'error-title', shown.title));
+  if (shown.body) node.appendChild(el('p', 'error-body', shown.body));
+  if (shown.detail) {
+    const detail = el('details', 'error-detail');
+    detail.append(el('summary', null, 'Technical details'), el('code', null, shown.detail));
+    node.appendChild(detail);
+  }
+  return node;
+}
+
+// The history was made shorter (a compaction, dropped turns) after the last chat failed: the
+// failure that said it was too long may pass now (recovery.js offers to send it again).
+export function easeFailure() {
+  const last = view.transcript[view.transcript.length - 1];
+  if (!last || last.kind !== 'error') return;
+  last.eased = true;
+  saveTranscript();
+}
+
 export function push(item) {
   view.transcript.push(item);
   saveTranscript();

@@ -224,7 +224,7 @@ test('the Markdown export shows the messages, tools, hooks, summaries, approvals
       '| post_tool_execution | tidy | server | success | 12 ms | tool_result |',
     '---\n\n> **4 earlier messages summarised:** they talked\n\n---',
     '**Waiting for approval:**\n\n- `read_file` {"path":"a"}: denied (no)',
-    '**Error:** upstream: down',
+    '**Error:** The model service did not answer properly. (`upstream: down`)',
     '_ended: cancelled_',
   ].join('\n\n') + '\n';
   assert.equal(md, expected);
@@ -273,4 +273,24 @@ test('exports hold the tool calls and results of done.turn (docs/protocol.md §1
   assert.match(md, /list_dir/);
   assert.match(md, /b\.txt/);
   assert.match(md, /Two files\./);
+});
+
+test('the chat list is grouped by the day each conversation was last used, and searched', async () => {
+  const { dateGroups, matchesSearch } = await import('../../static/library.js');
+  const now = new Date(2025, 5, 15, 10, 0).getTime();
+  const at = (days, hour) => new Date(2025, 5, 15 - days, hour, 0).getTime();
+  const metas = [
+    { id: 'a', updated: at(0, 9) }, { id: 'b', updated: at(1, 23) }, { id: 'c', updated: at(1, 0) },
+    { id: 'd', updated: at(3, 12) }, { id: 'e', updated: at(7, 12) }, { id: 'f', updated: at(8, 12) },
+  ];
+  assert.deepEqual(dateGroups(metas, now).map((g) => [g.label, g.items.map((m) => m.id)]), [
+    ['Today', ['a']], ['Yesterday', ['b', 'c']], ['Previous 7 days', ['d', 'e']], ['Older', ['f']],
+  ]);
+  assert.deepEqual(dateGroups([{ id: 'x', updated: at(0, 1) }], now).map((g) => g.label), ['Today'], 'empty groups are left out');
+  const messages = [{ role: 'user', content: 'Read the README' }, { role: 'assistant', content: 'It explains hooks.' }];
+  assert.ok(matchesSearch('readme', 'Files', messages));
+  assert.ok(matchesSearch('HOOKS explains', 'Files', messages), 'words in any order, any case');
+  assert.ok(matchesSearch('files', 'Files', []));
+  assert.ok(!matchesSearch('deploy', 'Files', messages));
+  assert.ok(matchesSearch('  ', 'Files', messages), 'an empty search finds everything');
 });

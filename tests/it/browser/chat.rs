@@ -194,7 +194,7 @@ async fn chat_tools_hooks_history_and_reload(browser: &mut impl Page, name: &str
     browser.set_viewport(390, 800).await;
     browser.reload_and_wait().await;
     let fits = browser
-        .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom <= 800 && c.width > 300 && document.getElementById('panel').hidden; })()")
+        .eval("(() => { const c = document.getElementById('composer').getBoundingClientRect(); return document.documentElement.scrollWidth <= 390 && c.bottom < 800.5 && c.width > 300 && document.getElementById('panel').hidden; })()")
         .await;
     assert_eq!(fits, json!(true));
     browser.screenshot(&format!("{name}-phone.png")).await;
@@ -274,11 +274,17 @@ async fn notices_errors_and_the_demo_banner_in_chromium() {
     assert_eq!(browser.hidden("banner").await, json!(true));
     browser.send("hello").await;
     browser.wait_idle_with(CHAT_ERROR).await;
-    let error = browser.first_text(CHAT_ERROR).await;
-    let error = error.as_str().unwrap();
+    let failure = browser.failure().await;
+    assert_eq!(
+        failure["title"], "The model service refused this conversation.",
+        "plain words, not the code: {failure}"
+    );
     assert!(
-        error.contains("upstream") && error.contains("model overloaded"),
-        "{error}"
+        failure["detail"]
+            .as_str()
+            .unwrap()
+            .contains("upstream: the model API answered HTTP 400: model overloaded"),
+        "the technical detail stays: {failure}"
     );
     assert_eq!(browser.first_text(TOAST).await, "a hook says hi");
     assert_eq!(

@@ -63,8 +63,8 @@ async fn a_lost_connection_ends_the_running_chat_in_chromium() {
     relay.cut();
     browser.wait_shown(CHAT_ERROR).await;
     assert_eq!(
-        browser.first_text(CHAT_ERROR).await,
-        "connection lost; the reply was cut off"
+        browser.first_text(CHAT_ERROR_TITLE).await,
+        "The connection was lost; the reply was cut off."
     );
     let answer = browser.first_text(ANSWER).await;
     assert!(

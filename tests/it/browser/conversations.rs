@@ -377,7 +377,7 @@ async fn the_page_follows_a_dark_system_setting_in_chromium() {
     };
     let server = TestServer::builder().workspace(workspace()).start().await;
     browser.open(&server.url("/")).await;
-    let colours = "(() => { const s = (q) => getComputedStyle(document.querySelector(q)); return [s('body').backgroundColor, s('body').color, s('#composer textarea').backgroundColor]; })()";
+    let colours = "(() => { const s = (q) => getComputedStyle(document.querySelector(q)); return [s('body').backgroundColor, s('body').color, s('#composer .composer-box').backgroundColor]; })()";
     assert_eq!(
         browser.eval(colours).await,
         json!([

@@ -78,7 +78,11 @@ async fn retry_regenerate_and_edit(browser: &mut impl Page) {
     browser.send("hello").await;
     browser.wait_idle_with(CHAT_ERROR).await;
     let failed = shown(browser).await;
-    assert_eq!(failed["actions"], json!(["Retry"]), "{failed}");
+    assert_eq!(
+        failed["actions"],
+        json!(["Retry", "Start a new chat"]),
+        "{failed}"
+    );
     assert_eq!(failed["history"], json!([]));
 
     upstream.push(Reply::text(&["Hi there."]));

@@ -18,7 +18,11 @@ pub const TOOL_CARD: &str = ".tool-card";
 /// A tool card's one line: the tool's name and how it went.
 pub const TOOL_SUMMARY: &str = ".tool-card summary";
 pub const HOOK_CHIP: &str = ".hook-chip";
+/// A failed chat: its box, and the headline in it.
 pub const CHAT_ERROR: &str = ".chat-error";
+pub const CHAT_ERROR_TITLE: &str = ".chat-error .error-title";
+/// The ways on under the last exchange (Regenerate; under a failure: Retry, Start a new chat, …).
+pub const ACTIONS: &str = ".fork-actions button";
 /// A chat that ended otherwise than completed ("ended: cancelled").
 pub const NOTE: &str = ".note";
 pub const TOAST: &str = ".toast";
@@ -147,6 +151,30 @@ pub trait HookwirePage: Page {
         .await
     }
 
+    /// The tooltip (title) of the element with id `id`.
+    async fn tooltip(&mut self, id: &str) -> Value {
+        self.eval(&format!("document.getElementById({}).title", js(id)))
+            .await
+    }
+
+    /// The box of the first element `selector` finds, on screen: {left, right, top, bottom}.
+    async fn rect(&mut self, selector: &str) -> Value {
+        self.eval(&format!(
+            "(() => {{ const b = document.querySelector({}).getBoundingClientRect(); return {{left: b.left, right: b.right, top: b.top, bottom: b.bottom}}; }})()",
+            js(selector)
+        ))
+        .await
+    }
+
+    /// How opaque the first element `selector` finds is drawn (1: fully shown, 0: not seen).
+    async fn opacity(&mut self, selector: &str) -> Value {
+        self.eval(&format!(
+            "Number(getComputedStyle(document.querySelector({})).opacity)",
+            js(selector)
+        ))
+        .await
+    }
+
     async fn disabled(&mut self, id: &str) -> Value {
         self.eval(&format!("document.getElementById({}).disabled", js(id)))
             .await
@@ -179,6 +207,20 @@ pub trait HookwirePage: Page {
         self.eval(&format!(
             "(() => {{ if (document.getElementById('panel').hidden) document.getElementById('toggle-panel').click(); document.getElementById('tab-' + {}).click(); }})()",
             js(name)
+        ))
+        .await;
+    }
+
+    /// The Chats list as shown: each date group's label with its titles, top first.
+    async fn chat_groups(&mut self) -> Value {
+        self.eval("Array.from(document.querySelectorAll('#conversations .date-group')).map(g => [g.querySelector('.date-label').innerText, Array.from(g.querySelectorAll('.title')).map(t => t.textContent)])").await
+    }
+
+    /// Types `query` into the Chats list's search box.
+    async fn search_chats(&mut self, query: &str) {
+        self.eval(&format!(
+            "(() => {{ const s = document.getElementById('chat-search'); s.value = {}; s.dispatchEvent(new Event('input')); }})()",
+            js(query)
         ))
         .await;
     }
@@ -356,6 +398,26 @@ pub trait HookwirePage: Page {
         self.eval(&format!("(() => {{ const c = document.querySelectorAll('.approval-card')[{index}]; return [c.querySelector('.approval-title').innerText, c.querySelector('.approval-outcome')?.innerText ?? null, c.querySelectorAll('button').length]; }})()")).await
     }
 
+    /// The last failure as the person sees it: its headline, its explanation, its technical
+    /// details (folded: `detail_open`) and the ways on offered under it.
+    async fn failure(&mut self) -> Value {
+        self.eval(&format!("(() => {{ const boxes = document.querySelectorAll({}); const b = boxes[boxes.length - 1]; if (!b) return null;
+            const d = b.querySelector('.error-detail');
+            return {{ title: b.querySelector('.error-title').innerText, body: b.querySelector('.error-body')?.innerText ?? null,
+              detail: d ? d.querySelector('code').textContent : null, detail_open: d ? d.open : null,
+              actions: Array.from(document.querySelectorAll({})).map(a => a.innerText) }}; }})()", js(CHAT_ERROR), js(ACTIONS))).await
+    }
+
+    /// Clicks the way on (under the last exchange) that says `label`.
+    async fn take_action(&mut self, label: &str) {
+        self.eval(&format!(
+            "Array.from(document.querySelectorAll({})).find(b => b.innerText === {}).click()",
+            js(ACTIONS),
+            js(label)
+        ))
+        .await;
+    }
+
     /// Retry (under a failed exchange) or Regenerate (under an answered one).
     async fn retry(&mut self) {
         self.click_first(".fork-actions .retry").await;
@@ -386,6 +448,17 @@ pub trait HookwirePage: Page {
             key_js(name)
         ))
         .await
+    }
+
+    /// Stores `value` as the current conversation's `name` (as an older page or another tab
+    /// might have left it); the page reads it at the next reload.
+    async fn put_stored(&mut self, name: &str, value: &Value) {
+        self.eval(&format!(
+            "localStorage.setItem({}, {})",
+            key_js(name),
+            js(&value.to_string())
+        ))
+        .await;
     }
 
     /// Forgets the current conversation's stored `name`.

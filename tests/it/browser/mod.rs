@@ -5,7 +5,8 @@
 //! Markdown (`chat.rs`); a lost connection and reconnects (`connection.rs`); approval
 //! (`approval.rs`); compaction (`compaction.rs`); conversations and exports
 //! (`conversations.rs`); the Hooks tab and the trace timeline (`hooks_tab.rs`); what a person
-//! meets beside the protocol (`page.rs`, `forks.rs`, `accessibility.rs`, `screenshots.rs`); the
+//! meets beside the protocol (`page.rs`, `layout.rs`, `forks.rs`, `failures.rs`, `accessibility.rs`,
+//! `screenshots.rs`); the
 //! access token (`token.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`). Beside
 //! hookwire's own page, the AI SDK example a user copies (`examples/ai-sdk`, built and served
 //! from `static_dir`) in Chromium (`examples.rs`, its selectors in one small struct there).
@@ -20,10 +21,12 @@ mod connection;
 mod conversations;
 mod driver;
 mod examples;
+mod failures;
 mod firefox;
 mod forks;
 mod hooks_tab;
 mod hookwire_page;
+mod layout;
 mod page;
 mod screenshots;
 mod token;

@@ -128,7 +128,7 @@ async fn markdown_from_real_models(browser: &mut impl Page) {
         codeInList: a.querySelector('ol li pre code')?.textContent,
         strike: a.querySelector('s')?.textContent,
         fence: Array.from(a.querySelectorAll('pre code')).map(c => c.textContent),
-        copies: a.querySelectorAll('.code-block > button.copy-code').length,
+        copies: a.querySelectorAll('.code-block > .code-head > button.copy-code').length,
         raw: a.innerText.includes('|---') || a.innerText.includes('~~') }; })()";
     let expected = json!({
         "cells": ["a.rs", "12"],

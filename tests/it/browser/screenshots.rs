@@ -135,3 +135,65 @@ async fn readme_screenshots_in_chromium() {
     server.shutdown().await;
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// The page at a desktop and a phone size, to look at side by side with other chat pages
+/// (`target/browser/layout/`): the demo with its banner (`desktop`, `phone`), an answer with a
+/// code block and a conversation too long for the model (`code-desktop`, `code-phone`,
+/// `failure-phone`), and the chat list (`chats`). The after ones are copied to docs/images/.
+#[tokio::test]
+async fn layout_screenshots_in_chromium() {
+    let Some(mut browser) = Chromium::launch().await else {
+        return;
+    };
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser/layout");
+    std::fs::create_dir_all(&out).unwrap();
+    let shoot = async |browser: &mut Chromium, name: &str| {
+        let bytes = browser.screenshot_png().await;
+        std::fs::write(out.join(format!("{name}.png")), bytes).unwrap();
+    };
+    let demo = TestServer::builder()
+        .workspace(crate::demo::workspace())
+        .config(|c| c.skills_dir = crate::demo::skills_dir())
+        .start()
+        .await;
+    browser.set_desktop_viewport(1280, 800).await;
+    browser.open(&demo.url("/")).await;
+    browser.send("list the files").await;
+    browser.wait_answers(1).await;
+    shoot(&mut browser, "desktop").await;
+    browser.set_viewport(390, 844).await;
+    browser.reload_and_wait().await;
+    shoot(&mut browser, "phone").await;
+    demo.shutdown().await;
+
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&[
+        "Run this in the project folder:\n\n```sh\nls -la src/ | sort -k5 -n | tail -n 5\n```\n\nIt lists the five largest files.",
+    ]));
+    upstream.push(Reply::Status(
+        400,
+        "This model's maximum context length is 4096 tokens".into(),
+    ));
+    let server = TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .upstream(&upstream)
+        .config(|c| c.agent.retry.retries = 0)
+        .start()
+        .await;
+    browser.set_desktop_viewport(1280, 800).await;
+    browser.open(&server.url("/")).await;
+    browser.toggle_tools().await;
+    browser.send("which files are largest?").await;
+    browser.wait_answers(1).await;
+    shoot(&mut browser, "code-desktop").await;
+    browser.set_viewport(390, 844).await;
+    browser.reload_and_wait().await;
+    shoot(&mut browser, "code-phone").await;
+    browser.send("and the smallest?").await;
+    browser.wait_idle_with(CHAT_ERROR).await;
+    shoot(&mut browser, "failure-phone").await;
+    browser.set_desktop_viewport(1280, 800).await;
+    browser.reload_and_wait().await;
+    shoot(&mut browser, "failure-desktop").await;
+    server.shutdown().await;
+}
