@@ -50,11 +50,13 @@ export function placeCut(transcript, divider, count, front) {
 /**
  * Whether a manual compaction has something to summarise: `{ok, reason}`. The server keeps at
  * least the last turn, so a history of one turn (an earlier summary counts with the turn after
- * it) has nothing older to summarise.
+ * it) has nothing older to summarise, unless the conversation no longer fits the model's window
+ * (`tooLong`): then the server summarises as much as it must, the last turn included.
  */
-export function compactable(history) {
+export function compactable(history, { tooLong = false } = {}) {
   const groups = groupsOf(history).length;
   if (groups === 0) return { ok: false, reason: 'Nothing to compact: the conversation is empty' };
-  if (groups === 1) return { ok: false, reason: 'Nothing to compact yet: the conversation has only one turn' };
+  // Past the model's window the server summarises the last turn too (docs/protocol.md §10).
+  if (groups === 1 && !tooLong) return { ok: false, reason: 'Nothing to compact yet: the conversation has only one turn' };
   return { ok: true, reason: 'Summarise the older part of this conversation, so that it takes less room' };
 }

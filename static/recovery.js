@@ -105,9 +105,11 @@ export function updateActions(idle) {
     const found = errorOf(failure);
     const shown = explainError(found.code, found.message);
     // Made shorter since it failed (compacted, turns dropped): it may fit now.
-    // Compact only when there is an older part to summarise (as the Compact button says).
+    // Compact only when there is something to summarise: past the window, the server goes as
+    // far as it must (even the last turn).
+    const tooLong = { tooLong: found.code === 'context_too_long' };
     const actions = (failure.eased ? ['retry', 'new_chat'] : shown.actions)
-      .filter((action) => action !== 'compact' || compactable(view.conversation.history).ok);
+      .filter((action) => action !== 'compact' || compactable(view.conversation.history, tooLong).ok);
     bar.setAttribute('aria-label', 'What you can do now');
     for (const action of actions) add(action, () => act(action, index, failure, shown));
   } else if (view.conversation.history.length <= item.at) {

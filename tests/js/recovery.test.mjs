@@ -107,4 +107,7 @@ test('Compact is offered once there is an older turn to summarise', () => {
   const summarised = [{ role: 'user', content: 'summary', _compact: { count: 4 } }, hook('pinned'), ...one];
   assert.equal(compactable(summarised).ok, false, 'a summary and the turn after it: nothing older');
   assert.equal(compactable(one.concat(one)).ok, true);
+  // Past the model's window the server summarises the last turn too.
+  assert.equal(compactable(one, { tooLong: true }).ok, true);
+  assert.equal(compactable([], { tooLong: true }).ok, false);
 });
