@@ -67,8 +67,8 @@ mod turn;
 use crate::types::{event_channel, panic_message, EventReceiver, EventSender};
 pub use crate::types::{
     ApprovalDecision, ChatError, ChatEvent, ChatRequest, CompactTag, DoneReason, ErrorCode,
-    HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Resume, Role, StepName,
-    ToolCall, Usage,
+    HookMessage, HookTag, HookTrace, Message, NoticeLevel, PendingCall, Person, Resume, Role,
+    StepName, ToolCall, Usage,
 };
 pub use approval::ApprovalSettings;
 #[doc(hidden)]

@@ -47,15 +47,20 @@ impl RouteError {
         }
     }
 
-    /// A chat's error as an HTTP answer: the client's fault is 400, a busy or draining server
-    /// 503, the model's failure 502, the rest 500.
+    /// A chat's error as an HTTP answer: the client's fault is 400, a spent quota 429, an expired
+    /// token 401, a busy or draining server (or one whose shared state is down) 503, the model's
+    /// failure 502, the rest 500.
     pub(crate) fn of_chat(error: &ChatError) -> Self {
         let status = match error.code {
             ErrorCode::BadFrame
             | ErrorCode::UnknownSkill
             | ErrorCode::HookBlocked
             | ErrorCode::ContextTooLong => StatusCode::BAD_REQUEST,
-            ErrorCode::Busy | ErrorCode::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Busy | ErrorCode::Draining | ErrorCode::Unavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ErrorCode::QuotaExceeded => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::AuthExpired => StatusCode::UNAUTHORIZED,
             ErrorCode::Upstream => StatusCode::BAD_GATEWAY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

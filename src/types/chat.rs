@@ -5,6 +5,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::message::{HookTag, Message, Role, ToolSpec, Usage};
+use super::person::Person;
 
 /// One chat, as the client asked for it (already validated by the server).
 #[derive(Debug, Clone)]
@@ -41,6 +42,9 @@ pub struct ChatRequest {
     /// with `done` reason `tool_calls`. The next chat sends the results at the end of its
     /// history, with no input, and the agent loop goes on from them.
     pub client_tools: Vec<ToolSpec>,
+    /// The person the chat is for, as the server's authentication learned it (docs/protocol.md
+    /// §20); `None` = nobody in particular (no `auth.jwt`).
+    pub person: Option<Person>,
     /// `false` for a wire that cannot carry an approval (OpenAI's chat completions): a call that
     /// would wait for the person's decision is refused instead, with a reason the model sees.
     pub can_ask_approval: bool,
@@ -110,6 +114,7 @@ impl ChatRequest {
             traceparent: None,
             conversation_id: None,
             client_tools: Vec::new(),
+            person: None,
             can_ask_approval: true,
         }
     }
@@ -174,6 +179,14 @@ pub enum ErrorCode {
     /// The server is shutting down: the chat was not started (send it again on a new connection,
     /// which reaches another replica).
     Draining,
+    /// A quota of the person or their tenant is spent (docs/protocol.md §20): the chat was not
+    /// started; `retry_after_seconds` says when it may be.
+    QuotaExceeded,
+    /// The connection's token expired: send an `auth` frame with a fresh one.
+    AuthExpired,
+    /// A service the chat needs (the shared state, with `shared_state_fail_closed`) cannot be
+    /// reached.
+    Unavailable,
 }
 
 impl ErrorCode {
@@ -187,6 +200,9 @@ impl ErrorCode {
             ErrorCode::Internal => "internal",
             ErrorCode::ContextTooLong => "context_too_long",
             ErrorCode::Draining => "draining",
+            ErrorCode::QuotaExceeded => "quota_exceeded",
+            ErrorCode::AuthExpired => "auth_expired",
+            ErrorCode::Unavailable => "unavailable",
         }
     }
 }

@@ -6,6 +6,7 @@ mod chat;
 mod clock;
 mod event_channel;
 mod message;
+mod person;
 mod problem;
 pub(crate) mod redact;
 mod schema;
@@ -21,6 +22,7 @@ pub use chat::{
 pub(crate) use clock::{iso8601, iso8601_secs};
 pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEventSender};
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, ToolSpec, Usage};
+pub use person::Person;
 pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
 pub(crate) use side_wait::SideWait;

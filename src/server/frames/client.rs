@@ -349,6 +349,8 @@ impl ChatPayload {
                 .into_iter()
                 .map(ClientTool::into_spec)
                 .collect(),
+            // Set by the connection from its authentication, never from the frame.
+            person: None,
             can_ask_approval: true,
         }
     }
