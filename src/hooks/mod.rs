@@ -92,10 +92,43 @@ pub enum StopAction {
 }
 
 /// A WebSocket session, for `session_start` / `session_end`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SessionInfo {
     pub session_id: String,
+    /// The model calls of the connection's own hooks (those of `session_start` and
+    /// `session_end`, which belong to no chat): one meter for the whole connection, with a
+    /// chat's limits (docs/protocol.md §15). The agent gives each session its own.
+    hook_spend: Arc<spend::HookSpend>,
 }
+
+impl SessionInfo {
+    pub fn new(session_id: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            hook_spend: Default::default(),
+        }
+    }
+
+    /// The connection's hook model calls (see [`spend`]).
+    pub(crate) fn hook_spend(&self) -> &Arc<spend::HookSpend> {
+        &self.hook_spend
+    }
+
+    /// The same session, metered by `spend`.
+    pub(crate) fn with_hook_spend(mut self, spend: Arc<spend::HookSpend>) -> Self {
+        self.hook_spend = spend;
+        self
+    }
+}
+
+/// Two values are the same session when their ids are.
+impl PartialEq for SessionInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.session_id == other.session_id
+    }
+}
+
+impl Eq for SessionInfo {}
 
 /// A hook into every step of a chat. Every method has a default that does nothing, so a hook
 /// implements only what it needs. Hooks are called in the order they were added (shared hooks,

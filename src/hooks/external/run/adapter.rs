@@ -307,9 +307,8 @@ impl ExternalHooks {
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
     /// What `session_start` hooks leave for the session's chats is returned.
     pub(crate) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
-        // No chat to count them in: the connection event's hooks have a limit of their own.
-        let spend = Arc::new(HookSpend::new(self.runner.max_hook_model_calls, None));
-        let Some(chain) = self.chain(event, None, &spend) else {
+        // No chat to count them in: the connection's meter.
+        let Some(chain) = self.chain(event, None, session.hook_spend()) else {
             return SessionCarry::default();
         };
         let envelope = Envelope {
