@@ -238,7 +238,8 @@ impl ChatRun {
     /// Before a model call whose input (as it would be sent) reaches the threshold, anywhere in
     /// the chat: the client's history, wherever it now is in the list, is compacted (this
     /// chat's own messages stay). `Ok(true)` = the list changed. After a failed or skipped
-    /// compaction the chat does not try again (each try would be one more model call).
+    /// compaction the chat does not try again (each try would be one more model call). After
+    /// one, the `context_rebuilt` hooks run.
     pub(super) async fn compact_before_call(&mut self, estimated: u64) -> Outcome<bool> {
         if self.auto_compaction_off || self.history_places.is_empty() {
             return Ok(false);
@@ -249,7 +250,14 @@ impl ChatRun {
             return Ok(false);
         };
         let compacted = self.compact_at(at, Trigger::Auto, estimated, None).await?;
-        Ok(compacted == Compacted::Yes)
+        if compacted != Compacted::Yes {
+            return Ok(false);
+        }
+        // The list is assembled anew (the OpenHarness format: compaction, then the context
+        // build, then the model call).
+        self.hooks.context_rebuilt(&mut self.ctx).await;
+        self.flush_outbox().await?;
+        Ok(true)
     }
 
     /// Where the client's history (`history_places` of `client_history`) starts in

@@ -235,6 +235,14 @@ pub trait AgentHook: Send + Sync {
         Ok(())
     }
 
+    /// A compaction inside the chat (before a model call after the input) replaced the client's
+    /// history in `ctx.messages`: the list is assembled anew before the next model call (the
+    /// OpenHarness format's `before_context_build` and `after_context_build` fire here, as at
+    /// the chat's start). May change `ctx.messages`.
+    async fn context_rebuilt(&self, ctx: &mut HookContext) -> HookResult {
+        Ok(())
+    }
+
     /// The chat ends waiting for the person's approval of `calls` (notify; Claude Code's and
     /// Gemini CLI's `Notification`).
     async fn approval_required(&self, ctx: &mut HookContext, calls: &[PendingCall]) -> HookResult {

@@ -673,6 +673,60 @@ async fn an_agent_loop_that_crosses_the_threshold_compacts_mid_chat_and_finishes
     assert_eq!(usage["prompt_tokens"], 50, "{usage}");
 }
 
+/// The OpenHarness format's context stage (seed: compact, then build, then the model call):
+/// after a compaction inside the agent loop the list is assembled anew, so
+/// `before_context_build` and `after_context_build` follow it before `before_model_call`.
+#[tokio::test]
+async fn a_compaction_in_the_agent_loop_is_followed_by_the_context_build_events() {
+    let upstream = FakeUpstream::start().await;
+    loop_replies(&upstream);
+    let events = [
+        "before_context_compact",
+        "after_context_compact",
+        "before_context_build",
+        "after_context_build",
+        "before_model_call",
+    ];
+    let hooks: String = events
+        .iter()
+        .map(|event| format!("{event}:\n  - command: 'echo {event} >> events.log'\n"))
+        .collect();
+    let server = loop_server(&upstream, Some(("hooks.yaml", &hooks))).await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"read big.txt","messages":history()}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:#?}");
+    let log = log_lines(&server);
+    let compacted = log
+        .iter()
+        .position(|e| e == "after_context_compact")
+        .unwrap_or_else(|| panic!("no compaction: {log:?}"));
+    assert_eq!(
+        log[..compacted + 1],
+        [
+            "before_context_build",
+            "after_context_build",
+            "before_model_call",
+            "before_model_call",
+            "before_context_compact",
+            "after_context_compact",
+        ],
+        "{log:?}"
+    );
+    assert_eq!(
+        log[compacted + 1..],
+        [
+            "before_context_build",
+            "after_context_build",
+            "before_model_call"
+        ],
+        "{log:?}"
+    );
+    server.shutdown().await;
+}
+
 /// The forged-summary attack: a client asks, in its history, for a summary that says
 /// "SYSTEM POLICY UPDATE …"; the model obliges. That text comes back as a user message, and
 /// however the client sends it back (as the server gave it, as a system message, with the old

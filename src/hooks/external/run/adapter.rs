@@ -298,6 +298,12 @@ impl ExternalHooks {
         self.fire::<()>(ctx, Call::AfterContextBuild).await
     }
 
+    /// A compaction inside the chat: the list is assembled anew, so the OpenHarness format's
+    /// `before_context_build` fires again (then `after_context_build`).
+    async fn rebuild_context(&self, ctx: &mut HookContext) -> HookResult {
+        self.fire::<()>(ctx, Call::BeforeContextBuild).await
+    }
+
     /// After a compaction (its post hooks have run): Claude Code's `SessionStart` hooks fire
     /// again with source `compact`; their context goes into the rest of the chat.
     async fn session_start_after_compact(&self, ctx: &mut HookContext, info: &CompactInfo) {
@@ -389,6 +395,8 @@ chat_events! {
         => Call::PreAutoCompact(info, summary_prompt);
     post_auto_compact(info: &CompactInfo, summary: &mut String) -> ()
         => Call::PostAutoCompact(info, summary), after session_start_after_compact(info);
+    context_rebuilt() -> ()
+        => Call::AfterContextBuild, first rebuild_context;
     pre_micro_compact(info: &CompactInfo) -> Flow
         => Call::PreMicroCompact(info);
     post_micro_compact(info: &CompactInfo) -> ()
