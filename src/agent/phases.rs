@@ -366,7 +366,11 @@ impl ChatRun {
             StopAction::Continue { feedback } => {
                 self.retries += 1;
                 self.ctx.messages.push(Message::assistant(content));
-                self.ctx.messages.push(Message::user(feedback));
+                // No feedback (a hook that only added context for the model): the model goes
+                // on from its answer.
+                if !feedback.is_empty() {
+                    self.ctx.messages.push(Message::user(feedback));
+                }
                 Ok(true)
             }
             StopAction::Stop { reason } => Err(Interrupt::Stopped(reason)),

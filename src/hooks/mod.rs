@@ -84,7 +84,8 @@ pub enum ToolAction {
 pub enum StopAction {
     #[default]
     Finish,
-    /// The model goes on: `feedback` is added as a user message and the model is asked again.
+    /// The model goes on: `feedback` is added as a user message (none when it is empty) and
+    /// the model is asked again.
     Continue { feedback: String },
     /// The chat ends here with `done` reason `stopped` (the answer is kept; `reason` is shown
     /// as a `notice`): no later stop hook may send the model on.

@@ -154,7 +154,7 @@ post_llm_response:
 }
 
 #[tokio::test]
-async fn context_from_a_stop_hook_sends_the_model_on_with_it() {
+async fn context_from_a_stop_hook_goes_to_the_system_prompt_and_sends_the_model_on() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first"]));
     upstream.push(Reply::text(&["second"]));
@@ -170,9 +170,56 @@ stop:
     .await;
     let requests = upstream.requests();
     assert_eq!(requests.len(), 2, "the model went on");
-    assert!(requests[1].body.to_string().contains("STOP-CONTEXT"));
+    // The seed: appended to the system prompt, not a new user message.
+    assert!(
+        system(&requests[1]).ends_with("STOP-CONTEXT"),
+        "{}",
+        system(&requests[1])
+    );
+    let messages = requests[1].messages();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|(_, c)| c.contains("STOP-CONTEXT"))
+            .count(),
+        1,
+        "{messages:?}"
+    );
+    assert_eq!(
+        messages.last().unwrap(),
+        &("assistant".to_string(), "first".to_string())
+    );
     assert!(frames.last().unwrap()["message"]["content"]
         .as_str()
         .unwrap()
         .contains("second"));
+}
+
+#[tokio::test]
+async fn a_session_start_hooks_system_message_reaches_the_person() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["hello"]));
+    let yaml = r#"
+session_start:
+  - command: echo '{"system_message":"WELCOME-NOTICE"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    let mut client = server.connect().await;
+    let first = client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    let notices: Vec<&Value> = first
+        .iter()
+        .filter(|f| f["type"] == "notice" && f["message"] == "WELCOME-NOTICE")
+        .collect();
+    assert_eq!(notices.len(), 1, "{first:#?}");
+    assert_eq!(notices[0]["level"], "info");
+    // Once per connection, not once per chat.
+    let second = client
+        .chat(json!({"type":"chat","input":"again","enable_tools":false}))
+        .await;
+    assert!(
+        !second.iter().any(|f| f["message"] == "WELCOME-NOTICE"),
+        "{second:#?}"
+    );
 }

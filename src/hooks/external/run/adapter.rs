@@ -58,17 +58,25 @@ pub(crate) struct ExternalHooks {
 
 /// What `session_start` hooks left for the session's chats: messages each chat starts with
 /// (the jcli format's `inject_messages`, after the system prompt, so its first call and every later one
-/// sees them) and context for its system prompt (Claude Code's and Gemini CLI's
-/// `additionalContext`, or a Claude hook's plain stdout).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// sees them), context for its system prompt (Claude Code's and Gemini CLI's
+/// `additionalContext`, or a Claude hook's plain stdout), and what they had to say to the person
+/// (`system_message`, and the chain's warnings), which the session's first chat shows as
+/// `notice` frames: a connection has no frame of its own to carry them.
+#[derive(Debug, Default)]
 pub(crate) struct SessionCarry {
     pub(crate) messages: Vec<Message>,
     pub(crate) context: Vec<String>,
+    notices: Mutex<Vec<(NoticeLevel, String)>>,
 }
 
 impl SessionCarry {
     pub(crate) fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.context.is_empty()
+        self.messages.is_empty() && self.context.is_empty() && lock(&self.notices).is_empty()
+    }
+
+    /// The notices, once: the chat that takes them shows them.
+    fn take_notices(&self) -> Vec<(NoticeLevel, String)> {
+        std::mem::take(&mut *lock(&self.notices))
     }
 }
 
@@ -210,11 +218,11 @@ impl ExternalHooks {
             && outcome.control.is_none()
             && !outcome.additional_context.is_empty()
         {
-            // Context from a `stop` hook that neither retries nor stops would reach no model
-            // call: the model goes on with it, as Claude Code goes on with a Stop hook's
-            // additionalContext (bounded by `max_retries`).
-            let context = std::mem::take(&mut outcome.additional_context).join("\n\n");
-            outcome.control = Some(ChainControl::Retry(context));
+            // Context from a `stop` hook goes to the end of the system prompt (the jcli
+            // format); one that neither retries nor stops would reach no model call, so the
+            // model goes on with it, as Claude Code goes on with a Stop hook's
+            // additionalContext (bounded by `max_retries`): no feedback, no user message.
+            outcome.control = Some(ChainControl::Retry(String::new()));
         }
         if let Some(ChainControl::Retry(feedback)) = &outcome.control {
             let mut chats = self.chats();
@@ -282,6 +290,9 @@ impl ExternalHooks {
             for context in &carry.context {
                 ctx.append_to_system_prompt(context);
             }
+            for (level, message) in carry.take_notices() {
+                ctx.notify(level, message, self.label);
+            }
         }
         self.fire::<()>(ctx, Call::BeforeContextBuild).await
     }
@@ -327,9 +338,13 @@ impl ExternalHooks {
         };
         let mut state = EventState::default();
         let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        let notices = (outcome.notices.into_iter().map(|m| (NoticeLevel::Info, m)))
+            .chain(outcome.warnings.into_iter().map(|m| (NoticeLevel::Warn, m)))
+            .collect();
         SessionCarry {
             messages: outcome.inject_messages,
             context: outcome.chat_context,
+            notices: Mutex::new(notices),
         }
     }
 }
