@@ -284,6 +284,7 @@ impl ChatRun {
         let step = |response: &LlmResponse| Step::Assistant {
             content: response.content.clone(),
             tool_calls: response.tool_calls.clone(),
+            usage: response.usage,
         };
         let index = self.ctx.steps().len();
         self.ctx.record_step(step(response));

@@ -32,15 +32,22 @@ pub enum CallPhase {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Step {
+    #[non_exhaustive]
     Assistant {
         content: String,
         tool_calls: Vec<ToolCall>,
+        /// The tokens of the model call that made it, as the upstream reported them.
+        usage: Usage,
     },
+    #[non_exhaustive]
     Tool {
         call_id: String,
         name: String,
         content: String,
         is_error: bool,
+        /// How long the tool ran (zero for a call that did not run on the server: skipped,
+        /// refused, or a client tool's).
+        duration: Duration,
     },
 }
 

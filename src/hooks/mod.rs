@@ -189,7 +189,8 @@ pub trait AgentHook: Send + Sync {
     }
     /// Checkpoint: a round's tools ran and their results are in `ctx.messages`. `tool_names`:
     /// the tools of the round's calls that went through their hooks (each once); every call is
-    /// in [`HookContext::steps`].
+    /// in [`HookContext::steps`] (after an approval resume, the round's calls that ran before the
+    /// approval are only in `ctx.messages`).
     async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
         Ok(())
     }
