@@ -338,6 +338,7 @@ impl ChatRun {
         self.put_summary_in_place(&plan, &summary, at);
         info.estimated_post_compact_tokens = estimate_tokens(self.ctx.messages.iter().chain(extra));
         let message = self.post_compact_hooks(&info, summary, plan.count).await?;
+        let context = self.keep_after_summary(plan.pinned.len());
         metrics::counter!("hookwire_compactions_total", "kind" => "auto", "trigger" => trigger.as_str())
             .increment(1);
         tracing::info!(
@@ -349,11 +350,12 @@ impl ChatRun {
             after = info.estimated_post_compact_tokens,
             "compacted the history"
         );
-        self.rebase_client_history(&plan, &message);
+        self.rebase_client_history(&plan, &message, &context);
         self.send(ChatEvent::Compact {
             count: plan.count,
             message,
             pinned: plan.pinned,
+            context,
         })
         .await?;
         Ok(Compacted::Yes)
@@ -483,18 +485,41 @@ impl ChatRun {
         Ok(message)
     }
 
+    /// What the compaction's hooks asked to keep after the summary, as user messages put after
+    /// the summary and its `pinned` messages in the list (the input's place moves with them).
+    fn keep_after_summary(&mut self, pinned: usize) -> Vec<Message> {
+        let context: Vec<Message> = self
+            .ctx
+            .take_after_summary()
+            .into_iter()
+            .map(Message::user)
+            .collect();
+        let summary_at = self.ctx.messages.iter().position(|m| m.compact.is_some());
+        let Some(summary_at) = summary_at.filter(|_| !context.is_empty()) else {
+            return context;
+        };
+        let at = (summary_at + 1 + pinned).min(self.ctx.messages.len());
+        self.ctx.messages.splice(at..at, context.iter().cloned());
+        if self.input_at >= at {
+            self.input_at += context.len();
+        }
+        context
+    }
+
     /// The client's history from now on (what an approval state is bound to, and what the
-    /// count of a later compaction in this chat refers to): the summary, the pinned hooks, and
-    /// what followed the summarised messages; the places of the kept ones move with it.
-    fn rebase_client_history(&mut self, plan: &Plan, summary: &Message) {
+    /// count of a later compaction in this chat refers to): the summary, the pinned hooks, what
+    /// hooks kept after them, and what followed the summarised messages; the places of the kept
+    /// ones move with it.
+    fn rebase_client_history(&mut self, plan: &Plan, summary: &Message, context: &[Message]) {
         let rest = self
             .client_history
             .split_off(plan.count.min(self.client_history.len()));
         self.client_history = std::iter::once(summary.clone())
             .chain(plan.pinned.iter().cloned())
+            .chain(context.iter().cloned())
             .chain(rest)
             .collect();
-        let shift = 1 + plan.pinned.len();
+        let shift = 1 + plan.pinned.len() + context.len();
         self.history_places = (0..shift)
             .chain(
                 plan.recent

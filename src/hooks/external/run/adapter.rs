@@ -316,7 +316,7 @@ impl ExternalHooks {
     }
 
     /// After a compaction (its post hooks have run): Claude Code's `SessionStart` hooks fire
-    /// again with source `compact`; their context goes into the rest of the chat.
+    /// again with source `compact`; their context is kept after the summary.
     async fn session_start_after_compact(&self, ctx: &mut HookContext, info: &CompactInfo) {
         let _: HookResult = self.fire(ctx, Call::SessionStartAfterCompact(info)).await;
     }
