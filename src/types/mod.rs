@@ -5,8 +5,10 @@
 mod chat;
 mod clock;
 mod event_channel;
+pub(crate) mod history;
 mod message;
 mod problem;
+pub(crate) mod read;
 pub(crate) mod redact;
 mod schema;
 mod side_wait;

@@ -66,6 +66,53 @@ post_micro_compact:
     assert!(!compacted.contains("ALPHA"), "still compacted: {compacted}");
 }
 
+/// A hook may give back the messages it was given, tool traffic included: its answer is read as
+/// the history is, so every message the history holds is a message it may answer.
+#[tokio::test]
+async fn post_micro_compact_may_answer_the_tool_messages_it_was_given() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let yaml = r#"
+post_micro_compact:
+  - command: |
+      jq -c '{messages: (.messages + [{"role":"user","content":"MICRO-NOTE"}])}'
+"#;
+    let server = server_with(&upstream, yaml)
+        .config(|c| c.agent.context.micro_threshold = 1.0 / 128_000.0)
+        .start()
+        .await;
+    let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
+    assert!(
+        !frames.iter().any(|f| f["type"] == "notice"),
+        "the answer was refused: {frames:#?}"
+    );
+    let requests = upstream.requests();
+    let round3 = &requests[4].body["messages"];
+    let messages = round3.as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "MICRO-NOTE",
+        "{round3}"
+    );
+    // The tool traffic is whole: each call with its id and tool, each result answering it.
+    let calls: Vec<&Value> = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(calls.len(), 3, "{round3}");
+    for call in calls {
+        let id = &call["id"];
+        assert_eq!(call["function"]["name"], "read_file");
+        assert!(
+            messages
+                .iter()
+                .any(|m| m["role"] == "tool" && &m["tool_call_id"] == id),
+            "{id} unanswered: {round3}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn action_skip_before_a_compaction_skips_it() {
     let upstream = FakeUpstream::start().await;
