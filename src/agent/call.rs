@@ -73,14 +73,6 @@ impl ChatRun {
             tools: request.tools,
             max_tokens,
         };
-        if let Some(spend) = &self.hook_call_of {
-            spend.try_call().map_err(|exhausted| {
-                Interrupt::Failed(ChatError::new(
-                    ErrorCode::HookBlocked,
-                    format!("no model call left for hooks: {exhausted}"),
-                ))
-            })?;
-        }
         self.model_called = true;
         self.step_has_text = false;
         metrics::counter!("hookwire_llm_calls_total").increment(1);

@@ -124,6 +124,8 @@ impl ChatRun {
                 name: result.name,
                 content: result.content.clone(),
                 is_error: result.is_error,
+                // It ran on the client.
+                duration: result.duration,
             });
             if let Some(message) = self.ctx.messages.get_mut(index) {
                 message.content = result.content;

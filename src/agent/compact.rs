@@ -122,7 +122,8 @@ impl ChatRun {
     /// Before a model call whose input (as it would be sent) reaches the threshold, anywhere in
     /// the chat: the client's history, wherever it now is in the list, is compacted (this
     /// chat's own messages stay). `Ok(true)` = the list changed. After a failed or skipped
-    /// compaction the chat does not try again (each try would be one more model call).
+    /// compaction the chat does not try again (each try would be one more model call). After
+    /// one, the `context_rebuilt` hooks run.
     pub(super) async fn compact_before_call(&mut self, estimated: u64) -> Outcome<bool> {
         if self.auto_compaction_off || self.history_places.is_empty() {
             return Ok(false);
@@ -133,7 +134,14 @@ impl ChatRun {
             return Ok(false);
         };
         let compacted = self.compact_at(at, Trigger::Auto, estimated, None).await?;
-        Ok(compacted == Compacted::Yes)
+        if compacted != Compacted::Yes {
+            return Ok(false);
+        }
+        // The list is assembled anew (the OpenHarness format: compaction, then the context
+        // build, then the model call).
+        self.hooks.context_rebuilt(&mut self.ctx).await;
+        self.flush_outbox().await?;
+        Ok(true)
     }
 
     /// Where the client's history (`history_places` of `client_history`) starts in
@@ -247,6 +255,7 @@ impl ChatRun {
         self.put_summary_in_place(&plan, &summary, at);
         info.estimated_post_compact_tokens = estimate_tokens(self.ctx.messages.iter().chain(extra));
         let message = self.post_compact_hooks(&info, summary, plan.count).await?;
+        let context = self.keep_after_summary(plan.pinned.len());
         metrics::counter!("hookwire_compactions_total", "kind" => "auto", "trigger" => trigger.as_str())
             .increment(1);
         tracing::info!(
@@ -258,11 +267,12 @@ impl ChatRun {
             after = info.estimated_post_compact_tokens,
             "compacted the history"
         );
-        self.rebase_client_history(&plan, &message);
+        self.rebase_client_history(&plan, &message, &context);
         self.send(ChatEvent::Compact {
             count: plan.count,
             message,
             pinned: plan.pinned,
+            context,
         })
         .await?;
         Ok(Compacted::Yes)
@@ -392,18 +402,41 @@ impl ChatRun {
         Ok(message)
     }
 
+    /// What the compaction's hooks asked to keep after the summary, as user messages put after
+    /// the summary and its `pinned` messages in the list (the input's place moves with them).
+    fn keep_after_summary(&mut self, pinned: usize) -> Vec<Message> {
+        let context: Vec<Message> = self
+            .ctx
+            .take_after_summary()
+            .into_iter()
+            .map(Message::user)
+            .collect();
+        let summary_at = self.ctx.messages.iter().position(|m| m.compact.is_some());
+        let Some(summary_at) = summary_at.filter(|_| !context.is_empty()) else {
+            return context;
+        };
+        let at = (summary_at + 1 + pinned).min(self.ctx.messages.len());
+        self.ctx.messages.splice(at..at, context.iter().cloned());
+        if self.input_at >= at {
+            self.input_at += context.len();
+        }
+        context
+    }
+
     /// The client's history from now on (what an approval state is bound to, and what the
-    /// count of a later compaction in this chat refers to): the summary, the pinned hooks, and
-    /// what followed the summarised messages; the places of the kept ones move with it.
-    fn rebase_client_history(&mut self, plan: &Plan, summary: &Message) {
+    /// count of a later compaction in this chat refers to): the summary, the pinned hooks, what
+    /// hooks kept after them, and what followed the summarised messages; the places of the kept
+    /// ones move with it.
+    fn rebase_client_history(&mut self, plan: &Plan, summary: &Message, context: &[Message]) {
         let rest = self
             .client_history
             .split_off(plan.count.min(self.client_history.len()));
         self.client_history = std::iter::once(summary.clone())
             .chain(plan.pinned.iter().cloned())
+            .chain(context.iter().cloned())
             .chain(rest)
             .collect();
-        let shift = 1 + plan.pinned.len();
+        let shift = 1 + plan.pinned.len() + context.len();
         self.history_places = (0..shift)
             .chain(
                 plan.recent

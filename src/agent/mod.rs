@@ -285,7 +285,12 @@ impl AgentClient {
     /// what they leave ([`HookFactory::uses_session_start`]).
     pub async fn session_started(&self, session: &SessionInfo) {
         let hooks = self.inner.session_hooks.clone();
-        self.inner.sessions.start(hooks, session.clone());
+        let config = &self.inner.config;
+        let spend = Arc::new(crate::hooks::spend::HookSpend::new(
+            config.max_hook_model_calls,
+            config.max_total_tokens,
+        ));
+        self.inner.sessions.start(hooks, session.clone(), spend);
     }
 
     /// Tells every hook that a WebSocket session closed. Returns at once: the hooks run in a

@@ -284,6 +284,7 @@ impl ChatRun {
         let step = |response: &LlmResponse| Step::Assistant {
             content: response.content.clone(),
             tool_calls: response.tool_calls.clone(),
+            usage: response.usage,
         };
         let index = self.ctx.steps().len();
         self.ctx.record_step(step(response));
@@ -366,7 +367,11 @@ impl ChatRun {
             StopAction::Continue { feedback } => {
                 self.retries += 1;
                 self.ctx.messages.push(Message::assistant(content));
-                self.ctx.messages.push(Message::user(feedback));
+                // No feedback (a hook that only added context for the model): the model goes
+                // on from its answer.
+                if !feedback.is_empty() {
+                    self.ctx.messages.push(Message::user(feedback));
+                }
                 Ok(true)
             }
             StopAction::Stop { reason } => Err(Interrupt::Stopped(reason)),

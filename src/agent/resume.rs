@@ -130,7 +130,14 @@ impl ChatRun {
             metrics::counter!("hookwire_approvals_total", "outcome" => outcome).increment(1);
             tracing::info!(chat = %self.ctx.run_id, call = %call.call_id, tool = %call.name, outcome, "approval decision");
         }
-        let names = self.decide(decided).await?;
+        let mut names = self.waiting_round_tools();
+        for name in self.decide(decided).await? {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        // The whole round's: its calls that ran before the approval went through their hooks
+        // in the chat that asked.
         self.hooks.after_tool_call(&mut self.ctx, &names).await;
         self.flush_outbox().await?;
         // The round's client calls (allowed now, or beside the ones that waited) go to the client.
@@ -138,6 +145,26 @@ impl ChatRun {
             return self.end_agent_loop(Ok(reason)).await;
         }
         self.agent_loop(state.round + 1).await
+    }
+
+    /// The tools of the round that waited for approval (its assistant message, the newest that
+    /// calls tools), once each; calls past the round's cap never went through their hooks.
+    fn waiting_round_tools(&self) -> Vec<String> {
+        let cap = self.inner.config.max_tool_calls_per_round;
+        let mut names: Vec<String> = Vec::new();
+        let round = self
+            .ctx
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == crate::types::Role::Assistant && !m.tool_calls.is_empty());
+        let calls = round.map(|m| m.tool_calls.as_slice()).unwrap_or_default();
+        for call in calls.iter().take(cap) {
+            if !names.contains(&call.name) {
+                names.push(call.name.clone());
+            }
+        }
+        names
     }
 
     /// A deny reason is the person's text on its way to the model: it passes the input guards

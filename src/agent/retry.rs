@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::call::upstream_error;
 use super::run::{ChatRun, Interrupt, Outcome};
 use crate::llm::{LlmError, ModelRequest, ModelStream};
-use crate::types::{ChatEvent, NoticeLevel};
+use crate::types::{ChatError, ChatEvent, ErrorCode, NoticeLevel};
 
 /// `upstream.retries`, `upstream.max_retry_wait_seconds`, `upstream.fallback_models`.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,12 +64,15 @@ fn unit_random() -> f64 {
 
 impl ChatRun {
     /// Starts the call's stream, retrying and falling back as the policy says while the client
-    /// has seen nothing of the answer. A fallback model stays the chat's model.
+    /// has seen nothing of the answer. A fallback model stays the chat's model. A hook's
+    /// sub-run takes a hook model call for each upstream request, each retry and fallback
+    /// included: none left, no request.
     pub(super) async fn open_stream(&mut self, mut request: ModelRequest) -> Outcome<ModelStream> {
         let policy = self.inner.config.retry.clone();
         let mut fallbacks = policy.fallback_models.iter();
         let mut retry = 0;
         loop {
+            self.take_hook_call()?;
             let model = self.inner.model.clone();
             let result = tokio::select! {
                 _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
@@ -111,6 +114,19 @@ impl ChatRun {
             };
             self.upstream_notice(message).await?;
         }
+    }
+
+    /// In a hook's sub-run: takes one of the calling chat's hook model calls.
+    fn take_hook_call(&self) -> Outcome<()> {
+        let Some(spend) = &self.hook_call_of else {
+            return Ok(());
+        };
+        spend.try_call().map_err(|exhausted| {
+            Interrupt::Failed(ChatError::new(
+                ErrorCode::HookBlocked,
+                format!("no model call left for hooks: {exhausted}"),
+            ))
+        })
     }
 
     async fn upstream_notice(&mut self, message: String) -> Outcome<()> {

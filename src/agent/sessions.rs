@@ -12,39 +12,57 @@
 //! - [`SessionEvents::shutdown`]: when the server stops, the runs still going get a grace
 //!   period, then are ended (a command hook's processes are killed with them).
 //!
+//! Both events' hooks are metered as one connection's ([`SessionInfo::hook_spend`]): the model
+//! calls they make share one `limits.max_hook_model_calls` (and `limits.max_total_tokens`), as a
+//! chat's hooks do; what they spent is logged when `session_end` is over.
+//!
 //! [`HookFactory::uses_session_start`]: crate::hooks::HookFactory::uses_session_start
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::hooks::spend::HookSpend;
 use crate::hooks::{HookStack, SessionInfo};
+
+/// An open session, from its start to its end.
+struct Open {
+    /// Cancelled once the session's `session_start` run is over.
+    started: CancellationToken,
+    /// The connection's hook model calls, shared by `session_start` and `session_end`.
+    spend: Arc<HookSpend>,
+}
 
 #[derive(Default)]
 pub(crate) struct SessionEvents {
-    /// Each open session's `session_start` run: the token is cancelled once the run is over.
-    starting: Mutex<HashMap<String, CancellationToken>>,
+    /// Each open session: its `session_start` run and its hooks' meter.
+    starting: Mutex<HashMap<String, Open>>,
     tasks: TaskTracker,
     /// Ends the runs still going (shutdown).
     stop: CancellationToken,
 }
 
 impl SessionEvents {
-    fn starting(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
+    fn starting(&self) -> MutexGuard<'_, HashMap<String, Open>> {
         match self.starting.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    /// Starts the session's `session_start` hooks and returns at once.
-    pub(crate) fn start(&self, hooks: HookStack, session: SessionInfo) {
+    /// Starts the session's `session_start` hooks, metered by `spend` (the connection's, until
+    /// its end), and returns at once.
+    pub(crate) fn start(&self, hooks: HookStack, session: SessionInfo, spend: Arc<HookSpend>) {
         let done = CancellationToken::new();
-        self.starting()
-            .insert(session.session_id.clone(), done.clone());
+        let session = session.with_hook_spend(spend.clone());
+        let open = Open {
+            started: done.clone(),
+            spend,
+        };
+        self.starting().insert(session.session_id.clone(), open);
         let stop = self.stop.clone();
         self.tasks.spawn(async move {
             // Over however it ends (a panic in a hook included: the stack isolates those).
@@ -59,7 +77,11 @@ impl SessionEvents {
     /// Starts the session's `session_end` hooks (once its `session_start` is over) and returns
     /// at once.
     pub(crate) fn end(&self, hooks: HookStack, session: SessionInfo) {
-        let started = self.starting().remove(&session.session_id);
+        let open = self.starting().remove(&session.session_id);
+        let (started, session) = match open {
+            Some(open) => (Some(open.started), session.with_hook_spend(open.spend)),
+            None => (None, session),
+        };
         let stop = self.stop.clone();
         self.tasks.spawn(async move {
             let end = async {
@@ -67,6 +89,7 @@ impl SessionEvents {
                     started.cancelled().await;
                 }
                 hooks.session_end(&session).await;
+                log_spend(&session);
             };
             tokio::select! {
                 _ = stop.cancelled() => {}
@@ -79,13 +102,17 @@ impl SessionEvents {
     pub(crate) fn is_starting(&self, session_id: &str) -> bool {
         self.starting()
             .get(session_id)
-            .is_some_and(|done| !done.is_cancelled())
+            .is_some_and(|open| !open.started.is_cancelled())
     }
 
     /// Waits until the session's `session_start` is over, at most `limit`; `false` when it was
     /// not over in time.
     pub(crate) async fn started(&self, session_id: &str, limit: Duration) -> bool {
-        let Some(done) = self.starting().get(session_id).cloned() else {
+        let Some(done) = self
+            .starting()
+            .get(session_id)
+            .map(|open| open.started.clone())
+        else {
             return true;
         };
         tokio::time::timeout(limit, done.cancelled()).await.is_ok()
@@ -105,5 +132,20 @@ impl SessionEvents {
             self.stop.cancel();
             let _ = tokio::time::timeout(Duration::from_secs(2), self.tasks.wait()).await;
         }
+    }
+}
+
+/// What the connection's hooks spent on model calls (a chat's go into its `done.usage`; a
+/// connection has no such frame).
+fn log_spend(session: &SessionInfo) {
+    let spent = session.hook_spend().usage();
+    if spent.hook_calls > 0 {
+        tracing::info!(
+            session = %session.session_id,
+            hook_calls = spent.hook_calls,
+            hook_prompt_tokens = spent.hook_prompt_tokens,
+            hook_completion_tokens = spent.hook_completion_tokens,
+            "the connection's session_start and session_end hooks called the model"
+        );
     }
 }

@@ -101,7 +101,7 @@ impl ChatRun {
              (limits.max_tool_calls_per_round); call it again in the next round"
         );
         metrics::counter!("hookwire_tool_calls_total", "tool" => call.name.clone(), "outcome" => "refused").increment(1);
-        self.answer_call(call.id, call.name, content, true).await
+        self.answer_call(not_run(call, content)).await
     }
 
     /// A call whose arguments its tool refuses before anyone sees them (e.g. a path outside the
@@ -110,7 +110,7 @@ impl ChatRun {
         let arguments = call.arguments_value();
         self.send_tool_call(&call.id, &call.name, arguments).await?;
         metrics::counter!("hookwire_tool_calls_total", "tool" => call.name.clone(), "outcome" => "error").increment(1);
-        self.answer_call(call.id, call.name, error, true).await
+        self.answer_call(not_run(call, error)).await
     }
 
     /// One call through its hooks; `Some` = it waits for approval and did not run.
@@ -228,8 +228,7 @@ impl ChatRun {
             .post_tool(&mut self.ctx, &info, &mut result)
             .await;
         self.ctx.count_tool_call();
-        self.answer_call(result.call_id, result.name, result.content, result.is_error)
-            .await?;
+        self.answer_call(result).await?;
         match flow {
             Flow::Stop { reason } => Err(Interrupt::Stopped(reason)),
             Flow::Continue => Ok(()),
@@ -320,18 +319,20 @@ impl ChatRun {
 
     /// Records a call's result as a step and as its tool message (right after the assistant
     /// message and the round's earlier results: the OpenAI ordering rule), then shows it.
-    async fn answer_call(
-        &mut self,
-        call_id: String,
-        name: String,
-        content: String,
-        is_error: bool,
-    ) -> Outcome<()> {
+    async fn answer_call(&mut self, result: ToolResultInfo) -> Outcome<()> {
+        let ToolResultInfo {
+            call_id,
+            name,
+            content,
+            is_error,
+            duration,
+        } = result;
         self.ctx.record_step(Step::Tool {
             call_id: call_id.clone(),
             name: name.clone(),
             content: content.clone(),
             is_error,
+            duration,
         });
         self.ctx
             .messages
@@ -345,6 +346,17 @@ impl ChatRun {
             is_error,
         })
         .await
+    }
+}
+
+/// The error result of a call that did not run (it took no time).
+fn not_run(call: ToolCall, content: String) -> ToolResultInfo {
+    ToolResultInfo {
+        call_id: call.id,
+        name: call.name,
+        content,
+        is_error: true,
+        duration: std::time::Duration::ZERO,
     }
 }
 

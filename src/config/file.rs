@@ -300,6 +300,7 @@ pub struct LimitsFile {
     pub history_tool_result_chars: Option<usize>,
     /// Of those, the runs one connection may hold (default 64).
     pub async_hook_queue_per_connection: Option<usize>,
-    /// Model calls the hooks of one chat may make (default 32; 0 = hooks never call the model).
+    /// Model calls the hooks of one chat, or of one connection's `session_start` and
+    /// `session_end`, may make (default 32; 0 = hooks never call the model).
     pub max_hook_model_calls: Option<usize>,
 }

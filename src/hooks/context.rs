@@ -32,15 +32,22 @@ pub enum CallPhase {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Step {
+    #[non_exhaustive]
     Assistant {
         content: String,
         tool_calls: Vec<ToolCall>,
+        /// The tokens of the model call that made it, as the upstream reported them.
+        usage: Usage,
     },
+    #[non_exhaustive]
     Tool {
         call_id: String,
         name: String,
         content: String,
         is_error: bool,
+        /// How long the tool ran (zero for a call that did not run on the server: skipped,
+        /// refused, or a client tool's).
+        duration: Duration,
     },
 }
 
@@ -99,6 +106,9 @@ pub struct HookContext {
     config: RunConfig,
     /// An approval resume is rebuilding the chat's start (see [`HookContext::replaying`]).
     replaying: bool,
+    /// Text hooks added at a compaction to keep after its summary (Claude Code's `SessionStart`
+    /// with source `compact`), taken by the compaction.
+    after_summary: Vec<String>,
 }
 
 /// The chat's settings, as its hooks may read them (`ctx.config()`); a hook cannot change them.
@@ -196,6 +206,7 @@ impl HookContext {
             trace: false,
             config: RunConfig::default(),
             replaying: false,
+            after_summary: Vec::new(),
         }
     }
 
@@ -406,6 +417,17 @@ impl HookContext {
     pub fn replaying(&self) -> bool {
         self.replaying
     }
+    /// During a compaction's hooks: `text` is kept after the summary, as a user message of the
+    /// history (in this chat's list, and for the client in the `compact` frame's `context`).
+    pub(crate) fn keep_after_summary(&mut self, text: &str) {
+        self.after_summary.push(text.to_string());
+    }
+
+    /// What hooks asked to keep after the summary (the compaction takes it).
+    pub(crate) fn take_after_summary(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.after_summary)
+    }
+
     pub(crate) fn set_replaying(&mut self, on: bool) {
         self.replaying = on;
     }

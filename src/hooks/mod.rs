@@ -84,7 +84,8 @@ pub enum ToolAction {
 pub enum StopAction {
     #[default]
     Finish,
-    /// The model goes on: `feedback` is added as a user message and the model is asked again.
+    /// The model goes on: `feedback` is added as a user message (none when it is empty) and
+    /// the model is asked again.
     Continue { feedback: String },
     /// The chat ends here with `done` reason `stopped` (the answer is kept; `reason` is shown
     /// as a `notice`): no later stop hook may send the model on.
@@ -92,10 +93,43 @@ pub enum StopAction {
 }
 
 /// A WebSocket session, for `session_start` / `session_end`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SessionInfo {
     pub session_id: String,
+    /// The model calls of the connection's own hooks (those of `session_start` and
+    /// `session_end`, which belong to no chat): one meter for the whole connection, with a
+    /// chat's limits (docs/protocol.md §15). The agent gives each session its own.
+    hook_spend: Arc<spend::HookSpend>,
 }
+
+impl SessionInfo {
+    pub fn new(session_id: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            hook_spend: Default::default(),
+        }
+    }
+
+    /// The connection's hook model calls (see [`spend`]).
+    pub(crate) fn hook_spend(&self) -> &Arc<spend::HookSpend> {
+        &self.hook_spend
+    }
+
+    /// The same session, metered by `spend`.
+    pub(crate) fn with_hook_spend(mut self, spend: Arc<spend::HookSpend>) -> Self {
+        self.hook_spend = spend;
+        self
+    }
+}
+
+/// Two values are the same session when their ids are.
+impl PartialEq for SessionInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.session_id == other.session_id
+    }
+}
+
+impl Eq for SessionInfo {}
 
 /// A hook into every step of a chat. Every method has a default that does nothing, so a hook
 /// implements only what it needs. Hooks are called in the order they were added (shared hooks,
@@ -155,7 +189,8 @@ pub trait AgentHook: Send + Sync {
     }
     /// Checkpoint: a round's tools ran and their results are in `ctx.messages`. `tool_names`:
     /// the tools of the round's calls that went through their hooks (each once); every call is
-    /// in [`HookContext::steps`].
+    /// in [`HookContext::steps`] (after an approval resume, the round's calls that ran before the
+    /// approval are only in `ctx.messages`).
     async fn after_tool_call(&self, ctx: &mut HookContext, tool_names: &[String]) -> HookResult {
         Ok(())
     }
@@ -199,6 +234,14 @@ pub trait AgentHook: Send + Sync {
         info: &CompactInfo,
         summary: &mut String,
     ) -> HookResult {
+        Ok(())
+    }
+
+    /// A compaction inside the chat (before a model call after the input) replaced the client's
+    /// history in `ctx.messages`: the list is assembled anew before the next model call (the
+    /// OpenHarness format's `before_context_build` and `after_context_build` fire here, as at
+    /// the chat's start). May change `ctx.messages`.
+    async fn context_rebuilt(&self, ctx: &mut HookContext) -> HookResult {
         Ok(())
     }
 

@@ -24,7 +24,7 @@ use super::signing::{HookSignature, SigningKey};
 use super::stats;
 use super::sync::lock;
 use super::system_prompt;
-use super::{AgentHook, Flow, HookContext, HookResult, Step};
+use super::{AgentHook, Flow, HookContext, HookResult};
 use crate::types::HookMessage;
 use crate::types::{HookTag, Message, Role};
 
@@ -245,24 +245,34 @@ impl PromptHookManager {
     }
 }
 
-/// The tool of each call of the round that just ran: the tool steps after the round's assistant
-/// step, of the tools that went through their hooks (`tool_names`; calls past the round's cap
-/// did not). Without such steps (no agent loop recorded them): `tool_names`, once each.
+/// The tool of each call of the round that just ran, oldest first: the calls of the newest
+/// assistant message that calls tools, answered by a tool message after it, of the tools that
+/// went through their hooks (`tool_names`; calls past the round's cap did not). Read from the
+/// messages, not the steps: after an approval resume, the round's calls that ran before the
+/// approval are in the messages the resume rebuilt, not in this chat's steps. Without such
+/// calls: `tool_names`, once each.
 fn round_calls(ctx: &HookContext, tool_names: &[String]) -> Vec<String> {
-    let calls: Vec<String> = ctx
-        .steps()
+    let Some(at) = ctx
+        .messages
         .iter()
-        .rev()
-        .map_while(|step| match step {
-            Step::Tool { name, .. } => Some(name.clone()),
-            Step::Assistant { .. } => None,
-        })
-        .filter(|name| tool_names.contains(name))
+        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    else {
+        return tool_names.to_vec();
+    };
+    let answered: Vec<&str> = ctx.messages[at + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    let calls: Vec<String> = ctx.messages[at]
+        .tool_calls
+        .iter()
+        .filter(|call| answered.contains(&call.id.as_str()) && tool_names.contains(&call.name))
+        .map(|call| call.name.clone())
         .collect();
     if calls.is_empty() {
         return tool_names.to_vec();
     }
-    calls.into_iter().rev().collect()
+    calls
 }
 
 #[async_trait]

@@ -1,13 +1,16 @@
 //! [`HookSpend`]: what the hooks of one chat spent on model calls, and what they may still spend
 //! (docs/protocol.md §15).
 //!
-//! Every model call a hook makes (an `llm` / `prompt` hook's call and its JSON retry, each call
-//! of an `agent` hook's sub-agent) first takes a slot ([`HookSpend::try_call`]) and then adds
-//! the tokens the upstream reported ([`HookSpend::record`]). A chat has
-//! `limits.max_hook_model_calls` slots, and none once its total (its own calls and its hooks')
-//! reached `limits.max_total_tokens`. The chat's `done.usage` adds what its hooks spent
-//! ([`crate::hooks::HookContext::usage`]). Shared by the chain, the async queue and the
-//! sub-agent of `agent` hooks, so it is atomics only.
+//! Every model call a hook makes (an `llm` / `prompt` hook's call and its JSON retry, each
+//! upstream request of an `agent` hook's sub-agent, its retries and fallback models included)
+//! first takes a slot ([`HookSpend::try_call`]) and then adds the tokens the upstream reported
+//! ([`HookSpend::record`]). A chat has `limits.max_hook_model_calls` slots, and none once its
+//! total (its own calls and its hooks') reached `limits.max_total_tokens`. The chat's
+//! `done.usage` adds what its hooks spent ([`crate::hooks::HookContext::usage`]). A connection's
+//! own hooks (`session_start`, `session_end`) have one meter with the same limits
+//! ([`crate::hooks::SessionInfo`]), logged at its end. Every slot taken is counted in
+//! `hookwire_hook_model_calls_total`. Shared by the chain, the async queue and the sub-agent of
+//! `agent` hooks, so it is atomics only.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -80,15 +83,17 @@ impl HookSpend {
         }
     }
 
-    /// Takes a slot for one model call; `Err` (nothing taken) when none is left.
+    /// Takes a slot for one model call (one upstream request); `Err` (nothing taken) when none
+    /// is left.
     pub(crate) fn try_call(&self) -> Result<(), Exhausted> {
         self.tokens_left()?;
         self.calls
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |calls| {
                 (calls < self.max_calls).then_some(calls + 1)
             })
-            .map(|_| ())
-            .map_err(|_| Exhausted::Calls(self.max_calls))
+            .map_err(|_| Exhausted::Calls(self.max_calls))?;
+        metrics::counter!("hookwire_hook_model_calls_total").increment(1);
+        Ok(())
     }
 
     /// Adds a hook call's tokens.

@@ -179,6 +179,7 @@ events! {
     approval_required(ctx: &mut HookContext, calls: &[PendingCall]);
     pre_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary_prompt: &mut String) -> Flow;
     post_auto_compact(ctx: &mut HookContext, info: &CompactInfo, summary: &mut String);
+    context_rebuilt(ctx: &mut HookContext);
     pre_micro_compact(ctx: &mut HookContext, info: &CompactInfo) -> Flow;
     post_micro_compact(ctx: &mut HookContext, info: &CompactInfo);
     pre_tool_execution(ctx: &mut HookContext, call: &mut ToolCallInfo) -> ToolAction;

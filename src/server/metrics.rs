@@ -284,6 +284,13 @@ const METRICS: &[Described] = &[
         help: "Tool calls that waited for approval, and the decisions, by outcome.",
     },
     Described {
+        name: "hookwire_hook_model_calls_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Upstream requests made by hooks (llm and agent hooks, their retries included), \
+               in chats and in connection events.",
+    },
+    Described {
         name: "hookwire_hook_model_calls_capped_total",
         kind: Kind::Counter,
         unit: None,
@@ -323,6 +330,7 @@ fn register_known_series() {
         "hookwire_text_deltas_total",
         "hookwire_bad_frames_total",
         "hookwire_idle_connections_closed_total",
+        "hookwire_hook_model_calls_total",
         "hookwire_hook_model_calls_capped_total",
     ] {
         metrics::counter!(name).increment(0);

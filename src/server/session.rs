@@ -160,9 +160,7 @@ where
     S::Error: std::fmt::Display,
     E: Into<axum::Error>,
 {
-    let session = SessionInfo {
-        session_id: uuid::Uuid::new_v4().to_string(),
-    };
+    let session = SessionInfo::new(uuid::Uuid::new_v4().to_string());
     metrics::gauge!("hookwire_connections_open").increment(1.0);
     metrics::counter!("hookwire_connections_total").increment(1);
     tracing::debug!(session = %session.session_id, "session opened");

@@ -319,12 +319,14 @@ pub enum ChatEvent {
         expires: u64,
     },
     /// The history was compacted (sent before any text): the client replaces the first `count`
-    /// messages it sent by `message` (the summary, with its `_compact` mark) and then `pinned`
-    /// (the persistent hook messages among them, verbatim).
+    /// messages it sent by `message` (the summary, with its `_compact` mark), then `pinned`
+    /// (the persistent hook messages among them, verbatim), then `context` (what hooks added at
+    /// the compaction: Claude Code's `SessionStart` with source `compact`).
     Compact {
         count: usize,
         message: Message,
         pinned: Vec<Message>,
+        context: Vec<Message>,
     },
     /// The model registered a session hook; the client sends it back in `session_hooks`.
     SessionHook(Value),

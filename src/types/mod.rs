@@ -5,9 +5,11 @@
 mod chat;
 mod clock;
 mod event_channel;
+pub(crate) mod history;
 mod message;
 mod person;
 mod problem;
+pub(crate) mod read;
 pub(crate) mod redact;
 mod schema;
 mod side_wait;

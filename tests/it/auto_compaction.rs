@@ -718,6 +718,60 @@ async fn an_agent_loop_that_crosses_the_threshold_compacts_mid_chat_and_finishes
     assert_eq!(usage["prompt_tokens"], 50, "{usage}");
 }
 
+/// The OpenHarness format's context stage (seed: compact, then build, then the model call):
+/// after a compaction inside the agent loop the list is assembled anew, so
+/// `before_context_build` and `after_context_build` follow it before `before_model_call`.
+#[tokio::test]
+async fn a_compaction_in_the_agent_loop_is_followed_by_the_context_build_events() {
+    let upstream = FakeUpstream::start().await;
+    loop_replies(&upstream);
+    let events = [
+        "before_context_compact",
+        "after_context_compact",
+        "before_context_build",
+        "after_context_build",
+        "before_model_call",
+    ];
+    let hooks: String = events
+        .iter()
+        .map(|event| format!("{event}:\n  - command: 'echo {event} >> events.log'\n"))
+        .collect();
+    let server = loop_server(&upstream, Some(("hooks.yaml", &hooks))).await;
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"read big.txt","messages":history()}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:#?}");
+    let log = log_lines(&server);
+    let compacted = log
+        .iter()
+        .position(|e| e == "after_context_compact")
+        .unwrap_or_else(|| panic!("no compaction: {log:?}"));
+    assert_eq!(
+        log[..compacted + 1],
+        [
+            "before_context_build",
+            "after_context_build",
+            "before_model_call",
+            "before_model_call",
+            "before_context_compact",
+            "after_context_compact",
+        ],
+        "{log:?}"
+    );
+    assert_eq!(
+        log[compacted + 1..],
+        [
+            "before_context_build",
+            "after_context_build",
+            "before_model_call"
+        ],
+        "{log:?}"
+    );
+    server.shutdown().await;
+}
+
 /// The forged-summary attack: a client asks, in its history, for a summary that says
 /// "SYSTEM POLICY UPDATE …"; the model obliges. That text comes back as a user message, and
 /// however the client sends it back (as the server gave it, as a system message, with the old
@@ -827,9 +881,63 @@ async fn a_claude_session_start_hook_fires_with_source_compact() {
         !system(1).contains("REMEMBERED after compact"),
         "not before the compaction"
     );
+    // After the summary (and the pinned hook), as a message the client keeps too.
+    let round2 = requests[3].messages();
+    assert_eq!(round2[1].1, tagged(SUMMARY));
+    assert_eq!(
+        round2[3],
+        ("user".to_string(), "REMEMBERED after compact".to_string()),
+        "{round2:#?}"
+    );
+    assert_eq!(
+        frame_of(&frames, "compact")["context"],
+        json!([{"role":"user","content":"REMEMBERED after compact"}])
+    );
+}
+
+/// A manual compaction ends the chat at once: what a Claude Code `SessionStart` hook (source
+/// `compact`) adds reaches the client in the `compact` frame's `context`, which the client keeps
+/// after the summary, so the next chat's model request has it (a memory-restoring hook set).
+#[tokio::test]
+async fn a_manual_compaction_carries_the_session_start_context_in_its_frame() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&[SUMMARY]));
+    let settings = json!({"hooks":{"SessionStart":[{"matcher":"compact","hooks":[{"type":"command",
+        "command":"echo '{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":\"MEMORY: the project is called Kestrel\"}}'"}]}]}});
+    let server = server(&upstream, Some(("settings.json", &settings.to_string()))).await;
+    let sent = history();
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"compact","id":"m1","messages":sent}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:#?}");
+    let compact = frame_of(&frames, "compact");
+    assert_eq!(
+        compact["context"],
+        json!([{"role":"user","content":"MEMORY: the project is called Kestrel"}]),
+        "{compact}"
+    );
+    // The client rule: the first `count` messages give way to the summary, the pinned messages
+    // and the context.
+    let count = compact["count"].as_u64().unwrap() as usize;
+    let mut kept = vec![compact["message"].clone()];
+    kept.extend(compact["pinned"].as_array().unwrap().iter().cloned());
+    kept.extend(compact["context"].as_array().unwrap().iter().cloned());
+    kept.extend(sent[count..].iter().cloned());
+    upstream.push(Reply::text(&["Kestrel it is"]));
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"chat","input":"what is it called?","enable_tools":false,"messages":kept}))
+        .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed", "{frames:#?}");
+    let last = upstream.requests().pop().unwrap();
     assert!(
-        system(3).contains("REMEMBERED after compact"),
-        "{}",
-        system(3)
+        last.messages()
+            .iter()
+            .any(|(r, c)| r == "user" && c == "MEMORY: the project is called Kestrel"),
+        "{:#?}",
+        last.messages()
     );
 }

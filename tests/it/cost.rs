@@ -199,6 +199,78 @@ async fn a_session_hook_asks_the_model_once_an_operator_llm_hook_may_retry() {
     server.shutdown().await;
 }
 
+/// A 503 that asks to be retried at once.
+fn busy() -> Reply {
+    Reply::StatusWith(
+        503,
+        vec![("retry-after", "0".to_string())],
+        "{\"error\":{\"message\":\"busy\"}}".into(),
+    )
+}
+
+#[tokio::test]
+async fn a_connections_session_start_and_session_end_hooks_share_one_cap_of_model_calls() {
+    let upstream = FakeUpstream::start().await;
+    // Every hook call is answered "ok" (no JSON), so each llm hook asks twice.
+    let yaml = "session_start:
+  - type: llm
+    prompt: 'CONN-START-1'
+  - type: llm
+    prompt: 'CONN-START-2'
+session_end:
+  - type: llm
+    prompt: 'CONN-END'
+  - command: 'touch ended'
+";
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| c.agent.max_hook_model_calls = 3)
+        .start()
+        .await;
+    let mut client = server.connect().await;
+    client.ws.close(None).await.unwrap();
+    let ended = server.workspace.path().join("ended");
+    assert!(
+        eventually(Duration::from_secs(20), || async { ended.exists() }).await,
+        "session_end's hooks did not run"
+    );
+    // The connection's three: session_start's first hook twice, its second once; none is left
+    // for session_end (before, each event had a cap of its own: 5 calls).
+    assert_eq!(asked(&upstream, "CONN-START"), 3);
+    assert_eq!(
+        asked(&upstream, "CONN-END"),
+        0,
+        "the connection's cap is spent"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_agent_hooks_retries_and_fallback_models_each_take_a_model_call() {
+    let upstream = FakeUpstream::start().await;
+    // The hook's sub-agent meets six busy answers; so would the chat, after it.
+    for _ in 0..6 {
+        upstream.push(busy());
+    }
+    let yaml = "pre_send_message:\n  - type: agent\n    prompt: 'AGENT-TASK {{user_input}}'\n";
+    let server = with_hooks(&upstream, yaml)
+        .config(|c| {
+            c.agent.max_hook_model_calls = 4;
+            c.agent.retry.retries = 2;
+            c.agent.retry.fallback_models = vec!["backup-1".into(), "backup-2".into()];
+        })
+        .start()
+        .await;
+    let frames = chat(
+        &server,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    // Four upstream requests, the hook's four calls (before: one call, seven requests).
+    assert_eq!(asked(&upstream, "AGENT-TASK"), 4, "{frames:#?}");
+    assert_eq!(usage(&frames)["hook_calls"], json!(4));
+    server.shutdown().await;
+}
+
 // ─── the async queue ───
 
 /// Waits until `file` holds a line containing `needle`.

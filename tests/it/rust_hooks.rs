@@ -565,3 +565,74 @@ async fn a_hook_reads_the_config_uses_its_separators_and_rewrites_the_end() {
     assert!(system.starts_with("FIRST :: "), "{system}");
     assert!(system.ends_with(" | BUDGET=4321"), "{system}");
 }
+
+/// A tool that takes 80 ms.
+struct Slow;
+
+#[async_trait]
+impl hookwire::tools::Tool for Slow {
+    fn spec(&self) -> hookwire::tools::ToolSpec {
+        hookwire::tools::ToolSpec {
+            name: "slow".into(),
+            description: "takes its time".into(),
+            parameters: json!({"type":"object","properties":{}}),
+        }
+    }
+    async fn run(&self, _: serde_json::Value) -> hookwire::tools::ToolOutput {
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        hookwire::tools::ToolOutput::ok("done slowly")
+    }
+}
+
+/// Writes the chat's steps, as `run_completed` sees them, with their usage and timing.
+#[derive(Default)]
+struct StepLog {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl AgentHook for StepLog {
+    async fn run_completed(&self, ctx: &mut HookContext, _: &mut RunOutput) -> HookResult {
+        for step in ctx.steps() {
+            let line = match step {
+                hookwire::hooks::Step::Assistant { usage, .. } => format!(
+                    "assistant:{}:{}",
+                    usage.prompt_tokens, usage.completion_tokens
+                ),
+                hookwire::hooks::Step::Tool { name, duration, .. } => {
+                    format!("tool:{name}:{}", duration.as_millis() >= 80)
+                }
+                _ => "other".into(),
+            };
+            self.log.lock().unwrap().push(line);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn steps_carry_their_model_calls_usage_and_their_tools_timing() {
+    let upstream = FakeUpstream::start().await;
+    tool_round(&upstream, &[("s1", "slow", json!({}))], "answer");
+    let steps = Arc::new(StepLog::default());
+    let log = steps.log.clone();
+    let server = TestServer::builder()
+        .workspace(workspace())
+        .upstream(&upstream)
+        .agent(move |b| b.tool(Arc::new(Slow)).hook(steps))
+        .start()
+        .await;
+    let frames = chat(&server, json!({"type":"chat","input":"go slowly"})).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+    // The fake upstream reports 10/1 for a one-piece text reply and 20/5 for tool calls.
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "assistant:10:1",
+            "assistant:20:5",
+            "tool:slow:true",
+            "assistant:10:1"
+        ]
+    );
+    server.shutdown().await;
+}

@@ -66,6 +66,53 @@ post_micro_compact:
     assert!(!compacted.contains("ALPHA"), "still compacted: {compacted}");
 }
 
+/// A hook may give back the messages it was given, tool traffic included: its answer is read as
+/// the history is, so every message the history holds is a message it may answer.
+#[tokio::test]
+async fn post_micro_compact_may_answer_the_tool_messages_it_was_given() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let yaml = r#"
+post_micro_compact:
+  - command: |
+      jq -c '{messages: (.messages + [{"role":"user","content":"MICRO-NOTE"}])}'
+"#;
+    let server = server_with(&upstream, yaml)
+        .config(|c| c.agent.context.micro_threshold = 1.0 / 128_000.0)
+        .start()
+        .await;
+    let frames = run(&server, json!({"type":"chat","input":"read all three"})).await;
+    assert!(
+        !frames.iter().any(|f| f["type"] == "notice"),
+        "the answer was refused: {frames:#?}"
+    );
+    let requests = upstream.requests();
+    let round3 = &requests[4].body["messages"];
+    let messages = round3.as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "MICRO-NOTE",
+        "{round3}"
+    );
+    // The tool traffic is whole: each call with its id and tool, each result answering it.
+    let calls: Vec<&Value> = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(calls.len(), 3, "{round3}");
+    for call in calls {
+        let id = &call["id"];
+        assert_eq!(call["function"]["name"], "read_file");
+        assert!(
+            messages
+                .iter()
+                .any(|m| m["role"] == "tool" && &m["tool_call_id"] == id),
+            "{id} unanswered: {round3}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn action_skip_before_a_compaction_skips_it() {
     let upstream = FakeUpstream::start().await;
@@ -154,7 +201,7 @@ post_llm_response:
 }
 
 #[tokio::test]
-async fn context_from_a_stop_hook_sends_the_model_on_with_it() {
+async fn context_from_a_stop_hook_goes_to_the_system_prompt_and_sends_the_model_on() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["first"]));
     upstream.push(Reply::text(&["second"]));
@@ -170,9 +217,56 @@ stop:
     .await;
     let requests = upstream.requests();
     assert_eq!(requests.len(), 2, "the model went on");
-    assert!(requests[1].body.to_string().contains("STOP-CONTEXT"));
+    // The seed: appended to the system prompt, not a new user message.
+    assert!(
+        system(&requests[1]).ends_with("STOP-CONTEXT"),
+        "{}",
+        system(&requests[1])
+    );
+    let messages = requests[1].messages();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|(_, c)| c.contains("STOP-CONTEXT"))
+            .count(),
+        1,
+        "{messages:?}"
+    );
+    assert_eq!(
+        messages.last().unwrap(),
+        &("assistant".to_string(), "first".to_string())
+    );
     assert!(frames.last().unwrap()["message"]["content"]
         .as_str()
         .unwrap()
         .contains("second"));
+}
+
+#[tokio::test]
+async fn a_session_start_hooks_system_message_reaches_the_person() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["hello"]));
+    let yaml = r#"
+session_start:
+  - command: echo '{"system_message":"WELCOME-NOTICE"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    let mut client = server.connect().await;
+    let first = client
+        .chat(json!({"type":"chat","input":"hi","enable_tools":false}))
+        .await;
+    let notices: Vec<&Value> = first
+        .iter()
+        .filter(|f| f["type"] == "notice" && f["message"] == "WELCOME-NOTICE")
+        .collect();
+    assert_eq!(notices.len(), 1, "{first:#?}");
+    assert_eq!(notices[0]["level"], "info");
+    // Once per connection, not once per chat.
+    let second = client
+        .chat(json!({"type":"chat","input":"again","enable_tools":false}))
+        .await;
+    assert!(
+        !second.iter().any(|f| f["message"] == "WELCOME-NOTICE"),
+        "{second:#?}"
+    );
 }

@@ -261,6 +261,68 @@ async fn several_tools_in_a_round_fire_a_hook_once_after_all_results() {
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn after_an_approval_after_tool_call_fires_once_per_call_of_the_round() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["[NEED_TOOL] plan"]));
+    // list_dir runs at once; read_file waits for the person's approval.
+    upstream.push(Reply::tool_calls(&[
+        ("c1", "list_dir", json!({})),
+        ("c2", "read_file", json!({"path":"README.md"})),
+    ]));
+    let server = server_with_skills(&upstream, |d| {
+        write_skill(
+            d,
+            "s",
+            &[
+                ("every", "after_tool_call", "user", false, None),
+                (
+                    "reads",
+                    "after_tool_call",
+                    "user",
+                    false,
+                    Some(&["read_file"]),
+                ),
+            ],
+        )
+    })
+    .config(|c| {
+        c.agent.secret = Some("approval-secret".into());
+        c.agent.approval.require_approval = vec!["read_file".into()];
+    })
+    .start()
+    .await;
+    let frames = run_chat(&server, json!({"type":"chat","input":"go","skills":["s"]})).await;
+    assert_eq!(frames.last().unwrap()["reason"], "approval_required");
+    let mut history = vec![json!({"role":"user","content":"go"})];
+    history.push(frames.last().unwrap()["message"].clone());
+    upstream.push(Reply::text(&["answer"]));
+    let resumed = run_chat(
+        &server,
+        json!({"type":"chat","messages":history,"skills":["s"],
+               "resume":{"state":frame_of(&frames, "approval")["state"],
+                         "decisions":[{"call_id":"c2","decision":"allow"}]}}),
+    )
+    .await;
+    assert_eq!(resumed.last().unwrap()["type"], "done", "{resumed:#?}");
+    // The round had two calls: one copy of the unfiltered hook each (list_dir's ran before the
+    // approval), and the read_file hook once, all after the round's last result.
+    let last = upstream.requests().pop().unwrap();
+    let last_tool = last
+        .messages()
+        .iter()
+        .rposition(|(r, _)| r == "tool")
+        .unwrap();
+    assert_eq!(
+        positions(&last, "TEXT:every"),
+        vec![last_tool + 1, last_tool + 2],
+        "{:#?}",
+        last.messages()
+    );
+    assert_eq!(positions(&last, "TEXT:reads"), vec![last_tool + 3]);
+    server.shutdown().await;
+}
+
 const ALL_TIMINGS: &[HookDef<'static>] = &[
     ("aui", "after_user_input", "system", false, None),
     ("bp", "before_planning", "system", false, None),

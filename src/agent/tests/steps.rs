@@ -26,6 +26,7 @@ fn last(ctx: &HookContext) -> String {
         Some(Step::Assistant {
             content,
             tool_calls,
+            ..
         }) => format!("{count}:assistant:{content}:{}", tool_calls.len()),
         Some(Step::Tool { name, .. }) => format!("{count}:tool:{name}"),
         _ => format!("{count}:none"),

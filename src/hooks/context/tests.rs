@@ -21,6 +21,7 @@ fn tool_step(name: &str, content: &str) -> Step {
         name: name.into(),
         content: content.into(),
         is_error: false,
+        duration: Duration::ZERO,
     }
 }
 
@@ -28,6 +29,7 @@ fn assistant_step(content: &str) -> Step {
     Step::Assistant {
         content: content.into(),
         tool_calls: Vec::new(),
+        usage: Usage::default(),
     }
 }
 

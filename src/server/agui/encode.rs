@@ -486,9 +486,15 @@ impl WireEncoder for AgUiEncoder {
                 count,
                 message,
                 pinned,
+                context,
             } => {
                 let pinned: Vec<_> = pinned.iter().map(native).collect();
-                let value = json!({"count": count, "message": native(&message), "pinned": pinned});
+                let mut value =
+                    json!({"count": count, "message": native(&message), "pinned": pinned});
+                if !context.is_empty() {
+                    let context: Vec<_> = context.iter().map(native).collect();
+                    value["context"] = json!(context);
+                }
                 custom(&mut out, "hookwire.compact", value);
             }
             ChatEvent::SessionHook(hook) => {

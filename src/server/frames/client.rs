@@ -8,11 +8,11 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::history::{self, HistoryMessage};
 use super::read::{json_object, read, read_as_object, FrameError};
 use super::{MAX_SESSION_HOOKS, MAX_TRACE_FIELD_BYTES};
 use crate::config::Limits;
 use crate::server::wire::{check_client_tools, ClientTool, MAX_CLIENT_TOOLS};
+use crate::types::history::{self, HistoryMessage};
 use crate::types::{ApprovalDecision, ChatRequest, Resume, MAX_DENY_REASON_CHARS};
 
 // ─── the wire types (docs/schema/frames/client.json) ───

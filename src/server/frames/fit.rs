@@ -337,6 +337,7 @@ mod tests {
             count: 4,
             message: super::super::message::WireMessage::plain(Role::System, content),
             pinned: Vec::new(),
+            context: Vec::new(),
         };
         let small = summary("notes".into());
         assert_eq!(fit(small.clone(), 4096), vec![small]);

@@ -2,8 +2,9 @@
 //! `compact`): the OpenAI chat shape with hookwire's `_hook` and `_compact` marks.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::types::history::ToolCallKind;
 use crate::types::{Message, Role};
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -35,13 +36,6 @@ pub(crate) struct WireToolCall {
     #[serde(rename = "type")]
     pub(crate) kind: ToolCallKind,
     pub(crate) function: WireFunction,
-}
-
-/// The one kind of tool call there is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ToolCallKind {
-    Function,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

@@ -8,15 +8,14 @@
 mod client;
 mod encode;
 mod fit;
-mod history;
 mod message;
 mod read;
 mod schema;
 mod server;
 
+pub(crate) use crate::types::history::{check_history, read_history_message};
 pub(crate) use client::{ChatOrigin, ClientFrame};
 pub(crate) use encode::{frame_json, NativeEncoder};
-pub(crate) use history::{check_history, read_history_message};
 pub(crate) use message::hook_message_json;
 pub(crate) use message::WireMessage;
 pub use schema::frame_schemas;

@@ -54,12 +54,17 @@ pub(crate) enum ServerFrame {
         /// What it changed (`tool_arguments`, `messages`, …).
         changed: Vec<String>,
     },
-    /// A compaction: the client replaces its first `count` messages with `pinned` and `message`.
+    /// A compaction: the client replaces its first `count` messages with `message`, `pinned`
+    /// and `context`.
     Compact {
         id: String,
         count: usize,
         message: WireMessage,
         pinned: Vec<WireMessage>,
+        /// What hooks added at the compaction (Claude Code's `SessionStart` with source
+        /// `compact`), kept after `pinned`; left out when there is none.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        context: Vec<WireMessage>,
     },
     /// Assistant text, as it streams.
     Text { id: String, delta: String },
@@ -256,11 +261,13 @@ impl ServerFrame {
                 count,
                 message,
                 pinned,
+                context,
             } => ServerFrame::Compact {
                 id,
                 count,
                 message: WireMessage::from_message(message),
                 pinned: wire_messages(pinned),
+                context: wire_messages(context),
             },
             ChatEvent::Notice {
                 level,

@@ -80,7 +80,9 @@ impl<T> From<Vec<T>> for Encoded<T> {
 pub(crate) type ChatEvents = crate::agent::ChatStream;
 
 /// What a wire sends, before its encoder: an event of the chat, or a sentence of the answer
-/// spoken.
+/// spoken. Events are the many (one per streamed token): boxing them to make the rare audio
+/// sentence no smaller than they are would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Outgoing {
     Event(ChatEvent),
     Audio(Audio),

@@ -58,17 +58,25 @@ pub(crate) struct ExternalHooks {
 
 /// What `session_start` hooks left for the session's chats: messages each chat starts with
 /// (the jcli format's `inject_messages`, after the system prompt, so its first call and every later one
-/// sees them) and context for its system prompt (Claude Code's and Gemini CLI's
-/// `additionalContext`, or a Claude hook's plain stdout).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// sees them), context for its system prompt (Claude Code's and Gemini CLI's
+/// `additionalContext`, or a Claude hook's plain stdout), and what they had to say to the person
+/// (`system_message`, and the chain's warnings), which the session's first chat shows as
+/// `notice` frames: a connection has no frame of its own to carry them.
+#[derive(Debug, Default)]
 pub(crate) struct SessionCarry {
     pub(crate) messages: Vec<Message>,
     pub(crate) context: Vec<String>,
+    notices: Mutex<Vec<(NoticeLevel, String)>>,
 }
 
 impl SessionCarry {
     pub(crate) fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.context.is_empty()
+        self.messages.is_empty() && self.context.is_empty() && lock(&self.notices).is_empty()
+    }
+
+    /// The notices, once: the chat that takes them shows them.
+    fn take_notices(&self) -> Vec<(NoticeLevel, String)> {
+        std::mem::take(&mut *lock(&self.notices))
     }
 }
 
@@ -210,11 +218,11 @@ impl ExternalHooks {
             && outcome.control.is_none()
             && !outcome.additional_context.is_empty()
         {
-            // Context from a `stop` hook that neither retries nor stops would reach no model
-            // call: the model goes on with it, as Claude Code goes on with a Stop hook's
-            // additionalContext (bounded by `max_retries`).
-            let context = std::mem::take(&mut outcome.additional_context).join("\n\n");
-            outcome.control = Some(ChainControl::Retry(context));
+            // Context from a `stop` hook goes to the end of the system prompt (the jcli
+            // format); one that neither retries nor stops would reach no model call, so the
+            // model goes on with it, as Claude Code goes on with a Stop hook's
+            // additionalContext (bounded by `max_retries`): no feedback, no user message.
+            outcome.control = Some(ChainControl::Retry(String::new()));
         }
         if let Some(ChainControl::Retry(feedback)) = &outcome.control {
             let mut chats = self.chats();
@@ -282,6 +290,9 @@ impl ExternalHooks {
             for context in &carry.context {
                 ctx.append_to_system_prompt(context);
             }
+            for (level, message) in carry.take_notices() {
+                ctx.notify(level, message, self.label);
+            }
         }
         self.fire::<()>(ctx, Call::BeforeContextBuild).await
     }
@@ -298,8 +309,14 @@ impl ExternalHooks {
         self.fire::<()>(ctx, Call::AfterContextBuild).await
     }
 
+    /// A compaction inside the chat: the list is assembled anew, so the OpenHarness format's
+    /// `before_context_build` fires again (then `after_context_build`).
+    async fn rebuild_context(&self, ctx: &mut HookContext) -> HookResult {
+        self.fire::<()>(ctx, Call::BeforeContextBuild).await
+    }
+
     /// After a compaction (its post hooks have run): Claude Code's `SessionStart` hooks fire
-    /// again with source `compact`; their context goes into the rest of the chat.
+    /// again with source `compact`; their context is kept after the summary.
     async fn session_start_after_compact(&self, ctx: &mut HookContext, info: &CompactInfo) {
         let _: HookResult = self.fire(ctx, Call::SessionStartAfterCompact(info)).await;
     }
@@ -307,9 +324,8 @@ impl ExternalHooks {
     /// The connection events: no chat, so the envelope is the server's and notices go nowhere.
     /// What `session_start` hooks leave for the session's chats is returned.
     pub(crate) async fn fire_session(&self, event: Event, session: &SessionInfo) -> SessionCarry {
-        // No chat to count them in: the connection event's hooks have a limit of their own.
-        let spend = Arc::new(HookSpend::new(self.runner.max_hook_model_calls, None));
-        let Some(chain) = self.chain(event, None, &spend) else {
+        // No chat to count them in: the connection's meter.
+        let Some(chain) = self.chain(event, None, session.hook_spend()) else {
             return SessionCarry::default();
         };
         let envelope = Envelope {
@@ -322,9 +338,13 @@ impl ExternalHooks {
         };
         let mut state = EventState::default();
         let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        let notices = (outcome.notices.into_iter().map(|m| (NoticeLevel::Info, m)))
+            .chain(outcome.warnings.into_iter().map(|m| (NoticeLevel::Warn, m)))
+            .collect();
         SessionCarry {
             messages: outcome.inject_messages,
             context: outcome.chat_context,
+            notices: Mutex::new(notices),
         }
     }
 }
@@ -390,6 +410,8 @@ chat_events! {
         => Call::PreAutoCompact(info, summary_prompt);
     post_auto_compact(info: &CompactInfo, summary: &mut String) -> ()
         => Call::PostAutoCompact(info, summary), after session_start_after_compact(info);
+    context_rebuilt() -> ()
+        => Call::AfterContextBuild, first rebuild_context;
     pre_micro_compact(info: &CompactInfo) -> Flow
         => Call::PreMicroCompact(info);
     post_micro_compact(info: &CompactInfo) -> ()

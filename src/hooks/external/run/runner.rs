@@ -94,7 +94,8 @@ pub(crate) struct Runner {
     /// URL prefixes that http hooks other than the server's may call (`http_hooks.allowed_urls`;
     /// empty = none).
     pub(crate) http_hook_urls: Vec<String>,
-    /// `limits.max_hook_model_calls`, for the connection events (a chat's hooks use the chat's).
+    /// `limits.max_hook_model_calls`, for `hookwire hooks test`'s runs (a chat's hooks use the
+    /// chat's meter, a connection's the connection's).
     pub(crate) max_hook_model_calls: usize,
 }
 
@@ -134,7 +135,7 @@ impl Runner {
         }
     }
 
-    /// Sets the model calls the hooks of one connection event may make.
+    /// Sets the model calls the hooks of one `hookwire hooks test` run may make.
     pub(crate) fn with_max_hook_model_calls(mut self, calls: usize) -> Self {
         self.max_hook_model_calls = calls;
         self

@@ -40,13 +40,13 @@ fn plain_messages(messages: &[Message]) -> Vec<PlainMessage> {
     messages
         .iter()
         .filter(|m| m.role != Role::Tool && !m.content.is_empty())
-        .map(|m| PlainMessage {
-            role: match m.role {
+        .map(|m| {
+            let role = match m.role {
                 Role::Assistant => "model",
                 Role::System => "system",
                 _ => "user",
-            },
-            content: m.content.clone(),
+            };
+            PlainMessage::text(role, m.content.clone())
         })
         .collect()
 }

@@ -19,6 +19,7 @@ use crate::hooks::external::hook::{
     Control, Dialect, Envelope, Event, EventState, HookDef, HookOutput, RunResult, TRIGGER_TYPE,
 };
 use crate::process::CommandRun;
+use crate::types::history::HistoryMessage;
 use crate::types::{Message, Role};
 
 /// Messages as a hook sees them: role and text.
@@ -27,10 +28,7 @@ fn plain_messages(messages: &[Message]) -> Vec<PlainMessage> {
 }
 
 fn plain_message(message: &Message) -> PlainMessage {
-    PlainMessage {
-        role: message.role.as_str(),
-        content: message.content.clone(),
-    }
+    PlainMessage::of(message)
 }
 
 /// The input JSON for one hook.
@@ -88,10 +86,10 @@ pub(super) fn input(
         error: state.error.clone(),
         summary: state.summary.clone(),
         summary_text: state.summary.clone(),
-        summary_message: state.summary.clone().map(|content| PlainMessage {
-            role: "system",
-            content,
-        }),
+        summary_message: state
+            .summary
+            .clone()
+            .map(|content| PlainMessage::text("system", content)),
         // Under `metadata`, and `trigger` at the top too, where Claude Code and Gemini CLI
         // hooks read it.
         trigger: state.compaction.as_ref().map(|info| info.trigger.clone()),
@@ -320,8 +318,11 @@ fn apply_changes(
     if let Some(list) = gate.pass(changes.inject_messages, "inject_messages") {
         out.inject_messages = messages(list);
     }
-    if let Some(list) = gate.pass(changes.messages, "messages") {
-        out.messages = Some(messages(list));
+    // Read as the history is wherever it stands, as its schema says (the gate only decides
+    // whether it applies).
+    let list = changes.messages.map(history_messages).transpose()?;
+    if let Some(list) = gate.pass(list, "messages") {
+        out.messages = Some(list);
     }
     for summary in [changes.summary, changes.summary_text] {
         if let Some(text) = gate.pass(summary, "messages") {
@@ -365,6 +366,21 @@ fn tool_arguments(key: &str, arguments: ToolArguments) -> Result<Value, HookAnsw
         ToolArguments::Text(text) => serde_json::from_str(&text)
             .map_err(|error| format!("`{key}` is not JSON: {error}").into()),
     }
+}
+
+/// A `messages` answer, read as the history is: each role's rules, every tool call answered
+/// (the list may end with calls still open, as a chat's does while its tools run). A hook's
+/// message is never a trusted one: a `_hook` mark is dropped.
+fn history_messages(list: Vec<HistoryMessage>) -> Result<Vec<Message>, HookAnswerError> {
+    crate::types::history::validate(&list, usize::MAX, true)
+        .map_err(|error| format!("`messages`: {error}"))?;
+    Ok(list
+        .into_iter()
+        .map(|message| Message {
+            hook: None,
+            ..message.into_message()
+        })
+        .collect())
 }
 
 fn messages(list: Vec<OutputMessage>) -> Vec<Message> {

@@ -478,6 +478,7 @@ fn what_the_native_encoder_writes_is_valid_under_the_server_schema() {
             count: 2,
             message: summary,
             pinned: vec![],
+            context: vec![Message::user("MEMORY: restored")],
         },
         ChatEvent::SessionHook(json!({"name": "judge", "event": "stop"})),
         ChatEvent::HookTrace(HookTrace {

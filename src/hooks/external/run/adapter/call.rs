@@ -156,7 +156,8 @@ impl Call<'_> {
 
     /// Puts the values the hooks changed back where they came from, with the chain's extras
     /// (injected messages, context, retry feedback) where the event takes them. Context for the
-    /// rest of the chat goes into its system prompt (and into this call's request).
+    /// rest of the chat goes into its system prompt (and into this call's request); after a
+    /// compaction, after its summary.
     pub(super) fn write_back(
         self,
         ctx: &mut HookContext,
@@ -164,8 +165,13 @@ impl Call<'_> {
         outcome: &ChainOutcome,
     ) {
         let ended = matches!(self, Call::RunCompleted(_) | Call::RunFailed(_));
-        if !ended {
-            for context in &outcome.chat_context {
+        // After a compaction, the context is history the client keeps after the summary (so a
+        // compaction that ends the chat, a manual one, does not lose it).
+        let compacted = matches!(self, Call::SessionStartAfterCompact(_));
+        for context in &outcome.chat_context {
+            if compacted {
+                ctx.keep_after_summary(context);
+            } else if !ended {
                 ctx.append_to_system_prompt(context);
             }
         }

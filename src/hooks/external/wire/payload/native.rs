@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{PlainMessage, Unread};
+use crate::types::history::HistoryMessage;
 
 /// What a hook under a hookwire or OpenHarness event name reads. Which of the optional fields are present
 /// depends on the event: each is there when the event has that value.
@@ -150,7 +151,7 @@ pub(crate) struct CompactionMetadata {
 /// body): a JSON object, every field optional; `{}` or nothing means no change. A change needs
 /// the capability the hook declares (or, without declared capabilities, a top-level field of a
 /// hookwire-spelled hook). Unknown keys are logged and ignored.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[schemars(title = "hookwire hook output (hookwire and OpenHarness event names)")]
 pub(crate) struct NativeOutput {
     #[serde(flatten)]
@@ -213,12 +214,14 @@ pub(crate) struct NativeOutput {
 }
 
 /// The change fields of an answer.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub(crate) struct NativeChanges {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) user_input: Option<String>,
+    /// The message list in the history's shape (the OpenAI chat shape): every message a
+    /// hook is given may be given back, tool calls and results included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) messages: Option<Vec<OutputMessage>>,
+    pub(crate) messages: Option<Vec<HistoryMessage>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) system_prompt: Option<String>,
     /// New arguments: an object, or its JSON text.
@@ -254,7 +257,7 @@ pub(crate) struct NativeChanges {
 }
 
 /// `hookSpecificOutput`: the change fields, and the event's name (ignored).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub(crate) struct NativePatch {
     #[serde(
         rename = "hookEventName",

@@ -1,7 +1,10 @@
-//! The history a `chat` frame carries: its wire shape (read by serde; `docs/schema/frames/` is
-//! generated from it), the rules each message's role sets ([`validate`], said in the schema too
-//! by [`role_rules`]), that every tool call is answered ([`check_tool_answers`]), and each
-//! message as the agent takes it ([`HistoryMessage::into_message`]).
+//! The history's wire shape, the OpenAI chat shape with hookwire's marks: what a `chat` frame
+//! carries, and what a hook may answer as `messages` (one reader for both, so a hook can give
+//! back every message the history holds). Read by serde (`docs/schema/frames/` and the hooks'
+//! output schemas are generated from it), the rules each message's role sets ([`validate`],
+//! said in the schema too by [`role_rules`]), that every tool call is answered
+//! ([`check_tool_answers`]), and each message as the agent takes it
+//! ([`HistoryMessage::into_message`]).
 
 use std::borrow::Cow;
 
@@ -10,9 +13,15 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::message::ToolCallKind;
-use super::read::{read, read_as_object, FrameError};
+use super::read::{read, read_as_object, ReadError as FrameError};
 use crate::types::{CompactTag, HookTag, Message, Role, ToolCall};
+
+/// The one kind of tool call there is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ToolCallKind {
+    Function,
+}
 
 /// One message of `messages`, in the OpenAI chat shape with hookwire's marks. What a field means
 /// depends on the role (the rules under `allOf`); unknown fields are ignored.
@@ -170,7 +179,7 @@ fn role_rules(schema: &mut Schema) {
 
 /// Every message's rules, then the answers to the tool calls. `open_tail`: the history of a
 /// resumed chat may end with the calls that wait for the decisions.
-pub(super) fn validate(
+pub(crate) fn validate(
     messages: &[HistoryMessage],
     max_messages: usize,
     open_tail: bool,
@@ -233,7 +242,7 @@ impl HistoryMessage {
 
     /// The message as the agent takes it (validated first). Marks where the role gives them no
     /// meaning are dropped, and logged.
-    pub(super) fn into_message(self) -> Message {
+    pub(crate) fn into_message(self) -> Message {
         let role = self.role;
         let tool_calls: Vec<ToolCall> = self
             .tool_calls
