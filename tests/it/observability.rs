@@ -67,7 +67,7 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
     assert!(guard["command"]
         .as_str()
         .unwrap()
-        .contains(r#"echo "***" >&2; exit 2"#));
+        .contains(r#"echo "no reading of secrets" >&2; exit 2"#));
     assert_eq!(guard["trusted"], true);
     assert_eq!(guard["metrics"]["runs"], 0);
     assert!(guard["metrics"]["p50_ms"].is_null());
