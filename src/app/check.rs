@@ -68,8 +68,9 @@ fn hook_file_problems(config: &Config) -> Vec<Problem> {
     // What the files have that hookwire ignores (dialect settings, matchers where none apply).
     problems.extend(parsed.warnings);
     let (set, _) = load_hook_set(&files, &trust_policy(config, &workspace));
+    // Their errors are reported above, from the first parse.
     for untrusted in set.untrusted {
-        problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
+        problems.push(Problem::error(untrusted.reason()).in_file(untrusted.file));
     }
     problems
 }
