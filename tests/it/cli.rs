@@ -409,3 +409,46 @@ fn text_logs_to_a_pipe_carry_no_colour_codes() {
         "no ANSI escape in a pipe: {lines:?}"
     );
 }
+
+#[test]
+fn check_names_a_hook_whose_script_is_missing_and_says_what_it_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(workspace.join(".hookwire")).unwrap();
+    std::fs::write(workspace.join(".hookwire/ok.sh"), "exit 0\n").unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir(&skills).unwrap();
+    let hooks = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &hooks,
+        "stop:\n  - command: sh .hookwire/ok.sh\n  - command: sh .hookwire/x.sh\n\
+         \x20 - command: ./gone.sh --flag\n  - command: python3 -u nothere.py\n\
+         \x20 - command: echo hi\n  - command: sh -c 'exit 0'\n  - command: \"$HOME/x.sh\"\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--workspace", workspace.to_str().unwrap()])
+        .args(["--skills-dir", skills.to_str().unwrap()])
+        .env("HOOKWIRE_HOOKS", &hooks)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    for (line, script) in [(3, ".hookwire/x.sh"), (4, "./gone.sh"), (5, "nothere.py")] {
+        assert!(
+            stdout.contains(&format!(
+                "error: {}:{line}: command: the script {script} does not exist",
+                hooks.display(),
+            )),
+            "{script}: {stdout}"
+        );
+    }
+    assert!(!stdout.contains("ok.sh does not exist"), "{stdout}");
+    assert_eq!(stdout.matches("does not exist").count(), 3, "{stdout}");
+    assert!(
+        stdout.contains(
+            "loaded: 0 skill(s) (0 prompt hook(s)), 1 hook file(s) with 7 hook(s), 0 MCP server(s)"
+        ),
+        "{stdout}"
+    );
+}
