@@ -37,6 +37,13 @@ pub(crate) fn run(config: &Config, args: CheckArgs) -> ExitCode {
     }
 }
 
+/// `check` when the settings cannot be loaded (a config file that is not valid): that is the
+/// one problem found.
+pub(crate) fn unloadable(error: &hookwire::config::ConfigError) -> ExitCode {
+    print!("error: {error}\n1 problem(s) found\n");
+    ExitCode::FAILURE
+}
+
 /// What `--probe` prints, and whether every enabled server answered.
 fn probe_report(servers: &[ProbedServer]) -> (String, bool) {
     if servers.is_empty() {
