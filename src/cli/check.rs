@@ -204,14 +204,18 @@ mod tests {
         assert!(passed, "{text}");
         assert_eq!(
             text,
-            "warning: x: error: only looks bad\n{loaded}\n\
-             ok: configuration, skills and hooks load without errors\n"
+            format!(
+                "warning: x: error: only looks bad\n{loaded}\n\
+                 ok: configuration, skills and hooks load without errors\n"
+            )
         );
         let (text, passed) = report(&[warning, Problem::error("broken").in_file("y")], &loaded);
         assert!(!passed, "{text}");
         assert_eq!(
             text,
-            "warning: x: error: only looks bad\nerror: y: broken\n{loaded}\n2 problem(s) found\n"
+            format!(
+                "warning: x: error: only looks bad\nerror: y: broken\n{loaded}\n2 problem(s) found\n"
+            )
         );
         assert!(report(&[], &loaded).1);
     }
