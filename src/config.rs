@@ -87,11 +87,12 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// Not YAML, a wrong type, an unknown key.
-    #[error("config file {}: {source}", path.display())]
+    #[error("config file {}{}: {message}", path.display(), line.map(|line| format!(":{line}")).unwrap_or_default())]
     Parse {
         path: PathBuf,
-        // Boxed: the parser's error is large, and every `Result` of the merge would carry it.
-        source: Box<serde_saphyr::Error>,
+        line: Option<u64>,
+        /// On one line, with the key a misspelt one may have meant (`crate::types::YamlError`).
+        message: String,
     },
     #[error("{setting} must be a positive number of seconds, got {value}")]
     NotSeconds { setting: &'static str, value: f64 },
@@ -169,9 +170,13 @@ impl Config {
             source,
         })?;
         let options = serde_saphyr::options! { strict_booleans: true };
-        serde_saphyr::from_str_with_options(&text, options).map_err(|source| ConfigError::Parse {
-            path: path.to_path_buf(),
-            source: Box::new(source),
+        serde_saphyr::from_str_with_options(&text, options).map_err(|error| {
+            let refused = crate::types::YamlError::of(&error);
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line: refused.line,
+                message: refused.message,
+            }
         })
     }
 

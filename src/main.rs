@@ -45,6 +45,11 @@ fn main() -> ExitCode {
     }
     let config = match Config::load(&cli.flags.into()) {
         Ok(config) => config,
+        // `check` reports it as the problem it found (exit 1, as for any error it finds);
+        // the other commands refuse to start (exit 2).
+        Err(error) if matches!(cli.command, Some(Command::Check(_))) => {
+            return cli::check::unloadable(&error)
+        }
         Err(error) => {
             eprintln!("hookwire: {error}");
             return ExitCode::from(2);
@@ -101,9 +106,9 @@ fn serve(config: Config) -> ExitCode {
     };
     match runtime.block_on(hookwire::server::serve(config)) {
         Ok(()) => ExitCode::SUCCESS,
+        // Said once: the log is on stderr already (and JSON when asked).
         Err(error) => {
             tracing::error!("{error}");
-            eprintln!("hookwire: {error}");
             ExitCode::FAILURE
         }
     }

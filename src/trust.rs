@@ -306,6 +306,7 @@ impl WorkspaceTrust<'_> {
             file: path.to_path_buf(),
             reason,
             command: self.policy.command.clone(),
+            errors: Box::default(),
         })
     }
 
@@ -335,6 +336,7 @@ impl WorkspaceTrust<'_> {
                 changed,
             },
             command: self.policy.command.clone(),
+            errors: Box::default(),
         })
     }
 }
@@ -348,6 +350,10 @@ pub(crate) struct Untrusted {
     pub(crate) file: PathBuf,
     pub(crate) reason: Reason,
     command: String,
+    /// What is wrong with the file, as its parse found (`hookwire trust` refuses a file with
+    /// errors, so trusting it is not the next step: fixing it is).
+    /// Each as `file:line: message`.
+    pub(crate) errors: Box<[String]>,
 }
 
 /// Why a workspace file is not trusted.
@@ -369,8 +375,21 @@ impl Untrusted {
         printable(&self.command)
     }
 
-    /// Why it was not loaded and what to do, without the file's name.
+    /// Why it was not loaded and what to do, without the file's name: [`Untrusted::reason`],
+    /// then its errors, if it has any.
     pub(crate) fn why(&self) -> String {
+        let reason = self.reason();
+        if self.errors.is_empty() {
+            return reason;
+        }
+        format!(
+            "{reason}; but hookwire trust refuses it until its errors are fixed: {}",
+            printable(&self.errors.join("; "))
+        )
+    }
+
+    /// Why it was not loaded and what to do, without the file's name or its errors.
+    pub(crate) fn reason(&self) -> String {
         let command = printable(&self.command);
         match &self.reason {
             Reason::NotTrusted => format!("not trusted; review and trust it with: {command}"),

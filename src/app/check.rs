@@ -11,8 +11,46 @@ use crate::skills::scan_skills;
 use crate::trust::TrustPolicy;
 use crate::types::Problem;
 
+mod scripts;
+
+/// What `check` found: every problem, and what would be loaded.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub problems: Vec<Problem>,
+    pub loaded: Loaded,
+}
+
+/// The figures of what `serve` would load (for the line `check` prints before its verdict).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub skills: usize,
+    /// The skills' prompt hooks.
+    pub skill_hooks: usize,
+    /// Hook files read (the server's and the trusted workspace files).
+    pub hook_files: usize,
+    pub hooks: usize,
+    /// Configured in the config file and, when trusted, the workspace's `.mcp.json`.
+    pub mcp_servers: usize,
+}
+
+impl std::fmt::Display for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "loaded: {} skill(s) ({} prompt hook(s)), {} hook file(s) with {} hook(s), {} MCP \
+             server(s)",
+            self.skills, self.skill_hooks, self.hook_files, self.hooks, self.mcp_servers
+        )
+    }
+}
+
 /// Every problem found, errors and warnings; empty when all is well.
 pub fn problems(config: &Config) -> Vec<Problem> {
+    report(config).problems
+}
+
+/// Every problem found, and what would be loaded.
+pub fn report(config: &Config) -> Report {
     let mut problems = Vec::new();
     if let Err(error) = std::fs::metadata(&config.workspace) {
         problems.push(
@@ -39,10 +77,13 @@ pub fn problems(config: &Config) -> Vec<Problem> {
     if let Some(warning) = config.secret_warning() {
         problems.push(Problem::warning(warning).in_field("secret"));
     }
-    problems.extend(hook_file_problems(config));
-    problems.extend(mcp_problems(config));
+    let mut loaded = Loaded::default();
+    problems.extend(hook_file_problems(config, &mut loaded));
+    problems.extend(mcp_problems(config, &mut loaded));
     let skills = scan_skills(&config.skills_dir);
     problems.extend(skills.problems());
+    loaded.skills = skills.skills.len();
+    loaded.skill_hooks = skills.skills.values().map(|skill| skill.hooks.len()).sum();
     if let Some(defaults) = &config.default_skills {
         for name in defaults {
             if skills.get(name).is_none() {
@@ -52,12 +93,12 @@ pub fn problems(config: &Config) -> Vec<Problem> {
             }
         }
     }
-    problems
+    Report { problems, loaded }
 }
 
 /// The problems of the hook files: every file parsed (parsing runs nothing, and a broken file is
 /// worth knowing about before it is trusted), then each workspace file `serve` would not load.
-fn hook_file_problems(config: &Config) -> Vec<Problem> {
+fn hook_file_problems(config: &Config, loaded: &mut Loaded) -> Vec<Problem> {
     // The workspace's real path is what trust is keyed by; a missing one is reported above.
     let workspace = config
         .workspace
@@ -66,17 +107,20 @@ fn hook_file_problems(config: &Config) -> Vec<Problem> {
     let files = hook_files(config.hooks_file.as_deref(), &workspace);
     let (parsed, mut problems) = load_hook_set(&files, &TrustPolicy::all(&workspace));
     // What the files have that hookwire ignores (dialect settings, matchers where none apply).
-    problems.extend(parsed.warnings);
+    problems.extend(parsed.warnings.iter().cloned());
     let (set, _) = load_hook_set(&files, &trust_policy(config, &workspace));
+    (loaded.hook_files, loaded.hooks) = (set.files.len(), set.len());
+    problems.extend(scripts::missing(&parsed.all_hooks(), &workspace));
+    // Their errors are reported above, from the first parse.
     for untrusted in set.untrusted {
-        problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
+        problems.push(Problem::error(untrusted.reason()).in_file(untrusted.file));
     }
     problems
 }
 
 /// The problems of the MCP servers: the config file's and the workspace's `.mcp.json` (parsed
 /// whether trusted or not, as hook files are), then `.mcp.json` if `serve` would not load it.
-fn mcp_problems(config: &Config) -> Vec<Problem> {
+fn mcp_problems(config: &Config, loaded: &mut Loaded) -> Vec<Problem> {
     let workspace = config
         .workspace
         .canonicalize()
@@ -97,6 +141,7 @@ fn mcp_problems(config: &Config) -> Vec<Problem> {
         &trust_policy(config, &workspace),
         &lookup,
     );
+    loaded.mcp_servers = trusted.servers.len();
     if let Some(untrusted) = trusted.untrusted {
         problems.push(Problem::error(untrusted.why()).in_file(untrusted.file));
     }

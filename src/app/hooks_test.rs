@@ -33,6 +33,8 @@ pub struct HookTestRun {
     pub ms: f64,
     /// Each field it changed: its value before and after (JSON).
     pub changes: Vec<(&'static str, Value, Value)>,
+    /// Why it failed or timed out: for a command, its exit code and the start of its stderr.
+    pub error: Option<String>,
 }
 
 /// What the chain decided.
@@ -103,6 +105,7 @@ impl From<DryRun> for HookTest {
                     outcome: hook.outcome,
                     ms: hook.ms,
                     changes: hook.changes,
+                    error: hook.error,
                 })
                 .collect(),
             decision: match run.decision {

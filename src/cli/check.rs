@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use hookwire::app::check::{ProbeOutcome, ProbedServer};
+use hookwire::app::check::{Loaded, ProbeOutcome, ProbedServer};
 use hookwire::app::review::printable;
 use hookwire::app::{has_errors, Problem};
 use hookwire::config::{Config, MessageStyleSetting, Provider};
@@ -14,7 +14,8 @@ use super::CheckArgs;
 /// Loads everything `serve` would load and prints every problem; with `--probe`, starts each
 /// MCP server too and lists its tools.
 pub(crate) fn run(config: &Config, args: CheckArgs) -> ExitCode {
-    let (text, mut passed) = report(&hookwire::app::check::problems(config));
+    let found = hookwire::app::check::report(config);
+    let (text, mut passed) = report(&found.problems, &found.loaded);
     print!(
         "{}{}{text}",
         upstream_summary(config),
@@ -34,6 +35,13 @@ pub(crate) fn run(config: &Config, args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `check` when the settings cannot be loaded (a config file that is not valid): that is the
+/// one problem found.
+pub(crate) fn unloadable(error: &hookwire::config::ConfigError) -> ExitCode {
+    print!("error: {error}\n1 problem(s) found\n");
+    ExitCode::FAILURE
 }
 
 /// What `--probe` prints, and whether every enabled server answered.
@@ -127,12 +135,14 @@ fn context_summary(config: &Config) -> String {
     )
 }
 
-/// What `check` prints (each problem with its severity, then a verdict), and whether it passed.
-fn report(problems: &[Problem]) -> (String, bool) {
+/// What `check` prints (each problem with its severity, what it loaded, then a verdict), and
+/// whether it passed.
+fn report(problems: &[Problem], loaded: &Loaded) -> (String, bool) {
     let mut text = String::new();
     for problem in problems {
         text.push_str(&format!("{}\n", problem.labelled()));
     }
+    text.push_str(&format!("{loaded}\n"));
     // Any error fails `check`; warnings alone do not.
     let passed = !has_errors(problems);
     if passed {
@@ -189,18 +199,24 @@ mod tests {
     #[test]
     fn the_severity_decides_whether_check_passes() {
         let warning = Problem::warning("error: only looks bad").in_file("x");
-        let (text, passed) = report(std::slice::from_ref(&warning));
+        let loaded = Loaded::default();
+        let (text, passed) = report(std::slice::from_ref(&warning), &loaded);
         assert!(passed, "{text}");
         assert_eq!(
             text,
-            "warning: x: error: only looks bad\nok: configuration, skills and hooks load without errors\n"
+            format!(
+                "warning: x: error: only looks bad\n{loaded}\n\
+                 ok: configuration, skills and hooks load without errors\n"
+            )
         );
-        let (text, passed) = report(&[warning, Problem::error("broken").in_file("y")]);
+        let (text, passed) = report(&[warning, Problem::error("broken").in_file("y")], &loaded);
         assert!(!passed, "{text}");
         assert_eq!(
             text,
-            "warning: x: error: only looks bad\nerror: y: broken\n2 problem(s) found\n"
+            format!(
+                "warning: x: error: only looks bad\nerror: y: broken\n{loaded}\n2 problem(s) found\n"
+            )
         );
-        assert!(report(&[]).1);
+        assert!(report(&[], &loaded).1);
     }
 }

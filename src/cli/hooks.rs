@@ -89,6 +89,9 @@ fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
             "{}{place} → {} in {:.1} ms",
             hook.name, hook.outcome, hook.ms
         )?;
+        if let Some(error) = &hook.error {
+            write_error(out, error)?;
+        }
         for (field, before, after) in &hook.changes {
             writeln!(out, "  {field}:")?;
             for line in pretty(before).lines() {
@@ -106,6 +109,32 @@ fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
         }
         HookTestDecision::Refused { how, reason } => writeln!(out, "decision: {how}: {reason}"),
     }
+}
+
+/// At most this many lines of a failure (its stderr) are shown, each cut to `ERROR_LINE_CHARS`.
+const ERROR_LINES: usize = 8;
+const ERROR_LINE_CHARS: usize = 160;
+
+/// Why a hook failed, under it: the first line (`exit code 7: …`), then the rest of its stderr
+/// as `| ` lines, bounded.
+fn write_error(out: &mut dyn Write, error: &str) -> std::io::Result<()> {
+    let cut = |line: &str| -> String {
+        let shown: String = line.chars().take(ERROR_LINE_CHARS).collect();
+        if shown.len() < line.len() {
+            format!("{shown}…")
+        } else {
+            shown
+        }
+    };
+    let mut lines = error.lines();
+    writeln!(out, "  {}", cut(lines.next().unwrap_or_default()))?;
+    for line in lines.by_ref().take(ERROR_LINES - 1) {
+        writeln!(out, "  | {}", cut(line))?;
+    }
+    if lines.next().is_some() {
+        writeln!(out, "  | …")?;
+    }
+    Ok(())
 }
 
 /// A string as its text, anything else as indented JSON.

@@ -74,7 +74,11 @@ fn confirm(config: &Config, yes: bool, terminal: &mut Terminal<'_>) -> Result<u8
     let failed = u8::from(broken > 0);
     if review.to_confirm() == 0 {
         review.keep()?;
-        writeln!(out, "nothing new to trust")?;
+        if broken > 0 {
+            writeln!(out, "{}", refused(broken))?;
+        } else {
+            writeln!(out, "nothing new to trust")?;
+        }
         return Ok(failed);
     }
     writeln!(
@@ -128,12 +132,17 @@ fn pin(
         printable(&pinned.store.display().to_string())
     )?;
     if broken > 0 {
-        writeln!(
-            out,
-            "{broken} file(s) with problems not trusted: fix them and run hookwire trust again"
-        )?;
+        writeln!(out, "{}", refused(broken))?;
     }
     Ok(())
+}
+
+/// What the command says of the files it would not trust.
+fn refused(broken: usize) -> String {
+    format!(
+        "{broken} file(s) with problems not trusted (the errors are shown above): fix them and \
+         run hookwire trust again"
+    )
 }
 
 /// One file: its path and standing, what it runs, its problems, a blank line.
@@ -391,6 +400,31 @@ mod tests {
             pins[key].keys().collect::<Vec<_>>(),
             [".hookwire/hooks.yaml"]
         );
+    }
+
+    #[test]
+    fn a_file_with_a_misspelt_key_alone_is_refused_with_the_key_it_may_have_meant() {
+        let setup = setup(&[(
+            ".hookwire/hooks.yaml",
+            "stop:\n  - command: x\n    on_eror: block\n",
+        )]);
+        let yes = TrustArgs {
+            yes: true,
+            ..REVIEW
+        };
+        let (code, shown, _) = run_with(&setup, yes, None);
+        assert_eq!(code, 1, "{shown}");
+        assert!(
+            shown.contains("hooks.yaml:3: unknown field `on_eror`")
+                && shown.contains("did you mean `on_error`?"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("1 file(s) with problems not trusted (the errors are shown above)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("nothing new to trust"), "{shown}");
+        assert!(pins_of(&store(&setup)).is_empty());
     }
 
     #[test]

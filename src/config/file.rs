@@ -49,7 +49,9 @@ pub struct FileConfig {
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
     #[serde(default)]
     pub agent: AgentFile,
-    #[serde(default)]
+    /// The planning call's texts; the mode is `agent.planning` (a mode written here is refused
+    /// with a message that says so).
+    #[serde(default, deserialize_with = "planning_texts")]
     pub planning: PlanningFile,
     #[serde(default)]
     pub prompts: PromptsFile,
@@ -238,6 +240,33 @@ pub struct PlanningFile {
     pub prompt: Option<String>,
     /// The prompt of the `native` planning call.
     pub native_prompt: Option<String>,
+}
+
+/// `planning:` as a section; `planning: native` (the mode, which is `agent.planning`) is
+/// refused with a message that says where it goes.
+fn planning_texts<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<PlanningFile, D::Error> {
+    struct Texts;
+    impl<'de> serde::de::Visitor<'de> for Texts {
+        type Value = PlanningFile;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the planning call's texts (marker, prompt, native_prompt)")
+        }
+        fn visit_str<E: serde::de::Error>(self, mode: &str) -> Result<PlanningFile, E> {
+            Err(E::custom(format!(
+                "the top-level `planning:` holds the planning call's texts (marker, prompt, \
+                 native_prompt); the mode goes under `agent:` (`agent: {{planning: {mode}}}`)"
+            )))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PlanningFile, A::Error> {
+            PlanningFile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<PlanningFile, E> {
+            Ok(PlanningFile::default())
+        }
+    }
+    deserializer.deserialize_any(Texts)
 }
 
 /// `agent:`.

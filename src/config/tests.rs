@@ -339,9 +339,38 @@ fn file_errors_name_the_file() {
     std::fs::write(&typo, "modle: x\n").unwrap();
     let error = Config::read_file(&typo).unwrap_err();
     assert!(matches!(error, ConfigError::Parse { .. }), "{error:?}");
-    assert!(error
-        .to_string()
-        .starts_with(&format!("config file {}: ", typo.display())));
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "config file {}:1: unknown field `modle`, expected one of",
+            typo.display()
+        )) && shown.ends_with("; did you mean `model`?")
+            && !shown.contains('\n')
+            && !shown.contains("<input>"),
+        "{shown}"
+    );
+    // The mode written where the texts go: said where it belongs.
+    std::fs::write(&typo, "planning: native\n").unwrap();
+    let shown = Config::read_file(&typo).unwrap_err().to_string();
+    assert!(
+        shown.contains(":1: the top-level `planning:` holds the planning call's texts")
+            && shown.contains("`agent: {planning: native}`"),
+        "{shown}"
+    );
+    std::fs::write(&typo, "planning:\n  marker: '[GO]'\n").unwrap();
+    assert_eq!(
+        Config::read_file(&typo).unwrap().planning.marker.as_deref(),
+        Some("[GO]")
+    );
+    std::fs::write(&typo, "model: x\nupstream:\n  retires: 3\n").unwrap();
+    let shown = Config::read_file(&typo).unwrap_err().to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "config file {}:3: unknown field `retires`",
+            typo.display()
+        )) && shown.ends_with("; did you mean `retries`?"),
+        "{shown}"
+    );
     assert_eq!(error.setting(), None);
 }
 

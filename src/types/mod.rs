@@ -14,6 +14,7 @@ pub(crate) mod redact;
 mod schema;
 mod side_wait;
 mod tool;
+mod yaml;
 
 pub(crate) use chat::MAX_DENY_REASON_CHARS;
 pub(crate) use chat::{panic_message, DEFAULT_MARKER};
@@ -29,3 +30,4 @@ pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
 pub(crate) use side_wait::SideWait;
 pub use tool::ToolOutput;
+pub(crate) use yaml::{one_line, YamlError};

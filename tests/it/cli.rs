@@ -124,10 +124,15 @@ fn bad_config_file_is_refused_with_the_reason() {
     let config = dir.path().join("bad.yaml");
     std::fs::write(&config, "modle: typo\n").unwrap();
     let output = Command::new(BIN)
-        .args(["check", "--config", config.to_str().unwrap()])
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(!output.status.success());
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("bad.yaml") && stderr.contains("modle"),
@@ -295,9 +300,9 @@ fn check_says_what_anthropic_needs() {
     assert!(!ok);
     assert_eq!(
         out.trim(),
-        "hookwire: provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
+        "error: provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
          HOOKWIRE_LLM_API_KEY), or a base URL (--llm-base-url) of a server that speaks the \
-         Messages API"
+         Messages API\n1 problem(s) found"
     );
 }
 
@@ -407,5 +412,88 @@ fn text_logs_to_a_pipe_carry_no_colour_codes() {
     assert!(
         lines.iter().all(|l| !l.contains("\x1b[")),
         "no ANSI escape in a pipe: {lines:?}"
+    );
+}
+
+#[test]
+fn check_names_a_hook_whose_script_is_missing_and_says_what_it_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(workspace.join(".hookwire")).unwrap();
+    std::fs::write(workspace.join(".hookwire/ok.sh"), "exit 0\n").unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir(&skills).unwrap();
+    let hooks = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &hooks,
+        "stop:\n  - command: sh .hookwire/ok.sh\n  - command: sh .hookwire/x.sh\n\
+         \x20 - command: ./gone.sh --flag\n  - command: python3 -u nothere.py\n\
+         \x20 - command: echo hi\n  - command: sh -c 'exit 0'\n  - command: \"$HOME/x.sh\"\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--workspace", workspace.to_str().unwrap()])
+        .args(["--skills-dir", skills.to_str().unwrap()])
+        .env("HOOKWIRE_HOOKS", &hooks)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    for (line, script) in [(3, ".hookwire/x.sh"), (4, "./gone.sh"), (5, "nothere.py")] {
+        assert!(
+            stdout.contains(&format!(
+                "error: {}:{line}: command: the script {script} does not exist",
+                hooks.display(),
+            )),
+            "{script}: {stdout}"
+        );
+    }
+    assert!(!stdout.contains("ok.sh does not exist"), "{stdout}");
+    assert_eq!(stdout.matches("does not exist").count(), 3, "{stdout}");
+    assert!(
+        stdout.contains(
+            "loaded: 0 skill(s) (0 prompt hook(s)), 1 hook file(s) with 7 hook(s), 0 MCP server(s)"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_fatal_error_is_said_once_and_check_exits_1_on_a_broken_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = dir.path().join("hooks.yaml");
+    std::fs::write(&hooks, "stop:\n  - command: x\n    on_eror: skip\n").unwrap();
+    let output = Command::new(BIN)
+        .args(["--addr", "127.0.0.1:0", "--workspace"])
+        .arg(dir.path())
+        .env("HOOKWIRE_HOOKS", &hooks)
+        .env("HOOKWIRE_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("unknown field `on_eror`").count(),
+        1,
+        "{stderr}"
+    );
+
+    // `check` reports a config file it cannot read as the problem it found: exit 1, as for
+    // any other error (docs/protocol.md §1).
+    let config = dir.path().join("hookwire.yaml");
+    std::fs::write(&config, "modle: x\n").unwrap();
+    let output = Command::new(BIN)
+        .args(["check", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stdout.contains(&format!(
+            "error: config file {}:1: unknown field `modle`",
+            config.display()
+        )) && stdout.contains("did you mean `model`?")
+            && stdout.contains("1 problem(s) found"),
+        "{stdout}"
     );
 }

@@ -59,8 +59,14 @@ fn request(path: &str, headers: &[(&str, &str)], upgrade: bool) -> String {
     text + "\r\n"
 }
 
-const CANARIES: [&str; 9] = [
+const CANARIES: [&str; 15] = [
     "CANARYENV",
+    "CANARYGLUED",
+    "CANARYCURLUSER",
+    "CANARYREDIS",
+    "CANARYPOSTGRES",
+    "CANARYAMQP",
+    "CANARYHEADER",
     "CANARYFLAG",
     "CANARYPASSWORD",
     "CANARYOPAQUE",
@@ -78,7 +84,9 @@ async fn no_route_or_frame_shows_a_secret_of_a_hook_or_an_mcp_server() {
         command: API_KEY=CANARYENV ./notify.sh --token=CANARYFLAG --password CANARYPASSWORD sk0CANARYOPAQUE1234567890\n    \
         env:\n      TOKEN: CANARYENV\n  \
       - type: http\n    \
-        url: https://hookuser:CANARYUSERINFO@127.0.0.1:9/hook?key=CANARYQUERY&v=2\n";
+        url: https://hookuser:CANARYUSERINFO@127.0.0.1:9/hook?key=CANARYQUERY&v=2\n  \
+      - type: command\n    \
+        command: |-\n      echo 'no secrets here'; mysqldump -pCANARYGLUED app; curl -u bot:CANARYCURLUSER http://h/x; redis-cli -a CANARYREDIS ping; psql postgresql://app:CANARYPOSTGRES@db/app; ./q.sh amqp://guest:CANARYAMQP@mq/; curl -H 'Authorization: Bearer CANARYHEADER' http://h/x\n";
     let stdio = McpServerSettings::new(
         "noisy",
         McpServerSpec {
@@ -167,6 +175,13 @@ async fn no_route_or_frame_shows_a_secret_of_a_hook_or_an_mcp_server() {
     assert_eq!(
         listed[1]["url"],
         "https://***@127.0.0.1:9/hook?key=***&v=***"
+    );
+    // Quoted text is not a secret for being quoted.
+    let command = listed[2]["command"].as_str().unwrap();
+    assert!(command.contains("echo 'no secrets here'"), "{command}");
+    assert!(
+        command.contains("curl -u *** http://h/x; redis-cli -a *** ping"),
+        "{command}"
     );
     server.shutdown().await;
 }

@@ -831,7 +831,23 @@ fn a_bad_mcp_server_entry_is_refused_with_its_name() {
         "mcp_servers:\n  both:\n    command: x\n    url: http://127.0.0.1:9/mcp\n",
     )
     .unwrap();
+    // `check` names it as the problem it found (exit 1); `serve` refuses to start (exit 2).
     let output = hookwire(&["check", "--config", config.to_str().unwrap()], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stdout).contains("mcp_servers.both: give `command` or `url`, not both"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = hookwire(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("mcp_servers.both: give `command` or `url`, not both"),

@@ -67,7 +67,7 @@ async fn api_hooks_lists_every_hook_with_its_place_and_figures_that_move() {
     assert!(guard["command"]
         .as_str()
         .unwrap()
-        .contains(r#"echo "***" >&2; exit 2"#));
+        .contains(r#"echo "no reading of secrets" >&2; exit 2"#));
     assert_eq!(guard["trusted"], true);
     assert_eq!(guard["metrics"]["runs"], 0);
     assert!(guard["metrics"]["p50_ms"].is_null());
@@ -276,11 +276,19 @@ fn hooks_test_runs_the_real_handlers_and_exits_like_the_decision() {
     // It says which files it loaded.
     assert!(out.contains("hook files: hooks.yaml"), "{out}");
 
-    // A hook that fails: exit 1. An unknown event: exit 1, with the names it takes.
-    let failing = "stop:\n  - command: 'exit 7'\n";
+    // A hook that fails: exit 1, with its exit code and its stderr (bounded). An unknown
+    // event: exit 1, with the names it takes.
+    let failing = "stop:\n  - command: 'echo \"config missing\" >&2; echo second >&2; \
+                   head -c 5000 /dev/zero | tr \"\\\\0\" x >&2; exit 7'\n";
     let (code, out) = hooks_test(failing, "stop", r#"{"assistant_output":"hi"}"#);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("failure"), "{out}");
+    assert!(
+        out.contains("→ failure in")
+            && out.contains("  exit code 7: config missing\n  | second\n  | xxx"),
+        "{out}"
+    );
+    assert!(out.len() < 2000, "stderr is cut: {out}");
     // A hook without a name is named by its place, once.
     assert!(out.contains("hooks.yaml:2 → failure"), "{out}");
     assert!(!out.contains("hooks.yaml:2 (hooks.yaml:2)"), "{out}");

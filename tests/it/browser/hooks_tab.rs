@@ -123,7 +123,7 @@ async fn the_hooks_tab_and_the_trace_timeline(browser: &mut impl Page, name: &st
         guard["what"]
             .as_str()
             .unwrap()
-            .contains(r#"echo "***" >&2; exit 2"#),
+            .contains(r#"echo "no reading of secrets" >&2; exit 2"#),
         "{guard}"
     );
     assert!(

@@ -119,6 +119,19 @@ pub(crate) fn parse_file(
     }
 }
 
+/// The errors of a hook file read as `bytes` (none when it could not be read).
+fn errors_of(path: &Path, bytes: Option<&[u8]>, level: &'static str) -> Box<[String]> {
+    let Some(text) = bytes.and_then(|bytes| std::str::from_utf8(bytes).ok()) else {
+        return Box::default();
+    };
+    let (_, found) = parse_file(path, text, level);
+    found
+        .iter()
+        .filter(|problem| problem.is_error())
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// Reads every hook file; a workspace file only when `trust` trusts its bytes (the others are
 /// listed in [`HookSet::untrusted`]). Every problem returned is an error (any means: do not
 /// use the set); warnings are logged and kept in [`HookSet::warnings`].
@@ -138,7 +151,9 @@ pub(crate) fn load_hook_set(
             let verdict = workspace_trust
                 .get_or_insert_with(|| trust.current())
                 .check(path, bytes.as_deref().ok());
-            if let Err(untrusted) = verdict {
+            if let Err(mut untrusted) = verdict {
+                // Parsing runs nothing; what is wrong with the file is the next step to name.
+                untrusted.errors = errors_of(path, bytes.as_deref().ok(), level);
                 set.untrusted.push(untrusted);
                 continue;
             }

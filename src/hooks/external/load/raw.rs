@@ -106,11 +106,4 @@ impl<'de> Deserialize<'de> for RawEvent {
     }
 }
 
-/// An error message on one line (YAML and regex errors span several).
-pub(crate) fn one_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub(crate) use crate::types::one_line;

@@ -342,7 +342,7 @@ fn only_trusted_bytes_of_workspace_files_are_parsed() {
     std::fs::write(&server, "stop:\n  - command: server\n").unwrap();
     let main = workspace.join(".hookwire/hooks.yaml");
     std::fs::write(&main, "stop:\n  - command: main\n").unwrap();
-    // Broken, but never parsed while it is not trusted.
+    // Broken: not loaded while it is not trusted (its errors are named in the warning only).
     let extra = workspace.join(".hookwire/hooks/extra.yaml");
     std::fs::write(&extra, "stop: [[[").unwrap();
     let files = hook_files(Some(&server), &workspace);
@@ -386,6 +386,29 @@ fn only_trusted_bytes_of_workspace_files_are_parsed() {
     assert!(
         problems[0].message.starts_with("cannot read"),
         "{problems:?}"
+    );
+}
+
+#[test]
+fn an_untrusted_file_with_errors_is_reported_with_them_since_trust_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("ws");
+    let file = workspace.join(".hookwire/hooks.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "stop:\n  - command: echo hi\n    on_eror: block\n").unwrap();
+    let files = hook_files(None, &workspace);
+    let nothing = TrustPolicy::new(&workspace, false, Some(&dir.path().join("state")));
+    let (set, problems) = load_hook_set(&files, &nothing);
+    assert!(
+        problems.is_empty(),
+        "not loaded, so no reason not to start: {problems:?}"
+    );
+    let warning = set.untrusted[0].to_string();
+    assert!(
+        warning.contains("hooks.yaml:3: unknown field `on_eror`")
+            && warning.contains("did you mean `on_error`?")
+            && warning.contains("hookwire trust refuses it until"),
+        "{warning}"
     );
 }
 

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use super::build::{build, Place};
 use super::prompt_file::PromptFileError;
-use super::raw::{one_line, RawEvent, RawFile, RawHook};
+use super::raw::{RawEvent, RawFile, RawHook};
 use crate::hooks::external::hook::{Dialect, Event, HookDef, PromptFile, Spelling};
-use crate::types::Problem;
+use crate::types::{Problem, YamlError};
 use serde_saphyr::Spanned;
 
 /// Parses one hook file. Returns the hooks that are valid and every problem (errors, with the
@@ -125,38 +125,12 @@ pub(crate) fn unsupported_event(name: &str, dialect: Dialect) -> Problem {
     ))
 }
 
-/// A hook file the YAML reader refused: its file and line, the reader's words without its
-/// snippet (whose `<input>` names no file), and the key it may have meant.
+/// A hook file the YAML reader refused, at its file and line (`types::YamlError`).
 fn yaml_problem(path: &Path, error: &serde_saphyr::Error) -> Problem {
-    let text = one_line(&error.without_snippet().to_string());
-    let text = text.strip_prefix("error: ").unwrap_or(&text);
-    let mut problem = Problem::error(with_suggestion(text)).in_file(path);
-    if let Some(location) = error.location() {
-        problem = problem.at_line(location.line());
-    }
-    problem
-}
-
-/// `unknown field `x`, expected one of a, b, …` with `; did you mean `b`?` when one of the
-/// expected names is a typing slip away from `x`.
-fn with_suggestion(message: &str) -> String {
-    let Some(rest) = message.split("unknown field `").nth(1) else {
-        return message.to_string();
-    };
-    let Some((unknown, rest)) = rest.split_once('`') else {
-        return message.to_string();
-    };
-    let Some(expected) = rest.split("expected one of ").nth(1) else {
-        return message.to_string();
-    };
-    let closest = expected
-        .split(',')
-        .map(|name| name.trim().trim_matches('`'))
-        .filter(|name| !name.is_empty())
-        .map(|name| (strsim::levenshtein(unknown, name), name))
-        .min();
-    match closest {
-        Some((distance, name)) if distance <= 2 => format!("{message}; did you mean `{name}`?"),
-        _ => message.to_string(),
+    let refused = YamlError::of(error);
+    let problem = Problem::error(refused.message).in_file(path);
+    match refused.line {
+        Some(line) => problem.at_line(line),
+        None => problem,
     }
 }

@@ -100,6 +100,8 @@ pub(crate) struct HookRun {
     pub(crate) ms: f64,
     /// The values it changed or added (`tool_arguments`, `inject_messages`, …).
     pub(crate) changed: Vec<&'static str>,
+    /// Why it failed or timed out (`exit code 7: …` with the start of its stderr).
+    pub(crate) error: Option<String>,
 }
 
 /// A decision that ends a chain.
@@ -361,6 +363,7 @@ impl Chain<'_> {
             ran,
             ms: elapsed.as_secs_f64() * 1000.0,
             changed: Vec::new(),
+            error: output.as_ref().err().map(ToString::to_string),
         };
         (output, run)
     }

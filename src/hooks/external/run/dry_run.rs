@@ -20,6 +20,8 @@ pub(crate) struct DryHook {
     pub(crate) ms: f64,
     /// Each changed field: its value before and after (JSON).
     pub(crate) changes: Vec<(&'static str, Value, Value)>,
+    /// Why it failed or timed out.
+    pub(crate) error: Option<String>,
 }
 
 /// What the chain decided.
@@ -116,6 +118,7 @@ pub(crate) async fn dry_run(
             place: format!("{}:{}", hook.file.display(), hook.line),
             outcome: ran.ran.label(),
             ms: ran.ms,
+            error: ran.error.clone(),
             changes: changes(&before, &state)
                 .into_iter()
                 .chain(added(&outcome))
