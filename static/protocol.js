@@ -19,7 +19,8 @@
 // - `session_hook` frames' `hook` objects are kept (even if that chat later fails) and sent back.
 // - A `compact` frame (docs/protocol.md §10, §13) changes the history at once: its first `count`
 //   messages give way to `message` (the summary, a user message) followed by `pinned` (the
-//   persistent hook messages that were among them, verbatim). It may come in the middle of a
+//   persistent hook messages that were among them, verbatim), then `context` when present (what
+//   hooks such as Claude Code's SessionStart added at the compaction). It may come in the middle of a
 //   chat (after text or tool frames): `count` is still about the history as sent.
 //   `startCompaction` sends the manual `compact` frame; its `done` adds nothing.
 //   `placeCompaction` puts its divider in the transcript where the summarised messages were and
@@ -361,7 +362,8 @@ export function createConversation(store) {
         case 'compact': {
           const count = Number.isInteger(frame.count) && frame.count >= 0 ? frame.count : 0;
           if (!frame.message || typeof frame.message.content !== 'string') return IGNORED;
-          history = [frame.message].concat(list(frame.pinned), history.slice(count));
+          // `context` (when present): what hooks added at the compaction, kept after the pinned.
+          history = [frame.message].concat(list(frame.pinned), list(frame.context), history.slice(count));
           store.save(KEYS.history, history);
           return { kind: 'compact', frame, ended: false, count };
         }

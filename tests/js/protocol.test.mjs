@@ -323,6 +323,22 @@ test('a compact frame replaces the first N messages by the summary and the pinne
   assert.equal(chat.history.length, 6);
 });
 
+test("a compact frame's context (what hooks added at the compaction) follows the pinned hooks", () => {
+  const store = memoryStore();
+  store.save(KEYS.history, [
+    { role: 'user', content: 'q1' }, BREVITY, { role: 'assistant', content: 'a1' },
+    { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' },
+  ]);
+  const chat = createConversation(store);
+  const frame = chat.startCompaction();
+  const summary = { role: 'user', content: 'SUMMARY', _compact: { count: 3 } };
+  const memory = { role: 'user', content: 'restored memory' };
+  chat.receive({ type: 'compact', id: frame.id, count: 3, message: summary, pinned: [BREVITY], context: [memory] });
+  assert.deepEqual(store.get(KEYS.history), [
+    summary, BREVITY, memory, { role: 'user', content: 'q2' }, { role: 'assistant', content: 'a2' },
+  ]);
+});
+
 test('a summary is shown without its tags', () => {
   assert.equal(summaryText('<summary of the earlier conversation>\nthey said hi\n</summary of the earlier conversation>'), 'they said hi');
   assert.equal(summaryText('an old summary'), 'an old summary');
