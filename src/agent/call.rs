@@ -54,12 +54,15 @@ impl ChatRun {
             messages,
             tools,
         };
-        if let Flow::Stop { reason } = self
+        match self
             .hooks
             .pre_llm_request(&mut self.ctx, &mut request)
             .await
         {
-            return Err(Interrupt::Stopped(reason));
+            Flow::Stop { reason } => return Err(Interrupt::Stopped(reason)),
+            Flow::Skip { reason } => return Err(Interrupt::Skipped(reason)),
+            Flow::Retry { feedback } => request.messages.push(Message::user(feedback)),
+            _ => {}
         }
         self.flush_outbox().await?;
         let max_tokens = self
@@ -149,10 +152,18 @@ impl ChatRun {
             return Ok(self.ctx.messages.clone());
         };
         let info = context::micro_info(settings, &self.ctx.model, sendable.full, after, stubbed);
-        let pre = self.hooks.pre_micro_compact(&mut self.ctx, &info).await;
-        if let Flow::Stop { reason } = pre {
-            tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped micro compaction");
-            return Ok(self.ctx.messages.clone());
+        match self.hooks.pre_micro_compact(&mut self.ctx, &info).await {
+            Flow::Stop { reason } | Flow::Skip { reason } => {
+                tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped micro compaction");
+                return Ok(self.ctx.messages.clone());
+            }
+            // Not compacted either: this call gets the hook's word instead.
+            Flow::Retry { feedback } => {
+                let mut messages = self.ctx.messages.clone();
+                messages.push(Message::user(feedback));
+                return Ok(messages);
+            }
+            _ => {}
         }
         metrics::counter!("hookwire_compactions_total", "kind" => "micro", "trigger" => "auto")
             .increment(1);

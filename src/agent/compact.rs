@@ -246,10 +246,13 @@ impl ChatRun {
         extra: Option<&Message>,
     ) -> Outcome<Compacted> {
         let mut info = self.compact_info(&plan, trigger, estimated, at, extra);
-        let Some(prompt) = self.pre_compact_hooks(&info, trigger).await? else {
+        let Some((prompt, feedback)) = self.pre_compact_hooks(&info, trigger).await? else {
             return Ok(Compacted::Skipped);
         };
-        let Some(summary) = self.summary_or_notice(prompt, &plan.summarised).await? else {
+        let summary = self
+            .summary_or_notice(prompt, feedback, &plan.summarised)
+            .await?;
+        let Some(summary) = summary else {
             return Ok(Compacted::Skipped);
         };
         self.put_summary_in_place(&plan, &summary, at);
@@ -314,21 +317,24 @@ impl ChatRun {
         }
     }
 
-    /// The `pre_auto_compact` hooks: the summary prompt they leave, or `None` when one skipped
-    /// the compaction (no more tries in this chat; a manual one is told with a `warn` notice).
+    /// The `pre_auto_compact` hooks: the summary prompt they leave and the feedback one gave for
+    /// the summary call (`retry_feedback`), or `None` when one skipped the compaction (no more
+    /// tries in this chat; a manual one is told with a `warn` notice).
     async fn pre_compact_hooks(
         &mut self,
         info: &CompactInfo,
         trigger: Trigger,
-    ) -> Outcome<Option<String>> {
+    ) -> Outcome<Option<(String, Option<String>)>> {
         let mut prompt = self.inner.config.context.summary_prompt.clone();
         let pre = self
             .hooks
             .pre_auto_compact(&mut self.ctx, info, &mut prompt)
             .await;
         self.flush_outbox().await?;
-        let Flow::Stop { reason } = pre else {
-            return Ok(Some(prompt));
+        let reason = match pre {
+            Flow::Stop { reason } | Flow::Skip { reason } => reason,
+            Flow::Retry { feedback } => return Ok(Some((prompt, Some(feedback)))),
+            _ => return Ok(Some((prompt, None))),
         };
         tracing::info!(chat = %self.ctx.run_id, trigger = trigger.as_str(), %reason, "a hook skipped the compaction");
         self.auto_compaction_off = true;
@@ -347,9 +353,10 @@ impl ChatRun {
     async fn summary_or_notice(
         &mut self,
         prompt: String,
+        feedback: Option<String>,
         messages: &[Message],
     ) -> Outcome<Option<String>> {
-        match self.summarise(prompt, messages).await? {
+        match self.summarise(prompt, feedback, messages).await? {
             Ok(summary) => Ok(Some(summary)),
             Err(why) => {
                 tracing::warn!(chat = %self.ctx.run_id, %why, "the compaction's summary call failed");
@@ -447,11 +454,13 @@ impl ChatRun {
         self.binding = None;
     }
 
-    /// The summary call: no tools, nothing streamed, its usage counted. `Ok(Err(why))` = it
-    /// failed or came back empty.
+    /// The summary call: no tools, nothing streamed, its usage counted; a hook's `feedback`
+    /// follows the conversation as a user message. `Ok(Err(why))` = it failed or came back
+    /// empty.
     async fn summarise(
         &mut self,
         prompt: String,
+        feedback: Option<String>,
         messages: &[Message],
     ) -> Outcome<Result<String, NoSummary>> {
         let settings = &self.inner.config.context;
@@ -469,7 +478,8 @@ impl ChatRun {
                 "\n\n(The {left_out} oldest message(s) were too long to include and are left out.)"
             ));
         }
-        let messages = vec![Message::system(prompt), Message::user(text)];
+        let mut messages = vec![Message::system(prompt), Message::user(text)];
+        messages.extend(feedback.map(Message::user));
         let max_tokens = settings.reply_limit(&self.ctx.model, || estimate_tokens(&messages));
         let request = ModelRequest {
             model: self.ctx.model.clone(),

@@ -66,6 +66,11 @@ impl ChatRun {
             };
             // The end of the planning scope comes after its response was handled, even on failure.
             self.hooks.after_planning(&mut self.ctx).await;
+            // A hook skipped the planning call: the agent loop goes on without a plan.
+            if let Err(Interrupt::Skipped(reason)) = &retry {
+                tracing::debug!(chat = %self.ctx.run_id, %reason, "a hook skipped the planning call");
+                return self.agent_loop(1).await;
+            }
             let (retry, response) = retry?;
             if retry {
                 continue;

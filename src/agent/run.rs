@@ -25,6 +25,9 @@ use crate::types::{Message, Role, SideWait};
 pub(super) enum Interrupt {
     Cancelled,
     Stopped(String),
+    /// A hook skipped the step (`Flow::Skip`) and nothing of the chat is left to do: it ends
+    /// `completed` with what it has, and a notice says why.
+    Skipped(String),
     Failed(ChatError),
 }
 
@@ -256,11 +259,18 @@ impl ChatRun {
         }
         self.compact_history(&request.input, Trigger::Auto).await?;
         let mut input = request.input;
-        if let Flow::Stop { reason } = self.hooks.pre_send_message(&mut self.ctx, &mut input).await
-        {
-            return Err(Interrupt::Stopped(reason));
+        let mut feedback = None;
+        match self.hooks.pre_send_message(&mut self.ctx, &mut input).await {
+            Flow::Stop { reason } => return Err(Interrupt::Stopped(reason)),
+            // The input is not sent: nothing of this chat enters the conversation.
+            Flow::Skip { reason } => return Err(Interrupt::Skipped(reason)),
+            Flow::Retry { feedback: text } => feedback = Some(text),
+            _ => {}
         }
         self.ctx.messages.push(Message::user(input.clone()));
+        if let Some(feedback) = feedback {
+            self.ctx.messages.push(Message::user(feedback));
+        }
         self.turn.user(&input);
         self.hooks.post_send_message(&mut self.ctx).await;
         self.flush_outbox().await?;
@@ -375,6 +385,16 @@ impl ChatRun {
                     })
                     .await;
                 DoneReason::Stopped
+            }
+            Err(Interrupt::Skipped(reason)) => {
+                let _ = self
+                    .send(ChatEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!("a hook skipped this step: {reason}"),
+                        source: "hook".into(),
+                    })
+                    .await;
+                DoneReason::Completed
             }
             Err(Interrupt::Failed(error)) => return self.fail(error).await,
         };

@@ -231,7 +231,8 @@ impl ChatRun {
         self.answer_call(result).await?;
         match flow {
             Flow::Stop { reason } => Err(Interrupt::Stopped(reason)),
-            Flow::Continue => Ok(()),
+            // After the tool there is no step left to skip or retry.
+            _ => Ok(()),
         }
     }
 

@@ -41,6 +41,21 @@ pub enum Flow {
     Stop {
         reason: String,
     },
+    /// The step does not happen and the chat goes on without it (docs/hooks.md, `action:
+    /// skip`): at `pre_send_message` the input is not sent (the chat ends `completed`); at
+    /// `pre_llm_request` the call is not made (a planning call gives way to the agent loop,
+    /// another ends the chat `completed`); at `pre_auto_compact` / `pre_micro_compact` the
+    /// compaction is not done. Elsewhere it is `Continue`.
+    Skip {
+        reason: String,
+    },
+    /// Go on, with `feedback` as a user message of the model call the step precedes
+    /// (`retry_feedback`): after the input at `pre_send_message`, at the end of the request at
+    /// `pre_llm_request` and `pre_micro_compact` (whose compaction is then not done), after the
+    /// conversation in the summary call at `pre_auto_compact`. Elsewhere it is `Continue`.
+    Retry {
+        feedback: String,
+    },
 }
 
 /// What may follow a model response.

@@ -270,3 +270,131 @@ session_start:
         "{second:#?}"
     );
 }
+
+/// `action: skip` at `pre_send_message` (the seed lists `skip` at every `pre_*` event): the
+/// input is not sent, nothing of the chat enters the conversation, and a notice says why.
+#[tokio::test]
+async fn action_skip_before_sending_the_message_sends_nothing() {
+    let upstream = FakeUpstream::start().await;
+    let yaml = r#"
+pre_send_message:
+  - command: echo '{"action":"skip","reason":"not during the freeze"}'
+"#;
+    let server = server(&upstream, yaml).await;
+    let frames = run(&server, json!({"type":"chat","input":"deploy it"})).await;
+    let done = frames.last().unwrap();
+    assert_eq!(done["reason"], "completed", "{frames:#?}");
+    assert_eq!(done["turn"], json!([]), "nothing enters the conversation");
+    let notice = frame_of(&frames, "notice");
+    assert!(
+        notice["message"]
+            .as_str()
+            .unwrap()
+            .contains("not during the freeze"),
+        "{notice}"
+    );
+    assert!(upstream.requests().is_empty(), "no model call");
+}
+
+/// `action: skip` at `pre_llm_request`: the planning call is not made, and the agent loop goes
+/// on without a plan; skipping another call ends the chat `completed` with what it has.
+#[tokio::test]
+async fn action_skip_before_a_model_call_skips_that_call() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::tool_calls(&[(
+        "c1",
+        "read_file",
+        json!({"path": "a.txt"}),
+    )]));
+    upstream.push(Reply::text(&["read it"]));
+    // Skips the calls that offer no tools: the planning call.
+    let yaml = r#"
+pre_llm_request:
+  - command: |
+      jq -c 'if (.model_request.tools | length) == 0 then {action: "skip", reason: "no plan needed"} else {} end'
+"#;
+    let planned = server(&upstream, yaml).await;
+    let frames = run(&planned, json!({"type":"chat","input":"read a"})).await;
+    assert_eq!(frames.last().unwrap()["message"]["content"], "read it");
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 2, "no planning call");
+    assert!(requests
+        .iter()
+        .all(|r| r.tool_names().is_some_and(|t| !t.is_empty())));
+    assert!(
+        types_of(&frames).contains(&"tool_call".to_string()),
+        "{frames:#?}"
+    );
+
+    // A direct call skipped: nothing is asked, the chat ends completed.
+    let yaml = r#"
+pre_llm_request:
+  - command: echo '{"action":"skip"}'
+"#;
+    let upstream = FakeUpstream::start().await;
+    let direct = server(&upstream, yaml).await;
+    let frames = run(
+        &direct,
+        json!({"type":"chat","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["reason"], "completed");
+    assert!(upstream.requests().is_empty());
+}
+
+/// `retry_feedback` at the two pre-compaction events: before micro compaction the call is not
+/// compacted and gets the feedback as its last (user) message; before a history compaction the
+/// summary call gets it after the conversation.
+#[tokio::test]
+async fn retry_feedback_before_a_compaction_reaches_the_call_it_precedes() {
+    let upstream = FakeUpstream::start().await;
+    three_rounds(&upstream);
+    let yaml = r#"
+pre_micro_compact:
+  - command: echo '{"retry_feedback":"KEEP THE FILES WHOLE"}'
+"#;
+    let server = server_with(&upstream, yaml)
+        .config(|c| c.agent.context.micro_threshold = 1.0 / 128_000.0)
+        .start()
+        .await;
+    run(&server, json!({"type":"chat","input":"read all three"})).await;
+    let last = upstream.requests()[4].clone();
+    assert!(last.body.to_string().contains("ALPHA"), "not compacted");
+    assert_eq!(
+        last.messages().last().unwrap(),
+        &("user".to_string(), "KEEP THE FILES WHOLE".to_string())
+    );
+
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["SUMMARY"]));
+    let yaml = r#"
+pre_auto_compact:
+  - command: echo '{"retry_feedback":"Name every file that was read."}'
+"#;
+    let server = server_with(&upstream, yaml)
+        .config(|c| c.agent.context.keep_recent_groups = 1)
+        .start()
+        .await;
+    let history = json!([
+        {"role":"user","content":"q1"},{"role":"assistant","content":"a1"},
+        {"role":"user","content":"q2"},{"role":"assistant","content":"a2"},
+    ]);
+    let frames = server
+        .connect()
+        .await
+        .chat(json!({"type":"compact","id":"m","messages":history}))
+        .await;
+    assert_eq!(
+        types_of(&frames),
+        ["start", "compact", "done"],
+        "{frames:#?}"
+    );
+    let summary_call = upstream.requests()[0].messages();
+    assert_eq!(
+        summary_call.last().unwrap(),
+        &(
+            "user".to_string(),
+            "Name every file that was read.".to_string()
+        )
+    );
+}

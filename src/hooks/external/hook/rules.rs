@@ -81,11 +81,12 @@ impl Addition {
     }
 }
 
-/// What refusing the event's action means: the tool does not run (its result says why), or
-/// the step (the chat, or the compaction) stops.
+/// What refusing the event's action means: the step does not happen and the chat goes on
+/// without it (a tool does not run and its result says why; a message is not sent; a model call
+/// is not made), or the step (the chat, or the compaction) stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    SkipTool,
+    Skip,
     Stop,
 }
 
@@ -133,9 +134,12 @@ const STOPPABLE: Decisions = Decisions {
     ..OBSERVE
 };
 
-/// A compaction hooks may skip: a stop, a skip or a block all leave it undone.
+/// A compaction hooks may skip: a stop, a skip or a block all leave it undone; a
+/// `retry_feedback` reaches the model call it precedes (the summary call, or the chat's call
+/// whose micro compaction it then skips) as a user message.
 const SKIPPABLE: Decisions = Decisions {
     skip: Some(Refusal::Stop),
+    retry: true,
     ..STOPPABLE
 };
 
@@ -172,6 +176,7 @@ pub(crate) const RULES: [Rules; 19] = [
         adds: &[],
         decides: Decisions {
             retry: true,
+            skip: Some(Refusal::Skip),
             ..STOPPABLE
         },
     },
@@ -189,6 +194,7 @@ pub(crate) const RULES: [Rules; 19] = [
         adds: &[InjectMessages, AdditionalContext],
         decides: Decisions {
             retry: true,
+            skip: Some(Refusal::Skip),
             ..STOPPABLE
         },
     },
@@ -209,8 +215,8 @@ pub(crate) const RULES: [Rules; 19] = [
         adds: &[],
         decides: Decisions {
             stop: true,
-            skip: Some(Refusal::SkipTool),
-            block: Some(Refusal::SkipTool),
+            skip: Some(Refusal::Skip),
+            block: Some(Refusal::Skip),
             ask: true,
             retry: true,
         },

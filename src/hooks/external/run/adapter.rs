@@ -234,7 +234,13 @@ impl ExternalHooks {
             }
         }
         call.write_back(ctx, state, &outcome);
-        Ok(decide(outcome.control))
+        // At these two the feedback is in place already (after the input, at the end of the
+        // request), in the chain's order among the other hooks' messages.
+        let control = match (event, outcome.control) {
+            (Event::PreSendMessage | Event::PreLlmRequest, Some(ChainControl::Retry(_))) => None,
+            (_, control) => control,
+        };
+        Ok(decide(control))
     }
 
     /// The envelope of a chat event; when a Claude-dialect hook is in the chain, the chat's

@@ -111,11 +111,7 @@ fn the_rules_are_the_documented_ones() {
             fields.insert("retry_feedback");
         }
         let decides = &rules.decides;
-        let decisions = [
-            decides.stop,
-            decides.skip == Some(Refusal::SkipTool),
-            decides.ask,
-        ];
+        let decisions = [decides.stop, decides.skip.is_some(), decides.ask];
         assert_eq!(
             may_return(&row[4]),
             (fields, decisions),

@@ -37,6 +37,12 @@ impl Decision for Flow {
     fn stop(reason: String) -> Self {
         Flow::Stop { reason }
     }
+    fn skip(reason: String) -> Self {
+        Flow::Skip { reason }
+    }
+    fn retry(feedback: String) -> Self {
+        Flow::Retry { feedback }
+    }
 }
 
 impl Decision for ResponseAction {

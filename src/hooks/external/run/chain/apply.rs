@@ -33,7 +33,7 @@ pub(super) fn refusal(event: Event, hook: &str, failure: &Failure) -> Option<Cha
 
 fn refuse(refusal: Refusal, reason: String) -> ChainControl {
     match refusal {
-        Refusal::SkipTool => ChainControl::Skip(reason),
+        Refusal::Skip => ChainControl::Skip(reason),
         Refusal::Stop => ChainControl::Stop(reason),
     }
 }
