@@ -60,7 +60,12 @@ async fn a_connection_closed_before_any_answer_is_retried() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["fine ", "now"]));
     let front = upstream.hanging_up_once().await;
-    let server = TestServer::builder().upstream(&front).start().await;
+    // A configured window: no question about it takes the connection that hangs up.
+    let server = TestServer::builder()
+        .upstream(&front)
+        .config(|c| c.agent.context.window_tokens = Some(128_000))
+        .start()
+        .await;
     let frames = direct_chat(&server).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
     assert_eq!(text_of(&frames), "fine now");
@@ -97,6 +102,8 @@ async fn a_malformed_answer_is_not_retried() {
         .config(move |c| {
             c.llm.base_url = Some(format!("http://{addr}/v1"));
             c.llm.api_key = Some("test-key".into());
+            // A configured window: the connections counted are the chat's only.
+            c.agent.context.window_tokens = Some(128_000);
         })
         .start()
         .await;
