@@ -62,6 +62,7 @@ pub mod hooks;
 pub mod llm;
 pub mod mcp;
 mod process;
+pub mod quota;
 mod reload;
 pub mod server;
 mod skills;

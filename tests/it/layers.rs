@@ -9,7 +9,7 @@ use crate::source::{code_only, is_unit_test_file, rust_files, without_test_modul
 /// Lowest first. Modules on one line are on the same level and may not use each other.
 const LAYERS: &[&[&str]] = &[
     &["types", "reload", "trust", "telemetry"],
-    &["process"],
+    &["process", "quota"],
     &["llm", "tools"],
     &["hooks"],
     &["skills", "mcp", "voice"],

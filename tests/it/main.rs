@@ -36,6 +36,7 @@ mod observability;
 mod parallel_hooks;
 mod planning;
 mod protocol;
+mod quota_store;
 mod real_model;
 mod reliability;
 mod reload;
