@@ -89,14 +89,7 @@ impl ChatModel for AnthropicClient {
     /// A local server that speaks Anthropic's API (llama.cpp's `/v1/messages`) states its
     /// window like any other; Anthropic's own is never asked.
     async fn server_window(&self, model: &str) -> Option<ServerWindow> {
-        let (root, api) = window::roots(&self.config.base_url)?;
-        let asked = window::Asked {
-            http: &self.http,
-            root,
-            api,
-            api_key: None,
-        };
-        asked.window(model).await
+        window::ask(&self.http, &self.config.base_url, None, model).await
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {

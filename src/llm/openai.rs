@@ -135,13 +135,7 @@ impl ChatModel for OpenAiClient {
     }
 
     async fn server_window(&self, model: &str) -> Option<ServerWindow> {
-        let (root, api) = window::roots(&self.config.base_url)?;
-        let asked = window::Asked {
-            http: &self.http,
-            root,
-            api,
-            api_key: self.config.api_key.as_deref(),
-        };
-        asked.window(model).await
+        let key = self.config.api_key.as_deref();
+        window::ask(&self.http, &self.config.base_url, key, model).await
     }
 }

@@ -36,16 +36,16 @@ pub struct ServerWindow {
 
 /// Where to ask: the server's root (`/props`, `/api/*`) and its OpenAI-style API root
 /// (`/models`).
-pub(super) struct Asked<'a> {
-    pub(super) http: &'a reqwest::Client,
-    pub(super) root: Url,
-    pub(super) api: Url,
-    pub(super) api_key: Option<&'a str>,
+struct Asked<'a> {
+    http: &'a reqwest::Client,
+    root: Url,
+    api: Url,
+    api_key: Option<&'a str>,
 }
 
 /// The roots of an API whose base URL is `base_url` (`http://h:8080/v1` → `http://h:8080/`
 /// and `http://h:8080/v1`); `None` for OpenAI's and Anthropic's own hosts.
-pub(super) fn roots(base_url: &str) -> Option<(Url, Url)> {
+fn roots(base_url: &str) -> Option<(Url, Url)> {
     let mut api = Url::parse(base_url.trim()).ok()?;
     let host = api.host_str()?.to_ascii_lowercase();
     if host == "api.openai.com"
@@ -71,10 +71,28 @@ pub(super) fn roots(base_url: &str) -> Option<(Url, Url)> {
     Some((root, api))
 }
 
+/// The window the server at `base_url` states for `model` (see the module doc); `None` for
+/// OpenAI's and Anthropic's own APIs, and when it does not say.
+pub(super) async fn ask(
+    http: &reqwest::Client,
+    base_url: &str,
+    api_key: Option<&str>,
+    model: &str,
+) -> Option<ServerWindow> {
+    let (root, api) = roots(base_url)?;
+    let asked = Asked {
+        http,
+        root,
+        api,
+        api_key,
+    };
+    asked.window(model).await
+}
+
 impl Asked<'_> {
     /// The window of `model`, from the first place (in the order above) that states one. The
     /// questions go at once, so a server that answers none costs one timeout.
-    pub(super) async fn window(&self, model: &str) -> Option<ServerWindow> {
+    async fn window(&self, model: &str) -> Option<ServerWindow> {
         let (props, listed, ollama) = tokio::join!(
             self.llama_props(),
             self.models_entry(model),
