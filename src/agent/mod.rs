@@ -269,12 +269,21 @@ impl AgentClient {
             &request.id,
             request.conversation_id.as_deref(),
             request.traceparent.as_deref(),
+            request.person.as_ref().map(|person| person.id.as_str()),
         );
+        // The chat's log lines name who it is for, when someone signed in.
+        let log_span = match &request.person {
+            Some(person) => tracing::info_span!("chat", user = %person.id),
+            None => tracing::Span::none(),
+        };
         ChatStream::new(chat_id, move |tx, late| async move {
-            let trace = span.run(async {
-                inner.session_started(&request).await;
-                run::run_chat(inner, request, tx, late, None, span.trace_id()).await
-            });
+            let trace = span.run(tracing::Instrument::instrument(
+                async {
+                    inner.session_started(&request).await;
+                    run::run_chat(inner, request, tx, late, None, span.trace_id()).await
+                },
+                log_span,
+            ));
             let outcome = trace.await;
             span.end(outcome);
         })

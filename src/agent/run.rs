@@ -144,6 +144,7 @@ fn chat_context(
         config.model.clone(),
         tools,
     );
+    ctx.person = request.person.clone();
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = config.workspace.clone();
     ctx.max_steps = config.max_steps;
