@@ -271,11 +271,7 @@ impl AgentClient {
             request.traceparent.as_deref(),
             request.person.as_ref().map(|person| person.id.as_str()),
         );
-        // The chat's log lines name who it is for, when someone signed in.
-        let log_span = match &request.person {
-            Some(person) => tracing::info_span!("chat", user = %person.id),
-            None => tracing::Span::none(),
-        };
+        let log_span = run::log_span(&request);
         ChatStream::new(chat_id, move |tx, late| async move {
             let trace = span.run(tracing::Instrument::instrument(
                 async {
