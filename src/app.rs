@@ -48,6 +48,9 @@ pub enum StartError {
     },
     #[error("cannot read the bound address: {0}")]
     LocalAddr(std::io::Error),
+    /// `auth.jwt` is set, but the client that fetches the provider's keys cannot be built.
+    #[error("auth.jwt: cannot build the HTTP client for the identity provider's keys: {0}")]
+    SignInClient(#[source] reqwest::Error),
 }
 
 /// One problem a line, indented under the heading.

@@ -11,6 +11,7 @@ use crate::mcp::McpServerSettings;
 
 mod access;
 mod agent;
+mod auth;
 mod cli;
 mod file;
 mod limits;
@@ -19,6 +20,7 @@ mod upstream;
 mod values;
 
 pub use access::SessionHookSettings;
+pub use auth::{AuthFile, JwtFile, JwtSettings, KeySource};
 pub use cli::{CliSettings, LogFormat, Provider};
 pub use file::{
     ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
@@ -49,6 +51,9 @@ pub struct Config {
     /// The bearer token of `/api/hooks` and `/metrics` when set (then `auth_token` no longer
     /// opens them): what the operator sees, apart from what every chat user may.
     pub admin_token: Option<String>,
+    /// `auth.jwt`: the chat routes take a JWT from this identity provider (then `auth_token`
+    /// no longer opens them).
+    pub jwt: Option<JwtSettings>,
     /// Every workspace hook file loads without review (the workspace is the operator's own).
     pub trust_workspace_hooks: bool,
     /// Where `trust.json` is kept; `None` when no home or state folder is known (then no
@@ -235,6 +240,7 @@ impl Config {
             allowed_hosts: list_env("HOOKWIRE_ALLOWED_HOSTS").or(file.allowed_hosts),
             auth_token: access.auth_token,
             admin_token: access.admin_token,
+            jwt: auth::JwtSettings::resolve(file.auth.jwt.as_ref(), &env)?,
             trust_workspace_hooks: access.trust_workspace_hooks,
             state_dir: access.state_dir,
             session_hooks: access.session_hooks,

@@ -269,12 +269,17 @@ impl AgentClient {
             &request.id,
             request.conversation_id.as_deref(),
             request.traceparent.as_deref(),
+            request.person.as_ref().map(|person| person.id.as_str()),
         );
+        let log_span = run::log_span(&request);
         ChatStream::new(chat_id, move |tx, late| async move {
-            let trace = span.run(async {
-                inner.session_started(&request).await;
-                run::run_chat(inner, request, tx, late, None, span.trace_id()).await
-            });
+            let trace = span.run(tracing::Instrument::instrument(
+                async {
+                    inner.session_started(&request).await;
+                    run::run_chat(inner, request, tx, late, None, span.trace_id()).await
+                },
+                log_span,
+            ));
             let outcome = trace.await;
             span.end(outcome);
         })

@@ -123,6 +123,14 @@ fn chat_hooks(inner: &AgentInner, request: &ChatRequest) -> Result<HookStack, Ch
     Ok(hooks)
 }
 
+/// The span of a chat's log lines: they name who it is for, when someone signed in.
+pub(super) fn log_span(request: &ChatRequest) -> tracing::Span {
+    match &request.person {
+        Some(person) => tracing::info_span!("chat", user = %person.id),
+        None => tracing::Span::none(),
+    }
+}
+
 /// What the hooks of this chat see of it before its messages are built: ids, model, tools,
 /// skills, workspace, limits, the hook model calls' budget, tracing and late events.
 fn chat_context(
@@ -144,6 +152,7 @@ fn chat_context(
         config.model.clone(),
         tools,
     );
+    ctx.person = request.person.clone();
     ctx.skills = request.skills.clone().unwrap_or_default();
     ctx.cwd = config.workspace.clone();
     ctx.max_steps = config.max_steps;

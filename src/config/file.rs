@@ -31,6 +31,9 @@ pub struct FileConfig {
     pub auth_token: Option<String>,
     /// The token `/api/hooks` and `/metrics` need instead (else `HOOKWIRE_ADMIN_TOKEN`).
     pub admin_token: Option<String>,
+    /// `auth:`: sign-in with JWTs (`auth.jwt`).
+    #[serde(default)]
+    pub auth: super::AuthFile,
     /// Trust every workspace hook file without review (else `HOOKWIRE_TRUST_WORKSPACE_HOOKS`).
     pub trust_workspace_hooks: Option<bool>,
     /// Where `trust.json` lives (else `HOOKWIRE_STATE_DIR`, `$XDG_STATE_HOME/hookwire`,

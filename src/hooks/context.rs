@@ -71,6 +71,8 @@ pub enum Step {
 #[derive(Debug)]
 pub struct HookContext {
     pub session_id: String,
+    /// Who the chat is for, when the server signs people in (`auth.jwt`).
+    pub person: Option<crate::types::Person>,
     /// The chat's id (the OpenHarness format's `run_id`).
     pub run_id: String,
     /// The persistent message list (`full_messages`): changes here persist for later calls.
@@ -186,6 +188,7 @@ impl HookContext {
     pub fn new(session_id: String, run_id: String, model: String, tools: Vec<ToolSpec>) -> Self {
         Self {
             session_id,
+            person: None,
             run_id,
             messages: Vec::new(),
             model,

@@ -26,6 +26,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+mod jwt;
+mod keys;
+
+pub(super) use jwt::{JwtVerifier, SignedIn};
+
 /// The access rules, resolved from the config once at start.
 #[derive(Debug, Clone, Default)]
 pub(super) struct AccessPolicy {
@@ -39,6 +44,8 @@ pub(super) struct AccessPolicy {
     pub(crate) auth_token: Option<String>,
     /// The bearer token `/api/hooks` and `/metrics` need instead of `auth_token`.
     pub(crate) admin_token: Option<String>,
+    /// `auth.jwt`: the routes behind the token take a JWT instead of `auth_token`.
+    pub(crate) jwt: Option<Arc<JwtVerifier>>,
 }
 
 /// What kind of address the server listens on, for the Host rule without `allowed_hosts`.
@@ -86,7 +93,7 @@ impl AccessPolicy {
         self.check_sender(uri, headers)?;
         if self.admin_token.is_some() && is_admin_route(uri.path()) {
             self.check_admin_token(headers)?;
-        } else if self.auth_token.is_some() && needs_token(uri.path()) {
+        } else if self.jwt.is_none() && self.auth_token.is_some() && needs_token(uri.path()) {
             self.check_token(uri, headers)?;
         }
         Ok(())
@@ -237,6 +244,40 @@ impl AccessPolicy {
     }
 }
 
+impl AccessPolicy {
+    /// The verifier, when this request needs a JWT (the admin routes with `admin_token` keep
+    /// theirs).
+    fn jwt_for(&self, path: &str) -> Option<&JwtVerifier> {
+        let admin = self.admin_token.is_some() && is_admin_route(path);
+        self.jwt.as_deref().filter(|_| !admin && needs_token(path))
+    }
+
+    /// The person a request's JWT signs in, or the refusal.
+    async fn sign_in(verifier: &JwtVerifier, headers: &HeaderMap) -> Result<SignedIn, Refusal> {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| t.trim().to_string())
+            .or_else(|| subprotocol_token(headers));
+        let Some(token) = given else {
+            return Err(Refusal {
+                status: StatusCode::UNAUTHORIZED,
+                reason: "token",
+                message: "this server needs a sign-in token: Authorization: Bearer JWT".into(),
+            });
+        };
+        verifier.verify(&token).await.map_err(|problem| Refusal {
+            status: StatusCode::UNAUTHORIZED,
+            reason: INVALID_TOKEN,
+            message: format!("invalid token: {}", problem.as_str()),
+        })
+    }
+}
+
+/// The refusal reason (and RFC 6750 error code) of a JWT that does not verify.
+const INVALID_TOKEN: &str = "invalid_token";
+
 /// The token of a `Sec-WebSocket-Protocol: hookwire, hookwire.token.TOKEN` offer, percent-decoded
 /// (a protocol name holds only token characters; `+` stays a plus).
 fn subprotocol_token(headers: &HeaderMap) -> Option<String> {
@@ -252,18 +293,28 @@ fn subprotocol_token(headers: &HeaderMap) -> Option<String> {
 /// The middleware: refuses with the status and a one-line body, logs why, counts it.
 pub(super) async fn enforce(
     State(policy): State<Arc<AccessPolicy>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     // A CORS preflight of a front-end route carries no credentials (browsers never send them on
     // one): its Host and Origin are checked, and the route's CORS layer answers it.
     let preflight =
         request.method() == axum::http::Method::OPTIONS && answers_json(request.uri().path());
-    let checked = if preflight {
+    let mut checked = if preflight {
         policy.check_sender(request.uri(), request.headers())
     } else {
         policy.check(request.uri(), request.headers())
     };
+    if let (Ok(()), false, Some(verifier)) =
+        (&checked, preflight, policy.jwt_for(request.uri().path()))
+    {
+        match AccessPolicy::sign_in(verifier, request.headers()).await {
+            Ok(signed_in) => {
+                request.extensions_mut().insert(signed_in);
+            }
+            Err(refusal) => checked = Err(refusal),
+        }
+    }
     match checked {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
@@ -284,9 +335,14 @@ pub(super) async fn enforce(
                 (refusal.status, refusal.message).into_response()
             };
             if refusal.status == StatusCode::UNAUTHORIZED {
+                let challenge = if refusal.reason == INVALID_TOKEN {
+                    "Bearer error=\"invalid_token\""
+                } else {
+                    "Bearer"
+                };
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
+                    header::HeaderValue::from_static(challenge),
                 );
             }
             response

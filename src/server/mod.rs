@@ -74,6 +74,9 @@ pub struct AppState {
     pub(crate) tts: Option<Arc<Tts>>,
     /// `voice.stt`, when configured: `POST /api/transcribe`.
     pub(crate) stt: Option<Arc<Stt>>,
+    /// `auth.jwt`'s verifier, made when the server starts: the routes' access check and a
+    /// connection's `auth` frame use it.
+    pub(crate) jwt: Option<Arc<access::JwtVerifier>>,
 }
 
 impl AppState {
@@ -105,6 +108,7 @@ impl AppState {
             instance: new_instance_id().into(),
             tts,
             stt,
+            jwt: None,
         }
     }
 }
@@ -121,6 +125,7 @@ fn new_instance_id() -> String {
 fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
     let policy = Arc::new(access::AccessPolicy {
+        jwt: state.jwt.clone(),
         allowed_hosts: config.allowed_hosts.clone(),
         bound: access::Bound::of(bound.ip()),
         allowed_origins: config.allowed_origins.clone(),
@@ -300,6 +305,7 @@ async fn metrics_text() -> Response {
 async fn upgrade(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
+    signed_in: Option<axum::Extension<access::SignedIn>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     if state.shutdown.is_cancelled() {
@@ -330,7 +336,8 @@ async fn upgrade(
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
             tracker.track_future(async move {
-                session::run_session(socket, state, traceparent).await;
+                let signed_in = signed_in.map(|signed_in| signed_in.0);
+                session::run_session(socket, state, traceparent, signed_in).await;
                 drop(permit);
             })
         })
@@ -348,7 +355,7 @@ pub struct RunningServer {
 impl RunningServer {
     /// Binds `config.addr` and serves until [`RunningServer::shutdown`] (or the returned future
     /// of [`serve`] sees a signal).
-    pub async fn start(state: AppState) -> Result<Self, StartError> {
+    pub async fn start(mut state: AppState) -> Result<Self, StartError> {
         let listener = TcpListener::bind(&state.config.addr)
             .await
             .map_err(|source| StartError::Bind {
@@ -356,8 +363,14 @@ impl RunningServer {
                 source,
             })?;
         let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
-        if !addr.ip().to_canonical().is_loopback() && state.config.auth_token.is_none() {
+        let open = state.config.auth_token.is_none() && state.config.jwt.is_none();
+        if !addr.ip().to_canonical().is_loopback() && open {
             tracing::warn!(%addr, "bound to a non-loopback address with no auth_token: anyone who can reach it can chat, read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)");
+        }
+        if let Some(settings) = &state.config.jwt {
+            let verifier =
+                access::JwtVerifier::new(settings.clone()).map_err(StartError::SignInClient)?;
+            state.jwt = Some(Arc::new(verifier));
         }
         let app = router(state.clone(), addr);
         let stop = CancellationToken::new();

@@ -22,6 +22,7 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::access::SignedIn;
 use super::frames::{frame_json, ChatOrigin, ClientFrame, NativeEncoder, ServerFrame};
 use super::wire::WireChat;
 use super::AppState;
@@ -30,6 +31,7 @@ use crate::hooks::SessionInfo;
 use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
 use crate::voice::pipeline::Speech;
 
+mod sign_in;
 mod writer;
 
 use writer::{write_loop, WriterSignals};
@@ -139,6 +141,13 @@ impl RunningChat {
     }
 }
 
+/// What the reader loop knows of its connection: where chats come from, and who is signed in
+/// (replaced by an `auth` frame).
+struct Connection<'a> {
+    origin: &'a ChatOrigin<'a>,
+    signed_in: &'a mut Option<SignedIn>,
+}
+
 /// How the reader loop ended.
 enum Ending {
     ClientGone,
@@ -154,8 +163,13 @@ enum Ending {
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
 /// `traceparent`: the upgrade request's, the parent of its chats' spans (docs/protocol.md §17)
 /// when a chat frame brings none.
-pub(super) async fn run_session<S, E>(socket: S, state: AppState, traceparent: Option<String>)
-where
+/// `signed_in`: who the upgrade's JWT signed in (`auth.jwt`), for every chat of the session.
+pub(super) async fn run_session<S, E>(
+    socket: S,
+    state: AppState,
+    traceparent: Option<String>,
+    signed_in: Option<SignedIn>,
+) where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
     S::Error: std::fmt::Display,
     E: Into<axum::Error>,
@@ -173,8 +187,14 @@ where
     let origin = ChatOrigin {
         session_id: &session.session_id,
         traceparent: traceparent.as_deref(),
+        person: None,
     };
-    let ending = read_frames(&mut stream, &state, &origin, &mut outbox, &mut chat).await;
+    let mut signed_in = signed_in;
+    let mut connection = Connection {
+        origin: &origin,
+        signed_in: &mut signed_in,
+    };
+    let ending = read_frames(&mut stream, &state, &mut connection, &mut outbox, &mut chat).await;
     end_session(ending, &mut outbox, &mut chat, limits, &session).await;
     let writer_failed = outbox.failed.is_cancelled();
     drop(outbox);
@@ -209,7 +229,7 @@ where
 async fn read_frames<R, E>(
     stream: &mut R,
     state: &AppState,
-    origin: &ChatOrigin<'_>,
+    connection: &mut Connection<'_>,
     outbox: &mut Outbox,
     chat: &mut Option<RunningChat>,
 ) -> Ending
@@ -218,6 +238,7 @@ where
     E: Into<axum::Error>,
 {
     let limits = &state.config.limits;
+    let origin = connection.origin;
     let mut last_seen = Instant::now();
     let mut ping =
         tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
@@ -232,8 +253,20 @@ where
                     None => return Ending::ClientGone,
                     Some(Err(error)) => return read_error_ending(error.into()),
                     Some(Ok(WsMessage::Text(text))) => {
-                        let frame = ClientFrame::parse(text.as_str(), limits);
-                        if !handle_frame(frame, state, origin, outbox, chat) {
+                        let sent = match ClientFrame::parse(text.as_str(), limits) {
+                            ClientFrame::Auth { token } => {
+                                sign_in::renew(&token, state, connection.signed_in, outbox).await
+                            }
+                            frame => {
+                                let origin = ChatOrigin {
+                                    person: connection.signed_in.as_ref().map(|s| &s.person),
+                                    ..*origin
+                                };
+                                let signed_in = connection.signed_in.as_ref();
+                                handle_frame(frame, state, &origin, signed_in, outbox, chat)
+                            }
+                        };
+                        if !sent {
                             return flooded(origin.session_id);
                         }
                     }
@@ -370,11 +403,14 @@ fn handle_frame(
     frame: ClientFrame,
     state: &AppState,
     origin: &ChatOrigin<'_>,
+    signed_in: Option<&SignedIn>,
     out: &mut Outbox,
     chat: &mut Option<RunningChat>,
 ) -> bool {
     match frame {
         ClientFrame::Ping { id } => out.control(ServerFrame::pong(id)),
+        // Read by the reader loop, which may wait for the provider's keys.
+        ClientFrame::Auth { .. } => true,
         ClientFrame::Invalid { id, error } => {
             metrics::counter!("hookwire_bad_frames_total").increment(1);
             out.control(ServerFrame::error(
@@ -406,6 +442,9 @@ fn handle_frame(
                     running.id
                 );
                 return out.control(ServerFrame::error(id, ErrorCode::Busy, message));
+            }
+            if signed_in.is_some_and(SignedIn::expired) {
+                return out.control(sign_in::expired(id));
             }
             let voice = payload.voice();
             let request = payload.into_request(compact, origin);

@@ -166,12 +166,13 @@ impl Telemetry {
     }
 
     /// The span of one chat, the child of (or linked to, as configured) `traceparent` (W3C)
-    /// when one is given and valid.
+    /// when one is given and valid; `user_id`: who it is for (`enduser.id`), when signed in.
     pub fn chat(
         &self,
         chat_id: &str,
         conversation_id: Option<&str>,
         traceparent: Option<&str>,
+        user_id: Option<&str>,
     ) -> ChatSpan {
         let Some(on) = &self.on else {
             return ChatSpan { cx: None };
@@ -206,6 +207,9 @@ impl Telemetry {
                 "gen_ai.conversation.id",
                 conversation.to_string(),
             ));
+        }
+        if let Some(user_id) = user_id {
+            attributes.push(KeyValue::new("enduser.id", user_id.to_string()));
         }
         let span = on
             .scope

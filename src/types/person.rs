@@ -3,7 +3,7 @@
 
 /// Who asked: `id` from the token's user claim (`sub` by default), `tenant` from its tenant
 /// claim when tenants are configured, `roles` from its roles claim. Hooks get it as `user`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct Person {
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -46,6 +46,7 @@ mod rust_hooks;
 mod schema;
 mod seed_gaps;
 mod seed_results;
+mod sign_in;
 mod skills;
 mod source;
 mod telemetry;

@@ -34,22 +34,34 @@ use super::http_chat::{self, admit, check_request, read_body, RouteError};
 use super::AppState;
 
 /// `POST /ag-ui`: a run, answered with its AG-UI events as Server-Sent Events.
-pub(super) async fn run(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    match events(&state, &headers, body).await {
+pub(super) async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    signed_in: Option<axum::Extension<super::access::SignedIn>>,
+    body: Body,
+) -> Response {
+    let person = signed_in.map(|signed_in| signed_in.0.person);
+    match events(&state, &headers, person, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
 }
 
-async fn events(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, RouteError> {
+async fn events(
+    state: &AppState,
+    headers: &HeaderMap,
+    person: Option<crate::types::Person>,
+    body: Body,
+) -> Result<Response, RouteError> {
     let bytes = read_body(state, body).await?;
     let refused = |error: AgUiError| RouteError::bad_request(error.to_string());
     let input = RunAgentInput::from_json(&bytes).map_err(refused)?;
     let encoder = AgUiEncoder::new(&input);
     let traceparent = http_chat::traceparent(headers);
-    let request = input
+    let mut request = input
         .into_request(&state.config.limits, traceparent)
         .map_err(refused)?;
+    request.person = person;
     check_request(state, &request)?;
     let admitted = admit(state)?;
     Ok(http_chat::sse_response(

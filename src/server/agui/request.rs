@@ -204,15 +204,18 @@ impl RunAgentInput {
         let origin = ChatOrigin {
             session_id: &self.thread_id,
             traceparent,
+            person: None,
         };
         match ClientFrame::parse(&frame.to_string(), limits) {
             ClientFrame::Chat { payload, .. } => Ok(payload.into_request(false, &origin)),
             ClientFrame::Invalid { error, .. } => Err(AgUiError::Chat {
                 message: places.in_request_terms(&error.to_string()),
             }),
-            ClientFrame::Cancel { .. } | ClientFrame::Ping { .. } => Err(AgUiError::Chat {
-                message: "the request did not become a chat".into(),
-            }),
+            ClientFrame::Cancel { .. } | ClientFrame::Ping { .. } | ClientFrame::Auth { .. } => {
+                Err(AgUiError::Chat {
+                    message: "the request did not become a chat".into(),
+                })
+            }
         }
     }
 }

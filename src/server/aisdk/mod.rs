@@ -26,19 +26,27 @@ const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 pub(super) async fn chat(
     State(state): State<AppState>,
     headers: HeaderMap,
+    signed_in: Option<axum::Extension<super::access::SignedIn>>,
     body: Body,
 ) -> Response {
-    match stream(&state, &headers, body).await {
+    let person = signed_in.map(|signed_in| signed_in.0.person);
+    match stream(&state, &headers, person, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
 }
 
-async fn stream(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, RouteError> {
+async fn stream(
+    state: &AppState,
+    headers: &HeaderMap,
+    person: Option<crate::types::Person>,
+    body: Body,
+) -> Result<Response, RouteError> {
     let body: ChatBody = read_json(state, body).await?;
     let id = http_chat::new_chat_id();
     let mut request = body.into_request(id.clone(), &state.config.limits)?;
     request.traceparent = http_chat::traceparent(headers).map(str::to_string);
+    request.person = person;
     check_request(state, &request)?;
     let admitted = admit(state)?;
     // A new turn starts a new assistant message; a resume or a chat after client tools goes on

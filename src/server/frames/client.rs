@@ -36,6 +36,18 @@ pub(crate) enum WireClientFrame {
     Cancel(IdPayload),
     /// Answered by `pong` with the same `id`.
     Ping(IdPayload),
+    /// A fresh sign-in token for the connection (`auth.jwt`, docs/protocol.md §20), after its
+    /// token expired: chats go on once it verifies and names the same user.
+    Auth(AuthPayload),
+}
+
+/// An `auth` frame.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+pub(crate) struct AuthPayload {
+    /// The JWT, as the `Authorization: Bearer` header would carry it.
+    #[schemars(length(min = 1))]
+    token: String,
 }
 
 /// A `chat` frame, and a `compact` frame.
@@ -102,7 +114,13 @@ pub(crate) struct DecisionPayload {
     reason: Option<String>,
 }
 
-read_as_object!(ChatPayload, IdPayload, ResumePayload, DecisionPayload);
+read_as_object!(
+    ChatPayload,
+    IdPayload,
+    ResumePayload,
+    DecisionPayload,
+    AuthPayload
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -155,6 +173,9 @@ pub(crate) enum ClientFrame {
     Ping {
         id: Option<String>,
     },
+    Auth {
+        token: String,
+    },
     Invalid {
         /// The frame's `id`, when it was a usable one.
         id: Option<String>,
@@ -187,6 +208,7 @@ impl ClientFrame {
             },
             Ok(WireClientFrame::Cancel(IdPayload { id })) => ClientFrame::Cancel { id },
             Ok(WireClientFrame::Ping(IdPayload { id })) => ClientFrame::Ping { id },
+            Ok(WireClientFrame::Auth(AuthPayload { token })) => ClientFrame::Auth { token },
             Err(error) => ClientFrame::Invalid { id, error },
         }
     }
@@ -206,10 +228,11 @@ impl WireClientFrame {
             FrameType { kind: "compact" } => |value| Ok(Self::Compact(read(value)?)),
             FrameType { kind: "cancel" } => |value| Ok(Self::Cancel(read(value)?)),
             FrameType { kind: "ping" } => |value| Ok(Self::Ping(read(value)?)),
+            FrameType { kind: "auth" } => |value| Ok(Self::Auth(read(value)?)),
             FrameType { kind } => {
                 return Err(FrameError::rule(
                     "type",
-                    format!("unknown frame type {kind:?} (expected \"chat\", \"compact\", \"cancel\" or \"ping\")"),
+                    format!("unknown frame type {kind:?} (expected \"chat\", \"compact\", \"cancel\", \"ping\" or \"auth\")"),
                 ))
             }
         };
@@ -224,6 +247,10 @@ impl WireClientFrame {
             WireClientFrame::Cancel(frame) | WireClientFrame::Ping(frame) => {
                 check_id(frame.id.as_deref())
             }
+            WireClientFrame::Auth(frame) if frame.token.is_empty() => {
+                Err(FrameError::field("token", "must not be empty"))
+            }
+            WireClientFrame::Auth(_) => Ok(()),
         }
     }
 }
@@ -252,6 +279,8 @@ pub(crate) struct ChatOrigin<'a> {
     pub(crate) session_id: &'a str,
     /// The upgrade request's `traceparent` (docs/protocol.md §17), for a frame without one.
     pub(crate) traceparent: Option<&'a str>,
+    /// Who signed in on the connection (`auth.jwt`), if anyone.
+    pub(crate) person: Option<&'a crate::types::Person>,
 }
 
 impl ChatPayload {
@@ -350,7 +379,7 @@ impl ChatPayload {
                 .map(ClientTool::into_spec)
                 .collect(),
             // Set by the connection from its authentication, never from the frame.
-            person: None,
+            person: origin.person.cloned(),
             can_ask_approval: true,
         }
     }

@@ -26,9 +26,11 @@ pub(crate) const MODEL: &str = "hookwire";
 pub(super) async fn completions(
     State(state): State<AppState>,
     headers: HeaderMap,
+    signed_in: Option<axum::Extension<super::access::SignedIn>>,
     body: Body,
 ) -> Response {
-    match completion(&state, &headers, body).await {
+    let person = signed_in.map(|signed_in| signed_in.0.person);
+    match completion(&state, &headers, person, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
@@ -37,6 +39,7 @@ pub(super) async fn completions(
 async fn completion(
     state: &AppState,
     headers: &HeaderMap,
+    person: Option<crate::types::Person>,
     body: Body,
 ) -> Result<Response, RouteError> {
     let body: CompletionRequest = read_json(state, body).await?;
@@ -49,6 +52,7 @@ async fn completion(
     let model = body.model.clone().unwrap_or_else(|| MODEL.to_string());
     let mut request = body.into_request(id.clone(), &state.config.limits)?;
     request.traceparent = http_chat::traceparent(headers).map(str::to_string);
+    request.person = person;
     check_request(state, &request)?;
     let admitted = admit(state)?;
     let completion = Completion {

@@ -141,7 +141,7 @@ impl Harness {
         let (to_session, incoming) = mpsc::unbounded();
         let (outgoing, from_session) = mpsc::unbounded();
         let socket = ChannelSocket { incoming, outgoing };
-        let session = tokio::spawn(run_session(socket, state.clone(), None));
+        let session = tokio::spawn(run_session(socket, state.clone(), None, None));
         Harness {
             to_session,
             from_session,

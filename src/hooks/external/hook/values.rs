@@ -71,6 +71,9 @@ pub(crate) struct Envelope {
     /// Claude Code's `stop_hook_active` (Gemini CLI's too): a stop hook already sent the model
     /// back in this chat.
     pub(crate) stop_hook_active: bool,
+    /// Who the chat is for (`auth.jwt`): native input's `user`, command hooks'
+    /// `HOOKWIRE_USER_ID` and `HOOKWIRE_TENANT`.
+    pub(crate) person: Option<crate::types::Person>,
 }
 
 /// The OpenHarness format's `workspace_id` for a workspace root: the first 16 hex digits of the SHA-256 of

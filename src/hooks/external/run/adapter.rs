@@ -252,6 +252,7 @@ impl ExternalHooks {
             cwd: ctx.cwd.display().to_string(),
             model: ctx.model.clone(),
             workspace_id: workspace_id(&ctx.cwd),
+            person: ctx.person.clone(),
             ..Envelope::default()
         };
         let transcript = wire::needs_transcript(chain.hooks);

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+
+use crate::types::Person;
 use serde_json::Value;
 
 use super::runner::Runner;
@@ -19,7 +21,8 @@ use crate::hooks::stats::{self, Ran};
 use crate::types::{Message, Role};
 
 /// Runs one hook's handler (for the hook's own event) with its input JSON, within `timeout`.
-/// Its model calls, if it makes any, are charged to `spend` (the chat's).
+/// Its model calls, if it makes any, are charged to `spend` (the chat's); `person` is who the
+/// chat is for (a command hook's `HOOKWIRE_USER_ID` and `HOOKWIRE_TENANT`).
 #[async_trait]
 pub(super) trait RunHook: Send + Sync {
     async fn run(
@@ -28,6 +31,7 @@ pub(super) trait RunHook: Send + Sync {
         input: &Value,
         timeout: Duration,
         spend: &Arc<HookSpend>,
+        person: Option<&Person>,
     ) -> RunResult;
 }
 
@@ -39,8 +43,9 @@ impl RunHook for Runner {
         input: &Value,
         timeout: Duration,
         spend: &Arc<HookSpend>,
+        person: Option<&Person>,
     ) -> RunResult {
-        Runner::run(self, hook, input, timeout, spend).await
+        Runner::run(self, hook, input, timeout, spend, person).await
     }
 }
 
@@ -102,7 +107,10 @@ pub(super) async fn run_hook(
             )
         },
     );
-    let output = match span.run(runner.run(hook, input, timeout, spend)).await {
+    let output = match span
+        .run(runner.run(hook, input, timeout, spend, envelope.person.as_ref()))
+        .await
+    {
         RunResult::Error(error) => Err(Failure::Failed(error)),
         RunResult::Timeout => Err(Failure::TimedOut(timeout)),
         answer => wire::read(hook, event, answer, state, envelope)

@@ -59,6 +59,19 @@ pub(crate) fn environment(
     environment_with(lookup, hook, own)
 }
 
+/// Who the chat is for, for a command hook: `HOOKWIRE_USER_ID` and (with tenants)
+/// `HOOKWIRE_TENANT`. After the hook's `env:`, so a hook file cannot make another user up.
+pub(crate) fn person_variables(person: Option<&crate::types::Person>) -> Vec<(String, OsString)> {
+    let Some(person) = person else {
+        return Vec::new();
+    };
+    let mut variables = vec![("HOOKWIRE_USER_ID".to_string(), OsString::from(&person.id))];
+    if let Some(tenant) = &person.tenant {
+        variables.push(("HOOKWIRE_TENANT".to_string(), OsString::from(tenant)));
+    }
+    variables
+}
+
 /// Why a hook agent's sub-run gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SubAgentError {
@@ -167,6 +180,7 @@ impl Runner {
         input: &Value,
         timeout: Duration,
         spend: &Arc<HookSpend>,
+        person: Option<&crate::types::Person>,
     ) -> RunResult {
         match &hook.handler {
             Handler::Command { command, env } => {
@@ -175,7 +189,8 @@ impl Runner {
                     .then(|| input.get("session_id").and_then(Value::as_str))
                     .flatten();
                 let event = hook.event.as_str();
-                let env = environment(&server_variable, event, &self.cwd, session_id, env);
+                let mut env = environment(&server_variable, event, &self.cwd, session_id, env);
+                env.extend(person_variables(person));
                 match execute(command, &env, &self.cwd, input, timeout).await {
                     Ok(run) => wire::command_result(hook.dialect, run),
                     Err(error) => RunResult::Error(error.to_string()),

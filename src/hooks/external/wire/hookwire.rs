@@ -60,6 +60,7 @@ pub(super) fn input(
         agent_name: "hookwire",
         effective_agent_name: "hookwire",
         model: envelope.model.clone(),
+        user: envelope.person.clone(),
         model_ref: model_call.then(|| envelope.model.clone()),
         model_request: model_call.then(|| ModelRequest {
             model: envelope.model.clone(),

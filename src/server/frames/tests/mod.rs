@@ -25,6 +25,7 @@ fn request(frame: ClientFrame) -> ChatRequest {
     let origin = ChatOrigin {
         session_id: "s1",
         traceparent: None,
+        person: None,
     };
     payload.into_request(compact, &origin)
 }

@@ -377,6 +377,7 @@ fn the_cases_protocol_section_3_lists() {
             let origin = super::super::ChatOrigin {
                 session_id: "s",
                 traceparent: None,
+                person: None,
             };
             payload.into_request(compact, &origin)
         }

@@ -49,6 +49,7 @@ impl RunHook for Scripted {
         input: &Value,
         timeout: Duration,
         _: &Arc<HookSpend>,
+        _: Option<&crate::types::Person>,
     ) -> RunResult {
         self.seen
             .lock()

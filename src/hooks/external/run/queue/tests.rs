@@ -34,7 +34,14 @@ impl Drop for Unfinished {
 
 #[async_trait]
 impl RunHook for Gated {
-    async fn run(&self, hook: &HookDef, _: &Value, _: Duration, _: &Arc<HookSpend>) -> RunResult {
+    async fn run(
+        &self,
+        hook: &HookDef,
+        _: &Value,
+        _: Duration,
+        _: &Arc<HookSpend>,
+        _: Option<&crate::types::Person>,
+    ) -> RunResult {
         self.started.fetch_add(1, Ordering::SeqCst);
         let mut unfinished = Unfinished(Some(self.dropped.clone()));
         self.gate.notified().await;

@@ -161,6 +161,7 @@ async fn agent_hooks_ask_the_agent_they_name() {
                     &json!({}),
                     Duration::from_secs(5),
                     &Default::default(),
+                    None,
                 )
                 .await,
         );

@@ -30,6 +30,10 @@ pub(crate) struct NativeInput {
     pub(crate) agent_name: &'static str,
     pub(crate) effective_agent_name: &'static str,
     pub(crate) model: String,
+    /// Who the chat is for, when the server signs people in (`auth.jwt`): `id`, `tenant`,
+    /// `roles`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user: Option<crate::types::Person>,
     /// `pre_llm_request`, `post_llm_response`: the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) model_ref: Option<String>,
