@@ -31,7 +31,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 hookwire \
  && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /app hookwire \
- && mkdir -p /workspace && chown hookwire /workspace
+ && mkdir -p /workspace /state && chown hookwire /workspace \
+ && chown hookwire:hookwire /state && chmod 0700 /state
 WORKDIR /app
 COPY --from=build /src/target/release/hookwire /usr/local/bin/hookwire
 COPY static ./static
@@ -41,8 +42,14 @@ USER 10001:10001
 # its interfaces (set HOOKWIRE_AUTH_TOKEN when the port is reachable by others). Bound to 0.0.0.0
 # the server would answer any Host name, so a page could reach a port published on loopback
 # through DNS rebinding: answer only loopback names unless HOOKWIRE_ALLOWED_HOSTS says more.
+# HOOKWIRE_CONTAINER: the published port, not the address, decides who can connect (no
+# auth_token is then an info line, not a warning), and the log's trust hint says to run
+# `hookwire trust` in the container. trust.json goes to /state, outside the workspace: mount a
+# named volume there (`-v hookwire-state:/state`, which takes this folder's owner) to keep it.
 ENV HOOKWIRE_ADDR=0.0.0.0:8080 \
     HOOKWIRE_ALLOWED_HOSTS=localhost,127.0.0.1,[::1] \
+    HOOKWIRE_CONTAINER=true \
+    HOOKWIRE_STATE_DIR=/state \
     HOOKWIRE_SKILLS_DIR=/app/skills \
     HOOKWIRE_STATIC_DIR=/app/static \
     HOOKWIRE_WORKSPACE=/workspace

@@ -201,7 +201,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         config.trust_workspace_hooks,
         config.state_dir.as_deref(),
     )
-    .with_config_file(config.config_file.as_deref());
+    .with_config_file(config.config_file.as_deref())
+    .in_container(config.container);
     // Started with the server (`Sources::start_mcp_servers`), not here: `hookwire hooks test`
     // wires the agent too, and runs no tool.
     let telemetry = telemetry(config);

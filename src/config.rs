@@ -79,6 +79,10 @@ pub struct Config {
     pub voice: crate::voice::VoiceSettings,
     /// OpenTelemetry export (off unless an endpoint is set).
     pub telemetry: crate::telemetry::TelemetrySettings,
+    /// hookwire runs in a container (`HOOKWIRE_CONTAINER`, which the image sets): its address is
+    /// the container's own, so the published port decides who can connect, and a command the log
+    /// suggests is one to run inside the container.
+    pub container: bool,
 }
 
 /// A setting that could not be used, or a config file that could not be read; the message names
@@ -155,6 +159,28 @@ impl Config {
                 "the secret is {} bytes long; use at least {MIN_SECRET_BYTES} random bytes \
                  (e.g. `openssl rand -hex 32`): a short one can be guessed from any signed value",
                 secret.len()
+            )
+        })
+    }
+
+    /// What to say about the address the server listens on (`loopback`: only loopback), if
+    /// anything: with no `auth_token` on an address others may reach, a warning; in a container,
+    /// which listens on all of its interfaces, a note (the published port decides who connects).
+    pub fn open_address_notice(&self, loopback: bool) -> Option<AddressNotice> {
+        // Signed-in people (`auth.jwt`) close it as a token does.
+        if self.auth_token.is_some() || self.jwt.is_some() || loopback {
+            return None;
+        }
+        Some(if self.container {
+            AddressNotice::Note(
+                "no auth_token: in a container, who can connect is decided by how its port is \
+                 published (`-p 127.0.0.1:8080:8080` keeps it to this machine); set \
+                 HOOKWIRE_AUTH_TOKEN before publishing it wider (docs/deployment.md#docker)",
+            )
+        } else {
+            AddressNotice::Warning(
+                "not a loopback address and no auth_token: anyone who can reach it can chat, \
+                 read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)",
             )
         })
     }
@@ -265,6 +291,10 @@ impl Config {
                 client_trace_context: file.telemetry.client_trace_context.unwrap_or_default(),
             },
             config_file: cli.config.clone(),
+            container: env("HOOKWIRE_CONTAINER")
+                .map(|value| values::boolean("HOOKWIRE_CONTAINER", &value))
+                .transpose()?
+                .unwrap_or(false),
         })
     }
 
@@ -288,6 +318,15 @@ impl Config {
             value: e.value,
         })
     }
+}
+
+/// What [`Config::open_address_notice`] says, and how loudly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressNotice {
+    /// Anyone who can reach the address can use the server: a `warn` line, a `check` warning.
+    Warning(&'static str),
+    /// Only as open as the container's published port: one `info` line.
+    Note(&'static str),
 }
 
 /// `--addr`: `host:port` with a port of 0 to 65535 (`[v6]:port` for IPv6), caught here rather

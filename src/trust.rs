@@ -194,8 +194,34 @@ pub(crate) struct TrustPolicy {
     /// Canonical.
     workspace: PathBuf,
     source: Source,
-    /// The command a warning suggests (`hookwire trust --workspace …`).
+    /// What a warning suggests.
+    hint: TrustHint,
+}
+
+/// What a warning about a file that is not trusted tells the operator to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TrustHint {
+    /// `hookwire trust --workspace …`.
     command: String,
+    /// In a container: its state dir (` /state`, or empty when there is none), for the note
+    /// after the command (where to run it, and where the trust is kept).
+    container: Option<String>,
+}
+
+impl TrustHint {
+    /// The command, and in a container where to run it and what keeps its trust.
+    fn text(&self) -> String {
+        let command = printable(&self.command);
+        match &self.container {
+            Some(state_dir) => format!(
+                "{command}; in a container, run it there (docker exec -it CONTAINER {command}) \
+                 and keep its state dir{} on a volume, or the trust is gone with the container \
+                 (docs/deployment.md#workspace-trust-in-a-container)",
+                printable(state_dir)
+            ),
+            None => command,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -221,7 +247,10 @@ impl TrustPolicy {
         Self {
             workspace: workspace.to_path_buf(),
             source,
-            command: format!("hookwire trust --workspace {}", shell_word(workspace)),
+            hint: TrustHint {
+                command: format!("hookwire trust --workspace {}", shell_word(workspace)),
+                container: None,
+            },
         }
     }
 
@@ -233,8 +262,22 @@ impl TrustPolicy {
     /// Warnings suggest `--config FILE` too: the state dir may be set there.
     pub(crate) fn with_config_file(mut self, config: Option<&Path>) -> Self {
         if let Some(config) = config {
-            self.command
+            self.hint
+                .command
                 .push_str(&format!(" --config {}", shell_word(config)));
+        }
+        self
+    }
+
+    /// In a container (`HOOKWIRE_CONTAINER`), warnings say to run the command inside it, and
+    /// that the trust lasts only as long as the state dir does: the container's own files are
+    /// gone when it is recreated (`docker run --rm`, a new image, a restarted pod).
+    pub(crate) fn in_container(mut self, container: bool) -> Self {
+        if container {
+            self.hint.container = Some(match &self.source {
+                Source::Store(store) => format!(" {}", shell_word(&store.dir)),
+                Source::All | Source::Unusable(_) => String::new(),
+            });
         }
         self
     }
@@ -305,7 +348,7 @@ impl WorkspaceTrust<'_> {
             shown: key.unwrap_or_else(|| path.display().to_string()),
             file: path.to_path_buf(),
             reason,
-            command: self.policy.command.clone(),
+            hint: Box::new(self.policy.hint.clone()),
             errors: Box::default(),
         })
     }
@@ -335,7 +378,7 @@ impl WorkspaceTrust<'_> {
                 shown: key.unwrap_or_else(|| prompt.display().to_string()),
                 changed,
             },
-            command: self.policy.command.clone(),
+            hint: Box::new(self.policy.hint.clone()),
             errors: Box::default(),
         })
     }
@@ -349,7 +392,8 @@ pub(crate) struct Untrusted {
     pub(crate) shown: String,
     pub(crate) file: PathBuf,
     pub(crate) reason: Reason,
-    command: String,
+    /// Boxed: an `Untrusted` travels in `Err`, which is kept small.
+    hint: Box<TrustHint>,
     /// What is wrong with the file, as its parse found (`hookwire trust` refuses a file with
     /// errors, so trusting it is not the next step: fixing it is).
     /// Each as `file:line: message`.
@@ -372,7 +416,7 @@ pub(crate) enum Reason {
 impl Untrusted {
     /// The command that trusts it (after review).
     pub(crate) fn trust_command(&self) -> String {
-        printable(&self.command)
+        printable(&self.hint.command)
     }
 
     /// Why it was not loaded and what to do, without the file's name: [`Untrusted::reason`],
@@ -390,7 +434,7 @@ impl Untrusted {
 
     /// Why it was not loaded and what to do, without the file's name or its errors.
     pub(crate) fn reason(&self) -> String {
-        let command = printable(&self.command);
+        let command = self.hint.text();
         match &self.reason {
             Reason::NotTrusted => format!("not trusted; review and trust it with: {command}"),
             Reason::Changed => {

@@ -211,7 +211,7 @@ export function redrawAll() {
 }
 
 // The empty state: a line, and prompts to start with (a click sends one).
-export const STARTERS = ['list the files', 'read README.md', 'search for TODO'];
+export const STARTERS = ['list the files', 'read README.md', 'search for HOOKWIRE_AUTH_TOKEN'];
 export function drawEmpty() {
   const box = el('div', 'empty');
   box.appendChild(el('p', 'muted', 'Nothing here yet: say something below, or start with one of these.'));

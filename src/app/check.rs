@@ -1,11 +1,11 @@
 //! What `hookwire check` reports: everything `serve` would load, with every problem
 //! (`severity: file: field: reason`). A workspace hook file that `serve` would not load because
 //! it is not trusted is an error (its hooks would not run); a non-loopback address without an
-//! `auth_token` is a warning. And `--probe`: each MCP server started, its tools listed.
+//! `auth_token` is a warning (not in a container: its published port decides). And `--probe`: each MCP server started, its tools listed.
 
 use std::net::ToSocketAddrs;
 
-use crate::config::Config;
+use crate::config::{AddressNotice, Config};
 use crate::hooks::external::{hook_files, load_hook_set};
 use crate::skills::scan_skills;
 use crate::trust::TrustPolicy;
@@ -65,14 +65,11 @@ pub fn report(config: &Config) -> Report {
                 .in_file(&config.skills_dir),
         );
     }
-    if config.auth_token.is_none() && !is_loopback(&config.addr) {
-        problems.push(
-            Problem::warning(
-                "not a loopback address and no auth_token: anyone who can reach it can chat, \
-                 read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)",
-            )
-            .in_field("addr"),
-        );
+    // In a container the note is the server's to log; it is not a problem of the settings.
+    if let Some(AddressNotice::Warning(text)) =
+        config.open_address_notice(is_loopback(&config.addr))
+    {
+        problems.push(Problem::warning(text).in_field("addr"));
     }
     if let Some(warning) = config.secret_warning() {
         problems.push(Problem::warning(warning).in_field("secret"));
@@ -155,6 +152,7 @@ fn trust_policy(config: &Config, workspace: &std::path::Path) -> TrustPolicy {
         config.state_dir.as_deref(),
     )
     .with_config_file(config.config_file.as_deref())
+    .in_container(config.container)
 }
 
 /// One MCP server as `--probe` found it.

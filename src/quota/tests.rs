@@ -53,7 +53,9 @@ async fn a_refusal_moves_no_counter_of_any_subject() {
         .unwrap_err();
     assert_eq!(refused.subject, "tenant:acme");
     for n in 0..5 {
-        let alone = store.admit(&format!("b{n}"), std::slice::from_ref(&bob), now).await;
+        let alone = store
+            .admit(&format!("b{n}"), std::slice::from_ref(&bob), now)
+            .await;
         assert_eq!(alone.unwrap(), Ok(()), "bob's five are all his");
     }
 }

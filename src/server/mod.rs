@@ -41,7 +41,7 @@ use tower_http::services::ServeDir;
 
 use crate::agent::AgentClient;
 use crate::app::{agent_parts, Sources, StartError};
-use crate::config::Config;
+use crate::config::{AddressNotice, Config};
 use crate::types::Problem;
 use crate::voice::stt::Stt;
 use crate::voice::tts::Tts;
@@ -363,9 +363,13 @@ impl RunningServer {
                 source,
             })?;
         let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
-        let open = state.config.auth_token.is_none() && state.config.jwt.is_none();
-        if !addr.ip().to_canonical().is_loopback() && open {
-            tracing::warn!(%addr, "bound to a non-loopback address with no auth_token: anyone who can reach it can chat, read the workspace and spend the model's budget (set HOOKWIRE_AUTH_TOKEN)");
+        match state
+            .config
+            .open_address_notice(addr.ip().to_canonical().is_loopback())
+        {
+            Some(AddressNotice::Warning(text)) => tracing::warn!(%addr, "{text}"),
+            Some(AddressNotice::Note(text)) => tracing::info!(%addr, "{text}"),
+            None => {}
         }
         if let Some(settings) = &state.config.jwt {
             let verifier =

@@ -182,3 +182,30 @@ fn keys_are_workspace_relative() {
     assert_eq!(key("/ws"), None);
     assert_eq!(key("/ws/../ws/x"), None);
 }
+
+#[test]
+fn in_a_container_the_hint_says_where_to_run_the_command_and_to_keep_the_state_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let state = dir.path().canonicalize().unwrap().join("state");
+    let file = workspace.join(".hookwire/hooks.yaml");
+    let why = |policy: TrustPolicy| policy.current().check(&file, Some(b"a")).unwrap_err().why();
+    let command = format!("hookwire trust --workspace {}", workspace.display());
+
+    let outside = why(TrustPolicy::new(&workspace, false, Some(&state)).in_container(false));
+    assert_eq!(
+        outside,
+        format!("not trusted; review and trust it with: {command}")
+    );
+    let inside = why(TrustPolicy::new(&workspace, false, Some(&state)).in_container(true));
+    assert_eq!(
+        inside,
+        format!(
+            "not trusted; review and trust it with: {command}; in a container, run it there \
+             (docker exec -it CONTAINER {command}) and keep its state dir {} on a volume, or the \
+             trust is gone with the container (docs/deployment.md#workspace-trust-in-a-container)",
+            state.display()
+        )
+    );
+}

@@ -308,3 +308,62 @@ async fn the_starter_prompts_one_after_another_keep_the_conversation_going() {
     assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
     server.shutdown().await;
 }
+
+/// The page's starter prompts, as `static/transcript.js` lists them (`STARTERS`).
+fn page_starters() -> Vec<String> {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("static/transcript.js"),
+    )
+    .unwrap();
+    let line = page
+        .lines()
+        .find(|line| line.starts_with("export const STARTERS = "))
+        .expect("static/transcript.js exports STARTERS");
+    let list = line["export const STARTERS = ".len()..].trim_end_matches(';');
+    serde_json::from_str(&list.replace('\'', "\"")).unwrap()
+}
+
+/// `cargo run` serves the repository itself: each of the page's starter prompts calls its tool
+/// there and answers from what the repository holds, not mostly from the demo model's own source
+/// (where "search for TODO" found nearly all of its matches); the demo's greeting names the same
+/// prompts.
+#[tokio::test]
+async fn the_starter_prompts_answer_from_the_repository_the_demo_serves() {
+    let repository = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let server = TestServer::builder()
+        .config(|c| c.workspace = repository)
+        .start()
+        .await;
+    let starters = page_starters();
+    assert_eq!(starters.len(), 3, "{starters:?}");
+    for starter in &starters {
+        let frames = chat(&server, json!({"type":"chat","input":starter})).await;
+        assert_eq!(tool_calls(&frames).len(), 1, "{starter}: {frames:?}");
+        let answer = answer_of(&frames);
+        assert!(
+            !answer.starts_with("Found no matches"),
+            "{starter}: {answer}"
+        );
+        // The places the answer names (`file:line`, before its code block): the demo's own
+        // source (which names the prompts in its greeting) is at most a few of them.
+        let first_line = answer.lines().next().unwrap_or_default();
+        let places: Vec<&str> = first_line
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|place| place.contains(':'))
+            .collect();
+        let own = places
+            .iter()
+            .filter(|place| place.starts_with("src/llm/demo/"))
+            .count();
+        assert!(own * 4 <= places.len(), "{starter}: {answer}");
+    }
+    let greeting = answer_of(&chat(&server, json!({"type":"chat","input":"hello"})).await);
+    for starter in &starters {
+        assert!(
+            greeting.contains(&format!("\"{starter}\"")),
+            "{starter} in {greeting}"
+        );
+    }
+}

@@ -410,3 +410,98 @@ async fn a_killed_servers_transcript_folder_is_gone_after_the_next_start() {
         second.log()
     );
 }
+
+/// `hookwire serve --addr 0.0.0.0:0` with no auth_token, in a workspace with a hook file that is
+/// not trusted, with `env` added (state dir outside the workspace).
+fn serve_on_all_interfaces(env: &[(&str, &str)]) -> Hookwire {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, state) = (dir.path().join("ws"), dir.path().join("state"));
+    std::fs::create_dir_all(root.join(".hookwire")).unwrap();
+    std::fs::write(
+        root.join(".hookwire/hooks.yaml"),
+        "user_input:\n  - command: 'true'\n",
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    command
+        .args(["serve", "--addr", "0.0.0.0:0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", &root)
+        .env("HOOKWIRE_STATE_DIR", &state)
+        .envs(env.iter().copied());
+    Hookwire::launch(command, root, Some(dir))
+}
+
+/// `hookwire check --addr 0.0.0.0:8080` with `env`: what it prints.
+fn check_on_all_interfaces(env: &[(&str, &str)]) -> String {
+    let workspace = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"))
+        .args(["check", "--addr", "0.0.0.0:8080", "--workspace"])
+        .arg(workspace.path())
+        .env_remove("HOOKWIRE_AUTH_TOKEN")
+        .env_remove("HOOKWIRE_CONTAINER")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// No auth_token on all interfaces is a warning, in the log and from `check`; in a container
+/// (`HOOKWIRE_CONTAINER=true`, which the image sets) the published port decides who can connect,
+/// so it is one informative line pointing to the docs, and `check` has nothing to say.
+#[tokio::test]
+async fn no_auth_token_on_all_interfaces_warns_but_in_a_container_informs() {
+    let plain = serve_on_all_interfaces(&[]);
+    let log = plain.log().join("\n");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("no auth_token: anyone who can reach it")),
+        "{log}"
+    );
+    assert!(!log.contains("published"), "{log}");
+
+    let container = serve_on_all_interfaces(&[("HOOKWIRE_CONTAINER", "true")]);
+    let log = container.log().join("\n");
+    let notes: Vec<&str> = log.lines().filter(|l| l.contains("auth_token")).collect();
+    assert_eq!(notes.len(), 1, "one line: {log}");
+    assert!(notes[0].contains("INFO"), "{log}");
+    assert!(
+        notes[0].contains("who can connect is decided by how its port is published")
+            && notes[0].contains("docs/deployment.md#docker"),
+        "{log}"
+    );
+    assert!(!log.contains("anyone who can reach it"), "{log}");
+
+    let checked = check_on_all_interfaces(&[]);
+    assert!(checked.contains("no auth_token"), "{checked}");
+    let checked = check_on_all_interfaces(&[("HOOKWIRE_CONTAINER", "true")]);
+    assert!(!checked.contains("auth_token"), "{checked}");
+}
+
+/// The hint for a workspace hook file that is not trusted names `hookwire trust`; in a container
+/// it also says to run it there and to keep the state dir on a volume, since the container's
+/// own files do not outlive it.
+#[tokio::test]
+async fn in_a_container_the_trust_hint_says_where_to_run_it_and_to_keep_the_state() {
+    let untrusted = |line: &str| line.contains(".hookwire/hooks.yaml was not loaded");
+    let plain = serve_on_all_interfaces(&[]);
+    assert!(plain.logged(untrusted).await, "{:?}", plain.log());
+    let line = plain.log().into_iter().find(|l| untrusted(l)).unwrap();
+    assert!(
+        line.contains("review and trust it with: hookwire trust --workspace"),
+        "{line}"
+    );
+    assert!(!line.contains("container"), "{line}");
+
+    let container = serve_on_all_interfaces(&[("HOOKWIRE_CONTAINER", "true")]);
+    assert!(container.logged(untrusted).await, "{:?}", container.log());
+    let line = container.log().into_iter().find(|l| untrusted(l)).unwrap();
+    assert!(
+        line.contains(
+            "in a container, run it there (docker exec -it CONTAINER hookwire trust --workspace"
+        ) && line.contains("on a volume, or the trust is gone with the container")
+            && line.contains("docs/deployment.md#workspace-trust-in-a-container"),
+        "{line}"
+    );
+}

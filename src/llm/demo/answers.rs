@@ -20,8 +20,8 @@ pub(super) fn direct(input: &str) -> String {
     format!(
         "Hello! I am hookwire's built-in demo model: I run offline and give fixed answers, so you can \
 see how streaming, tools and hooks work. You said: \"{shown}\". Ask me to \"list the files\", \
-\"read README.md\" or \"search for TODO\" to watch the planning round and the agent loop with tools. \
-{CONFIGURE_HINT}"
+\"read README.md\" or \"search for HOOKWIRE_AUTH_TOKEN\" to watch the planning round and the agent \
+loop with tools. {CONFIGURE_HINT}"
     )
 }
 

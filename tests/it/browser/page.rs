@@ -238,7 +238,11 @@ async fn starter_prompts_on_the_empty_state_in_chromium() {
     browser.open(&server.url("/")).await;
     assert_eq!(
         browser.texts(".empty button.starter").await,
-        ["list the files", "read README.md", "search for TODO"]
+        [
+            "list the files",
+            "read README.md",
+            "search for HOOKWIRE_AUTH_TOKEN"
+        ]
     );
     browser.click_first(".empty button.starter").await;
     browser.wait_answer().await;
