@@ -133,6 +133,24 @@ export function explainError(code, message) {
       });
     case 'upstream':
       return Object.assign(base, upstream(text));
+    case 'quota_exceeded':
+      return Object.assign(base, {
+        title: 'You have reached your limit on this server for now.',
+        body: 'The technical details say which limit and when it resets; try again then.',
+        actions: ['retry'],
+      });
+    case 'auth_expired':
+      return Object.assign(base, {
+        title: 'Your sign-in has expired.',
+        body: 'Sign in again (reload the page, or give it a fresh token), then try again.',
+        actions: ['retry'],
+      });
+    case 'unavailable':
+      return Object.assign(base, {
+        title: 'A service this server needs cannot be reached.',
+        body: 'This is usually brief: try again in a moment.',
+        actions: ['retry'],
+      });
     case 'internal':
     default:
       return Object.assign(base, {

@@ -17,6 +17,9 @@ test('a raw protocol error is never the headline, and Retry is offered only wher
     busy: ['a chat is already running', ['retry']],
     draining: ['the server is shutting down', ['retry']],
     internal: ['panic in a task', ['retry', 'new_chat']],
+    quota_exceeded: ['the chats_per_minute quota of user:ann is spent; try again in 20 s', ['retry']],
+    auth_expired: ['the token expired', ['retry']],
+    unavailable: ['the shared state could not be reached', ['retry']],
   };
   for (const [code, [message, actions]] of Object.entries(cases)) {
     const shown = explainError(code, message);
