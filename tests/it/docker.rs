@@ -87,7 +87,12 @@ fn crates_that_run_programs() -> Vec<String> {
                         .map(|value| value.trim().trim_matches('"').to_string())
                 })
             };
-            Some(format!("{}@{}", field("name = ")?, field("version = ")?))
+            let name = field("name = ")?;
+            // The build tools themselves are only build dependencies: cargo builds them for
+            // the crates that use them (and cannot be asked for them with `-p`).
+            (name != "cmake" && name != "cc")
+                .then(|| Some(format!("{name}@{}", field("version = ")?)))
+                .flatten()
         })
         .collect();
     // What `cargo build --release` builds for this machine: normal and build dependencies.
