@@ -21,9 +21,10 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
+use super::access::SignedIn;
 use super::wire::{WireChat, WireEncoder};
 use super::AppState;
-use crate::types::{ChatError, ChatRequest, ErrorCode};
+use crate::types::{ChatError, ChatRequest, ErrorCode, Person};
 
 /// The most SSE events written in one chunk.
 const SSE_BATCH: usize = 64;
@@ -144,7 +145,7 @@ pub(crate) struct Admitted {
 }
 
 /// A new chat over HTTP, unless the server is draining or full (503).
-pub(crate) fn admit(state: &AppState) -> Result<Admitted, RouteError> {
+fn admit(state: &AppState) -> Result<Admitted, RouteError> {
     let unavailable = |reason: &'static str, message: &str| {
         ::metrics::counter!("hookwire_rejected_connections_total", "reason" => reason).increment(1);
         RouteError {
@@ -168,8 +169,49 @@ pub(crate) fn admit(state: &AppState) -> Result<Admitted, RouteError> {
     })
 }
 
+/// Who sent an HTTP chat, as the access layer found them (the signed-in person), and the
+/// request's trace context: what every wire's route gives its chat.
+pub(crate) struct Caller {
+    person: Option<Person>,
+    traceparent: Option<String>,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Caller {
+            person: parts
+                .extensions
+                .get::<SignedIn>()
+                .map(|signed_in| signed_in.person.clone()),
+            traceparent: traceparent(&parts.headers).map(str::to_string),
+        })
+    }
+}
+
+impl Caller {
+    /// The request as this caller's (their person; the header's `traceparent` unless the wire
+    /// carried one), checked, and admitted: before any stream, every refusal is a JSON error.
+    pub(crate) fn admit(
+        self,
+        state: &AppState,
+        request: &mut ChatRequest,
+    ) -> Result<Admitted, RouteError> {
+        request.person = self.person;
+        if request.traceparent.is_none() {
+            request.traceparent = self.traceparent;
+        }
+        check_request(state, request)?;
+        admit(state)
+    }
+}
+
 /// Refuses client tools that clash with a server tool, before any stream (400).
-pub(crate) fn check_request(state: &AppState, request: &ChatRequest) -> Result<(), RouteError> {
+fn check_request(state: &AppState, request: &ChatRequest) -> Result<(), RouteError> {
     state
         .agent
         .check_client_tools(&request.client_tools)

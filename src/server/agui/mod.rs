@@ -27,43 +27,26 @@ pub(crate) use request::RunAgentInput;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use super::http_chat::{self, admit, check_request, read_body, RouteError};
+use super::http_chat::{self, read_body, Caller, RouteError};
 use super::AppState;
 
 /// `POST /ag-ui`: a run, answered with its AG-UI events as Server-Sent Events.
 pub(super) async fn run(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    signed_in: Option<axum::Extension<super::access::SignedIn>>,
-    body: Body,
-) -> Response {
-    let person = signed_in.map(|signed_in| signed_in.0.person);
-    match events(&state, &headers, person, body).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
-
-async fn events(
-    state: &AppState,
-    headers: &HeaderMap,
-    person: Option<crate::types::Person>,
+    caller: Caller,
     body: Body,
 ) -> Result<Response, RouteError> {
+    let state = &state;
     let bytes = read_body(state, body).await?;
     let refused = |error: AgUiError| RouteError::bad_request(error.to_string());
     let input = RunAgentInput::from_json(&bytes).map_err(refused)?;
     let encoder = AgUiEncoder::new(&input);
-    let traceparent = http_chat::traceparent(headers);
     let mut request = input
-        .into_request(&state.config.limits, traceparent)
+        .into_request(&state.config.limits, None)
         .map_err(refused)?;
-    request.person = person;
-    check_request(state, &request)?;
-    let admitted = admit(state)?;
+    let admitted = caller.admit(state, &mut request)?;
     Ok(http_chat::sse_response(
         state,
         admitted,

@@ -11,10 +11,9 @@ use std::collections::HashSet;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use super::http_chat::{self, admit, check_request, read_json, RouteError};
+use super::http_chat::{self, read_json, Caller, RouteError};
 use super::AppState;
 use encode::UiStreamEncoder;
 use request::ChatBody;
@@ -25,30 +24,14 @@ const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 /// `POST /api/chat`.
 pub(super) async fn chat(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    signed_in: Option<axum::Extension<super::access::SignedIn>>,
-    body: Body,
-) -> Response {
-    let person = signed_in.map(|signed_in| signed_in.0.person);
-    match stream(&state, &headers, person, body).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
-
-async fn stream(
-    state: &AppState,
-    headers: &HeaderMap,
-    person: Option<crate::types::Person>,
+    caller: Caller,
     body: Body,
 ) -> Result<Response, RouteError> {
+    let state = &state;
     let body: ChatBody = read_json(state, body).await?;
     let id = http_chat::new_chat_id();
     let mut request = body.into_request(id.clone(), &state.config.limits)?;
-    request.traceparent = http_chat::traceparent(headers).map(str::to_string);
-    request.person = person;
-    check_request(state, &request)?;
-    let admitted = admit(state)?;
+    let admitted = caller.admit(state, &mut request)?;
     // A new turn starts a new assistant message; a resume or a chat after client tools goes on
     // with the client's last one.
     let new_message = !request.input.is_empty();

@@ -10,11 +10,10 @@ mod request;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::http_chat::{self, admit, check_request, read_json, RouteError};
+use super::http_chat::{self, read_json, Caller, RouteError};
 use super::AppState;
 use encode::{ChunkEncoder, Completion, Whole, WholeEncoder};
 use request::CompletionRequest;
@@ -25,23 +24,10 @@ pub(crate) const MODEL: &str = "hookwire";
 /// `POST /v1/chat/completions`.
 pub(super) async fn completions(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    signed_in: Option<axum::Extension<super::access::SignedIn>>,
-    body: Body,
-) -> Response {
-    let person = signed_in.map(|signed_in| signed_in.0.person);
-    match completion(&state, &headers, person, body).await {
-        Ok(response) => response,
-        Err(error) => error.into_response(),
-    }
-}
-
-async fn completion(
-    state: &AppState,
-    headers: &HeaderMap,
-    person: Option<crate::types::Person>,
+    caller: Caller,
     body: Body,
 ) -> Result<Response, RouteError> {
+    let state = &state;
     let body: CompletionRequest = read_json(state, body).await?;
     let id = http_chat::new_chat_id();
     let stream = body.stream;
@@ -51,10 +37,7 @@ async fn completion(
         .is_some_and(|o| o.include_usage);
     let model = body.model.clone().unwrap_or_else(|| MODEL.to_string());
     let mut request = body.into_request(id.clone(), &state.config.limits)?;
-    request.traceparent = http_chat::traceparent(headers).map(str::to_string);
-    request.person = person;
-    check_request(state, &request)?;
-    let admitted = admit(state)?;
+    let admitted = caller.admit(state, &mut request)?;
     let completion = Completion {
         id: format!("chatcmpl-{}", id.trim_start_matches("chat-")),
         model,
