@@ -4,10 +4,9 @@
 //! request only, by a one-line stub; the chat's own list (and so the client's history) keeps them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
-use crate::hooks::sync::lock;
 use crate::hooks::CompactInfo;
 use crate::types::{Message, Role};
 
@@ -93,7 +92,7 @@ const ASK_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(300)
 /// The context windows model servers stated, by model, learned at the first chat of each model
 /// (`ChatModel::server_window`). A cache of facts, not a setting: it compares equal to any other.
 #[derive(Clone, Default)]
-pub struct LearnedWindows(Arc<Mutex<HashMap<String, Learned>>>);
+pub struct LearnedWindows(Arc<RwLock<HashMap<String, Learned>>>);
 
 #[derive(Debug, Clone, Copy)]
 enum Learned {
@@ -105,8 +104,10 @@ enum Learned {
 }
 
 impl LearnedWindows {
+    // Read by every model call's estimates; written once per model.
     fn get(&self, model: &str) -> Option<u64> {
-        match lock(&self.0).get(model) {
+        let learned = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        match learned.get(model) {
             Some(Learned::Known(tokens)) => Some(*tokens),
             _ => None,
         }
@@ -114,7 +115,17 @@ impl LearnedWindows {
 
     /// Whether this caller should ask the server now (and, if so, the others should not).
     pub(super) fn start_asking(&self, model: &str) -> bool {
-        let mut learned = lock(&self.0);
+        // Every chat asks: once the window is known (or being asked), a read says so.
+        {
+            let learned = self.0.read().unwrap_or_else(PoisonError::into_inner);
+            if matches!(
+                learned.get(model),
+                Some(Learned::Known(_) | Learned::Asking)
+            ) {
+                return false;
+            }
+        }
+        let mut learned = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let ask = match learned.get(model) {
             None => true,
             Some(Learned::Unknown(when)) => when.elapsed() >= ASK_AGAIN_AFTER,
@@ -131,7 +142,10 @@ impl LearnedWindows {
             Some(tokens) => Learned::Known(tokens),
             None => Learned::Unknown(Instant::now()),
         };
-        lock(&self.0).insert(model.to_string(), learned);
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(model.to_string(), learned);
     }
 }
 
@@ -143,7 +157,8 @@ impl PartialEq for LearnedWindows {
 
 impl std::fmt::Debug for LearnedWindows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(lock(&self.0).iter()).finish()
+        let learned = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        f.debug_map().entries(learned.iter()).finish()
     }
 }
 

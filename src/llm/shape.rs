@@ -6,6 +6,7 @@
 //! list, applied to the request only: hooks, the chat's record and the client see the list as the
 //! agent built it, and what is injected or removed per call does not change, only where it goes.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -105,7 +106,7 @@ fn strict(messages: &[Message], system_role: bool) -> Vec<Message> {
     for (index, message) in messages.iter().enumerate() {
         if message.role != Role::System {
             let mut message = wire(message);
-            message.content = escape_reminders(&message.content);
+            escape_reminders(&mut message.content);
             push_merged(&mut out, message);
         } else if message.content.trim().is_empty() {
             continue;
@@ -152,14 +153,17 @@ fn strict(messages: &[Message], system_role: bool) -> Vec<Message> {
 /// blocks, so text from anyone else (the person, a carried assistant message, a file a tool
 /// read) must not be able to open or close one. The tag is matched as a model would read it:
 /// any case, spaces inside the brackets.
-fn escape_reminders(text: &str) -> String {
+fn escape_reminders(text: &mut String) {
     static TAG: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)<(\s*/?\s*system-reminder)").expect("a constant pattern")
     });
+    // Most texts hold no tag: they are neither searched twice nor copied.
     if !text.contains('<') {
-        return text.to_string();
+        return;
     }
-    TAG.replace_all(text, "&lt;$1").into_owned()
+    if let Cow::Owned(escaped) = TAG.replace_all(text, "&lt;$1") {
+        *text = escaped;
+    }
 }
 
 /// Appends `message`, merged into the last one when they may be one.
