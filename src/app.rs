@@ -17,6 +17,7 @@ use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
 use crate::llm::{AnthropicClient, AnthropicConfig, OpenAiClient, OpenAiConfig};
 use crate::mcp::{McpServerStatus, McpServers};
+use crate::quota::{Quotas, RedisStore, TenantLimits};
 use crate::reload::Reloader;
 use crate::skills::{SkillHookFactory, SkillRegistry};
 use crate::tools::{builtin_tools, ToolLimits, Workspace};
@@ -51,6 +52,10 @@ pub enum StartError {
     /// `auth.jwt` is set, but the client that fetches the provider's keys cannot be built.
     #[error("auth.jwt: cannot build the HTTP client for the identity provider's keys: {0}")]
     SignInClient(#[source] reqwest::Error),
+    /// `shared_state` is not a URL the Redis client can use (it is not quoted: it may hold a
+    /// password).
+    #[error("shared_state: {0}")]
+    SharedState(#[source] crate::quota::StoreError),
 }
 
 /// One problem a line, indented under the heading.
@@ -231,7 +236,8 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         config.default_skills.clone(),
         signing_key.clone(),
     );
-    let builder = AgentClient::builder()
+    let mut builder = AgentClient::builder()
+        .quotas(Arc::new(quotas(config)?))
         .telemetry(telemetry)
         .model(model)
         .tools(builtin_tools(Arc::new(workspace), ToolLimits::default()))
@@ -242,6 +248,9 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         .hook_factory(hook_files.clone())
         .hook_factory(Arc::new(skill_hooks))
         .hook_factory(Arc::new(session_hooks));
+    for (name, tenant) in &config.tenants {
+        builder = builder.tenant(name.clone(), tenant.tools.clone());
+    }
     // `session_hooks.enabled: false` takes the tool away, so the model cannot even try.
     let builder = if config.session_hooks.enabled {
         builder.tool(Arc::new(RegisterHook::new(
@@ -262,6 +271,24 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
             mcp: Some(mcp),
         },
     })
+}
+
+/// The quotas of `quotas:` and `tenants:`, counted in `shared_state` when it is set.
+fn quotas(config: &Config) -> Result<Quotas, StartError> {
+    let settings = &config.quotas;
+    let mut quotas = Quotas::new(settings.per_user, settings.per_tenant);
+    if let Some(url) = &settings.shared_state {
+        let store = RedisStore::new(url).map_err(StartError::SharedState)?;
+        quotas = quotas.shared(store, settings.fail_closed);
+    }
+    for (name, tenant) in &config.tenants {
+        let limits = TenantLimits {
+            per_user: tenant.per_user,
+            per_tenant: tenant.per_tenant,
+        };
+        quotas = quotas.tenant(name.clone(), limits);
+    }
+    Ok(quotas)
 }
 
 /// The model client of `llm`: the demo model when no upstream is configured.

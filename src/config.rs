@@ -15,6 +15,7 @@ mod auth;
 mod cli;
 mod file;
 mod limits;
+mod people;
 mod tools;
 mod upstream;
 mod values;
@@ -28,6 +29,7 @@ pub use file::{
     UpstreamFile,
 };
 pub use limits::Limits;
+pub use people::{QuotaSettings, QuotasFile, Tenant, TenantFile};
 pub use upstream::{
     LlmSettings, ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL, DEFAULT_MAX_TOKENS, OPENAI_BASE_URL,
 };
@@ -54,6 +56,10 @@ pub struct Config {
     /// `auth.jwt`: the chat routes take a JWT from this identity provider (then `auth_token`
     /// no longer opens them).
     pub jwt: Option<JwtSettings>,
+    /// `quotas:` and `shared_state:`: what people and tenants may spend, counted where.
+    pub quotas: QuotaSettings,
+    /// `tenants.<name>`: what the people of a tenant (the token's tenant claim) get.
+    pub tenants: std::collections::BTreeMap<String, Tenant>,
     /// Every workspace hook file loads without review (the workspace is the operator's own).
     pub trust_workspace_hooks: bool,
     /// Where `trust.json` is kept; `None` when no home or state folder is known (then no
@@ -246,6 +252,20 @@ impl Config {
             .or(file.addr)
             .unwrap_or_else(|| "127.0.0.1:8080".into());
         check_addr(&addr)?;
+        let jwt = auth::JwtSettings::resolve(file.auth.jwt.as_ref(), &env)?;
+        let tenants = people::tenants(file.tenants)?;
+        if !tenants.is_empty()
+            && jwt
+                .as_ref()
+                .and_then(|jwt| jwt.tenant_claim.as_ref())
+                .is_none()
+        {
+            return Err(ConfigError::Missing {
+                setting: "tenants",
+                what: "tenants needs auth.jwt.tenant_claim: the token's claim that names a \
+                       person's tenant",
+            });
+        }
         Ok(Config {
             addr,
             skills_dir: cli
@@ -266,7 +286,14 @@ impl Config {
             allowed_hosts: list_env("HOOKWIRE_ALLOWED_HOSTS").or(file.allowed_hosts),
             auth_token: access.auth_token,
             admin_token: access.admin_token,
-            jwt: auth::JwtSettings::resolve(file.auth.jwt.as_ref(), &env)?,
+            jwt,
+            quotas: QuotaSettings::resolve(
+                file.quotas,
+                file.shared_state,
+                file.shared_state_fail_closed,
+                &env,
+            )?,
+            tenants,
             trust_workspace_hooks: access.trust_workspace_hooks,
             state_dir: access.state_dir,
             session_hooks: access.session_hooks,

@@ -277,7 +277,12 @@ export function showFrame(frame) {
       finish(frame.reason !== 'completed' && frame.reason !== 'approval_required' ? { kind: 'note', text: 'ended: ' + frame.reason } : null, countedUsage(frame));
       break;
     case 'error':
-      finish({ kind: 'error', code: String(frame.code), message: typeof frame.message === 'string' ? frame.message : '' });
+      finish({
+        kind: 'error',
+        code: String(frame.code),
+        message: typeof frame.message === 'string' ? frame.message : '',
+        retryAfter: Number.isFinite(frame.retry_after_seconds) ? frame.retry_after_seconds : undefined,
+      });
       break;
   }
 }

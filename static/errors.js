@@ -77,9 +77,10 @@ function upstream(message) {
 /**
  * What the page says about an `error` frame's `code` and `message` (or a lost connection,
  * `connectionLost()`): `{title, body, actions, editAt, detail}`; `detail` is the technical line
- * (`code: message`), `editAt` the history place of the refused message or null.
+ * (`code: message`), `editAt` the history place of the refused message or null. `retryAfter`:
+ * the frame's `retry_after_seconds`, when it said when to try again.
  */
-export function explainError(code, message) {
+export function explainError(code, message, retryAfter) {
   const text = typeof message === 'string' ? message : '';
   const detail = code === LOST ? text : (code ? code + ': ' : '') + text;
   const base = { title: '', body: '', actions: [], editAt: null, detail };
@@ -136,7 +137,9 @@ export function explainError(code, message) {
     case 'quota_exceeded':
       return Object.assign(base, {
         title: 'You have reached your limit on this server for now.',
-        body: 'The technical details say which limit and when it resets; try again then.',
+        body: Number.isFinite(retryAfter) && retryAfter > 0
+          ? 'It resets in ' + waitWords(retryAfter) + '; try again then.'
+          : 'The technical details say which limit; try again later.',
         actions: ['retry'],
       });
     case 'auth_expired':
@@ -161,12 +164,24 @@ export function explainError(code, message) {
   }
 }
 
+/** A wait in words a person reads at a glance: "about 3 hours", "40 seconds". */
+export function waitWords(seconds) {
+  const plural = (n, unit) => n + ' ' + unit + (n === 1 ? '' : 's');
+  if (seconds < 90) return plural(Math.max(1, Math.round(seconds)), 'second');
+  if (seconds < 90 * 60) return 'about ' + plural(Math.round(seconds / 60), 'minute');
+  return 'about ' + plural(Math.round(seconds / 3600), 'hour');
+}
+
 /**
- * An error item as the page keeps it: `{kind: 'error', code, message}`; one stored by an older
+ * An error item as the page keeps it: `{kind: 'error', code, message, retryAfter?}`; one stored by an older
  * page has only `text` ("code: message", or the lost connection's sentence).
  */
 export function errorOf(item) {
-  if (item && typeof item.code === 'string') return { code: item.code, message: item.message };
+  if (item && typeof item.code === 'string') {
+    const found = { code: item.code, message: item.message };
+    if (Number.isFinite(item.retryAfter)) found.retryAfter = item.retryAfter;
+    return found;
+  }
   const text = item && typeof item.text === 'string' ? item.text : '';
   if (text.startsWith('connection lost')) return { code: LOST, message: '' };
   const found = /^([a-z_]+): ([\s\S]*)$/.exec(text);

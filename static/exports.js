@@ -94,7 +94,7 @@ export function exportMarkdown(meta, transcript, extra) {
       }
       case 'error': {
         const failure = errorOf(item);
-        const shown = explainError(failure.code, failure.message);
+        const shown = explainError(failure.code, failure.message, failure.retryAfter);
         out.push('**Error:** ' + shown.title + (shown.detail ? ' (`' + shown.detail + '`)' : ''));
         break;
       }

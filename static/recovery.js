@@ -103,7 +103,7 @@ export function updateActions(idle) {
   };
   if (failure) {
     const found = errorOf(failure);
-    const shown = explainError(found.code, found.message);
+    const shown = explainError(found.code, found.message, found.retryAfter);
     // Made shorter since it failed (compacted, turns dropped): it may fit now.
     // Compact only when there is something to summarise: past the window, the server goes as
     // far as it must (even the last turn).

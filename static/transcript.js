@@ -170,7 +170,7 @@ export function drawTurn(item) {
 // (code and the server's message) folded away. Its ways out are under it (recovery.js).
 export function drawError(item) {
   const failure = errorOf(item);
-  const shown = explainError(failure.code, failure.message);
+  const shown = explainError(failure.code, failure.message, failure.retryAfter);
   const node = el('div', 'chat-error');
   node.appendChild(el('p', 'error-title', shown.title));
   if (shown.body) node.appendChild(el('p', 'error-body', shown.body));

@@ -200,6 +200,11 @@ pub(crate) struct AgentInner {
     pub(crate) sessions: sessions::SessionEvents,
     /// The trace exporter (off unless configured).
     pub(crate) telemetry: crate::telemetry::Telemetry,
+    /// What people and tenants may spend; `None` = no quotas.
+    pub(crate) quotas: Option<Arc<crate::quota::Quotas>>,
+    /// The tenants the operator listed, with the tools their people are offered (`None` =
+    /// every tool).
+    pub(crate) tenants: std::collections::BTreeMap<String, Option<Vec<String>>>,
 }
 
 impl AgentInner {
@@ -404,6 +409,8 @@ pub struct ChatStream {
     chat_id: String,
     /// Whether the last event (`Done` or `Error`) was yielded.
     ended: bool,
+    /// The event [`ChatStream::accepted`] read, yielded first.
+    first: Option<Box<ChatEvent>>,
 }
 
 impl ChatStream {
@@ -421,6 +428,27 @@ impl ChatStream {
             panicked: None,
             chat_id,
             ended: false,
+            first: None,
+        }
+    }
+
+    /// Waits until the chat is accepted (its `Started`), or returns the error that refused it
+    /// (a quota, a hook factory, the client's tools), after which the stream is over. For a
+    /// wire that answers a refusal with an HTTP status before any stream.
+    pub async fn accepted(&mut self) -> Result<(), ChatError> {
+        use futures::StreamExt;
+        match self.next().await {
+            Some(ChatEvent::Error(error)) => Err(error),
+            Some(event) => {
+                // Not the last event: `Started` comes before any.
+                self.ended = false;
+                self.first = Some(Box::new(event));
+                Ok(())
+            }
+            None => Err(ChatError::new(
+                ErrorCode::Internal,
+                "the chat ended without a result",
+            )),
         }
     }
 
@@ -435,6 +463,9 @@ impl Stream for ChatStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ChatEvent>> {
         let this = &mut *self;
+        if let Some(event) = this.first.take() {
+            return this.yielded(*event);
+        }
         if this.ended {
             return Poll::Ready(None);
         }
@@ -487,12 +518,28 @@ pub struct AgentClientBuilder {
     connection_hooks: Vec<Arc<dyn AgentHook>>,
     factories: Vec<Arc<dyn HookFactory>>,
     telemetry: crate::telemetry::Telemetry,
+    quotas: Option<Arc<crate::quota::Quotas>>,
+    tenants: std::collections::BTreeMap<String, Option<Vec<String>>>,
 }
 
 impl AgentClientBuilder {
     /// Where chats' spans go (docs/protocol.md §17); off by default.
     pub fn telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
         self.telemetry = telemetry;
+        self
+    }
+
+    /// Chats are admitted against these quotas first (docs/protocol.md §20): one over a limit
+    /// ends with `quota_exceeded` before any hook or model call.
+    pub fn quotas(mut self, quotas: Arc<crate::quota::Quotas>) -> Self {
+        self.quotas = Some(quotas);
+        self
+    }
+
+    /// A tenant the operator lists, and the tools its people's model is offered (`None` = every
+    /// tool). Listed tenants are also the labels of `hookwire_tenant_tokens_total`.
+    pub fn tenant(mut self, name: impl Into<String>, tools: Option<Vec<String>>) -> Self {
+        self.tenants.insert(name.into(), tools);
         self
     }
 
@@ -568,6 +615,8 @@ impl AgentClientBuilder {
                 factories: self.factories,
                 sessions: Default::default(),
                 telemetry: self.telemetry,
+                quotas: self.quotas,
+                tenants: self.tenants,
             }),
         }
     }

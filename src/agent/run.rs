@@ -79,6 +79,18 @@ pub(super) struct ChatRun {
     pub(super) client_calls: Vec<String>,
     /// Whether the client's wire can carry an approval; when not, such a call is refused.
     pub(super) can_ask_approval: bool,
+    /// The chat's place in the quotas, settled (its tokens added, its lease given back) just
+    /// before its last event, so that a client that sends its next chat on `done` finds its
+    /// place free and its tokens counted; or when the chat is dropped.
+    ticket: Option<crate::quota::Ticket>,
+}
+
+impl Drop for ChatRun {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            ticket.finish_later(self.ctx.total_tokens());
+        }
+    }
 }
 
 /// Runs one chat, sending its events to `tx`; always ends with `Done` or `Error`. With
@@ -100,16 +112,98 @@ pub(crate) async fn run_chat(
             return "refused";
         }
     };
+    // An agent hook's sub-run is part of the chat that ran the hook, admitted already.
+    let ticket = match hook_call_of {
+        Some(_) => None,
+        None => match admit(&inner, &request).await {
+            Ok(ticket) => ticket,
+            Err(error) => {
+                metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str())
+                    .increment(1);
+                let code = error.code.as_str();
+                let _ = tx.send(ChatEvent::Error(error));
+                return code;
+            }
+        },
+    };
     if tx.send(ChatEvent::Started { trace_id }).is_err() {
+        if let Some(ticket) = ticket {
+            ticket.finish(0).await;
+        }
         return "cancelled";
     }
+    let tenant = tenant_label(&inner, &request);
     let ctx = chat_context(&inner, &request, late);
     let mut run = ChatRun::new(inner, hooks, ctx, tx, &request, hook_call_of);
+    let renewing = ticket.clone();
+    run.ticket = ticket;
     let started = Instant::now();
-    let result = run.execute_until_cancelled(request).await;
+    let result = match &renewing {
+        Some(ticket) => {
+            tokio::select! {
+                biased;
+                result = run.execute_until_cancelled(request) => result,
+                never = ticket.keep_alive() => match never {},
+            }
+        }
+        None => run.execute_until_cancelled(request).await,
+    };
+    drop(renewing);
     let outcome = run.finish(result).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
+    if let Some(tenant) = tenant {
+        metrics::counter!("hookwire_tenant_tokens_total", "tenant" => tenant)
+            .increment(run.ctx.total_tokens());
+    }
     outcome
+}
+
+/// The chat admitted against the quotas of its person (the static token's holder without
+/// sign-in) and their tenant; `None` when no quota applies. A spent limit is `quota_exceeded`
+/// with when to try again; a shared state that cannot be reached, when the operator chose to
+/// fail closed, is `unavailable`.
+async fn admit(
+    inner: &AgentInner,
+    request: &ChatRequest,
+) -> Result<Option<crate::quota::Ticket>, ChatError> {
+    use crate::quota::Denied;
+    let Some(quotas) = &inner.quotas else {
+        return Ok(None);
+    };
+    let holder;
+    let person = match &request.person {
+        Some(person) => person,
+        None => {
+            holder = crate::types::Person::token_holder();
+            &holder
+        }
+    };
+    match quotas.admit(person).await {
+        Ok(ticket) => Ok(ticket.counts().then_some(ticket)),
+        Err(Denied::Spent(refused)) => {
+            tracing::info!(chat = %request.id, subject = %refused.subject, limit = refused.spent.as_str(), retry_after_seconds = refused.retry_after_seconds, "refused a chat over its quota");
+            metrics::counter!("hookwire_quota_refusals_total", "limit" => refused.spent.as_str())
+                .increment(1);
+            let seconds = refused.retry_after_seconds;
+            Err(ChatError::new(ErrorCode::QuotaExceeded, refused.to_string()).retry_after(seconds))
+        }
+        Err(Denied::Unavailable(_)) => Err(ChatError::new(
+            ErrorCode::Unavailable,
+            "the server cannot count this chat against its quotas right now; try again shortly",
+        )
+        .retry_after(crate::quota::UNAVAILABLE_RETRY_SECONDS)),
+    }
+}
+
+/// The label of the chat's tenant in the per-tenant metrics: its name when the operator lists
+/// it, `other` when not (the label set stays bounded whatever tokens say); `None` without one.
+fn tenant_label(inner: &AgentInner, request: &ChatRequest) -> Option<String> {
+    let tenant = request.person.as_ref()?.tenant.as_ref()?;
+    Some(if inner.tenants.contains_key(tenant) {
+        tenant.clone()
+    } else {
+        "other".to_string()
+    })
 }
 
 /// The hooks of this chat: the agent's, then each hook factory's for this request, in order;
@@ -141,6 +235,11 @@ fn chat_context(
     let config = &inner.config;
     let tools = if request.enable_tools {
         let mut tools = inner.tools.specs();
+        // A listed tenant's people are offered its tools only (and only those run).
+        let tenant = request.person.as_ref().and_then(|p| p.tenant.as_ref());
+        if let Some(Some(allowed)) = tenant.and_then(|tenant| inner.tenants.get(tenant)) {
+            tools.retain(|tool| allowed.contains(&tool.name));
+        }
         tools.extend(request.client_tools.iter().cloned());
         tools
     } else {
@@ -221,6 +320,7 @@ impl ChatRun {
                 .collect(),
             client_calls: Vec::new(),
             can_ask_approval: request.can_ask_approval,
+            ticket: None,
         }
     }
 
@@ -427,6 +527,7 @@ impl ChatRun {
             // The kind of the end is the chat's: a hook changes its output only.
             _ => output,
         };
+        self.settle_quota().await;
         let pending_tool_calls = if reason == DoneReason::ToolCalls {
             std::mem::take(&mut self.client_calls)
         } else {
@@ -454,8 +555,16 @@ impl ChatRun {
         };
         metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
         let code = error.code.as_str();
+        self.settle_quota().await;
         let _ = self.send(ChatEvent::Error(error)).await;
         code
+    }
+
+    /// Adds the tokens of the chat (its hooks' included) to its quotas and gives its lease back.
+    async fn settle_quota(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            ticket.finish(self.ctx.total_tokens()).await;
+        }
     }
 
     /// `on_run_end`, then what hooks emitted, before the chat's last event; the outcome as the

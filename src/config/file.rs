@@ -78,6 +78,16 @@ pub struct FileConfig {
     /// `telemetry:` (docs/protocol.md §17).
     #[serde(default)]
     pub telemetry: TelemetryFile,
+    /// `quotas:` per person and per tenant (docs/protocol.md §20).
+    #[serde(default)]
+    pub quotas: super::QuotasFile,
+    /// Where the quotas' counters live (else `HOOKWIRE_SHARED_STATE`; unset = in memory).
+    pub shared_state: Option<String>,
+    /// Refuse chats while `shared_state` cannot be reached, instead of counting in memory.
+    pub shared_state_fail_closed: Option<bool>,
+    /// `tenants.<name>`: the skills, hook files, tools and quotas of a tenant's people.
+    #[serde(default)]
+    pub tenants: std::collections::BTreeMap<String, super::TenantFile>,
 }
 
 /// `telemetry:`: OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md).

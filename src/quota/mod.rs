@@ -11,11 +11,13 @@
 //! clock, and what `retry_after_seconds` can name exactly); chats at once as leases that a
 //! running chat renews and that lapse on their own if its replica dies.
 
+mod gate;
 mod memory;
 mod redis_store;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use gate::{Denied, Quotas, TenantLimits, Ticket};
 pub use memory::MemoryStore;
 pub use redis_store::RedisStore;
 
@@ -175,6 +177,9 @@ pub(crate) fn chats_key(subject: &Subject, now: Clock) -> String {
 pub(crate) fn running_key(subject: &Subject) -> String {
     format!("hookwire:quota:{}:running", subject.key)
 }
+
+/// When a chat refused because the shared state cannot be reached may try again.
+pub const UNAVAILABLE_RETRY_SECONDS: u64 = 5;
 
 /// How long after a chat is refused for running chats it may try again: a lease's life at
 /// most, one second at least (a chat that ends frees its place at once).

@@ -36,6 +36,8 @@ pub(crate) struct RouteError {
     pub(crate) status: StatusCode,
     pub(crate) code: &'static str,
     pub(crate) message: String,
+    /// `Retry-After` (and `retry_after_seconds` in the body): a spent quota's wait.
+    pub(crate) retry_after_seconds: Option<u64>,
 }
 
 impl RouteError {
@@ -45,6 +47,7 @@ impl RouteError {
             status: StatusCode::BAD_REQUEST,
             code: ErrorCode::BadFrame.as_str(),
             message: message.into(),
+            retry_after_seconds: None,
         }
     }
 
@@ -69,6 +72,7 @@ impl RouteError {
             status,
             code: error.code.as_str(),
             message: error.message.clone(),
+            retry_after_seconds: error.retry_after_seconds,
         }
     }
 }
@@ -85,6 +89,8 @@ struct ErrorFields<'a> {
     message: &'a str,
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_seconds: Option<u64>,
 }
 
 impl IntoResponse for RouteError {
@@ -99,9 +105,16 @@ impl IntoResponse for RouteError {
                 code: self.code,
                 message: &self.message,
                 kind,
+                retry_after_seconds: self.retry_after_seconds,
             },
         };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after_seconds {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -135,6 +148,7 @@ pub(crate) async fn read_body(state: &AppState, body: Body) -> Result<Bytes, Rou
             status: StatusCode::PAYLOAD_TOO_LARGE,
             code: ErrorCode::BadFrame.as_str(),
             message: format!("the body is over {limit} bytes (limits.max_message_bytes)"),
+            retry_after_seconds: None,
         })
 }
 
@@ -152,6 +166,7 @@ fn admit(state: &AppState) -> Result<Admitted, RouteError> {
             status: StatusCode::SERVICE_UNAVAILABLE,
             code: ErrorCode::Draining.as_str(),
             message: message.to_string(),
+            retry_after_seconds: None,
         }
     };
     if state.shutdown.is_cancelled() {
@@ -219,18 +234,19 @@ fn check_request(state: &AppState, request: &ChatRequest) -> Result<(), RouteErr
 }
 
 /// The chat's events through `encoder`, as they come: each item one SSE event's `data`.
-/// `headers`: the wire's own (the AI SDK's stream version).
-pub(crate) fn sse_response<E>(
+/// `headers`: the wire's own (the AI SDK's stream version). A chat refused before it starts (a
+/// spent quota: 429 with `Retry-After`) is an HTTP error instead of a stream.
+pub(crate) async fn sse_response<E>(
     state: &AppState,
     admitted: Admitted,
     request: ChatRequest,
     encoder: E,
     headers: &[(&'static str, &'static str)],
-) -> Response
+) -> Result<Response, RouteError>
 where
     E: WireEncoder<Item = String> + Unpin + Send + 'static,
 {
-    let chat = run(state, request, encoder);
+    let chat = run(state, request, encoder).await?;
     // The events that are ready together go out in one write: a burst of tokens from the
     // upstream is one chunk of the response, not one syscall (and one client wake-up) each.
     let body = chat.ready_chunks(SSE_BATCH).map(move |items| {
@@ -264,38 +280,47 @@ where
             .headers_mut()
             .insert(*name, HeaderValue::from_static(value));
     }
-    response
+    Ok(response)
 }
 
 /// The chat run to its end, every item of its encoder in order (for a wire that answers with
-/// one body).
+/// one body); a chat refused before it starts is an HTTP error.
 pub(crate) async fn collect<E>(
     state: &AppState,
     admitted: Admitted,
     request: ChatRequest,
     encoder: E,
-) -> Vec<E::Item>
+) -> Result<Vec<E::Item>, RouteError>
 where
     E: WireEncoder + Unpin + Send + 'static,
     E::Item: Unpin + Send,
 {
-    let items = run(state, request, encoder).collect().await;
+    let items = run(state, request, encoder).await?.collect().await;
     drop(admitted);
-    items
+    Ok(items)
 }
 
-/// The chat as its wire's items; cancelled past the shutdown's grace period, like a WebSocket
-/// session's chat (it still ends with its wire's last event).
-fn run<E>(state: &AppState, request: ChatRequest, encoder: E) -> WireChat<E>
+/// The chat as its wire's items once it is accepted; cancelled past the shutdown's grace
+/// period, like a WebSocket session's chat (it still ends with its wire's last event).
+async fn run<E>(
+    state: &AppState,
+    request: ChatRequest,
+    encoder: E,
+) -> Result<WireChat<E>, RouteError>
 where
     E: WireEncoder + Unpin,
     E::Item: Unpin,
 {
     let cancel = request.cancel.clone();
     let id = request.id.clone();
-    let chat = WireChat::new(state.agent.chat_stream(request), encoder, id);
+    let mut events = state.agent.chat_stream(request);
+    events
+        .accepted()
+        .await
+        .map_err(|error| RouteError::of_chat(&error))?;
+    let chat = WireChat::new(events, encoder, id);
     cancel_after_grace(state, cancel, chat.finished());
-    chat
+    Ok(chat)
 }
 
 /// Cancels the chat once the server has been draining for `limits.shutdown_grace`.

@@ -217,6 +217,8 @@ pub struct ChatError {
     /// tool had run (the failed step is not in it); empty otherwise. See `ChatEvent::Done`'s
     /// `turn`.
     pub turn: Vec<Message>,
+    /// When the same chat may be sent again (`quota_exceeded`: docs/protocol.md §20).
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl ChatError {
@@ -225,7 +227,14 @@ impl ChatError {
             code,
             message: message.into(),
             turn: Vec::new(),
+            retry_after_seconds: None,
         }
+    }
+
+    /// The same error, saying when to try again.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after_seconds = Some(seconds);
+        self
     }
 }
 

@@ -37,6 +37,7 @@ mod parallel_hooks;
 mod planning;
 mod protocol;
 mod quota_store;
+mod quotas;
 mod real_model;
 mod reliability;
 mod reload;

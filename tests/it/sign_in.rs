@@ -19,16 +19,16 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use crate::common::*;
 use hookwire::config::{JwtSettings, KeySource};
 
-const AUDIENCE: &str = "hookwire-test";
+pub(crate) const AUDIENCE: &str = "hookwire-test";
 
-fn key_file(name: &str) -> Vec<u8> {
+pub(crate) fn key_file(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/jwt")
         .join(name);
     std::fs::read(path).unwrap()
 }
 
-fn rsa_key() -> EncodingKey {
+pub(crate) fn rsa_key() -> EncodingKey {
     EncodingKey::from_rsa_pem(&key_file("rsa.pem")).unwrap()
 }
 
@@ -36,7 +36,7 @@ fn other_rsa_key() -> EncodingKey {
     EncodingKey::from_rsa_pem(&key_file("rsa_other.pem")).unwrap()
 }
 
-fn ec_key() -> EncodingKey {
+pub(crate) fn ec_key() -> EncodingKey {
     EncodingKey::from_ec_pem(&key_file("ec.pem")).unwrap()
 }
 
@@ -49,7 +49,7 @@ fn public_jwk(key: &EncodingKey, algorithm: Algorithm, kid: &str) -> Jwk {
 
 /// An identity provider: discovery at `/.well-known/openid-configuration`, keys at `/jwks`
 /// (which it counts).
-struct Provider {
+pub(crate) struct Provider {
     issuer: String,
     keys: Arc<Mutex<Vec<Jwk>>>,
     fetches: Arc<AtomicUsize>,
@@ -63,7 +63,7 @@ struct ProviderState {
 }
 
 impl Provider {
-    async fn start() -> Provider {
+    pub(crate) async fn start() -> Provider {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
         let keys = Arc::new(Mutex::new(vec![
@@ -100,7 +100,7 @@ impl Provider {
         }
     }
 
-    fn settings(&self) -> JwtSettings {
+    pub(crate) fn settings(&self) -> JwtSettings {
         JwtSettings {
             keys: KeySource::Discovery(self.issuer.clone()),
             issuer: Some(self.issuer.clone()),
@@ -114,21 +114,21 @@ impl Provider {
     }
 
     /// Good claims for `sub`, valid for an hour.
-    fn claims(&self, sub: &str) -> Value {
+    pub(crate) fn claims(&self, sub: &str) -> Value {
         let now = now();
         json!({"iss": self.issuer, "aud": AUDIENCE, "sub": sub, "org": "acme",
                "roles": ["admin", "dev"], "iat": now, "exp": now + 3600})
     }
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
 }
 
-fn sign(claims: &Value, algorithm: Algorithm, kid: &str, key: &EncodingKey) -> String {
+pub(crate) fn sign(claims: &Value, algorithm: Algorithm, kid: &str, key: &EncodingKey) -> String {
     let mut header = Header::new(algorithm);
     header.kid = Some(kid.to_string());
     jsonwebtoken::encode(&header, claims, key).unwrap()
@@ -170,7 +170,7 @@ async fn server(provider: &Provider, upstream: &FakeUpstream) -> TestServer {
         .await
 }
 
-async fn connect(server: &TestServer, token: &str) -> Client {
+pub(crate) async fn connect(server: &TestServer, token: &str) -> Client {
     let mut request = format!("ws://{}/ws", server.addr)
         .into_client_request()
         .unwrap();

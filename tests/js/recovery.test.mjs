@@ -114,3 +114,15 @@ test('Compact is offered once there is an older turn to summarise', () => {
   assert.equal(compactable(one, { tooLong: true }).ok, true);
   assert.equal(compactable([], { tooLong: true }).ok, false);
 });
+
+test('a spent quota says when it resets, from the frame\'s retry_after_seconds', () => {
+  const message = 'the tokens_per_day quota of user:ann is spent; try again in 7200 s';
+  assert.match(explainError('quota_exceeded', message, 7200).body, /resets in about 2 hours/);
+  assert.match(explainError('quota_exceeded', message, 45).body, /resets in 45 seconds/);
+  assert.match(explainError('quota_exceeded', message, 600).body, /resets in about 10 minutes/);
+  // An item the page stored keeps the wait.
+  const item = { kind: 'error', code: 'quota_exceeded', message, retryAfter: 60 };
+  const found = errorOf(item);
+  assert.match(explainError(found.code, found.message, found.retryAfter).body, /60 seconds/);
+  assert.doesNotMatch(explainError('quota_exceeded', message).body, /resets in/);
+});

@@ -47,13 +47,7 @@ pub(super) async fn run(
         .into_request(&state.config.limits, None)
         .map_err(refused)?;
     let admitted = caller.admit(state, &mut request)?;
-    Ok(http_chat::sse_response(
-        state,
-        admitted,
-        request,
-        encoder,
-        &[],
-    ))
+    http_chat::sse_response(state, admitted, request, encoder, &[]).await
 }
 
 /// Why an AG-UI request was refused (HTTP 400, before any event): where (a path in the request,

@@ -49,11 +49,5 @@ pub(super) async fn chat(
         .map(|t| t.name.clone())
         .collect();
     let encoder = UiStreamEncoder::new(message_id, client_tools, denied);
-    Ok(http_chat::sse_response(
-        state,
-        admitted,
-        request,
-        encoder,
-        &[STREAM_HEADER],
-    ))
+    http_chat::sse_response(state, admitted, request, encoder, &[STREAM_HEADER]).await
 }

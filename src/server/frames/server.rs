@@ -134,6 +134,9 @@ pub(crate) struct ErrorFrame {
     /// What a chat that failed after text or tools had added (docs/protocol.md §13).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) turn: Option<Vec<WireMessage>>,
+    /// `quota_exceeded`: how long until the chat may be sent again (docs/protocol.md §20).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) retry_after_seconds: Option<u64>,
 }
 
 /// The hook that wrote a `hook` frame's message.
@@ -155,6 +158,7 @@ impl ErrorFrame {
             message: error.message,
             fatal: false,
             turn,
+            retry_after_seconds: error.retry_after_seconds,
         }
     }
 }
@@ -205,6 +209,7 @@ impl ServerFrame {
             message: "the server is shutting down; send the chat again on a new connection".into(),
             fatal,
             turn: None,
+            retry_after_seconds: None,
         })
     }
 
@@ -215,6 +220,7 @@ impl ServerFrame {
             message: message.into(),
             fatal: false,
             turn: None,
+            retry_after_seconds: None,
         })
     }
 

@@ -50,15 +50,9 @@ pub(super) async fn completions(
     };
     if stream {
         let encoder = ChunkEncoder::new(completion, include_usage);
-        return Ok(http_chat::sse_response(
-            state,
-            admitted,
-            request,
-            encoder,
-            &[],
-        ));
+        return http_chat::sse_response(state, admitted, request, encoder, &[]).await;
     }
-    let items = http_chat::collect(state, admitted, request, WholeEncoder::new(completion)).await;
+    let items = http_chat::collect(state, admitted, request, WholeEncoder::new(completion)).await?;
     match items.into_iter().next_back() {
         Some(Whole::Completion(json)) => Ok(Json(json).into_response()),
         Some(Whole::Failed(error)) => Err(RouteError::of_chat(&error)),
