@@ -10,7 +10,7 @@ use crate::agent::{AgentClient, AgentClientBuilder};
 use crate::config::{Config, Provider};
 use crate::hooks::external::{
     hook_files, load_hook_set, AsyncHooks, HookFiles, RegisterHook, RegisteredHookRules,
-    RegisteredHooks, Runner,
+    RegisteredHooks, Runner, TenantHooks,
 };
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
@@ -223,7 +223,9 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     );
     let mcp = Arc::new(mcp.with_telemetry(telemetry.clone()));
     let runner = Arc::new(hook_runner(config, &model, &agent_config, &workspace));
+    let tenant_trust = trust.clone();
     let (hook_files, async_hooks) = hook_files_of(config, workspace.root(), trust, &runner)?;
+    let tenant_hooks = tenant_hooks_of(config, &tenant_trust, &runner, &async_hooks)?;
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
     let session_rules = RegisteredHookRules {
         enabled: config.session_hooks.enabled,
@@ -231,11 +233,17 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         max_per_chat: config.session_hooks.max_per_chat,
     };
     let session_hooks = RegisteredHooks::new(runner, signing_key.clone(), session_rules);
+    let tenant_skills = config
+        .tenants
+        .iter()
+        .filter_map(|(name, tenant)| Some((name.clone(), tenant.skills.clone()?)))
+        .collect();
     let skill_hooks = SkillHookFactory::new(
         skills.clone(),
         config.default_skills.clone(),
         signing_key.clone(),
-    );
+    )
+    .with_tenants(tenant_skills);
     let mut builder = AgentClient::builder()
         .quotas(Arc::new(quotas(config)?))
         .telemetry(telemetry)
@@ -246,6 +254,7 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
         // The connection events; chats get the hook files as they were when they started.
         .connection_hook(hook_files.clone())
         .hook_factory(hook_files.clone())
+        .hook_factory(Arc::new(tenant_hooks))
         .hook_factory(Arc::new(skill_hooks))
         .hook_factory(Arc::new(session_hooks));
     for (name, tenant) in &config.tenants {
@@ -389,6 +398,47 @@ fn hook_files_of(
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     Ok((hook_files, async_hooks))
+}
+
+/// Each tenant's hook files (`tenants.<name>.hooks`), under the server's trust rules: a file
+/// inside the workspace is a workspace file, which runs only once trusted. Read at start (a
+/// change needs a restart); any problem refuses the start, as in the server's own files.
+fn tenant_hooks_of(
+    config: &Config,
+    trust: &TrustPolicy,
+    runner: &Arc<Runner>,
+    async_hooks: &Arc<AsyncHooks>,
+) -> Result<TenantHooks, StartError> {
+    let workspace = trust.workspace();
+    let mut tenants = std::collections::BTreeMap::new();
+    for (name, tenant) in &config.tenants {
+        if tenant.hooks.is_empty() {
+            continue;
+        }
+        let files: Vec<(PathBuf, &'static str)> = tenant
+            .hooks
+            .iter()
+            .map(|path| {
+                let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+                let level = if absolute.starts_with(workspace) {
+                    "workspace"
+                } else {
+                    "server"
+                };
+                (absolute, level)
+            })
+            .collect();
+        let (set, problems) = load_hook_set(&files, trust);
+        if !problems.is_empty() {
+            return Err(StartError::HookFiles(problems));
+        }
+        for untrusted in &set.untrusted {
+            tracing::warn!(tenant = %name, "{untrusted}");
+        }
+        let files = HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone());
+        tenants.insert(name.clone(), Arc::new(files));
+    }
+    Ok(TenantHooks::new(tenants))
 }
 
 /// The trace exporter the config asks for; off (with a warning) when it cannot be built: traces

@@ -486,3 +486,43 @@ fn the_address_is_a_host_and_a_port_of_16_bits() {
         );
     }
 }
+
+#[test]
+fn quotas_shared_state_and_tenants_are_read_and_checked() {
+    let defaults = Config::resolve(&CliSettings::default(), file(""), no_env).unwrap();
+    assert!(defaults.quotas.per_user.is_unlimited() && defaults.quotas.shared_state.is_none());
+    let yaml = "auth:\n  jwt:\n    issuer: https://login.example\n    audience: hw\n    tenant_claim: org\n\
+                quotas:\n  per_user: {tokens_per_day: 100, concurrent_chats: 2}\n\
+                shared_state: redis://127.0.0.1:6379/0\nshared_state_fail_closed: true\n\
+                tenants:\n  acme:\n    skills: [a]\n    tools: [read_file]\n    quotas:\n      per_user: {}\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
+    assert_eq!(config.quotas.per_user.tokens_per_day, Some(100));
+    assert_eq!(config.quotas.per_user.concurrent_chats, Some(2));
+    assert!(config.quotas.fail_closed);
+    let acme = &config.tenants["acme"];
+    assert_eq!(acme.tools.as_deref(), Some(&["read_file".to_string()][..]));
+    assert_eq!(acme.per_user, Some(crate::quota::Limits::default()));
+    let env =
+        |name: &str| (name == "HOOKWIRE_SHARED_STATE").then(|| "valkey://cache:6379".to_string());
+    let config = Config::resolve(&CliSettings::default(), file(yaml), env).unwrap();
+    assert_eq!(
+        config.quotas.shared_state.as_deref(),
+        Some("valkey://cache:6379")
+    );
+
+    let refused =
+        |yaml: &str| Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap_err();
+    let tls = refused("shared_state: rediss://user:hunter2@cache:6380\n");
+    assert_eq!(tls.setting(), Some("shared_state"));
+    assert!(!tls.to_string().contains("hunter2"), "{tls}");
+    assert_eq!(
+        refused("shared_state_fail_closed: true\n").setting(),
+        Some("shared_state_fail_closed")
+    );
+    assert_eq!(
+        refused("tenants:\n  acme: {tools: []}\n").setting(),
+        Some("tenants")
+    );
+    let misspelt = serde_saphyr::from_str::<FileConfig>("quotas:\n  per_user: {tokens_a_day: 1}\n");
+    assert!(misspelt.unwrap_err().to_string().contains("tokens_per_day"));
+}

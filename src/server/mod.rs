@@ -250,12 +250,23 @@ async fn info(State(state): State<AppState>) -> Json<serde_json::Value> {
     }))
 }
 
-async fn skills(State(state): State<AppState>) -> Json<serde_json::Value> {
+/// The skills, as the caller's tenant gets them (a listed tenant's people see theirs only).
+async fn skills(
+    State(state): State<AppState>,
+    signed_in: Option<axum::Extension<access::SignedIn>>,
+) -> Json<serde_json::Value> {
     let set = state.sources.skills.current();
     let problems = |list: &[Problem]| list.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let tenant = signed_in.as_ref().and_then(|s| s.person.tenant.as_deref());
+    let allowed = state
+        .config
+        .tenants
+        .get(tenant.unwrap_or_default())
+        .and_then(|tenant| tenant.skills.as_deref());
     let skills: Vec<serde_json::Value> = set
         .skills
         .values()
+        .filter(|skill| allowed.is_none_or(|allowed| allowed.contains(&skill.name)))
         .map(|skill| {
             let hooks: Vec<serde_json::Value> = skill
                 .hooks

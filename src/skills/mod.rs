@@ -127,6 +127,8 @@ pub(crate) struct SkillHookFactory {
     default_skills: Option<Vec<String>>,
     /// Signs the persistent hook messages of every chat.
     key: Option<SigningKey>,
+    /// `tenants.<name>.skills`: the only skills a listed tenant's people get.
+    tenants: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl SkillHookFactory {
@@ -139,7 +141,17 @@ impl SkillHookFactory {
             registry,
             default_skills,
             key,
+            tenants: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// The tenants whose people get only the skills named here (docs/protocol.md §20).
+    pub(crate) fn with_tenants(
+        mut self,
+        tenants: std::collections::BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        self.tenants = tenants;
+        self
     }
 
     /// The skills a chat that names none gets: the configured defaults that exist, else all.
@@ -155,6 +167,14 @@ impl SkillHookFactory {
     }
 }
 
+/// The skills the people of `tenant` get when the operator lists them; `None` = every skill.
+pub(crate) fn tenant_skills<'a>(
+    tenants: &'a std::collections::BTreeMap<String, Vec<String>>,
+    tenant: Option<&str>,
+) -> Option<&'a [String]> {
+    tenants.get(tenant?).map(Vec::as_slice)
+}
+
 impl crate::hooks::HookFactory for SkillHookFactory {
     fn hooks_for(
         &self,
@@ -164,15 +184,21 @@ impl crate::hooks::HookFactory for SkillHookFactory {
         use crate::types::{ChatError, ErrorCode};
 
         let set = self.registry.current();
+        let tenant = request.person.as_ref().and_then(|p| p.tenant.as_deref());
+        let allowed = tenant_skills(&self.tenants, tenant);
+        let open = |name: &str| allowed.is_none_or(|allowed| allowed.iter().any(|a| a == name));
         let names = match &request.skills {
             Some(names) => {
+                // A skill the tenant does not get is as unknown to its people as a missing one.
                 let unknown: Vec<&str> = names
                     .iter()
-                    .filter(|n| set.get(n).is_none())
+                    .filter(|n| set.get(n).is_none() || !open(n))
                     .map(String::as_str)
                     .collect();
                 if !unknown.is_empty() {
-                    let available = set.names().join(", ");
+                    let available: Vec<String> =
+                        set.names().into_iter().filter(|n| open(n)).collect();
+                    let available = available.join(", ");
                     return Err(ChatError::new(
                         ErrorCode::UnknownSkill,
                         format!(
@@ -189,7 +215,14 @@ impl crate::hooks::HookFactory for SkillHookFactory {
                 }
                 unique
             }
-            None => self.default_skills(&set),
+            None => match allowed {
+                Some(allowed) => allowed
+                    .iter()
+                    .filter(|n| set.get(n).is_some())
+                    .cloned()
+                    .collect(),
+                None => self.default_skills(&set),
+            },
         };
         let mut hooks = Vec::new();
         let mut descriptions = Vec::new();

@@ -367,3 +367,169 @@ async fn a_chat_whose_client_went_away_gives_its_place_back_at_once() {
     .await;
     assert!(freed, "the dropped chat kept its place");
 }
+
+#[tokio::test]
+async fn a_tenant_chooses_the_skills_hook_files_tools_and_quotas_of_its_people() {
+    use hookwire::config::Tenant;
+    let provider = Provider::start().await;
+    let upstream = FakeUpstream::start().await;
+    // The tenant's hook file lies outside the workspace: the operator's, trusted as the config.
+    let operator = tempfile::tempdir().unwrap();
+    let acme_hooks = operator.path().join("acme-hooks.yaml");
+    std::fs::write(
+        &acme_hooks,
+        "pre_send_message:\n  - command: 'cat > acme-audit.json'\n",
+    )
+    .unwrap();
+    let settings = provider.settings();
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .prepare(|root| {
+            let skills = root.join("skills");
+            for name in ["house-style", "audit"] {
+                crate::skills::write_skill(
+                    &skills,
+                    name,
+                    &[(name, "after_user_input", "system", false, None)],
+                );
+            }
+        })
+        .skills("skills")
+        .config(move |c| {
+            c.jwt = Some(settings);
+            c.agent.context.window_tokens = Some(32_000);
+            // The first call offers the tools.
+            c.agent.planning = hookwire::agent::Planning::Off;
+            c.tenants.insert(
+                "acme".into(),
+                Tenant {
+                    skills: Some(vec!["house-style".into()]),
+                    hooks: vec![acme_hooks],
+                    tools: Some(vec!["read_file".into()]),
+                    per_user: Some(tokens_per_day(5)),
+                    per_tenant: None,
+                },
+            );
+        })
+        .start()
+        .await;
+    let alice = token(&provider, "alice", "acme");
+    let bob = token(&provider, "bob", "globex");
+    let tools = |request: &Recorded| -> Vec<String> {
+        request.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let texts = |request: &Recorded| -> String {
+        request
+            .messages()
+            .into_iter()
+            .map(|(_, content)| content)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+
+    // Alice (acme): its skill only, its hook file, its one tool.
+    upstream.push(Reply::text(&["for acme"]));
+    let frames = chat_as(&server, &alice).await;
+    assert_eq!(text_of(&frames), "for acme", "{frames:#?}");
+    let request = &upstream.requests()[0];
+    let prompt = texts(request);
+    assert!(prompt.contains("TEXT:house-style"), "{prompt}");
+    assert!(!prompt.contains("TEXT:audit"), "{prompt}");
+    assert_eq!(tools(request), ["read_file"]);
+    let audit = std::fs::read_to_string(server.workspace.path().join("acme-audit.json")).unwrap();
+    assert!(audit.contains("\"alice\""), "{audit}");
+    std::fs::remove_file(server.workspace.path().join("acme-audit.json")).unwrap();
+
+    // A skill acme does not get is unknown to its people, and its skill list shows none.
+    let frames = connect(&server, &token(&provider, "ann", "acme"))
+        .await
+        .chat(json!({"type": "chat", "id": "c1", "input": "hi", "skills": ["audit"]}))
+        .await;
+    assert_eq!(
+        frames.last().unwrap()["code"],
+        "unknown_skill",
+        "{frames:#?}"
+    );
+    let listed: Value = reqwest::Client::new()
+        .get(server.url("/api/skills"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["house-style"], "{listed}");
+
+    // Acme's quota override: Alice's 11 tokens spent her 5.
+    assert_refused(&chat_as(&server, &alice).await, "tokens_per_day");
+
+    // Bob's tenant is not listed: the defaults (every skill, every tool, no quota, no hook).
+    for _ in 0..2 {
+        upstream.push(Reply::text(&["for globex"]));
+        let frames = chat_as(&server, &bob).await;
+        assert_eq!(text_of(&frames), "for globex", "{frames:#?}");
+    }
+    let requests = upstream.requests();
+    let request = requests.last().unwrap();
+    let prompt = texts(request);
+    assert!(
+        prompt.contains("TEXT:house-style") && prompt.contains("TEXT:audit"),
+        "{prompt}"
+    );
+    assert!(!server.workspace.path().join("acme-audit.json").exists());
+    let offered = tools(request);
+    assert!(
+        offered.len() > 1 && offered.contains(&"read_file".to_string()),
+        "{offered:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_hook_file_inside_the_workspace_runs_only_once_trusted() {
+    use hookwire::config::Tenant;
+    let provider = Provider::start().await;
+    let upstream = FakeUpstream::start().await;
+    for trusted in [false, true] {
+        let settings = provider.settings();
+        let server = TestServer::builder()
+            .upstream(&upstream)
+            .file(
+                "tenant-hooks.yaml",
+                "pre_send_message:\n  - command: 'touch ran'\n",
+            )
+            .config_in(move |c, root| {
+                c.jwt = Some(settings);
+                c.agent.context.window_tokens = Some(32_000);
+                c.trust_workspace_hooks = trusted;
+                c.tenants.insert(
+                    "acme".into(),
+                    Tenant {
+                        hooks: vec![root.join("tenant-hooks.yaml")],
+                        ..Tenant::default()
+                    },
+                );
+            })
+            .start()
+            .await;
+        upstream.push(Reply::text(&["hi"]));
+        let frames = chat_as(&server, &token(&provider, "alice", "acme")).await;
+        assert_eq!(text_of(&frames), "hi", "{frames:#?}");
+        let ran = server.workspace.path().join("ran").exists();
+        assert_eq!(ran, trusted, "trusted: {trusted}");
+    }
+}

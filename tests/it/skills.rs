@@ -14,7 +14,7 @@ type HookDef<'a> = (&'a str, &'a str, &'a str, bool, Option<&'a [&'a str]>);
 
 /// Writes a skill with `(name, timing, role, persistent, tool_filter)` hooks whose texts are
 /// `TEXT:<name>`.
-fn write_skill(skills_dir: &Path, skill: &str, hooks: &[HookDef<'_>]) {
+pub(crate) fn write_skill(skills_dir: &Path, skill: &str, hooks: &[HookDef<'_>]) {
     let hooks_dir = skills_dir.join(skill).join("hooks");
     std::fs::create_dir_all(&hooks_dir).unwrap();
     let entries: Vec<Value> = hooks

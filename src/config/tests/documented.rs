@@ -38,8 +38,10 @@ fn doc(name: &str) -> String {
 #[test]
 fn every_config_file_key_is_in_the_docs() {
     let configuration = doc("configuration.md");
-    let sections: [(&[&str], String); 14] = [
+    let sections: [(&[&str], String); 16] = [
         (&[], configuration.clone()),
+        (&["auth", "jwt"], configuration.clone()),
+        (&["quotas"], configuration.clone()),
         (&["session_hooks"], configuration.clone()),
         (&["http_hooks"], configuration.clone()),
         (&["agent"], configuration.clone()),

@@ -32,6 +32,6 @@ pub(crate) use run::{
     AsyncHooks, Runner, SubAgent, SubAgentError, DEFAULT_CHAIN_BUDGET, DEFAULT_QUEUE,
     DEFAULT_QUEUE_PER_CONNECTION,
 };
-pub(crate) use sets::{HookFiles, RegisterHook, RegisteredHookRules, RegisteredHooks};
+pub(crate) use sets::{HookFiles, RegisterHook, RegisteredHookRules, RegisteredHooks, TenantHooks};
 pub use wire::payload::hook_schemas;
 pub(crate) use wire::transcript;

@@ -7,7 +7,9 @@
 pub(crate) mod files;
 pub(crate) mod register_hook;
 pub(crate) mod registered;
+pub(crate) mod tenants;
 
 pub(crate) use files::HookFiles;
 pub(crate) use register_hook::RegisterHook;
 pub(crate) use registered::{RegisteredHookRules, RegisteredHooks};
+pub(crate) use tenants::TenantHooks;
