@@ -63,8 +63,19 @@ context:
 
 /// Starts a replica: its own process, the shared secret, config, skills and upstream.
 async fn start_replica(upstream: &FakeUpstream, skills: &Path, workspace: &Path) -> Replica {
+    start_replica_with(upstream, skills, workspace, CONFIG, &[]).await
+}
+
+/// A replica with this config file and these variables besides the shared ones.
+async fn start_replica_with(
+    upstream: &FakeUpstream,
+    skills: &Path,
+    workspace: &Path,
+    config_text: &str,
+    variables: &[(&str, &str)],
+) -> Replica {
     let config = workspace.join("replica-config.yaml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, config_text).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
     command
         .args(["serve", "--addr", "127.0.0.1:0"])
@@ -76,7 +87,8 @@ async fn start_replica(upstream: &FakeUpstream, skills: &Path, workspace: &Path)
         .env("HOOKWIRE_SECRET", "one secret for every replica")
         .env("HOOKWIRE_LLM_BASE_URL", &upstream.base_url)
         .env("HOOKWIRE_LLM_API_KEY", "test-key")
-        .env("HOOKWIRE_MODEL", "fake-model");
+        .env("HOOKWIRE_MODEL", "fake-model")
+        .envs(variables.iter().copied());
     let server = Hookwire::launch(command, workspace.to_path_buf(), None);
     let (status, body) = http_get(server.addr, "/api/info").await;
     assert_eq!(status, 200, "{body}");
@@ -445,4 +457,91 @@ async fn a_conversation_moves_across_replicas_behind_nginx_and_survives_their_lo
         .await;
     assert_eq!(served.instance, replicas[0].instance);
     assert_signed_state_accepted(&upstream.requests()[before..], n, &answer);
+}
+
+/// Every replica's config in the quota test: one person (the token's holder) may run one chat
+/// at once and spend 5 tokens a day; the window is known, so no replica asks the upstream.
+const QUOTA_CONFIG: &str = "\
+quotas:
+  per_user: {tokens_per_day: 5, concurrent_chats: 1}
+context:
+  window_tokens: 32000
+";
+
+#[tokio::test]
+async fn three_replicas_behind_nginx_enforce_one_quota_counted_in_redis() {
+    let Some(nginx_binary) = nginx::required("the replica quota test") else {
+        return;
+    };
+    let Some(redis) = crate::quota_store::RedisServer::start("the replica quota test").await else {
+        return;
+    };
+    let upstream = FakeUpstream::start().await;
+    let skills = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let shared_state = format!("redis://127.0.0.1:{}/0", redis.port);
+    let variables = [("HOOKWIRE_SHARED_STATE", shared_state.as_str())];
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        let replica = start_replica_with(
+            &upstream,
+            skills.path(),
+            workspace.path(),
+            QUOTA_CONFIG,
+            &variables,
+        )
+        .await;
+        replicas.push(replica);
+    }
+    let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.server.addr).collect();
+    let nginx = Nginx::start(&nginx_binary, &addrs).await;
+    let chat = json!({"type":"chat","id":"q","input":"hi","enable_tools":false});
+    let refused = |frames: &[Value], limit: &str| {
+        assert_eq!(frames.len(), 1, "{frames:#?}");
+        assert_eq!(frames[0]["code"], "quota_exceeded", "{frames:#?}");
+        assert!(
+            frames[0]["message"].as_str().unwrap().contains(limit),
+            "{frames:#?}"
+        );
+    };
+
+    // A chat through nginx holds the one place; the two other replicas refuse a second one.
+    let gate = Gate::new();
+    upstream.push(Reply::After(
+        gate.clone(),
+        Box::new(Reply::text(&["hello"])),
+    ));
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", nginx.addr))
+        .await
+        .unwrap();
+    let mut running = Client { ws };
+    running.send(chat.clone()).await;
+    let start = running.frame().await;
+    assert_eq!(start["type"], "start", "{start}");
+    let held = start["instance"].as_str().unwrap().to_string();
+    let others: Vec<&Replica> = replicas.iter().filter(|r| r.instance != held).collect();
+    assert_eq!(others.len(), 2);
+    for other in &others {
+        refused(
+            &send_chat(other.server.addr, chat.clone()).await,
+            "concurrent_chats",
+        );
+    }
+    gate.open();
+    let frames = running.until_end().await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+
+    // Its 11 tokens spent the day's 5 on every replica, through nginx or not.
+    for replica in &replicas {
+        refused(
+            &send_chat(replica.server.addr, chat.clone()).await,
+            "tokens_per_day",
+        );
+    }
+    refused(&send_chat(nginx.addr, chat.clone()).await, "tokens_per_day");
+    assert_eq!(
+        upstream.requests().len(),
+        1,
+        "a refused chat reached the model"
+    );
 }
