@@ -372,7 +372,18 @@ fn the_shipped_deploy_files_agree_with_the_code() {
                 .starts_with("${HOOKWIRE_SECRET:?"),
             "{name}: the secret is required from the environment"
         );
+        // The quotas are counted where every replica sees them.
+        let shared = service["environment"]["HOOKWIRE_SHARED_STATE"].as_str().unwrap();
+        assert!(shared.starts_with("redis://valkey:"), "{name}: {shared}");
+        assert_eq!(
+            service["depends_on"]["valkey"]["condition"], "service_healthy",
+            "{name}"
+        );
     }
+    assert!(compose["services"]["valkey"]["image"]
+        .as_str()
+        .unwrap()
+        .starts_with("valkey/valkey:"));
     let nginx_conf = compose["services"]["nginx"]["volumes"][0].as_str().unwrap();
     assert!(nginx_conf.starts_with("./nginx.conf:"), "{nginx_conf}");
     // nginx's access log names the path, never the query (`/ws?token=…`).
