@@ -46,10 +46,13 @@
 //! 14. One streamed chat over each front-end wire (AG-UI, the AI SDK, OpenAI) vs the same chat
 //!     over the WebSocket: time to first token and CPU per token (`wires/mod.rs`).
 //!
+//! 15. A short chat whose quotas are counted in a real `redis-server` vs the same chat without
+//!     quotas, and the store's round trips alone (`quota.rs`; skipped without `redis-server`).
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
 //! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12); `-- command_hook`
-//! only (13); `-- wires` only (14).
+//! only (13); `-- wires` only (14); `-- quota` only (15).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -57,6 +60,7 @@
 #[path = "../tests/it/common.rs"]
 mod common;
 mod micro;
+mod quota;
 #[path = "../tests/it/real_model.rs"]
 #[allow(dead_code)] // its tests are not built here, only its figures
 mod real_model;
@@ -115,6 +119,10 @@ fn main() {
         runtime.block_on(wires::bench_wires());
         return;
     }
+    if std::env::args().any(|arg| arg == "quota") {
+        runtime.block_on(quota::bench_quota());
+        return;
+    }
     if std::env::args().any(|arg| arg == "real-model") {
         runtime.block_on(bench_real_model());
         return;
@@ -140,6 +148,7 @@ fn main() {
         runtime.block_on(bench_real_model());
         runtime.block_on(bench_command_hook());
         runtime.block_on(wires::bench_wires());
+        runtime.block_on(quota::bench_quota());
     }
 }
 

@@ -226,13 +226,11 @@ impl Ticket {
         let Some(store) = self.quotas.store(self.counted) else {
             return;
         };
-        if tokens > 0 {
-            if let Err(error) = store.add_tokens(&self.subjects, tokens, Clock::now()).await {
-                self.quotas.unreachable("add_tokens", &error);
-            }
-        }
-        if let Err(error) = store.release(&self.lease, &self.subjects).await {
-            self.quotas.unreachable("release", &error);
+        let finished = store
+            .finish(&self.lease, &self.subjects, tokens, Clock::now())
+            .await;
+        if let Err(error) = finished {
+            self.quotas.unreachable("finish", &error);
         }
     }
 }

@@ -118,6 +118,21 @@ pub trait Store: Send + Sync {
     /// The chat still runs: its lease is renewed.
     async fn renew(&self, chat: &str, subjects: &[Subject], now: Clock) -> Result<(), StoreError>;
 
+    /// The chat ended having used `tokens`: they are counted for today, and its lease given
+    /// back (one round trip where the store can).
+    async fn finish(
+        &self,
+        chat: &str,
+        subjects: &[Subject],
+        tokens: u64,
+        now: Clock,
+    ) -> Result<(), StoreError> {
+        if tokens > 0 {
+            self.add_tokens(subjects, tokens, now).await?;
+        }
+        self.release(chat, subjects).await
+    }
+
     /// Tokens the chat (or a hook's model call) used, counted for today.
     async fn add_tokens(
         &self,

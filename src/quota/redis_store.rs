@@ -141,12 +141,24 @@ impl Store for RedisStore {
 
     async fn release(&self, chat: &str, subjects: &[Subject]) -> Result<(), StoreError> {
         let mut pipe = redis::pipe();
-        for subject in subjects
-            .iter()
-            .filter(|s| s.limits.concurrent_chats.is_some())
-        {
-            pipe.zrem(running_key(subject), chat).ignore();
+        release_into(&mut pipe, chat, subjects);
+        let mut connection = self.connection.clone();
+        pipe.query_async::<()>(&mut connection).await.map_err(error)
+    }
+
+    async fn finish(
+        &self,
+        chat: &str,
+        subjects: &[Subject],
+        tokens: u64,
+        now: Clock,
+    ) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if tokens > 0 {
+            add_tokens_into(&mut pipe, subjects, tokens, now);
         }
+        release_into(&mut pipe, chat, subjects);
         let mut connection = self.connection.clone();
         pipe.query_async::<()>(&mut connection).await.map_err(error)
     }
@@ -178,18 +190,33 @@ impl Store for RedisStore {
         tokens: u64,
         now: Clock,
     ) -> Result<(), StoreError> {
-        let day_end = (now.day() + 1) * 86_400_000;
         let mut pipe = redis::pipe();
         pipe.atomic();
-        for subject in subjects
-            .iter()
-            .filter(|s| s.limits.tokens_per_day.is_some())
-        {
-            let key = tokens_key(subject, now);
-            pipe.cmd("INCRBY").arg(&key).arg(tokens).ignore();
-            pipe.cmd("PEXPIREAT").arg(&key).arg(day_end).ignore();
-        }
+        add_tokens_into(&mut pipe, subjects, tokens, now);
         let mut connection = self.connection.clone();
         pipe.query_async::<()>(&mut connection).await.map_err(error)
+    }
+}
+
+/// The commands that count `tokens` for today.
+fn add_tokens_into(pipe: &mut redis::Pipeline, subjects: &[Subject], tokens: u64, now: Clock) {
+    let day_end = (now.day() + 1) * 86_400_000;
+    for subject in subjects
+        .iter()
+        .filter(|s| s.limits.tokens_per_day.is_some())
+    {
+        let key = tokens_key(subject, now);
+        pipe.cmd("INCRBY").arg(&key).arg(tokens).ignore();
+        pipe.cmd("PEXPIREAT").arg(&key).arg(day_end).ignore();
+    }
+}
+
+/// The commands that give the lease of `chat` back.
+fn release_into(pipe: &mut redis::Pipeline, chat: &str, subjects: &[Subject]) {
+    for subject in subjects
+        .iter()
+        .filter(|s| s.limits.concurrent_chats.is_some())
+    {
+        pipe.zrem(running_key(subject), chat).ignore();
     }
 }

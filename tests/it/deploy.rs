@@ -373,7 +373,9 @@ fn the_shipped_deploy_files_agree_with_the_code() {
             "{name}: the secret is required from the environment"
         );
         // The quotas are counted where every replica sees them.
-        let shared = service["environment"]["HOOKWIRE_SHARED_STATE"].as_str().unwrap();
+        let shared = service["environment"]["HOOKWIRE_SHARED_STATE"]
+            .as_str()
+            .unwrap();
         assert!(shared.starts_with("redis://valkey:"), "{name}: {shared}");
         assert_eq!(
             service["depends_on"]["valkey"]["condition"], "service_healthy",

@@ -101,7 +101,26 @@ async fn two_replicas_share_one_quota_in_redis() {
         },
     )];
     assert_eq!(a.admit("c3", &budget, now).await.unwrap(), Ok(()));
-    a.add_tokens(&budget, 500, now).await.unwrap();
+    a.add_tokens(&budget, 200, now).await.unwrap();
+    // A chat's end counts its tokens and gives its lease back in one.
+    let both = [Subject::user(
+        "bob",
+        Limits {
+            tokens_per_day: Some(500),
+            concurrent_chats: Some(1),
+            ..Limits::default()
+        },
+    )];
+    assert_eq!(a.admit("c5", &both, now).await.unwrap(), Ok(()));
+    a.finish("c5", &both, 300, now).await.unwrap();
+    let one_place = [Subject::user(
+        "bob",
+        Limits {
+            concurrent_chats: Some(1),
+            ..Limits::default()
+        },
+    )];
+    assert_eq!(b.admit("c6", &one_place, now).await.unwrap(), Ok(()));
     let refused = b.admit("c4", &budget, now).await.unwrap().unwrap_err();
     assert_eq!(refused.spent, Spent::TokensPerDay);
     assert_eq!(refused.retry_after_seconds, now.seconds_to_next_day());
