@@ -47,7 +47,7 @@
 //!     over the WebSocket: time to first token and CPU per token (`wires/mod.rs`).
 //!
 //! 15. A short chat whose quotas are counted in a real `redis-server` vs the same chat without
-//!     quotas, and the store's round trips alone (`quota.rs`; skipped without `redis-server`).
+//!     quotas, and the store's round trips alone (`quota/mod.rs`; skipped without `redis-server`).
 //!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
