@@ -12,6 +12,7 @@ use crate::hooks::external::{
     hook_files, load_hook_set, AsyncHooks, HookFiles, RegisterHook, RegisteredHookRules,
     RegisteredHooks, Runner, TenantHooks,
 };
+use crate::hooks::record::Recorder;
 use crate::hooks::signing::SigningKey;
 use crate::llm::demo::DemoModel;
 use crate::llm::ChatModel;
@@ -25,6 +26,7 @@ use crate::trust::TrustPolicy;
 pub use crate::types::{has_errors, Labelled, Problem, Severity};
 
 pub mod check;
+pub mod hooks_replay;
 pub mod hooks_test;
 pub mod review;
 
@@ -52,6 +54,12 @@ pub enum StartError {
     /// `auth.jwt` is set, but the client that fetches the provider's keys cannot be built.
     #[error("auth.jwt: cannot build the HTTP client for the identity provider's keys: {0}")]
     SignInClient(#[source] reqwest::Error),
+    /// `hooks.record.dir` cannot be made.
+    #[error("hooks.record: cannot make {}: {source}", dir.display())]
+    HookRecord {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     /// `shared_state` is not a URL the Redis client can use (it is not quoted: it may hold a
     /// password).
     #[error("shared_state: {0}")]
@@ -224,8 +232,10 @@ pub fn agent_parts(config: &Config) -> Result<AgentParts, StartError> {
     let mcp = Arc::new(mcp.with_telemetry(telemetry.clone()));
     let runner = Arc::new(hook_runner(config, &model, &agent_config, &workspace));
     let tenant_trust = trust.clone();
-    let (hook_files, async_hooks) = hook_files_of(config, workspace.root(), trust, &runner)?;
-    let tenant_hooks = tenant_hooks_of(config, &tenant_trust, &runner, &async_hooks)?;
+    let recorder = recorder(config)?;
+    let (hook_files, async_hooks) =
+        hook_files_of(config, workspace.root(), trust, &runner, &recorder)?;
+    let tenant_hooks = tenant_hooks_of(config, &tenant_trust, &runner, &async_hooks, &recorder)?;
     let signing_key = config.agent.secret.as_deref().map(SigningKey::new);
     let session_rules = RegisteredHookRules {
         enabled: config.session_hooks.enabled,
@@ -379,6 +389,7 @@ fn hook_files_of(
     workspace: &std::path::Path,
     trust: TrustPolicy,
     runner: &Arc<Runner>,
+    recorder: &Option<Arc<Recorder>>,
 ) -> Result<(Arc<HookFiles>, Arc<AsyncHooks>), StartError> {
     let files = hook_files(config.hooks_file.as_deref(), workspace);
     let (set, problems) = load_hook_set(&files, &trust);
@@ -393,11 +404,27 @@ fn hook_files_of(
         config.limits.async_hook_queue,
         config.limits.async_hook_queue_per_connection,
     ));
-    let hook_files = Arc::new(HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone()));
+    let hook_files = HookFiles::new(set, runner.clone())
+        .with_queue(async_hooks.clone())
+        .with_recorder(recorder.clone());
+    let hook_files = Arc::new(hook_files);
     if let Err(error) = hook_files.watch(config.hooks_file.clone(), trust) {
         tracing::warn!("{error}; hook files will not reload without a restart");
     }
     Ok((hook_files, async_hooks))
+}
+
+/// The recording of hook traffic (`hooks.record`), when configured: its folder is made and its
+/// writer started.
+fn recorder(config: &Config) -> Result<Option<Arc<Recorder>>, StartError> {
+    let Some(settings) = &config.hook_record else {
+        return Ok(None);
+    };
+    let dir = settings.dir.clone();
+    let recorder = Recorder::start(settings.clone())
+        .map_err(|source| StartError::HookRecord { dir, source })?;
+    tracing::info!(dir = %settings.dir.display(), sample = settings.sample, "hook traffic is recorded (hooks.record) for hookwire hooks replay");
+    Ok(Some(Arc::new(recorder)))
 }
 
 /// Each tenant's hook files (`tenants.<name>.hooks`), under the server's trust rules: a file
@@ -408,6 +435,7 @@ fn tenant_hooks_of(
     trust: &TrustPolicy,
     runner: &Arc<Runner>,
     async_hooks: &Arc<AsyncHooks>,
+    recorder: &Option<Arc<Recorder>>,
 ) -> Result<TenantHooks, StartError> {
     let workspace = trust.workspace();
     let mut tenants = std::collections::BTreeMap::new();
@@ -435,7 +463,9 @@ fn tenant_hooks_of(
         for untrusted in &set.untrusted {
             tracing::warn!(tenant = %name, "{untrusted}");
         }
-        let files = HookFiles::new(set, runner.clone()).with_queue(async_hooks.clone());
+        let files = HookFiles::new(set, runner.clone())
+            .with_queue(async_hooks.clone())
+            .with_recorder(recorder.clone());
         tenants.insert(name.clone(), Arc::new(files));
     }
     Ok(TenantHooks::new(tenants))

@@ -16,6 +16,7 @@ mod cli;
 mod file;
 mod limits;
 mod people;
+mod record;
 mod tools;
 mod upstream;
 mod values;
@@ -24,9 +25,9 @@ pub use access::SessionHookSettings;
 pub use auth::{AuthFile, JwtFile, JwtSettings, KeySource};
 pub use cli::{CliSettings, LogFormat, Provider};
 pub use file::{
-    ContextFile, FileConfig, HookAgent, HttpHooksFile, LimitsFile, McpServerFile,
-    MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, SessionHooksFile,
-    UpstreamFile,
+    ContextFile, FileConfig, HookAgent, HooksFile, HooksSection, HttpHooksFile, LimitsFile,
+    McpServerFile, MessageStyleSetting, PlanningFile, PlanningSetting, PromptsFile, RecordFile,
+    SessionHooksFile, UpstreamFile,
 };
 pub use limits::Limits;
 pub use people::{QuotaSettings, QuotasFile, Tenant, TenantFile};
@@ -75,6 +76,8 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// The server-level hook file, if there is one.
     pub hooks_file: Option<PathBuf>,
+    /// `hooks.record`: where hook traffic is recorded; `None`: it is not.
+    pub hook_record: Option<crate::hooks::record::RecordSettings>,
     pub allow_session_command_hooks: bool,
     /// The agents `agent` hooks may name.
     pub hook_agents: std::collections::BTreeMap<String, HookAgent>,
@@ -252,6 +255,7 @@ impl Config {
             .or(file.addr)
             .unwrap_or_else(|| "127.0.0.1:8080".into());
         check_addr(&addr)?;
+        let (hooks_file, hook_record) = record::hooks_section(file.hooks.take(), &env)?;
         let jwt = auth::JwtSettings::resolve(file.auth.jwt.as_ref(), &env)?;
         let tenants = people::tenants(file.tenants)?;
         if !tenants.is_empty()
@@ -300,9 +304,10 @@ impl Config {
             http_hook_urls: access::allowed_urls(file.http_hooks.allowed_urls.unwrap_or_default())?,
             limits,
             agent,
+            hook_record,
             hooks_file: env("HOOKWIRE_HOOKS")
                 .map(PathBuf::from)
-                .or(file.hooks)
+                .or(hooks_file)
                 .or_else(|| {
                     let beside = cli.config.as_ref()?.parent()?.join("hooks.yaml");
                     beside.is_file().then_some(beside)

@@ -62,8 +62,27 @@ fn main() -> ExitCode {
         Command::Hooks(HooksCommand::Test { event, input }) => {
             cli::hooks::run(&config, &event, input)
         }
+        Command::Hooks(HooksCommand::Replay(args)) => replay(config, args),
         Command::Health => health(&config),
     }
+}
+
+/// `hookwire hooks replay`: against `--hooks FILE` when given, else the configured hooks.
+fn replay(mut config: Config, args: cli::ReplayArgs) -> ExitCode {
+    if let Some(file) = args.hooks {
+        config.hooks_file = Some(file);
+    }
+    // What the replay runs is the recording; recording it again would be noise.
+    config.hook_record = None;
+    let options = hookwire::app::hooks_replay::ReplayOptions {
+        repeat: usize::from(args.repeat),
+        jobs: usize::from(args.jobs),
+    };
+    let shown = cli::replay::Shown {
+        json: args.json,
+        only_changed: args.only_changed,
+    };
+    cli::replay::run(&config, &args.paths, options, shown)
 }
 
 /// Probes the server's `/healthz`: its answer on stdout and exit 0, or why not and exit 1.

@@ -9,6 +9,7 @@ use hookwire::config::{CliSettings, LogFormat, MessageStyleSetting, PlanningSett
 
 pub(crate) mod check;
 pub(crate) mod hooks;
+pub(crate) mod replay;
 pub(crate) mod trust;
 
 /// The command line.
@@ -36,7 +37,8 @@ pub(crate) enum Command {
     /// Ask the server these settings describe whether it takes chats (`GET /healthz`): exit 0
     /// when it does, 1 otherwise (for a container's health check).
     Health,
-    /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real.
+    /// Work with the hooks: `hookwire hooks test EVENT` runs one event's hooks for real;
+    /// `hookwire hooks replay PATH…` runs recorded traffic through them.
     #[command(subcommand)]
     Hooks(HooksCommand),
 }
@@ -55,6 +57,34 @@ pub(crate) enum HooksCommand {
         #[arg(long)]
         input: Option<PathBuf>,
     },
+    /// Run recorded hook traffic (`hooks.record`) through the hooks as they are now and compare
+    /// each decision with the recorded one. Exit 0: every decision is the same; 1: some differ;
+    /// 2: a recording or the hooks cannot be read.
+    Replay(ReplayArgs),
+}
+
+/// `hookwire hooks replay PATH… [--hooks FILE] [--json] [--only-changed] [--repeat N] [--jobs N]`.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub(crate) struct ReplayArgs {
+    /// Recordings (`hooks-<date>.jsonl`), or folders of them.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// The server-level hook file to replay against (else the configured one).
+    #[arg(long)]
+    pub(crate) hooks: Option<PathBuf>,
+    /// One JSON object per event (`changed`, `old`, `new`; `rates` with --repeat).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Show only the events whose decision changed.
+    #[arg(long)]
+    pub(crate) only_changed: bool,
+    /// Run each event this many times and report the rate of each outcome (for hooks that ask
+    /// a model, whose answers vary).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) repeat: u16,
+    /// Events replayed at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub(crate) jobs: u16,
 }
 
 /// `hookwire check [--probe]`.

@@ -43,8 +43,9 @@ pub struct FileConfig {
     pub session_hooks: SessionHooksFile,
     #[serde(default)]
     pub http_hooks: HttpHooksFile,
-    /// The server-level hook file (else `HOOKWIRE_HOOKS`, else `hooks.yaml` beside this file).
-    pub hooks: Option<PathBuf>,
+    /// The server-level hook file (else `HOOKWIRE_HOOKS`, else `hooks.yaml` beside this file),
+    /// or `{file, record}`: that file, and the recording of hook traffic.
+    pub hooks: Option<HooksFile>,
     /// Let the model register `command` session hooks too (default: only `llm`).
     pub allow_session_command_hooks: Option<bool>,
     /// Named agents that `agent` hooks may ask (`agent: NAME`; the OpenHarness format).
@@ -345,4 +346,34 @@ pub struct LimitsFile {
     /// Model calls the hooks of one chat, or of one connection's `session_start` and
     /// `session_end`, may make (default 32; 0 = hooks never call the model).
     pub max_hook_model_calls: Option<usize>,
+}
+
+/// `hooks:`: the server-level hook file's path, or a section with it and the recording.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum HooksFile {
+    Path(PathBuf),
+    Section(HooksSection),
+}
+
+/// `hooks: {file, record}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksSection {
+    pub file: Option<PathBuf>,
+    pub record: Option<RecordFile>,
+}
+
+/// `hooks.record`: recording hook traffic for `hookwire hooks replay` (docs/protocol.md §21).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordFile {
+    /// Where the recordings go (else `HOOKWIRE_HOOK_RECORD_DIR`); unset: nothing is recorded.
+    pub dir: Option<PathBuf>,
+    /// The share of chats recorded, 0 to 1 (default 1).
+    pub sample: Option<f64>,
+    /// A file past this many bytes is followed by a new one (default 64 MiB).
+    pub max_bytes: Option<u64>,
+    /// Recordings kept; older ones are removed (default 20).
+    pub keep_files: Option<usize>,
 }

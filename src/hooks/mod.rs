@@ -7,6 +7,7 @@
 mod context;
 pub(crate) mod external;
 pub(crate) mod prompt;
+pub mod record;
 pub(crate) mod signing;
 pub(crate) mod spend;
 mod stack;

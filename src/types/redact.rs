@@ -22,6 +22,10 @@
 //!
 //! Hidden text becomes [`HIDDEN`].
 
+mod credentials;
+
+pub(crate) use credentials::{credentials_in, credentials_in_json};
+
 use std::iter::Peekable;
 use std::str::CharIndices;
 

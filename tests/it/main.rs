@@ -25,6 +25,7 @@ mod external;
 mod frontend;
 mod frontends;
 mod hook_processes;
+mod hook_replay;
 mod hook_sandbox;
 mod http;
 mod layers;

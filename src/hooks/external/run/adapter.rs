@@ -21,11 +21,13 @@ use async_trait::async_trait;
 
 use super::chain::{Background, Chain, ChainControl};
 use super::queue::AsyncHooks;
+use super::recording::record_line;
 use super::runner::Runner;
 use crate::hooks::external::hook::values::workspace_id;
 use crate::hooks::external::hook::{Envelope, Event, EventState, HookDef, HookSet};
 use crate::hooks::external::wire;
 use crate::hooks::external::wire::transcript::{self, Transcript};
+use crate::hooks::record::Recorder;
 use crate::hooks::spend::HookSpend;
 use crate::hooks::sync::lock;
 use crate::hooks::system_prompt;
@@ -54,6 +56,8 @@ pub(crate) struct ExternalHooks {
     queue: Option<Arc<AsyncHooks>>,
     /// The state of each running chat, by run id.
     chats: Mutex<HashMap<String, ChatState>>,
+    /// Where its events are recorded (`hooks.record`); `None`: not recorded.
+    recorder: Option<Arc<Recorder>>,
 }
 
 /// What `session_start` hooks left for the session's chats: messages each chat starts with
@@ -104,6 +108,7 @@ impl ExternalHooks {
             carry: None,
             queue: None,
             chats: Mutex::new(HashMap::new()),
+            recorder: None,
         }
     }
 
@@ -127,6 +132,20 @@ impl ExternalHooks {
     pub(crate) fn with_queue(mut self, queue: Option<Arc<AsyncHooks>>) -> Self {
         self.queue = queue;
         self
+    }
+
+    /// Its events are recorded into `recorder` (docs/protocol.md §21).
+    pub(crate) fn with_recorder(mut self, recorder: Option<Arc<Recorder>>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The recorder, when the chat `chat_id` (none: a connection event) is recorded.
+    fn recording(&self, chat_id: Option<&str>) -> Option<&Recorder> {
+        let recorder = self.recorder.as_deref()?;
+        recorder
+            .samples(chat_id.unwrap_or_default())
+            .then_some(recorder)
     }
 
     fn chats(&self) -> MutexGuard<'_, HashMap<String, ChatState>> {
@@ -187,7 +206,12 @@ impl ExternalHooks {
         };
         let mut state = call.state(ctx);
         let envelope = self.envelope(ctx, &chain, &state);
+        let recording = self.recording(Some(&ctx.run_id));
+        let before = recording.map(|_| state.clone());
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        if let (Some(recorder), Some(before)) = (recording, &before) {
+            recorder.record(&record_line(&chain, &envelope, before, &state, &outcome));
+        }
         let runs = std::mem::take(&mut outcome.ran);
         let traced = if ctx.tracing() { runs } else { Vec::new() };
         for run in traced {
@@ -344,7 +368,12 @@ impl ExternalHooks {
             ..Envelope::default()
         };
         let mut state = EventState::default();
+        let recording = self.recording(None);
+        let before = recording.map(|_| state.clone());
         let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
+        if let (Some(recorder), Some(before)) = (recording, &before) {
+            recorder.record(&record_line(&chain, &envelope, before, &state, &outcome));
+        }
         let notices = (outcome.notices.into_iter().map(|m| (NoticeLevel::Info, m)))
             .chain(outcome.warnings.into_iter().map(|m| (NoticeLevel::Warn, m)))
             .collect();

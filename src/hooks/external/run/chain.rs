@@ -75,6 +75,9 @@ pub(super) struct Background<'a> {
 pub(super) struct ChainOutcome {
     /// The decision that ended the chain, if one did.
     pub(crate) control: Option<ChainControl>,
+    /// The hook whose answer is that decision (none for a chain cut at the hook model calls'
+    /// limit before the hook ran).
+    pub(crate) decided_by: Option<String>,
     /// `pre_llm_request`: messages for this call only; `session_start`: for each chat of the
     /// session.
     pub(crate) inject_messages: Vec<Message>,
@@ -180,6 +183,7 @@ impl Chain<'_> {
             )
             .await;
             let mut decision: Option<ChainControl> = None;
+            let mut decided_by: Option<&str> = None;
             let mut ended = false;
             for (hook, (result, run)) in group.iter().zip(results) {
                 outcome.ran.push(run);
@@ -190,17 +194,24 @@ impl Chain<'_> {
                 match self.take(hook, result, state, &mut outcome) {
                     Step::Next => {}
                     Step::End(None) => ended = true,
-                    Step::End(Some(control)) => keep_stronger(&mut decision, control),
+                    Step::End(Some(control)) => {
+                        if keep_stronger(&mut decision, control) {
+                            decided_by = Some(&hook.name);
+                        }
+                    }
                 }
             }
             let cut_short = cut.is_some();
             if let (false, Some(Some(control))) = (ended, cut) {
                 // The capped hook is declared after the group: it wins only over weaker
                 // decisions.
-                keep_stronger(&mut decision, control);
+                if keep_stronger(&mut decision, control) {
+                    decided_by = None;
+                }
             }
             if decision.is_some() || ended || cut_short {
                 outcome.control = decision;
+                outcome.decided_by = decided_by.map(str::to_string);
                 break;
             }
         }
@@ -369,14 +380,16 @@ impl Chain<'_> {
     }
 }
 
-/// Keeps `control` as the decision when it is stronger than the one kept (of equals, the first).
-fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) {
-    if kept
+/// Keeps `control` as the decision when it is stronger than the one kept (of equals, the
+/// first); whether it did.
+fn keep_stronger(kept: &mut Option<ChainControl>, control: ChainControl) -> bool {
+    let stronger = kept
         .as_ref()
-        .is_none_or(|kept| control.rank() > kept.rank())
-    {
+        .is_none_or(|kept| control.rank() > kept.rank());
+    if stronger {
         *kept = Some(control);
     }
+    stronger
 }
 
 mod apply;

@@ -148,7 +148,7 @@ fn text(input: &Value, key: &str) -> Option<String> {
 }
 
 /// The event's values from a hook input JSON (both vocabularies' names).
-fn state_from(input: &Value) -> Result<EventState, DryRunError> {
+pub(super) fn state_from(input: &Value) -> Result<EventState, DryRunError> {
     let empty = Map::new();
     let object = match input {
         Value::Object(object) => object,
@@ -199,7 +199,7 @@ fn state_from(input: &Value) -> Result<EventState, DryRunError> {
 }
 
 /// What the hook added rather than changed (context, messages), as a change from nothing.
-fn added(outcome: &ChainOutcome) -> Vec<(&'static str, Value, Value)> {
+pub(super) fn added(outcome: &ChainOutcome) -> Vec<(&'static str, Value, Value)> {
     let mut added = Vec::new();
     let mut text = |field: &'static str, texts: &[String]| {
         if !texts.is_empty() {
@@ -220,7 +220,10 @@ fn added(outcome: &ChainOutcome) -> Vec<(&'static str, Value, Value)> {
 }
 
 /// Each field that differs, with its value before and after.
-fn changes(before: &EventState, after: &EventState) -> Vec<(&'static str, Value, Value)> {
+pub(super) fn changes(
+    before: &EventState,
+    after: &EventState,
+) -> Vec<(&'static str, Value, Value)> {
     let shown = |state: &EventState, field: &str| -> Value {
         let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
         match field {

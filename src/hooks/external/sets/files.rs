@@ -8,6 +8,8 @@
 //! session; a chat sent while they still run waits for them (`uses_session_start`), unless they
 //! are all `async` (which leave nothing).
 
+use crate::hooks::external::run::replay::{replay, ReplayError};
+use crate::hooks::record::{RecordLine, RecordedDecision, Recorder};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -38,6 +40,8 @@ pub(crate) struct HookFiles {
     sessions: Mutex<HashMap<String, Arc<SessionCarry>>>,
     /// Where `async: true` hooks run.
     queue: Option<Arc<AsyncHooks>>,
+    /// Where their events are recorded (`hooks.record`).
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl HookFiles {
@@ -49,7 +53,14 @@ impl HookFiles {
             reloader: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             queue: None,
+            recorder: None,
         }
+    }
+
+    /// Their events are recorded into `recorder` (docs/protocol.md §21).
+    pub(crate) fn with_recorder(mut self, recorder: Option<Arc<Recorder>>) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// Their `async: true` hooks run from `queue`.
@@ -146,8 +157,20 @@ impl HookFiles {
         dry_run(&self.current(), &self.runner, event_name, input).await
     }
 
+    /// `hookwire hooks replay`: a recorded event run through the hooks as they are now,
+    /// `repeat` times ([`replay`]).
+    pub(crate) async fn replay(
+        &self,
+        line: &RecordLine,
+        repeat: usize,
+    ) -> Result<Vec<RecordedDecision>, ReplayError> {
+        replay(&self.current(), &self.runner, line, repeat).await
+    }
+
     fn snapshot(&self) -> ExternalHooks {
-        ExternalHooks::of(self.current(), self.runner.clone()).with_queue(self.queue.clone())
+        ExternalHooks::of(self.current(), self.runner.clone())
+            .with_queue(self.queue.clone())
+            .with_recorder(self.recorder.clone())
     }
 }
 

@@ -1,0 +1,297 @@
+//! Hook regression replay (docs/protocol.md §21): real chats through the server record their hook
+//! events (redacted, 0600); `hookwire hooks replay` (the binary) runs them through the hooks as
+//! they are now — the same hooks exit 0, a changed guard exits 1 naming exactly the event that
+//! changed (in text and JSON), an unreadable recording exits 2 — and a model-judged hook replayed
+//! with `--repeat 5` against a model that answers differently reports the rate of each outcome.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+use hookwire::hooks::record::{RecordLine, RecordSettings};
+
+const SECRET: &str = "sk-abcdefghijklmnopqrstuv0123";
+
+const HOOKS: &str = "\
+pre_send_message:
+  - name: screen
+    command: 'cat > /dev/null'
+pre_tool_execution:
+  - name: guard
+    command: 'cat > /dev/null'
+";
+
+/// The same events, but the guard now refuses every tool.
+const STRICTER: &str = "\
+pre_send_message:
+  - name: screen
+    command: 'cat > /dev/null'
+pre_tool_execution:
+  - name: guard
+    command: 'cat > /dev/null; echo \"no tools today\" >&2; exit 2'
+";
+
+/// The recordings of `dir`, every line.
+fn recorded(dir: &Path) -> Vec<(PathBuf, RecordLine)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for line in text.lines() {
+            lines.push((entry.path(), serde_json::from_str(line).unwrap()));
+        }
+    }
+    lines
+}
+
+/// `hookwire hooks replay ARGS…` in `workspace` with the hook file `hooks`: exit code, stdout,
+/// stderr. Awaited, not blocked on: the fake upstream answers from this test's runtime.
+async fn replay(
+    workspace: &Path,
+    hooks: &Path,
+    args: &[&str],
+    upstream: Option<&FakeUpstream>,
+) -> (i32, String, String) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    command
+        .args(["hooks", "replay"])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", workspace)
+        .env("HOOKWIRE_SKILLS_DIR", workspace.join(".no-skills"))
+        .env("HOOKWIRE_HOOKS", hooks);
+    if let Some(upstream) = upstream {
+        command
+            .env("HOOKWIRE_LLM_BASE_URL", &upstream.base_url)
+            .env("HOOKWIRE_LLM_API_KEY", "test-key")
+            .env("HOOKWIRE_MODEL", "fake-model");
+    }
+    let output = command.output().await.unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn real_chats_are_recorded_and_replayed_and_a_changed_guard_is_named() {
+    let upstream = FakeUpstream::start().await;
+    let records = tempfile::tempdir().unwrap();
+    let record_dir = records.path().join("hooks");
+    let settings = RecordSettings::new(&record_dir);
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .file("note.txt", "a note")
+        .hooks(HOOKS)
+        .config(move |c| {
+            c.hook_record = Some(settings);
+            c.agent.context.window_tokens = Some(32_000);
+        })
+        .start()
+        .await;
+    tool_round(
+        &upstream,
+        &[("r1", "read_file", json!({"path": "note.txt"}))],
+        "done",
+    );
+    let input = format!("read note.txt; my key is {SECRET}");
+    let frames = chat(&server, json!({"type": "chat", "input": input})).await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
+
+    // Both events that ran hooks are on disk, redacted, in a file only the server may read.
+    let landed = eventually(std::time::Duration::from_secs(10), || async {
+        recorded(&record_dir).len() >= 2
+    })
+    .await;
+    assert!(landed, "{:?}", recorded(&record_dir));
+    let lines = recorded(&record_dir);
+    let events: Vec<&str> = lines.iter().map(|(_, l)| l.event.as_str()).collect();
+    assert_eq!(
+        events,
+        ["pre_send_message", "pre_tool_execution"],
+        "{lines:#?}"
+    );
+    let (file, sent) = &lines[0];
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(file
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("hooks-20"));
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        !text.contains(SECRET),
+        "the recording holds the key: {text}"
+    );
+    assert_eq!(sent.input["user_input"], "read note.txt; my key is ***");
+    let tool = &lines[1].1;
+    assert_eq!(tool.input["tool_name"], "read_file");
+    assert_eq!(tool.input["tool_input"], json!({"path": "note.txt"}));
+    assert_eq!(tool.decision.outcome, "continue");
+    assert_eq!(tool.hooks.len(), 1);
+    assert_eq!(tool.hooks[0].name, "guard");
+    assert_eq!(tool.hooks[0].outcome, "success");
+    assert!(
+        tool.hooks[0].source.starts_with("server "),
+        "{:?}",
+        tool.hooks[0]
+    );
+    assert!(tool.chat_id.is_some());
+    server.shutdown().await;
+
+    // The same hooks: nothing changed.
+    let workspace = tempfile::tempdir().unwrap();
+    let same = workspace.path().join("hooks.yaml");
+    std::fs::write(&same, HOOKS).unwrap();
+    let dir = record_dir.to_str().unwrap();
+    let (code, out, err) = replay(workspace.path(), &same, &[dir], None).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("2 event(s) replayed, 0 changed"), "{out}");
+
+    // A stricter guard: exactly the tool's event changes, allow → block.
+    let stricter = workspace.path().join("stricter.yaml");
+    std::fs::write(&stricter, STRICTER).unwrap();
+    let (code, out, err) = replay(
+        workspace.path(),
+        &same,
+        &[dir, "--hooks", stricter.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("2 event(s) replayed, 1 changed"), "{out}");
+    let changed: Vec<&str> = out.lines().filter(|l| l.starts_with("CHANGED")).collect();
+    assert_eq!(changed.len(), 1, "{out}");
+    assert!(changed[0].contains("pre_tool_execution"), "{out}");
+    assert!(changed[0].contains("continue → block"), "{out}");
+    assert!(changed[0].contains("guard"), "{out}");
+    assert!(out.contains("+ no tools today"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("same") && l.contains("pre_send_message")),
+        "{out}"
+    );
+
+    let (code, out, _) = replay(
+        workspace.path(),
+        &stricter,
+        &[dir, "--json", "--only-changed"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 1, "{out}");
+    let objects: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 1, "{out}");
+    let event = &objects[0];
+    assert_eq!(event["changed"], true);
+    assert_eq!(event["event"], "pre_tool_execution");
+    assert_eq!(event["old"]["outcome"], "continue");
+    assert_eq!(event["new"]["outcome"], "block");
+    assert_eq!(event["new"]["reason"], "no tools today");
+    assert_eq!(event["new"]["decided_by"], "guard");
+}
+
+#[tokio::test]
+async fn an_unreadable_recording_exits_2_naming_its_line() {
+    let workspace = tempfile::tempdir().unwrap();
+    let hooks = workspace.path().join("hooks.yaml");
+    std::fs::write(&hooks, HOOKS).unwrap();
+    let bad = workspace.path().join("hooks-2026-01-01.jsonl");
+    std::fs::write(&bad, "{\"not\": \"a record\"}\n").unwrap();
+    let (code, out, err) = replay(workspace.path(), &hooks, &[bad.to_str().unwrap()], None).await;
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("hooks-2026-01-01.jsonl:1"), "{err}");
+    let (code, _, err) = replay(
+        workspace.path(),
+        &hooks,
+        &["/no/such/recording.jsonl"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/no/such/recording.jsonl"), "{err}");
+}
+
+#[tokio::test]
+async fn a_model_judged_hook_replayed_five_times_reports_the_rate_of_each_outcome() {
+    let upstream = FakeUpstream::start().await;
+    let workspace = tempfile::tempdir().unwrap();
+    let hooks = workspace.path().join("hooks.yaml");
+    std::fs::write(
+        &hooks,
+        "pre_tool_execution:\n  - name: judge\n    type: llm\n    prompt: 'JUDGE {{tool_name}}'\n",
+    )
+    .unwrap();
+    let line = json!({
+        "at": "2026-11-27T10:00:00.000Z", "chat_id": "chat-1", "event": "pre_tool_execution",
+        "input": {"event": "pre_tool_execution", "tool_name": "read_file",
+                  "tool_input": {"path": "note.txt"}, "session_id": "s1"},
+        "decision": {"outcome": "continue"},
+        "hooks": [{"name": "judge", "source": "server hooks.yaml:2", "outcome": "success", "ms": 3.0}]
+    });
+    let recording = workspace.path().join("hooks-2026-11-27.jsonl");
+    std::fs::write(&recording, format!("{line}\n")).unwrap();
+    for answer in [
+        "{}",
+        "{\"action\":\"skip\",\"reason\":\"risky\"}",
+        "{}",
+        "{}",
+        "{\"action\":\"skip\",\"reason\":\"risky\"}",
+    ] {
+        upstream.push(Reply::text(&[answer]));
+    }
+    let (code, out, err) = replay(
+        workspace.path(),
+        &hooks,
+        &[recording.to_str().unwrap(), "--repeat", "5", "--json"],
+        Some(&upstream),
+    )
+    .await;
+    assert_eq!(code, 1, "{out}{err}");
+    let event: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        event["rates"],
+        json!({"skip": 0.4, "continue": 0.6}),
+        "{event}"
+    );
+    assert_eq!(
+        event["new"]["outcome"], "continue",
+        "the most frequent outcome"
+    );
+    assert_eq!(event["changed"], true);
+    let asked = upstream
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.messages()
+                .iter()
+                .any(|(_, c)| c.contains("JUDGE read_file"))
+        })
+        .count();
+    assert_eq!(asked, 5, "one model call per run");
+
+    // In text: the rates under the event.
+    for _ in 0..5 {
+        upstream.push(Reply::text(&["{}"]));
+    }
+    let (code, out, _) = replay(
+        workspace.path(),
+        &hooks,
+        &[recording.to_str().unwrap(), "--repeat", "5"],
+        Some(&upstream),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("rates: continue 100%"), "{out}");
+}
