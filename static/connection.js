@@ -50,7 +50,9 @@ export function connect() {
     // API says so (a 401 opens the sign-in panel).
     if (!opened && document.body.dataset.info === 'loaded') loadServerInfo();
     const delay = Math.min(10000, 500 * 2 ** view.retry++);
-    setStatus('offline', 'offline, retrying in ' + Math.round(delay / 1000) + ' s');
+    // Signed out, the retries wait for a token (they go on: a proxy may sign the page in).
+    if ($('sign-in').hidden) setStatus('offline', 'offline, retrying in ' + Math.round(delay / 1000) + ' s');
+    else setStatus('offline', 'not signed in');
     retryTimer = setTimeout(connect, delay);
   };
 }

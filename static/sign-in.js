@@ -11,7 +11,7 @@
 //   what waited (the failed chat, sent again) runs on the same connection. A refusal is said in
 //   the panel, which stays.
 
-import { reconnect } from './connection.js';
+import { reconnect, setStatus } from './connection.js';
 import { $ } from './dom.js';
 import { loadServerInfo } from './panel.js';
 import { createRenewal } from './server.js';
@@ -32,6 +32,7 @@ export function askSignIn({ refused = null, renew = false, then = null } = {}) {
   if (!shown || renew || then) purpose = { renew, then };
   showProblem(refused);
   panel.hidden = false;
+  if (!view.ws || view.ws.readyState !== WebSocket.OPEN) setStatus('offline', 'not signed in');
   if (!shown || refused) $('sign-in-token').focus();
 }
 

@@ -110,7 +110,10 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
     browser.wait_sign_in().await;
     let shown = browser.text(SIGN_IN).await;
     assert!(
-        shown.as_str().unwrap().contains("This server needs you to sign in"),
+        shown
+            .as_str()
+            .unwrap()
+            .contains("This server needs you to sign in"),
         "{shown}"
     );
     // The token pasted into the panel: the page connects with it and keeps it for the tab.
