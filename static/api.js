@@ -12,15 +12,16 @@ export class SignInNeeded extends Error {
   }
 }
 
-// GET an API route with the access token.
-export async function api(path) {
+// GET an API route with the access token. `signIn: false` for a route whose 401 is no reason to
+// sign in again: `/api/hooks`, which with `admin_token` set wants the operator's token instead.
+export async function api(path, { signIn = true } = {}) {
   const sent = access.token;
   const response = await fetch(path, { headers: authHeaders(sent) });
   if (response.status === 401) {
     const body = await response.text().catch(() => '');
     const need = signInNeed(response.headers.get('WWW-Authenticate'), body, !!sent);
     // A refusal of a token the page no longer uses (a new one came meanwhile) asks for nothing.
-    if (sent === access.token) changed('signIn', need);
+    if (signIn && sent === access.token) changed('signIn', need);
     throw new SignInNeeded(need);
   }
   if (!response.ok) throw new Error(path + ' answered ' + response.status);

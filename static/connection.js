@@ -1,6 +1,7 @@
 // The WebSocket: connect, hand each frame to the chat, reconnect with a growing delay, or at
 // once with a new token (`reconnect`, after signing in).
 
+import { api } from './api.js';
 import { finish, onFrame, setState } from './chat.js';
 import { $ } from './dom.js';
 import { connectionLost } from './errors.js';
@@ -47,8 +48,8 @@ export function connect() {
     if (view.conversation.abort()) finish(connectionLost());
     setState('offline');
     // Refused before it opened while the API answered: the server may want a (new) token; the
-    // API says so (a 401 opens the sign-in panel).
-    if (!opened && document.body.dataset.info === 'loaded') loadServerInfo();
+    // API says so (a 401 opens the sign-in panel; any other answer changes nothing).
+    if (!opened && document.body.dataset.info === 'loaded' && $('sign-in').hidden) api('/api/info').catch(() => {});
     const delay = Math.min(10000, 500 * 2 ** view.retry++);
     // Signed out, the retries wait for a token (they go on: a proxy may sign the page in).
     if ($('sign-in').hidden) setStatus('offline', 'offline, retrying in ' + Math.round(delay / 1000) + ' s');

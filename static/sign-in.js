@@ -30,10 +30,12 @@ export function askSignIn({ refused = null, renew = false, then = null } = {}) {
   const shown = !panel.hidden;
   // The API's 401 while the panel is up keeps what the panel was opened for.
   if (!shown || renew || then) purpose = { renew, then };
+  const news = refused && refused !== $('sign-in-problem').textContent;
   showProblem(refused);
   panel.hidden = false;
   if (!view.ws || view.ws.readyState !== WebSocket.OPEN) setStatus('offline', 'not signed in');
-  if (!shown || refused) $('sign-in-token').focus();
+  // The field takes the focus when the panel opens or a token was just refused, not again.
+  if (!shown || news) $('sign-in-token').focus();
 }
 
 // The panel's controls (app.js calls this once).
@@ -61,6 +63,8 @@ export function setUpSignIn() {
 
 async function submit(event) {
   event.preventDefault();
+  // One token at a time: the last one's answer is awaited.
+  if ($('sign-in-submit').disabled) return;
   const field = $('sign-in-token');
   const token = field.value.trim();
   field.value = '';
