@@ -3,8 +3,8 @@
 // DOM (protocol.js, library.js, exports.js, trace.js, hook-levels.js, server.js, compaction.js);
 // the view draws it: transcript.js (the items), chat.js (the running chat), approval.js, forks.js
 // (Retry, Regenerate, Edit), conversations.js (the Chats tab, exports), panel.js (tabs, skills,
-// tools, server info), hooks-tab.js, voice-controls.js, connection.js; state.js holds what they
-// share and the one subscription through which they announce what changed.
+// tools, server info), hooks-tab.js, voice-controls.js, connection.js, sign-in.js (the sign-in
+// panel); state.js holds what they share and the one subscription through which they announce what changed.
 //
 // The view modules import one way (tests/js/imports.test.mjs holds it): the transcript draws
 // the items other modules own with the renderers given here, and a module that changes what
@@ -20,6 +20,7 @@ import { hooksOnScreen, refreshHooks, renderHooks, updatePolling } from './hooks
 import { TABS, isPhone, loadServerInfo, renderSkillChecks, selectTab, showPanel } from './panel.js';
 import { KEYS } from './protocol.js';
 import { updateActions } from './recovery.js';
+import { askSignIn, setUpSignIn } from './sign-in.js';
 import { BANNER, store, subscribe, view } from './state.js';
 import { redrawAll, useRenderers } from './transcript.js';
 import { renderSpeaker, useVoiceInfo, voice } from './voice-controls.js'; // the speaker and the microphone
@@ -44,6 +45,7 @@ subscribe((what, detail) => {
     case 'ended': if (hooksOnScreen()) refreshHooks(); break;
     case 'panel': updatePolling(); break;
     case 'info': useVoiceInfo(detail); break;
+    case 'signIn': askSignIn(detail); break;
   }
 });
 
@@ -110,6 +112,7 @@ $('tools-switch').addEventListener('change', (event) => view.conversation.setToo
 $('trace-switch').checked = view.conversation.trace;
 $('trace-switch').addEventListener('change', (event) => view.conversation.setTrace(event.target.checked));
 
+setUpSignIn();
 selectTab(view.tab);
 showPanel(!isPhone());
 redrawAll();

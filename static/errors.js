@@ -10,6 +10,8 @@
 //               message the server refused, when it named one)
 //   'new_chat'  start a new conversation
 //   'skills'    open the Skills tab (a chosen skill is gone)
+//   'sign_in'   open the sign-in panel: a fresh token renews the connection's sign-in, then the
+//               message is sent again
 
 const LOST = 'connection_lost';
 
@@ -145,8 +147,8 @@ export function explainError(code, message, retryAfter) {
     case 'auth_expired':
       return Object.assign(base, {
         title: 'Your sign-in has expired.',
-        body: 'Sign in again (reload the page, or give it a fresh token), then try again.',
-        actions: ['retry'],
+        body: 'Sign in again with a fresh token (or reload the page to sign in through your organisation’s sign-in page); the message is then sent again.',
+        actions: ['sign_in'],
       });
     case 'unavailable':
       return Object.assign(base, {

@@ -114,7 +114,8 @@ export async function refreshHooks() {
   if (view.polling) return;
   view.polling = true;
   try {
-    view.hooks = await api('/api/hooks');
+    // Its 401 may be `admin_token`'s, not a sign-in's: said in the tab (/api/info opens the panel).
+    view.hooks = await api('/api/hooks', { signIn: false });
     view.hooksError = null;
   } catch (error) {
     view.hooksError = String(error.message || error);

@@ -1,7 +1,7 @@
 // The side panel: its tabs, the Skills tab with the tools, and what /api/info says. Showing the
 // panel or a tab, and the info, are announced (`changed('panel')`, `changed('info', info)`).
 
-import { api } from './api.js';
+import { SignInNeeded, api } from './api.js';
 import { $, el } from './dom.js';
 import { toolGroups } from './server.js';
 import { BANNER, TAB, changed, store, view } from './state.js';
@@ -92,6 +92,8 @@ export function renderTools(info) {
   }
 }
 
+// Asks `/api/info` and `/api/skills` and draws them: 'loaded', 'sign-in' (the server wants a
+// token: the sign-in panel says so) or 'failed'.
 export async function loadServerInfo() {
   try {
     const info = await api('/api/info');
@@ -105,8 +107,11 @@ export async function loadServerInfo() {
     const skills = await api('/api/skills');
     renderSkills(skills);
     document.body.dataset.info = 'loaded';
+    return 'loaded';
   } catch (error) {
-    $('skills').textContent = 'could not load the skills: ' + error;
+    // A server that wants a token says so in the sign-in panel (api.js announced it).
+    $('skills').textContent = error instanceof SignInNeeded ? 'Sign in to see the skills.' : 'could not load the skills: ' + error;
     document.body.dataset.info = 'failed';
+    return error instanceof SignInNeeded ? 'sign-in' : 'failed';
   }
 }

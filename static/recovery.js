@@ -1,7 +1,8 @@
 // Under the last exchange, when idle: Regenerate under an answer, and under a failed chat the
 // ways out that can work for its failure (errors.js decides which): Retry only where trying
 // again can help, Compact / Start a new chat / Drop the oldest turns for a conversation the
-// model can no longer take, Edit for one the server refused as it is.
+// model can no longer take, Edit for one the server refused as it is, Sign in again for a
+// connection whose sign-in expired.
 
 import { startCompaction, updateCompact } from './chat.js';
 import { compactable, placeCut } from './compaction.js';
@@ -10,6 +11,7 @@ import { el, toast } from './dom.js';
 import { describeDrop, errorOf, explainError } from './errors.js';
 import { forkable, lastUserIndex, redoFrom, startEdit } from './forks.js';
 import { selectTab, showPanel } from './panel.js';
+import { askSignIn } from './sign-in.js';
 import { saveTranscript, view } from './state.js';
 import { nodes, redrawAll, scroll, transcriptEl } from './transcript.js';
 
@@ -54,6 +56,7 @@ const LABELS = {
   drop: 'Drop the oldest turns',
   edit: 'Edit a message',
   skills: 'Open Skills',
+  sign_in: 'Sign in again',
 };
 const TITLES = {
   retry: 'Send the same message again',
@@ -62,6 +65,7 @@ const TITLES = {
   drop: 'Forget the oldest half of this conversation (persistent hook messages stay)',
   edit: 'Change a message and go on from there',
   skills: 'Choose the skills this chat uses',
+  sign_in: 'Give a fresh token; the message is sent again once it is taken',
 };
 
 // What each way out does (`index`: the last user message's place in the transcript).
@@ -81,6 +85,10 @@ function act(action, index, failure, shown) {
     case 'skills':
       showPanel(true);
       selectTab('skills', true);
+      break;
+    case 'sign_in':
+      // The open connection's sign-in is renewed; then the message goes again.
+      askSignIn({ renew: true, then: () => redoFrom(index, item.text) });
       break;
   }
 }

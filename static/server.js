@@ -1,5 +1,6 @@
 // Reaching the server: the access token, the WebSocket's address and subprotocols, the API
-// requests' headers, and the tools `/api/info` lists. No DOM.
+// requests' headers, what a refusal says about signing in, renewing a connection's sign-in, and
+// the tools `/api/info` lists. No DOM.
 
 import { list } from './protocol.js';
 
@@ -45,6 +46,61 @@ export function authHeaders(token) {
 }
 
 const TOKEN_KEY = 'hookwire.token';
+
+// A token typed or pasted into the sign-in panel, kept in `session` as the fragment's is.
+// Returns the token (null for an empty one).
+export function keepToken(token, session) {
+  const kept = typeof token === 'string' && token.trim() ? token.trim() : null;
+  session.save(TOKEN_KEY, kept || '');
+  return kept;
+}
+
+// What a 401 from the server says about signing in (docs/protocol.md §20): `{refused}`, the
+// sentence the sign-in panel shows when a token was given and refused ("the token was refused:
+// expired"), or null when the server only asks for one. `challenge`: the `WWW-Authenticate`
+// header (`Bearer error="invalid_token"` for a JWT that does not verify); `body`: the answer's
+// text (`{"error": {"message"}}` or one line); `sent`: whether the request carried a token (a
+// wrong static token is refused with a plain `Bearer`).
+export function signInNeed(challenge, body, sent) {
+  const invalid = /\berror\s*=\s*"?invalid_token/.test(typeof challenge === 'string' ? challenge : '');
+  if (!invalid && !sent) return { refused: null };
+  return { refused: 'the token was refused: ' + refusalReason(body) };
+}
+
+// The reason in a refusal's body, without the "invalid token: " its message starts with.
+function refusalReason(body) {
+  let text = typeof body === 'string' ? body.trim() : '';
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && parsed.error && typeof parsed.error.message === 'string') text = parsed.error.message;
+  } catch (_) { /* a one-line text answer */ }
+  text = text.replace(/^invalid token:\s*/i, '').replace(/\s+/g, ' ').trim();
+  return text ? text.slice(0, 200) : 'no reason given';
+}
+
+// Renewing an open connection's sign-in with a fresh token (docs/protocol.md §20): `auth` is
+// taken silently, or answered with an `error` without `id` (`auth_expired` for a token that does
+// not verify, `bad_frame` for another person's). The server answers a connection's frames in the
+// order it reads them, so a `ping` with `id` sent right after tells the two apart: its `pong`
+// before any such error means the token was taken. `frames`: what to send, in order;
+// `answer(frame)`: null for a frame that is not about the renewal, else `{taken: true}` or
+// `{taken: false, refused}` (the sentence for the sign-in panel).
+export function createRenewal(token, id) {
+  return {
+    frames: [{ type: 'auth', token }, { type: 'ping', id }],
+    answer(frame) {
+      if (!frame || typeof frame !== 'object') return null;
+      if (frame.type === 'pong' && frame.id === id) return { taken: true };
+      if (frame.type === 'error' && (frame.id === undefined || frame.id === null)) {
+        const message = typeof frame.message === 'string' ? frame.message.trim() : '';
+        const refused = message.startsWith('the token was refused') ? message
+          : 'the token was refused: ' + (message || String(frame.code));
+        return { taken: false, refused };
+      }
+      return null;
+    },
+  };
+}
 
 // The tools of `/api/info`, grouped for the page: the built-in ones first, then each MCP
 // server with its state (`running`, `starting`, `down` …, and why) and its tools.

@@ -6,7 +6,7 @@
 
 import { createLibrary } from './library.js';
 import { KEYS, itemsOf } from './protocol.js';
-import { takeToken } from './server.js';
+import { keepToken, takeToken } from './server.js';
 
 export const TAB = 'hookwire.tab';
 export const BANNER = 'hookwire.demoBannerDismissed';
@@ -42,6 +42,10 @@ const session = {
 export const library = createLibrary(store);
 export const access = takeToken(location.href, session);
 if (access.cleanUrl) history.replaceState(history.state, '', access.cleanUrl);
+// A token from the sign-in panel: the API requests and every later connection use it.
+export function useToken(token) {
+  access.token = keepToken(token, session);
+}
 
 export const view = {
   conversation: library.open(), // the conversation on screen (protocol.js)
@@ -51,6 +55,8 @@ export const view = {
   model: null, // from /api/info
   ws: null,
   retry: 0,
+  onConnect: null, // what runs once the next connection opens (a sign-in's retried chat)
+  renewal: null, // a sign-in renewal waiting for its answer: {take(frame) → handled, lost()}
   chat: null, // the running chat on screen: {bubble, tools: {call_id: {item, node}}, trace: [rows]}
   afterStop: null, // what runs once the running chat has ended (New, a switch, Delete stop it first)
   tab: store.load(TAB, 'conversations'),
@@ -82,6 +88,8 @@ export function saveTranscript() {
 //   'ended'         a chat ended (the hooks' figures moved)
 //   'panel'         the side panel was shown or hidden, or another tab chosen
 //   'info'          /api/info answered (its answer: detail)
+//   'signIn'        the server wants a (new) token: an API call answered 401 (detail:
+//                   server.js `signInNeed`'s `{refused}`)
 // Listeners run at once, in the order they subscribed.
 const listeners = [];
 export function subscribe(listener) {

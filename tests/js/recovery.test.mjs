@@ -18,7 +18,7 @@ test('a raw protocol error is never the headline, and Retry is offered only wher
     draining: ['the server is shutting down', ['retry']],
     internal: ['panic in a task', ['retry', 'new_chat']],
     quota_exceeded: ['the chats_per_minute quota of user:ann is spent; try again in 20 s', ['retry']],
-    auth_expired: ['the token expired', ['retry']],
+    auth_expired: ['the token expired', ['sign_in']],
     unavailable: ['the shared state could not be reached', ['retry']],
   };
   for (const [code, [message, actions]] of Object.entries(cases)) {

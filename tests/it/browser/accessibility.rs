@@ -55,7 +55,8 @@ async fn accessibility_of_every_view_in_firefox() {
 }
 
 /// axe-core finds no serious or critical violation on any view: the empty chat, a chat with
-/// Markdown and a tool card, an approval card, the Skills and Hooks tabs, the dark theme, a phone.
+/// Markdown and a tool card, an approval card, the Skills and Hooks tabs, the dark theme, a phone,
+/// the sign-in panel.
 async fn accessibility_of_every_view(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let dir = crate::demo::workspace();
@@ -114,7 +115,34 @@ async fn accessibility_of_every_view(browser: &mut impl Page) {
     check("phone", axe_violations(browser).await);
     browser.toggle_panel().await;
     check("phone with the panel", axe_violations(browser).await);
+
+    // The sign-in panel of a server that needs a token, saying why a token was refused.
+    let guarded = TestServer::builder()
+        .workspace(crate::demo::workspace())
+        .config(|c| c.auth_token = Some("the right one".into()))
+        .start()
+        .await;
+    browser.set_viewport(1280, 900).await;
+    browser.navigate(&guarded.url("/")).await;
+    browser.wait_sign_in().await;
+    browser.sign_in("a wrong one").await;
+    browser
+        .wait_sign_in_problem("the token was refused: wrong token")
+        .await;
+    check("sign-in panel", axe_violations(browser).await);
+    // Escape does not keep the focus there: the panel steps aside for the message box.
+    browser
+        .eval("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}))")
+        .await;
+    assert_eq!(
+        (
+            browser.hidden(SIGN_IN).await,
+            browser.eval("document.activeElement.id").await
+        ),
+        (json!(true), json!("input"))
+    );
     assert!(found.is_empty(), "{found:#?}");
+    guarded.shutdown().await;
     server.shutdown().await;
 }
 

@@ -34,6 +34,8 @@ pub const DENY: &str = ".approval-card button.deny";
 pub const TURN: &str = ".turn";
 pub const TRACED_TURN: &str = ".turn.traced";
 pub const HOOK_CARD: &str = "#hooks .hook-card";
+/// The sign-in panel (an id, for `text` and `hidden`).
+pub const SIGN_IN: &str = "sign-in";
 
 const IDLE: &str = "document.body.dataset.state === 'idle'";
 
@@ -194,6 +196,33 @@ pub trait HookwirePage: Page {
     /// How `/api/info` went: loaded, failed (or null before it answered).
     async fn info(&mut self) -> Value {
         self.eval("document.body.dataset.info").await
+    }
+
+    // ─── signing in ───
+
+    /// Waits until the sign-in panel is on screen with its token field focused.
+    async fn wait_sign_in(&mut self) {
+        self.wait_for(&format!(
+            "document.getElementById({})?.getClientRects().length > 0 && document.activeElement?.id === 'sign-in-token'",
+            js(SIGN_IN)
+        ))
+        .await;
+    }
+
+    /// Pastes `token` into the sign-in panel's field and presses Enter.
+    async fn sign_in(&mut self, token: &str) {
+        self.eval("document.getElementById('sign-in-token').focus()")
+            .await;
+        self.type_keys_and_enter(token).await;
+    }
+
+    /// Waits until the sign-in panel says why a token was refused, in words containing `part`.
+    async fn wait_sign_in_problem(&mut self, part: &str) {
+        self.wait_for(&format!(
+            "document.getElementById('sign-in-problem')?.getClientRects().length > 0 && document.getElementById('sign-in-problem').innerText.includes({})",
+            js(part)
+        ))
+        .await;
     }
 
     // ─── the side panel ───
@@ -522,6 +551,12 @@ pub trait HookwirePage: Page {
     /// Waits until the page is idle with `n` answers on screen.
     async fn wait_answers(&mut self, n: usize) {
         self.wait_count(ANSWER, n).await;
+    }
+
+    /// Waits until the page is idle with `text` as its last answer.
+    async fn wait_last_answer(&mut self, text: &str) {
+        self.wait_for(&format!("{IDLE} && {} === {}", last_answer_js(), js(text)))
+            .await;
     }
 
     /// Waits until the page is idle and `selector` finds something.

@@ -7,7 +7,7 @@
 //! (`conversations.rs`); the Hooks tab and the trace timeline (`hooks_tab.rs`); what a person
 //! meets beside the protocol (`page.rs`, `layout.rs`, `forks.rs`, `failures.rs`, `accessibility.rs`,
 //! `screenshots.rs`); the
-//! access token (`token.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`). Beside
+//! access token (`token.rs`), signing in with a JWT (`sign_in.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`). Beside
 //! hookwire's own page, the AI SDK example a user copies (`examples/ai-sdk`, built and served
 //! from `static_dir`) in Chromium (`examples.rs`, its selectors in one small struct there).
 //! Without a browser the tests say they were skipped and why; under `CI=true` they fail instead.
@@ -29,6 +29,7 @@ mod hookwire_page;
 mod layout;
 mod page;
 mod screenshots;
+mod sign_in;
 mod token;
 mod trace_id;
 mod voice;

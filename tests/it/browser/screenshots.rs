@@ -139,7 +139,8 @@ async fn readme_screenshots_in_chromium() {
 /// The page at a desktop and a phone size, to look at side by side with other chat pages
 /// (`target/browser/layout/`): the demo with its banner (`desktop`, `phone`), an answer with a
 /// code block and a conversation too long for the model (`code-desktop`, `code-phone`,
-/// `failure-phone`), and the chat list (`chats`). The after ones are copied to docs/images/.
+/// `failure-phone`), the sign-in panel saying why a token was refused (`sign-in-desktop`), and
+/// the chat list (`chats`). The after ones are copied to docs/images/.
 #[tokio::test]
 async fn layout_screenshots_in_chromium() {
     let Some(mut browser) = Chromium::launch().await else {
@@ -196,4 +197,27 @@ async fn layout_screenshots_in_chromium() {
     browser.reload_and_wait().await;
     shoot(&mut browser, "failure-desktop").await;
     server.shutdown().await;
+
+    // A server that signs people in with JWTs, opened with a token that has expired.
+    let provider = crate::sign_in::Provider::start().await;
+    let settings = provider.settings();
+    let jwt = TestServer::builder()
+        .workspace(crate::agent::workspace())
+        .config(move |c| c.jwt = Some(settings))
+        .start()
+        .await;
+    let mut claims = provider.claims("alice");
+    claims["exp"] = json!(crate::sign_in::now() - 3600);
+    let expired = crate::sign_in::sign(
+        &claims,
+        jsonwebtoken::Algorithm::RS256,
+        "rsa-1",
+        &crate::sign_in::rsa_key(),
+    );
+    browser.navigate(&jwt.url("/")).await;
+    browser.wait_sign_in().await;
+    browser.sign_in(&expired).await;
+    browser.wait_sign_in_problem("expired").await;
+    shoot(&mut browser, "sign-in-desktop").await;
+    jwt.shutdown().await;
 }

@@ -78,8 +78,8 @@ async fn the_page_brings_the_access_token_in_firefox() {
 }
 
 /// A server with `auth_token`: the page opened as `/#token=…` keeps the token for the tab, takes
-/// it out of the address bar, chats with it, still has it after a reload, and without it says
-/// what to do.
+/// it out of the address bar, chats with it, still has it after a reload, and without it shows
+/// the sign-in panel, whose pasted token works as well.
 async fn the_page_brings_the_access_token(browser: &mut impl Page) {
     let server = TestServer::builder()
         .workspace(workspace())
@@ -107,10 +107,18 @@ async fn the_page_brings_the_access_token(browser: &mut impl Page) {
     browser.forget_tab_token().await;
     browser.reload().await;
     browser.wait_info("failed").await;
-    let shown = browser.text("skills").await;
+    browser.wait_sign_in().await;
+    let shown = browser.text(SIGN_IN).await;
     assert!(
-        shown.as_str().unwrap().contains("needs an access token"),
+        shown
+            .as_str()
+            .unwrap()
+            .contains("This server needs you to sign in"),
         "{shown}"
     );
+    // The token pasted into the panel: the page connects with it and keeps it for the tab.
+    browser.sign_in("tok en/1").await;
+    browser.wait_ready().await;
+    assert_eq!(browser.tab_token().await, json!("\"tok en/1\""));
     server.shutdown().await;
 }
