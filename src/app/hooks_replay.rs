@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 
-use super::{agent_parts, StartError};
+use super::{agent_parts, Sources, StartError};
 use crate::config::Config;
 use crate::hooks::record::{is_recording, RecordLine, RecordedDecision};
 
@@ -28,7 +28,7 @@ impl Default for ReplayOptions {
 }
 
 /// The replay of recordings, event by event in the order recorded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ReplayReport {
     pub events: Vec<ReplayedEvent>,
     /// The hook files loaded, as `serve` would load them.
@@ -43,7 +43,7 @@ impl ReplayReport {
 }
 
 /// One recorded event, replayed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ReplayedEvent {
     /// Where it was recorded: `file:line`.
     pub place: String,
@@ -54,6 +54,7 @@ pub struct ReplayedEvent {
     /// The decision now (with `repeat`, the most frequent one).
     pub new: RecordedDecision,
     /// With `repeat` > 1: the share of runs that ended with each outcome.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub rates: BTreeMap<String, f64>,
     /// Whether any run decided differently from the recording.
     pub changed: bool,
@@ -67,6 +68,9 @@ pub enum ReplayError {
     Load(#[from] StartError),
     #[error("no hook files are loaded")]
     NoHookFiles,
+    /// The server records no hook traffic.
+    #[error("hook traffic is not recorded: set hooks.record.dir (or HOOKWIRE_HOOK_RECORD_DIR)")]
+    NotRecorded,
     /// A recording that cannot be read: the file, the line and why.
     #[error("{place}: {reason}")]
     Unreadable { place: String, reason: String },
@@ -84,11 +88,39 @@ pub async fn replay_recordings(
     config: &Config,
     paths: &[PathBuf],
     options: ReplayOptions,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<ReplayReport, ReplayError> {
     let recorded = read_recordings(paths)?;
     let parts = agent_parts(config)?;
-    let files = parts.sources.hook_files().ok_or(ReplayError::NoHookFiles)?;
+    replay_through(config, &parts.sources, recorded, options, progress).await
+}
+
+/// Replays the last `last` recorded events of the server (`hooks.record`) through its hook
+/// files as they are loaded now: what an operator asks after editing a hook file.
+pub async fn replay_last(
+    config: &Config,
+    sources: &Sources,
+    last: usize,
+    options: ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    let dir = config
+        .hook_record
+        .as_ref()
+        .map(|record| record.dir.clone())
+        .ok_or(ReplayError::NotRecorded)?;
+    let recorded = read_last(&dir, last)?;
+    replay_through(config, sources, recorded, options, &mut |_, _| {}).await
+}
+
+/// Replays `recorded` through the hook files of `sources`.
+async fn replay_through(
+    config: &Config,
+    sources: &Sources,
+    recorded: Vec<Recorded>,
+    options: ReplayOptions,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<ReplayReport, ReplayError> {
+    let files = sources.hook_files().ok_or(ReplayError::NoHookFiles)?;
     let total = recorded.len();
     let mut replays = futures::stream::iter(recorded.into_iter().map(|recorded| async move {
         let decisions = files.replay(&recorded.line, options.repeat).await;
@@ -192,6 +224,29 @@ fn read_recordings(paths: &[PathBuf]) -> Result<Vec<Recorded>, ReplayError> {
         }
     }
     Ok(recorded)
+}
+
+/// The last `last` lines of the recordings in `dir`, oldest first (the newest files read first,
+/// until there are enough).
+fn read_last(dir: &Path, last: usize) -> Result<Vec<Recorded>, ReplayError> {
+    let entries = std::fs::read_dir(dir).map_err(|error| unreadable(dir, 0, &error))?;
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|entry| is_recording(&entry.path()))
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .collect();
+    files.sort();
+    let mut newest_first: Vec<Recorded> = Vec::new();
+    for (_, file) in files.into_iter().rev() {
+        let mut lines = read_recordings(std::slice::from_ref(&file))?;
+        lines.reverse();
+        newest_first.extend(lines.into_iter().take(last - newest_first.len()));
+        if newest_first.len() >= last {
+            break;
+        }
+    }
+    newest_first.reverse();
+    Ok(newest_first)
 }
 
 fn unreadable(file: &Path, line: usize, error: &dyn std::fmt::Display) -> ReplayError {

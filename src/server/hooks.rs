@@ -8,6 +8,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::AppState;
+use crate::app::hooks_replay::{replay_last, ReplayError, ReplayOptions};
 use crate::hooks::external::{Handler, HookDef};
 use crate::hooks::stats;
 use crate::types::redact;
@@ -117,4 +118,87 @@ fn describe(hook: &HookDef) -> Value {
         "timeout_ms": hook.timeout.as_millis() as u64,
         "metrics": stats::metrics(&hook.id()),
     })
+}
+
+/// `POST /api/hooks/replay` `{"last"?, "repeat"?}`: the last recorded events through the hook
+/// files as they are loaded now (docs/protocol.md §21) — what the Hooks tab shows after a hook
+/// file was edited. Admin only: the answer holds recorded traffic (redacted, but other people's),
+/// so it needs `admin_token`, or a server open to everyone who reaches it (no `auth_token`, no
+/// `auth.jwt`), whose operator is whoever is at it.
+pub(super) async fn replay(
+    State(state): State<AppState>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let refuse = |status: StatusCode, code: &str, message: String| {
+        (
+            status,
+            Json(json!({"error": {"code": code, "message": message}})),
+        )
+            .into_response()
+    };
+    let config = &state.config;
+    let open_to_all = config.auth_token.is_none() && config.jwt.is_none();
+    if config.admin_token.is_none() && !open_to_all {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "admin_only",
+            "replaying recorded hook traffic shows other people's chats: set admin_token and send it"
+                .into(),
+        );
+    }
+    let asked: ReplayAsk = if body.is_empty() {
+        ReplayAsk::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(asked) => asked,
+            Err(error) => return refuse(StatusCode::BAD_REQUEST, "bad_request", error.to_string()),
+        }
+    };
+    let options = ReplayOptions {
+        repeat: asked.repeat.clamp(1, MAX_REPEAT),
+        jobs: 4,
+    };
+    let last = asked.last.clamp(1, MAX_LAST);
+    match replay_last(config, &state.sources, last, options).await {
+        Ok(report) => Json(json!({
+            "replayed": report.events.len(),
+            "changed": report.changed(),
+            "files": report.files,
+            "events": report.events,
+        }))
+        .into_response(),
+        Err(error @ ReplayError::NotRecorded) => {
+            refuse(StatusCode::NOT_FOUND, "not_recorded", error.to_string())
+        }
+        Err(error) => {
+            tracing::warn!(%error, "a replay of recorded hook traffic failed");
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "replay_failed",
+                error.to_string(),
+            )
+        }
+    }
+}
+
+/// The most events one replay takes, and runs of each.
+const MAX_LAST: usize = 500;
+const MAX_REPEAT: usize = 10;
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ReplayAsk {
+    last: usize,
+    repeat: usize,
+}
+
+impl Default for ReplayAsk {
+    fn default() -> Self {
+        Self {
+            last: 50,
+            repeat: 1,
+        }
+    }
 }

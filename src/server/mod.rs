@@ -121,6 +121,7 @@ fn new_instance_id() -> String {
 }
 
 /// The router: `/ws`, `/healthz`, `/livez`, `/api/info`, `/api/skills`, `/api/hooks`,
+/// `/api/hooks/replay`,
 /// `/api/transcribe`, `/metrics`, and the page, all behind the access checks (`access`) for a server bound to `bound`.
 fn router(state: AppState, bound: SocketAddr) -> Router {
     let config = &state.config;
@@ -140,6 +141,7 @@ fn router(state: AppState, bound: SocketAddr) -> Router {
         .route("/api/info", get(info))
         .route("/api/skills", get(skills))
         .route("/api/hooks", get(hooks::list))
+        .route("/api/hooks/replay", post(hooks::replay))
         .route("/api/transcribe", post(voice::transcribe))
         .route("/metrics", get(metrics_text))
         .merge(front_end_routes(config.allowed_origins.as_deref()))

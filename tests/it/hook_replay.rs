@@ -295,3 +295,117 @@ async fn a_model_judged_hook_replayed_five_times_reports_the_rate_of_each_outcom
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("rates: continue 100%"), "{out}");
 }
+
+#[tokio::test]
+async fn after_a_hook_file_is_edited_the_server_replays_its_last_recorded_events() {
+    let upstream = FakeUpstream::start().await;
+    let records = tempfile::tempdir().unwrap();
+    let settings = RecordSettings::new(records.path());
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .file("note.txt", "a note")
+        .hooks(HOOKS)
+        .config(move |c| {
+            c.hook_record = Some(settings);
+            c.agent.context.window_tokens = Some(32_000);
+        })
+        .start()
+        .await;
+    let ask = |body: Value| {
+        reqwest::Client::new()
+            .post(server.url("/api/hooks/replay"))
+            .json(&body)
+            .send()
+    };
+    tool_round(
+        &upstream,
+        &[("r1", "read_file", json!({"path": "note.txt"}))],
+        "done",
+    );
+    chat(&server, json!({"type": "chat", "input": "read the note"})).await;
+    let landed = eventually(std::time::Duration::from_secs(10), || async {
+        recorded(records.path()).len() >= 2
+    })
+    .await;
+    assert!(landed);
+
+    // As loaded: the same decisions.
+    let report: Value = ask(json!({"last": 10}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(report["replayed"], 2, "{report}");
+    assert_eq!(report["changed"], 0, "{report}");
+
+    // The guard is edited; once the server has reloaded it, the tool's event changes.
+    let generation = server.sources.hook_files_generation();
+    std::fs::write(server.workspace.path().join("server-hooks.yaml"), STRICTER).unwrap();
+    let reloaded = eventually(std::time::Duration::from_secs(10), || async {
+        server.sources.hook_files_generation() > generation
+    })
+    .await;
+    assert!(reloaded, "the edited hook file was not reloaded");
+    let report: Value = ask(json!({"last": 10}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(report["changed"], 1, "{report}");
+    let events = report["events"].as_array().unwrap();
+    let changed: Vec<&Value> = events.iter().filter(|e| e["changed"] == true).collect();
+    assert_eq!(changed[0]["event"], "pre_tool_execution");
+    assert_eq!(changed[0]["old"]["outcome"], "continue");
+    assert_eq!(changed[0]["new"]["outcome"], "block");
+    // The last one only: the newest event.
+    let report: Value = ask(json!({"last": 1})).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        report["events"][0]["event"], "pre_tool_execution",
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn the_replay_route_is_for_the_operator_and_says_when_nothing_is_recorded() {
+    let upstream = FakeUpstream::start().await;
+    // A token for everyone who chats, none for the operator: refused.
+    let shared = TestServer::builder()
+        .upstream(&upstream)
+        .config(|c| c.auth_token = Some("chat-token-0123456789".into()))
+        .start()
+        .await;
+    let response = reqwest::Client::new()
+        .post(shared.url("/api/hooks/replay"))
+        .bearer_auth("chat-token-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("admin_token"),
+        "{body}"
+    );
+
+    // An open server that records nothing says how to start.
+    let open = TestServer::builder().upstream(&upstream).start().await;
+    let response = reqwest::Client::new()
+        .post(open.url("/api/hooks/replay"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("hooks.record"),
+        "{body}"
+    );
+}
