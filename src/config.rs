@@ -257,19 +257,7 @@ impl Config {
         check_addr(&addr)?;
         let (hooks_file, hook_record) = record::hooks_section(file.hooks.take(), &env)?;
         let jwt = auth::JwtSettings::resolve(file.auth.jwt.as_ref(), &env)?;
-        let tenants = people::tenants(file.tenants)?;
-        if !tenants.is_empty()
-            && jwt
-                .as_ref()
-                .and_then(|jwt| jwt.tenant_claim.as_ref())
-                .is_none()
-        {
-            return Err(ConfigError::Missing {
-                setting: "tenants",
-                what: "tenants needs auth.jwt.tenant_claim: the token's claim that names a \
-                       person's tenant",
-            });
-        }
+        let tenants = people::tenants(file.tenants, jwt.as_ref())?;
         Ok(Config {
             addr,
             skills_dir: cli
@@ -316,12 +304,7 @@ impl Config {
             hook_agents: file.hook_agents,
             mcp_servers: tools::mcp_servers(file.mcp_servers)?,
             voice,
-            telemetry: crate::telemetry::TelemetrySettings {
-                otlp_endpoint: file.telemetry.otlp_endpoint,
-                capture_content: file.telemetry.capture_content.unwrap_or(false),
-                batch_delay: file.telemetry.batch_delay_ms.map(Duration::from_millis),
-                client_trace_context: file.telemetry.client_trace_context.unwrap_or_default(),
-            },
+            telemetry: telemetry(file.telemetry),
             config_file: cli.config.clone(),
             container: env("HOOKWIRE_CONTAINER")
                 .map(|value| values::boolean("HOOKWIRE_CONTAINER", &value))
@@ -349,6 +332,16 @@ impl Config {
             expected: e.expected,
             value: e.value,
         })
+    }
+}
+
+/// `telemetry:`, resolved.
+fn telemetry(file: file::TelemetryFile) -> crate::telemetry::TelemetrySettings {
+    crate::telemetry::TelemetrySettings {
+        otlp_endpoint: file.otlp_endpoint,
+        capture_content: file.capture_content.unwrap_or(false),
+        batch_delay: file.batch_delay_ms.map(Duration::from_millis),
+        client_trace_context: file.client_trace_context.unwrap_or_default(),
     }
 }
 

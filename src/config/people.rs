@@ -112,10 +112,19 @@ fn check_shared_state(url: &str) -> Result<(), ConfigError> {
     }
 }
 
-/// `tenants:`, resolved: names are the tenant claim's values, compared as written.
+/// `tenants:`, resolved: names are the tenant claim's values, compared as written; they need
+/// `auth.jwt.tenant_claim`.
 pub(super) fn tenants(
     file: BTreeMap<String, TenantFile>,
+    jwt: Option<&super::JwtSettings>,
 ) -> Result<BTreeMap<String, Tenant>, ConfigError> {
+    if !file.is_empty() && jwt.and_then(|jwt| jwt.tenant_claim.as_ref()).is_none() {
+        return Err(ConfigError::Missing {
+            setting: "tenants",
+            what: "tenants needs auth.jwt.tenant_claim: the token's claim that names a \
+                   person's tenant",
+        });
+    }
     let mut tenants = BTreeMap::new();
     for (name, tenant) in file {
         if name.trim().is_empty() {

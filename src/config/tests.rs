@@ -526,3 +526,35 @@ fn quotas_shared_state_and_tenants_are_read_and_checked() {
     let misspelt = serde_saphyr::from_str::<FileConfig>("quotas:\n  per_user: {tokens_a_day: 1}\n");
     assert!(misspelt.unwrap_err().to_string().contains("tokens_per_day"));
 }
+
+#[test]
+fn hooks_is_a_path_or_a_section_with_the_recording() {
+    let config = Config::resolve(
+        &CliSettings::default(),
+        file("hooks: /etc/h.yaml\n"),
+        no_env,
+    )
+    .unwrap();
+    assert_eq!(config.hooks_file, Some(PathBuf::from("/etc/h.yaml")));
+    assert_eq!(config.hook_record, None);
+    let yaml = "hooks:\n  file: /etc/h.yaml\n  record:\n    dir: /var/rec\n    sample: 0.5\n    keep_files: 3\n";
+    let config = Config::resolve(&CliSettings::default(), file(yaml), no_env).unwrap();
+    assert_eq!(config.hooks_file, Some(PathBuf::from("/etc/h.yaml")));
+    let record = config.hook_record.unwrap();
+    assert_eq!(record.dir, PathBuf::from("/var/rec"));
+    assert_eq!((record.sample, record.keep_files), (0.5, 3));
+    assert_eq!(
+        record.max_bytes,
+        crate::hooks::record::RecordSettings::DEFAULT_MAX_BYTES
+    );
+    let env = |name: &str| (name == "HOOKWIRE_HOOK_RECORD_DIR").then(|| "/tmp/rec".to_string());
+    let config = Config::resolve(&CliSettings::default(), file(""), env).unwrap();
+    assert_eq!(config.hook_record.unwrap().dir, PathBuf::from("/tmp/rec"));
+    let refused = Config::resolve(
+        &CliSettings::default(),
+        file("hooks:\n  record: {dir: /r, sample: 2}\n"),
+        no_env,
+    )
+    .unwrap_err();
+    assert_eq!(refused.setting(), Some("hooks.record.sample"));
+}
