@@ -49,10 +49,14 @@
 //! 15. A short chat whose quotas are counted in a real `redis-server` vs the same chat without
 //!     quotas, and the store's round trips alone (`quota/mod.rs`; skipped without `redis-server`).
 //!
+//! 16. A chat with five hook events whose hook traffic is recorded vs the same chat without
+//!     recording (`record/mod.rs`).
+//!
 //! `cargo bench --bench bench -- tokens` runs only (4), which needs no server; `-- mcp` only (5);
 //! `-- state` only (6); `-- micro` only (7); `-- hook_cost` only (8); `-- voice` only (9);
 //! `-- telemetry` only (10); `-- hooks` only (11); `-- real-model` only (12); `-- command_hook`
-//! only (13); `-- wires` only (14); `-- quota` only (15).
+//! only (13); `-- wires` only (14); `-- quota` only (15); `-- record`
+//! only (16).
 //!
 //! Client frame parsing against a bare `serde_json` parse is measured inside the crate (the
 //! parser is private): `cargo test --release --lib -- --ignored --nocapture parse_cost`.
@@ -64,6 +68,7 @@ mod quota;
 #[path = "../tests/it/real_model.rs"]
 #[allow(dead_code)] // its tests are not built here, only its figures
 mod real_model;
+mod record;
 mod relay;
 mod wires;
 
@@ -119,6 +124,10 @@ fn main() {
         runtime.block_on(wires::bench_wires());
         return;
     }
+    if std::env::args().any(|arg| arg == "record") {
+        runtime.block_on(record::bench_record());
+        return;
+    }
     if std::env::args().any(|arg| arg == "quota") {
         runtime.block_on(quota::bench_quota());
         return;
@@ -149,6 +158,7 @@ fn main() {
         runtime.block_on(bench_command_hook());
         runtime.block_on(wires::bench_wires());
         runtime.block_on(quota::bench_quota());
+        runtime.block_on(record::bench_record());
     }
 }
 

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -98,11 +98,14 @@ pub struct RecordedHook {
 }
 
 /// Lines waiting for the writer; past this, lines are dropped (and counted).
-const QUEUE: usize = 4096;
+const QUEUE: usize = 16_384;
+
+/// How often the writer takes the lines that came.
+const DRAIN_EVERY: Duration = Duration::from_millis(100);
 
 /// The recording of a server: cheap to ask whether a chat is recorded, and to hand it a line.
 pub struct Recorder {
-    lines: SyncSender<String>,
+    lines: SyncSender<MakeLine>,
     /// Chats whose id hashes below this are recorded (`sample` of `u64::MAX`).
     threshold: u64,
     /// Keyed per process, so which chats are sampled cannot be steered from outside.
@@ -146,26 +149,20 @@ impl Recorder {
         self.hasher.hash_one(chat_id) < self.threshold
     }
 
-    /// Hands `line` to the writer; dropped (and counted) when the writer is behind.
-    pub fn record(&self, line: &RecordLine) {
-        let text = match serde_json::to_string(line) {
-            Ok(text) => text,
-            Err(error) => {
-                tracing::warn!(%error, "a hook record could not be written as JSON; dropped");
-                return;
-            }
-        };
-        match self.lines.try_send(text) {
+    /// Hands the writer what makes a line (a [`RecordLine`] as JSON text, one line): it is made
+    /// there, off the chat's path. Dropped (and counted) when the writer is behind.
+    pub fn record(&self, line: impl FnOnce() -> String + Send + 'static) {
+        match self.lines.try_send(Box::new(line)) {
             Ok(()) => metrics::counter!("hookwire_hook_records_total").increment(1),
-            Err(TrySendError::Full(_)) => {
-                metrics::counter!("hookwire_hook_records_dropped_total").increment(1);
-            }
-            Err(TrySendError::Disconnected(_)) => {
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 metrics::counter!("hookwire_hook_records_dropped_total").increment(1);
             }
         }
     }
 }
+
+/// What the writer makes a line of.
+type MakeLine = Box<dyn FnOnce() -> String + Send>;
 
 /// `dir` and its parents, the last one 0700.
 fn make_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -195,21 +192,30 @@ impl Writer {
         }
     }
 
-    /// Writes lines until every sender is gone; flushes whenever none waits, so a line is on
-    /// disk within moments of its event.
-    fn run(mut self, lines: Receiver<String>) {
+    /// Writes lines until every sender is gone. It wakes every [`DRAIN_EVERY`] and writes what
+    /// came meanwhile in one go, rather than on every line: a chat's send never wakes a thread,
+    /// and the disk sees one write per batch. A line is on disk within that time of its event.
+    fn run(mut self, lines: Receiver<MakeLine>) {
         loop {
-            match lines.recv_timeout(Duration::from_secs(1)) {
-                Ok(line) => self.write(&line),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+            std::thread::sleep(DRAIN_EVERY);
+            let mut wrote = false;
+            loop {
+                match lines.try_recv() {
+                    Ok(make) => {
+                        self.write(&make());
+                        wrote = true;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.flush();
+                        return;
+                    }
+                }
             }
-            while let Ok(line) = lines.try_recv() {
-                self.write(&line);
+            if wrote {
+                self.flush();
             }
-            self.flush();
         }
-        self.flush();
     }
 
     fn flush(&mut self) {

@@ -200,6 +200,33 @@ async fn real_chats_are_recorded_and_replayed_and_a_changed_guard_is_named() {
     assert_eq!(event["new"]["outcome"], "block");
     assert_eq!(event["new"]["reason"], "no tools today");
     assert_eq!(event["new"]["decided_by"], "guard");
+
+    // A guard that rewrites instead of refusing: the outcome stays, the rewritten field is the
+    // change.
+    let rewriter = workspace.path().join("rewriter.yaml");
+    std::fs::write(
+        &rewriter,
+        HOOKS.replace(
+            "  - name: guard\n    command: 'cat > /dev/null'",
+            "  - name: guard\n    command: 'cat > /dev/null; echo \"{\\\"tool_arguments\\\": {\\\"path\\\": \\\"other.txt\\\"}}\"'",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = replay(
+        workspace.path(),
+        &rewriter,
+        &[dir, "--json", "--only-changed"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 1, "{out}{err}");
+    let event: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(event["new"]["outcome"], "continue", "{event}");
+    assert_eq!(
+        event["new"]["changed"],
+        json!({"tool_arguments": {"path": "other.txt"}}),
+        "{event}"
+    );
 }
 
 #[tokio::test]

@@ -61,7 +61,8 @@ fn lines_go_to_private_files_that_roll_over_past_max_bytes_and_old_ones_go() {
     };
     let recorder = Recorder::start(settings).unwrap();
     for n in 0..9 {
-        recorder.record(&line(n));
+        let text = serde_json::to_string(&line(n)).unwrap();
+        recorder.record(move || text);
     }
     drop(recorder);
     // Nine lines, three a file, the two newest files kept.

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 
 use super::chain::{Background, Chain, ChainControl};
 use super::queue::AsyncHooks;
-use super::recording::record_line;
+use super::recording::pending;
 use super::runner::Runner;
 use crate::hooks::external::hook::values::workspace_id;
 use crate::hooks::external::hook::{Envelope, Event, EventState, HookDef, HookSet};
@@ -209,8 +209,9 @@ impl ExternalHooks {
         let recording = self.recording(Some(&ctx.run_id));
         let before = recording.map(|_| state.clone());
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
-        if let (Some(recorder), Some(before)) = (recording, &before) {
-            recorder.record(&record_line(&chain, &envelope, before, &state, &outcome));
+        if let (Some(recorder), Some(before)) = (recording, before) {
+            let pending = pending(&chain, &envelope, before, &state, &outcome);
+            recorder.record(move || pending.line());
         }
         let runs = std::mem::take(&mut outcome.ran);
         let traced = if ctx.tracing() { runs } else { Vec::new() };
@@ -371,8 +372,9 @@ impl ExternalHooks {
         let recording = self.recording(None);
         let before = recording.map(|_| state.clone());
         let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
-        if let (Some(recorder), Some(before)) = (recording, &before) {
-            recorder.record(&record_line(&chain, &envelope, before, &state, &outcome));
+        if let (Some(recorder), Some(before)) = (recording, before) {
+            let pending = pending(&chain, &envelope, before, &state, &outcome);
+            recorder.record(move || pending.line());
         }
         let notices = (outcome.notices.into_iter().map(|m| (NoticeLevel::Info, m)))
             .chain(outcome.warnings.into_iter().map(|m| (NoticeLevel::Warn, m)))

@@ -224,30 +224,32 @@ pub(super) fn changes(
     before: &EventState,
     after: &EventState,
 ) -> Vec<(&'static str, Value, Value)> {
-    let shown = |state: &EventState, field: &str| -> Value {
-        let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
-        match field {
-            "user_input" => text(&state.user_input),
-            "system_prompt" => text(&state.system_prompt),
-            "assistant_output" => text(&state.assistant_output),
-            "tool_result" => text(&state.tool_result),
-            "tool_error" => text(&state.tool_error),
-            "summary" => text(&state.summary),
-            "tool_arguments" => state.tool_arguments.clone().unwrap_or(Value::Null),
-            "messages" => state.messages.as_ref().map_or(Value::Null, |messages| {
-                Value::Array(
-                    messages
-                        .iter()
-                        .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
-                        .collect(),
-                )
-            }),
-            _ => Value::Null,
-        }
-    };
     after
         .changed_from(before)
         .into_iter()
         .map(|field| (field, shown(before, field), shown(after, field)))
         .collect()
+}
+
+/// A field of the event's values as JSON (`null` when unset or not a field).
+pub(super) fn shown(state: &EventState, field: &str) -> Value {
+    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+    match field {
+        "user_input" => text(&state.user_input),
+        "system_prompt" => text(&state.system_prompt),
+        "assistant_output" => text(&state.assistant_output),
+        "tool_result" => text(&state.tool_result),
+        "tool_error" => text(&state.tool_error),
+        "summary" => text(&state.summary),
+        "tool_arguments" => state.tool_arguments.clone().unwrap_or(Value::Null),
+        "messages" => state.messages.as_ref().map_or(Value::Null, |messages| {
+            Value::Array(
+                messages
+                    .iter()
+                    .map(|m| serde_json::json!({"role": m.role.as_str(), "content": m.content}))
+                    .collect(),
+            )
+        }),
+        _ => Value::Null,
+    }
 }

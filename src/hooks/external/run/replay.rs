@@ -66,7 +66,7 @@ pub(crate) async fn replay(
         };
         let mut state = before.clone();
         let outcome = chain.run(runner, &envelope, &mut state).await;
-        decisions.push(decision(&before, &state, &outcome));
+        decisions.push(decision(&state, &outcome));
     }
     Ok(decisions)
 }

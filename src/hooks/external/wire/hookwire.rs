@@ -39,6 +39,26 @@ pub(super) fn input(
     envelope: &Envelope,
     state: &EventState,
 ) -> Value {
+    let input = native(event, event_name, dialect, envelope, state);
+    // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
+    serde_json::to_value(input).unwrap_or(Value::Null)
+}
+
+/// The input of `event` in the native dialect as JSON text (what a recording keeps: written
+/// straight to text, without a JSON tree in between).
+pub(super) fn input_text(event: Event, envelope: &Envelope, state: &EventState) -> String {
+    let input = native(event, event.as_str(), Dialect::Hookwire, envelope, state);
+    serde_json::to_string(&input).unwrap_or_else(|_| "null".into())
+}
+
+/// The input for one hook of the native dialects, as a value.
+fn native(
+    event: Event,
+    event_name: &str,
+    dialect: Dialect,
+    envelope: &Envelope,
+    state: &EventState,
+) -> NativeInput {
     let model_call = matches!(event, Event::PreLlmRequest | Event::PostLlmResponse);
     let messages = state.messages.as_deref().map(plain_messages);
     // The OpenHarness format's compaction envelope: `context.messages` and camelCase figures
@@ -50,7 +70,7 @@ pub(super) fn input(
         Some(_) => (None, messages.map(|messages| MessagesContext { messages })),
         None => (messages, None),
     };
-    let input = NativeInput {
+    NativeInput {
         event: event.as_str(),
         hook_event_name: event_name.to_string(),
         session_id: envelope.session_id.clone(),
@@ -120,9 +140,7 @@ pub(super) fn input(
             .filter(|_| event == Event::PostAutoCompact)
             .and_then(|info| info.boundary.as_ref())
             .map(plain_message),
-    };
-    // Serializing these types cannot fail: no maps with non-string keys, no custom impls.
-    serde_json::to_value(input).unwrap_or(Value::Null)
+    }
 }
 
 /// The exit-code contract of hookwire's command hooks (the module doc).
