@@ -16,7 +16,7 @@ import { connect } from './connection.js';
 import { deleteConversation, exportAs, newConversation, renderConversations, startRename } from './conversations.js';
 import { $ } from './dom.js';
 import { drawUser } from './forks.js';
-import { hooksOnScreen, refreshHooks, renderHooks, updatePolling } from './hooks-tab.js';
+import { hooksOnScreen, refreshHooks, renderHooks, setUpReplay, updatePolling } from './hooks-tab.js';
 import { TABS, isPhone, loadServerInfo, renderSkillChecks, selectTab, showPanel } from './panel.js';
 import { KEYS } from './protocol.js';
 import { updateActions } from './recovery.js';
@@ -113,6 +113,7 @@ $('trace-switch').checked = view.conversation.trace;
 $('trace-switch').addEventListener('change', (event) => view.conversation.setTrace(event.target.checked));
 
 setUpSignIn();
+setUpReplay();
 selectTab(view.tab);
 showPanel(!isPhone());
 redrawAll();

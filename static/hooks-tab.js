@@ -1,9 +1,11 @@
 // The Hooks tab: every hook by level (server, workspace, skill, session) with its live metrics,
-// refreshed every 2 s while the tab is on screen.
+// refreshed every 2 s while the tab is on screen; below them, the replay of recorded traffic
+// through the hooks as loaded now (what hook-replay.js makes of `POST /api/hooks/replay`).
 
-import { api } from './api.js';
+import { api, ApiRefused, SignInNeeded } from './api.js';
 import { $, el } from './dom.js';
-import { hookLevels } from './hook-levels.js';
+import { hookLevels, shortPath } from './hook-levels.js';
+import { replayCount, replayLabel, replayProblem, replayReport, shownRows } from './hook-replay.js';
 import { view } from './state.js';
 import { formatMs } from './trace.js';
 
@@ -138,4 +140,124 @@ export function updatePolling() {
     view.poll = null;
   }
   $('hooks').dataset.polling = String(!!view.poll);
+}
+
+// ─── Replay recorded traffic ───
+
+export function setUpReplay() {
+  $('replay-last').addEventListener('input', () => {
+    if (!view.replaying) $('replay-run').textContent = replayLabel(replayCount($('replay-last').value));
+  });
+  $('replay-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    runReplay();
+  });
+  $('replay-only-changed').addEventListener('change', renderReplay);
+}
+
+// Asks the server to replay the last N recorded events; the button is off meanwhile.
+export async function runReplay() {
+  if (view.replaying) return;
+  const count = replayCount($('replay-last').value);
+  $('replay-last').value = String(count);
+  view.replaying = true;
+  renderReplay();
+  try {
+    // Its 401 is `admin_token`'s, not a sign-in's: said here, no sign-in panel.
+    view.replay = { report: replayReport(await api('/api/hooks/replay', { signIn: false, body: { last: count } })) };
+  } catch (error) {
+    const status = error instanceof SignInNeeded ? 401 : error instanceof ApiRefused ? error.status : 0;
+    view.replay = { problem: replayProblem({ status, code: error.code, message: error.said || String(error.message || error) }) };
+  } finally {
+    view.replaying = false;
+  }
+  renderReplay();
+}
+
+export function renderReplay() {
+  const running = view.replaying;
+  const done = view.replay;
+  const button = $('replay-run');
+  button.disabled = running;
+  button.textContent = running ? 'Replaying…' : replayLabel(replayCount($('replay-last').value));
+  const box = $('replay');
+  box.setAttribute('aria-busy', String(running));
+  box.dataset.state = running ? 'running' : !done ? 'idle' : done.problem ? 'failed' : 'done';
+  const status = $('replay-status');
+  status.classList.toggle('problem', !running && !!done && !!done.problem);
+  if (running) {
+    status.textContent = 'Replaying the recorded events through the hooks as loaded now…';
+    return;
+  }
+  const result = $('replay-result');
+  result.textContent = '';
+  if (!done || done.problem) {
+    status.textContent = done ? done.problem : '';
+    return;
+  }
+  const report = done.report;
+  status.textContent = report.summary;
+  if (report.files.length) {
+    const files = el('p', 'muted replay-files', 'hook files: ' + report.files.map(shortPath).join(', '));
+    files.title = report.files.join('\n');
+    result.appendChild(files);
+  }
+  const rows = shownRows(report, $('replay-only-changed').checked);
+  if (!rows.length) {
+    result.appendChild(el('p', 'muted replay-none', report.rows.length ? 'No event changed.' : 'Nothing is recorded yet: chat with the server first.'));
+    return;
+  }
+  result.appendChild(replayTable(rows));
+  result.appendChild(el('p', 'muted replay-legend', '− as recorded · + as now'));
+}
+
+const REPLAY_COLUMNS = ['Result', 'Event, when', 'Outcome', 'Decided by'];
+
+// A row per event; under a changed one (or one with rates), a row with what differs.
+function replayTable(rows) {
+  const table = el('table', 'replay-table');
+  const head = el('tr');
+  for (const name of REPLAY_COLUMNS) {
+    const cell = el('th', null, name);
+    cell.scope = 'col';
+    head.appendChild(cell);
+  }
+  table.appendChild(el('thead')).appendChild(head);
+  const body = el('tbody');
+  for (const row of rows) {
+    const line = el('tr', 'replay-row ' + (row.changed ? 'changed' : 'same'));
+    line.appendChild(el('td', 'mark', row.mark));
+    // The event with when it was recorded under it (the panel is narrow for a column more).
+    const event = el('td');
+    const name = el('div', 'event');
+    // It may break after an underscore (pre_tool_|execution) rather than widen the panel.
+    row.event.split('_').forEach((part, i, parts) => {
+      name.append(part + (i < parts.length - 1 ? '_' : ''));
+      if (i < parts.length - 1) name.appendChild(el('wbr'));
+    });
+    event.appendChild(name);
+    const when = el('div', 'when', row.when);
+    when.title = [row.at, row.chat_id && 'chat ' + row.chat_id, row.place].filter(Boolean).join(' · ');
+    event.appendChild(when);
+    line.appendChild(event);
+    line.appendChild(el('td', 'outcome', row.outcome));
+    line.appendChild(el('td', 'decided', row.decided));
+    body.appendChild(line);
+    if (!row.rates && !row.differences.length) continue;
+    const detail = el('tr', 'replay-detail ' + (row.changed ? 'changed' : 'same'));
+    const cell = el('td');
+    cell.colSpan = REPLAY_COLUMNS.length;
+    if (row.rates) cell.appendChild(el('div', 'rates', 'rates: ' + row.rates));
+    for (const difference of row.differences) {
+      const block = el('div', 'difference');
+      block.appendChild(el('div', 'field', difference.field + ':'));
+      for (const text of difference.old) block.appendChild(el('div', 'minus', '− ' + text));
+      for (const text of difference.new) block.appendChild(el('div', 'plus', '+ ' + text));
+      cell.appendChild(block);
+    }
+    detail.appendChild(cell);
+    body.appendChild(detail);
+  }
+  table.appendChild(body);
+  return table;
 }

@@ -65,6 +65,8 @@ export const view = {
   poll: null, // the Hooks tab's refresh timer while it is on screen
   polling: false, // a refresh is on its way
   refreshes: 0,
+  replay: null, // the Hooks tab's last replay: {report} (hook-replay.js `replayReport`) or {problem}
+  replaying: false, // a replay is on its way
 };
 view.transcript = loadTranscript();
 

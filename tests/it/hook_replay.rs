@@ -13,7 +13,7 @@ use hookwire::hooks::record::{RecordLine, RecordSettings};
 
 const SECRET: &str = "sk-abcdefghijklmnopqrstuv0123";
 
-const HOOKS: &str = "\
+pub(crate) const HOOKS: &str = "\
 pre_send_message:
   - name: screen
     command: 'cat > /dev/null'
@@ -23,7 +23,7 @@ pre_tool_execution:
 ";
 
 /// The same events, but the guard now refuses every tool.
-const STRICTER: &str = "\
+pub(crate) const STRICTER: &str = "\
 pre_send_message:
   - name: screen
     command: 'cat > /dev/null'
@@ -33,7 +33,7 @@ pre_tool_execution:
 ";
 
 /// The recordings of `dir`, every line.
-fn recorded(dir: &Path) -> Vec<(PathBuf, RecordLine)> {
+pub(crate) fn recorded(dir: &Path) -> Vec<(PathBuf, RecordLine)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 const STATIC = new URL('../../static/', import.meta.url).pathname;
 
 // The modules the node tests import: no DOM, and nothing that has one.
-const DOM_FREE = ['protocol.js', 'library.js', 'exports.js', 'trace.js', 'hook-levels.js', 'server.js', 'compaction.js', 'errors.js'];
+const DOM_FREE = ['protocol.js', 'library.js', 'exports.js', 'trace.js', 'hook-levels.js', 'server.js', 'compaction.js', 'errors.js', 'hook-replay.js'];
 
 // `import … from './x.js'`, `import './x.js'`, `export … from './x.js'` and `import('./x.js')`,
 // across lines; what they name, as file names of static/ (imports of other folders are kept as

@@ -9,6 +9,8 @@ use super::firefox::Firefox;
 use super::hookwire_page::*;
 use super::page::RICH;
 use crate::common::*;
+use crate::hook_replay::{recorded, HOOKS, STRICTER};
+use hookwire::hooks::record::RecordSettings;
 
 /// axe-core (vendored from the npm registry in `tests/vendor/`), injected into the page.
 const AXE: &str = include_str!("../../vendor/axe.min.js");
@@ -55,17 +57,22 @@ async fn accessibility_of_every_view_in_firefox() {
 }
 
 /// axe-core finds no serious or critical violation on any view: the empty chat, a chat with
-/// Markdown and a tool card, an approval card, the Skills and Hooks tabs, the dark theme, a phone,
+/// Markdown and a tool card, an approval card, the Skills and Hooks tabs (with a replay of recorded
+/// traffic), the dark theme, a phone,
 /// the sign-in panel.
 async fn accessibility_of_every_view(browser: &mut impl Page) {
     let upstream = FakeUpstream::start().await;
     let dir = crate::demo::workspace();
+    let records = tempfile::tempdir().unwrap();
+    let settings = RecordSettings::new(records.path());
     let server = TestServer::builder()
         .workspace(dir)
         .upstream(&upstream)
-        .config(|c| {
+        .hooks(HOOKS)
+        .config(move |c| {
             c.skills_dir = crate::demo::skills_dir();
             c.agent.approval.require_approval = vec!["read_file".into()];
+            c.hook_record = Some(settings);
         })
         .start()
         .await;
@@ -106,6 +113,32 @@ async fn accessibility_of_every_view(browser: &mut impl Page) {
         }
         check(&format!("{tab} tab"), axe_violations(browser).await);
     }
+    // The replay of the recorded traffic after the guard was made stricter: a CHANGED row with
+    // what differs.
+    let landed = eventually(std::time::Duration::from_secs(10), || async {
+        recorded(records.path()).len() >= 2
+    })
+    .await;
+    assert!(landed, "{:?}", recorded(records.path()));
+    let generation = server.sources.hook_files_generation();
+    std::fs::write(server.workspace.path().join("server-hooks.yaml"), STRICTER).unwrap();
+    let reloaded = eventually(std::time::Duration::from_secs(10), || async {
+        server.sources.hook_files_generation() > generation
+    })
+    .await;
+    assert!(reloaded, "the edited hook file was not reloaded");
+    browser.replay_recorded(50).await;
+    browser.wait_replayed().await;
+    let replay = browser.replay_shown().await;
+    assert!(
+        replay["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["mark"] == "CHANGED"),
+        "{replay:#}"
+    );
+    check("hooks tab with a replay", axe_violations(browser).await);
 
     browser.set_theme("dark").await;
     check("dark theme", axe_violations(browser).await);

@@ -362,6 +362,47 @@ pub trait HookwirePage: Page {
             .await;
     }
 
+    /// Asks the Hooks tab to replay the last `last` recorded events (types the number, clicks the
+    /// button); returns what the button and the status said at once: `[disabled, label, status]`.
+    async fn replay_recorded(&mut self, last: u32) -> Value {
+        self.eval(&format!(
+            "(() => {{ const n = document.getElementById('replay-last'); n.value = '{last}'; n.dispatchEvent(new Event('input'));
+               const b = document.getElementById('replay-run'); b.click();
+               return [b.disabled, b.textContent, document.getElementById('replay-status').textContent]; }})()"
+        ))
+        .await
+    }
+
+    /// Waits until the replay answered (a table, or what went wrong).
+    async fn wait_replayed(&mut self) {
+        self.wait_for(&format!("['done', 'failed'].includes({REPLAY_STATE})"))
+            .await;
+    }
+
+    /// The replay as shown: its state, the status line, the button's label and state, the column
+    /// headers, and each event's row (its result, event, when, outcome, the hook that decided)
+    /// with the lines under it (`detail`).
+    async fn replay_shown(&mut self) -> Value {
+        self.eval(&format!("(() => {{ const b = document.getElementById('replay-run');
+            return {{ state: {REPLAY_STATE}, status: document.getElementById('replay-status').innerText, button: b.textContent,
+              disabled: b.disabled, live: document.getElementById('replay-status').getAttribute('aria-live'),
+              headers: Array.from(document.querySelectorAll('#replay-result th')).map(h => h.textContent),
+              rows: Array.from(document.querySelectorAll('#replay-result .replay-row')).map(r => {{
+                const next = r.nextElementSibling;
+                const cell = (name) => r.querySelector('.' + name).innerText;
+                return {{ mark: cell('mark'), event: cell('event'), when: cell('when'), outcome: cell('outcome'), decided: cell('decided'),
+                  detail: next && next.classList.contains('replay-detail') ? next.innerText.split('\\n').filter(Boolean) : [] }}; }}) }}; }})()"))
+            .await
+    }
+
+    /// Ticks or clears "Only changed" under the replay.
+    async fn replay_only_changed(&mut self, on: bool) {
+        self.eval(&format!(
+            "(() => {{ const c = document.getElementById('replay-only-changed'); if (c.checked !== {on}) c.click(); }})()"
+        ))
+        .await;
+    }
+
     // ─── the transcript ───
 
     /// The texts of the elements `selector` finds, in order.
@@ -634,6 +675,9 @@ pub trait HookwirePage: Page {
 }
 
 impl<P: Page> HookwirePage for P {}
+
+/// The replay's state (idle, running, done, failed), as a JavaScript expression.
+const REPLAY_STATE: &str = "document.getElementById('replay').dataset.state";
 
 /// How many times the Hooks tab refreshed, as a JavaScript expression.
 const HOOK_REFRESHES: &str = "Number(document.getElementById('hooks').dataset.refreshes || 0)";

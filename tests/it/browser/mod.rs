@@ -4,7 +4,8 @@
 //! one-off probes). By topic: a chat with tools, hooks, the history across a reload and hostile
 //! Markdown (`chat.rs`); a lost connection and reconnects (`connection.rs`); approval
 //! (`approval.rs`); compaction (`compaction.rs`); conversations and exports
-//! (`conversations.rs`); the Hooks tab and the trace timeline (`hooks_tab.rs`); what a person
+//! (`conversations.rs`); the Hooks tab and the trace timeline (`hooks_tab.rs`), its replay of
+//! recorded hook traffic (`hook_replay.rs`); what a person
 //! meets beside the protocol (`page.rs`, `layout.rs`, `forks.rs`, `failures.rs`, `accessibility.rs`,
 //! `screenshots.rs`); the
 //! access token (`token.rs`), signing in with a JWT (`sign_in.rs`), trace ids (`trace_id.rs`) and voice (`voice.rs`). Beside
@@ -24,6 +25,7 @@ mod examples;
 mod failures;
 mod firefox;
 mod forks;
+mod hook_replay;
 mod hooks_tab;
 mod hookwire_page;
 mod layout;
