@@ -297,6 +297,39 @@ const METRICS: &[Described] = &[
         help: "Chats whose hooks were stopped from calling the model \
                (limits.max_hook_model_calls or limits.max_total_tokens).",
     },
+    Described {
+        name: "hookwire_tenant_tokens_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Tokens of chats (their hooks' model calls included) by tenant: the tenants \
+               listed in the config by name, any other as `other`.",
+    },
+    Described {
+        name: "hookwire_quota_refusals_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Chats refused with quota_exceeded, by the limit that refused them.",
+    },
+    Described {
+        name: "hookwire_shared_state_errors_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Questions to the shared state (Redis) that failed, by operation; meanwhile \
+               quotas are counted in this replica's memory (or chats refused, failing closed).",
+    },
+    Described {
+        name: "hookwire_hook_records_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Hook events handed to the recording (hooks.record).",
+    },
+    Described {
+        name: "hookwire_hook_records_dropped_total",
+        kind: Kind::Counter,
+        unit: None,
+        help: "Hook events the recording dropped (its writer was behind, or a file could not \
+               be opened).",
+    },
 ];
 
 /// Describes every metric and registers the known series at zero.

@@ -533,3 +533,34 @@ async fn a_tenant_hook_file_inside_the_workspace_runs_only_once_trusted() {
         assert_eq!(ran, trusted, "trusted: {trusted}");
     }
 }
+
+#[tokio::test]
+async fn the_hooks_model_calls_count_against_the_tokens_of_the_day() {
+    let upstream = FakeUpstream::start().await;
+    // A chat's own call takes 11 tokens, its hook's call 11 more: 22 of 15.
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .hooks("pre_send_message:\n  - type: llm\n    prompt: 'SCREEN {{user_input}}'\n")
+        .config(|c| {
+            c.quotas.per_user = tokens_per_day(15);
+            c.agent.context.window_tokens = Some(32_000);
+        })
+        .start()
+        .await;
+    upstream.push(Reply::text(&["{}"]));
+    upstream.push(Reply::text(&["hello"]));
+    let first = server
+        .connect()
+        .await
+        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
+        .await;
+    let usage = &frame_of(&first, "done")["usage"];
+    assert_eq!(usage["hook_calls"], 1, "{first:#?}");
+    let second = server
+        .connect()
+        .await
+        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
+        .await;
+    assert_refused(&second, "tokens_per_day");
+    assert_eq!(upstream.requests().len(), 2);
+}
