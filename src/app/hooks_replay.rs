@@ -137,17 +137,7 @@ async fn replay_through(
         events.push(compared(recorded, decisions));
         progress(events.len(), total);
     }
-    let set = files.current();
-    let files = set
-        .files
-        .iter()
-        .map(|path| {
-            path.strip_prefix(&config.workspace)
-                .unwrap_or(path)
-                .display()
-                .to_string()
-        })
-        .collect();
+    let files = super::hooks_test::shown_files(config, &files.current());
     Ok(ReplayReport { events, files })
 }
 

@@ -78,8 +78,15 @@ pub async fn test_hooks(
         .map_err(|e| HookTestError::Input(e.to_string()))?;
     let mut test = HookTest::from(run);
     let set = files.current();
-    test.files = set
-        .files
+    test.files = shown_files(config, &set);
+    test.untrusted = set.untrusted.iter().map(|u| u.shown.clone()).collect();
+    Ok(test)
+}
+
+/// The hook files of `set` as the commands show them: workspace-relative where they are in the
+/// workspace.
+pub(super) fn shown_files(config: &Config, set: &crate::hooks::external::HookSet) -> Vec<String> {
+    set.files
         .iter()
         .map(|path| {
             path.strip_prefix(&config.workspace)
@@ -87,9 +94,7 @@ pub async fn test_hooks(
                 .display()
                 .to_string()
         })
-        .collect();
-    test.untrusted = set.untrusted.iter().map(|u| u.shown.clone()).collect();
-    Ok(test)
+        .collect()
 }
 
 impl From<DryRun> for HookTest {

@@ -93,13 +93,7 @@ fn print(run: &HookTest, out: &mut dyn Write) -> std::io::Result<()> {
             write_error(out, error)?;
         }
         for (field, before, after) in &hook.changes {
-            writeln!(out, "  {field}:")?;
-            for line in pretty(before).lines() {
-                writeln!(out, "  - {line}")?;
-            }
-            for line in pretty(after).lines() {
-                writeln!(out, "  + {line}")?;
-            }
+            write_diff(out, "  ", field, before, after)?;
         }
     }
     match &run.decision {
@@ -137,11 +131,30 @@ fn write_error(out: &mut dyn Write, error: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A string as its text, anything else as indented JSON.
+/// A string as its text, anything else as indented JSON; nothing as `(none)`.
 fn pretty(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         Value::Null => "(none)".into(),
         other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
     }
+}
+
+/// A field's change under its hook or event, indented by `indent`: the field's name, then its
+/// value before as `-` lines and after as `+` lines.
+pub(super) fn write_diff(
+    out: &mut dyn Write,
+    indent: &str,
+    field: &str,
+    before: &Value,
+    after: &Value,
+) -> std::io::Result<()> {
+    writeln!(out, "{indent}{field}:")?;
+    for line in pretty(before).lines() {
+        writeln!(out, "{indent}- {line}")?;
+    }
+    for line in pretty(after).lines() {
+        writeln!(out, "{indent}+ {line}")?;
+    }
+    Ok(())
 }

@@ -12,6 +12,8 @@ use hookwire::config::Config;
 use hookwire::hooks::record::RecordedDecision;
 use serde_json::{json, Value};
 
+use super::hooks::write_diff;
+
 /// How the report is shown.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Shown {
@@ -153,7 +155,13 @@ fn print_differences(
 ) -> std::io::Result<()> {
     if old.reason != new.reason {
         let text = |reason: &Option<String>| reason.clone().map_or(Value::Null, Value::String);
-        write_diff(out, "reason", &text(&old.reason), &text(&new.reason))?;
+        write_diff(
+            out,
+            INDENT,
+            "reason",
+            &text(&old.reason),
+            &text(&new.reason),
+        )?;
     }
     let fields: std::collections::BTreeSet<&String> =
         old.changed.keys().chain(new.changed.keys()).collect();
@@ -162,6 +170,7 @@ fn print_differences(
         if before != after {
             write_diff(
                 out,
+                INDENT,
                 field,
                 before.unwrap_or(&Value::Null),
                 after.unwrap_or(&Value::Null),
@@ -171,22 +180,5 @@ fn print_differences(
     Ok(())
 }
 
-fn write_diff(out: &mut dyn Write, field: &str, old: &Value, new: &Value) -> std::io::Result<()> {
-    writeln!(out, "         {field}:")?;
-    for line in pretty(old).lines() {
-        writeln!(out, "         - {line}")?;
-    }
-    for line in pretty(new).lines() {
-        writeln!(out, "         + {line}")?;
-    }
-    Ok(())
-}
-
-/// A string as its text, anything else as indented JSON; nothing as `(none)`.
-fn pretty(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => "(none)".into(),
-        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
-    }
-}
+/// Under an event's row.
+const INDENT: &str = "         ";

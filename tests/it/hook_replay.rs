@@ -32,6 +32,23 @@ pre_tool_execution:
     command: 'cat > /dev/null; echo \"no tools today\" >&2; exit 2'
 ";
 
+/// A server with [`HOOKS`] and a note to read, recording into `settings.dir`.
+pub(crate) async fn recording_server(
+    upstream: &FakeUpstream,
+    settings: RecordSettings,
+) -> TestServer {
+    TestServer::builder()
+        .upstream(upstream)
+        .file("note.txt", "a note")
+        .hooks(HOOKS)
+        .config(move |c| {
+            c.hook_record = Some(settings);
+            c.agent.context.window_tokens = Some(32_000);
+        })
+        .start()
+        .await
+}
+
 /// The recordings of `dir`, every line.
 pub(crate) fn recorded(dir: &Path) -> Vec<(PathBuf, RecordLine)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -84,16 +101,7 @@ async fn real_chats_are_recorded_and_replayed_and_a_changed_guard_is_named() {
     let records = tempfile::tempdir().unwrap();
     let record_dir = records.path().join("hooks");
     let settings = RecordSettings::new(&record_dir);
-    let server = TestServer::builder()
-        .upstream(&upstream)
-        .file("note.txt", "a note")
-        .hooks(HOOKS)
-        .config(move |c| {
-            c.hook_record = Some(settings);
-            c.agent.context.window_tokens = Some(32_000);
-        })
-        .start()
-        .await;
+    let server = recording_server(&upstream, settings).await;
     tool_round(
         &upstream,
         &[("r1", "read_file", json!({"path": "note.txt"}))],
@@ -328,16 +336,7 @@ async fn after_a_hook_file_is_edited_the_server_replays_its_last_recorded_events
     let upstream = FakeUpstream::start().await;
     let records = tempfile::tempdir().unwrap();
     let settings = RecordSettings::new(records.path());
-    let server = TestServer::builder()
-        .upstream(&upstream)
-        .file("note.txt", "a note")
-        .hooks(HOOKS)
-        .config(move |c| {
-            c.hook_record = Some(settings);
-            c.agent.context.window_tokens = Some(32_000);
-        })
-        .start()
-        .await;
+    let server = recording_server(&upstream, settings).await;
     let ask = |body: Value| {
         reqwest::Client::new()
             .post(server.url("/api/hooks/replay"))

@@ -49,6 +49,15 @@ fn concurrent(limit: u64) -> Limits {
     }
 }
 
+/// A chat `c1` saying "hi" on a new connection without a token.
+async fn fresh_chat(server: &TestServer) -> Vec<Value> {
+    server
+        .connect()
+        .await
+        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
+        .await
+}
+
 async fn chat_as(server: &TestServer, token: &str) -> Vec<Value> {
     connect(server, token)
         .await
@@ -196,17 +205,9 @@ async fn without_sign_in_everyone_with_the_static_token_is_one_person() {
         .start()
         .await;
     upstream.push(Reply::text(&["hello"]));
-    let first = server
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let first = fresh_chat(&server).await;
     assert_eq!(first.last().unwrap()["type"], "done", "{first:#?}");
-    let second = server
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let second = fresh_chat(&server).await;
     assert_refused(&second, "tokens_per_day");
     assert_eq!(upstream.requests().len(), 1);
 }
@@ -283,18 +284,10 @@ async fn a_redis_that_cannot_be_reached_is_counted_around_in_memory_or_refused_w
         .start()
         .await;
     upstream.push(Reply::text(&["hello"]));
-    let frames = open
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let frames = fresh_chat(&open).await;
     assert_eq!(text_of(&frames), "hello", "{frames:#?}");
     // Counted in memory meanwhile: the quota still holds on this replica.
-    let frames = open
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let frames = fresh_chat(&open).await;
     assert_refused(&frames, "tokens_per_day");
     let (_, metrics) = http_get(open.addr, "/metrics").await;
     assert!(
@@ -314,11 +307,7 @@ async fn a_redis_that_cannot_be_reached_is_counted_around_in_memory_or_refused_w
         })
         .start()
         .await;
-    let frames = closed
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let frames = fresh_chat(&closed).await;
     assert_eq!(types_of(&frames), ["error"], "{frames:#?}");
     assert_eq!(frames[0]["code"], "unavailable");
     let response = reqwest::Client::new()
@@ -549,18 +538,10 @@ async fn the_hooks_model_calls_count_against_the_tokens_of_the_day() {
         .await;
     upstream.push(Reply::text(&["{}"]));
     upstream.push(Reply::text(&["hello"]));
-    let first = server
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let first = fresh_chat(&server).await;
     let usage = &frame_of(&first, "done")["usage"];
     assert_eq!(usage["hook_calls"], 1, "{first:#?}");
-    let second = server
-        .connect()
-        .await
-        .chat(json!({"type": "chat", "id": "c1", "input": "hi"}))
-        .await;
+    let second = fresh_chat(&server).await;
     assert_refused(&second, "tokens_per_day");
     assert_eq!(upstream.requests().len(), 2);
 }

@@ -36,16 +36,7 @@ async fn the_hooks_tab_replays_recorded_traffic(browser: &mut impl Page, name: &
     let upstream = FakeUpstream::start().await;
     let records = tempfile::tempdir().unwrap();
     let settings = RecordSettings::new(records.path());
-    let server = TestServer::builder()
-        .upstream(&upstream)
-        .file("note.txt", "a note")
-        .hooks(HOOKS)
-        .config(move |c| {
-            c.hook_record = Some(settings);
-            c.agent.context.window_tokens = Some(32_000);
-        })
-        .start()
-        .await;
+    let server = crate::hook_replay::recording_server(&upstream, settings).await;
     browser.open(&server.url("/")).await;
     tool_round(
         &upstream,
