@@ -55,7 +55,7 @@ pub enum StartError {
     #[error("auth.jwt: cannot build the HTTP client for the identity provider's keys: {0}")]
     SignInClient(#[source] reqwest::Error),
     /// `hooks.record.dir` cannot be made.
-    #[error("hooks.record: cannot make {}: {source}", dir.display())]
+    #[error("hooks.record: cannot record into {}: {source}", dir.display())]
     HookRecord {
         dir: PathBuf,
         source: std::io::Error,
@@ -421,6 +421,20 @@ fn recorder(config: &Config) -> Result<Option<Arc<Recorder>>, StartError> {
         return Ok(None);
     };
     let dir = settings.dir.clone();
+    // The recording holds other people's chats: never where the model's tools can read it.
+    let workspace = crate::trust::resolved(&config.workspace);
+    let resolved = crate::trust::resolved(&dir);
+    if let (Ok(workspace), Ok(resolved)) = (workspace, resolved) {
+        if resolved.starts_with(&workspace) {
+            return Err(StartError::HookRecord {
+                dir,
+                source: std::io::Error::other(
+                    "it is inside the workspace, where the model's tools could read other \
+                     people's chats; choose a folder outside it",
+                ),
+            });
+        }
+    }
     let recorder = Recorder::start(settings.clone())
         .map_err(|source| StartError::HookRecord { dir, source })?;
     tracing::info!(dir = %settings.dir.display(), sample = settings.sample, "hook traffic is recorded (hooks.record) for hookwire hooks replay");
@@ -447,7 +461,8 @@ fn tenant_hooks_of(
             .hooks
             .iter()
             .map(|path| {
-                let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+                // Links resolved: a link into the workspace is a workspace file.
+                let absolute = crate::trust::resolved(path).unwrap_or_else(|_| path.clone());
                 let level = if absolute.starts_with(workspace) {
                     "workspace"
                 } else {

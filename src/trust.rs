@@ -525,7 +525,7 @@ fn workspace_key(workspace: &Path) -> Result<String, TrustError> {
 
 /// `dir` with symlinks resolved as far as it exists and the rest taken as written: where it is,
 /// or will be once created. A relative `dir` is taken from the current directory.
-fn resolved(dir: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn resolved(dir: &Path) -> std::io::Result<PathBuf> {
     let mut real = PathBuf::new();
     for component in std::path::absolute(dir)?.components() {
         match component {

@@ -514,8 +514,10 @@ impl ChatRun {
 
     /// Adds the tokens of the chat (its hooks' included) to its quotas and gives its lease back.
     async fn settle_quota(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
+        // Taken only once settled: a chat dropped during the round trip settles on drop.
+        if let Some(ticket) = self.ticket.clone() {
             ticket.finish(self.ctx.total_tokens()).await;
+            self.ticket = None;
         }
     }
 

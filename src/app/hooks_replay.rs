@@ -108,7 +108,13 @@ pub async fn replay_last(
         .as_ref()
         .map(|record| record.dir.clone())
         .ok_or(ReplayError::NotRecorded)?;
-    let recorded = read_last(&dir, last)?;
+    // Files read off the runtime's workers: a recording may be large.
+    let recorded = tokio::task::spawn_blocking(move || read_last(&dir, last))
+        .await
+        .map_err(|error| ReplayError::Unreadable {
+            place: "the recordings".into(),
+            reason: error.to_string(),
+        })??;
     replay_through(config, sources, recorded, options, &mut |_, _| {}).await
 }
 

@@ -134,7 +134,17 @@ fn write_error(out: &mut dyn Write, error: &str) -> std::io::Result<()> {
 /// A string as its text, anything else as indented JSON; nothing as `(none)`.
 fn pretty(value: &Value) -> String {
     match value {
-        Value::String(text) => text.clone(),
+        // What a hook or a person wrote goes to a terminal: no control sequences of theirs.
+        Value::String(text) => text
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    '\u{fffd}'
+                } else {
+                    c
+                }
+            })
+            .collect(),
         Value::Null => "(none)".into(),
         other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
     }

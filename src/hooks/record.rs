@@ -164,15 +164,25 @@ impl Recorder {
 /// What the writer makes a line of.
 type MakeLine = Box<dyn FnOnce() -> String + Send>;
 
-/// `dir` and its parents, the last one 0700.
+/// `dir` and its parents, made 0700. A folder that is there already keeps its mode (it may be a
+/// shared one such as /tmp): a warning says when others may read it.
 fn make_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if let Ok(metadata) = std::fs::metadata(dir) {
+            if metadata.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(dir = %dir.display(), "the hook recordings' folder may be read by other users of this machine (its files are 0600)");
+            }
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
     }
-    Ok(())
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
 }
 
 /// The writer thread's state: the file being written, and how much it holds.
@@ -282,6 +292,12 @@ impl Writer {
                 options.mode(0o600);
             }
             let file = options.open(&path)?;
+            #[cfg(unix)]
+            if size > 0 {
+                // A file that was there keeps the mode it was made with: made private too.
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
             return Ok((path, BufWriter::new(file), size));
         }
         Err(std::io::Error::other("no file name left"))

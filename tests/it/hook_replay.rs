@@ -107,7 +107,11 @@ async fn real_chats_are_recorded_and_replayed_and_a_changed_guard_is_named() {
         &[("r1", "read_file", json!({"path": "note.txt"}))],
         "done",
     );
-    let input = format!("read note.txt; my key is {SECRET}");
+    // The key on a line of its own, and a quoted URL with a query: the recording must hide the
+    // one and stay valid JSON around the other.
+    let input = format!(
+        "read note.txt; my key is\n{SECRET} and fetch(\"https://api.example/v1?limit=10\")"
+    );
     let frames = chat(&server, json!({"type": "chat", "input": input})).await;
     assert_eq!(frames.last().unwrap()["type"], "done", "{frames:#?}");
 
@@ -139,7 +143,10 @@ async fn real_chats_are_recorded_and_replayed_and_a_changed_guard_is_named() {
         !text.contains(SECRET),
         "the recording holds the key: {text}"
     );
-    assert_eq!(sent.input["user_input"], "read note.txt; my key is ***");
+    assert_eq!(
+        sent.input["user_input"],
+        "read note.txt; my key is\n*** and fetch(\"https://api.example/v1?limit=***\")"
+    );
     let tool = &lines[1].1;
     assert_eq!(tool.input["tool_name"], "read_file");
     assert_eq!(tool.input["tool_input"], json!({"path": "note.txt"}));
@@ -434,4 +441,17 @@ async fn the_replay_route_is_for_the_operator_and_says_when_nothing_is_recorded(
             .contains("hooks.record"),
         "{body}"
     );
+}
+
+#[tokio::test]
+async fn a_recording_folder_inside_the_workspace_is_refused_at_start() {
+    let workspace = tempfile::tempdir().unwrap();
+    let mut config = test_config(None, workspace.path());
+    config.hook_record = Some(RecordSettings::new(workspace.path().join("records")));
+    let refused = match hookwire::app::agent_parts(&config) {
+        Ok(_) => panic!("a recording the model's tools could read was accepted"),
+        Err(error) => error.to_string(),
+    };
+    assert!(refused.contains("inside the workspace"), "{refused}");
+    assert!(!workspace.path().join("records").exists());
 }

@@ -100,6 +100,8 @@ mod tests {
                 "an ordinary sentence, sk- and skip-this",
             ),
             ("the token is short", "the token is short"),
+            ("my key:\nsk-proj-abcdefghijklmnop1234", "my key:\n***"),
+            ("\tghp_0123456789abcdefABCDEF0123", "\t***"),
         ];
         for (text, shown) in cases {
             assert_eq!(credentials_in(text), shown, "{text}");

@@ -56,14 +56,13 @@ pub(crate) fn pending(
 
 impl Pending {
     /// The line: a [`crate::hooks::record::RecordLine`] as JSON text, its input the native
-    /// input of the event with credentials replaced (written straight to text: no JSON tree of
-    /// the conversation is made).
+    /// input of the event with credentials replaced. Replaced in each string, not in the JSON
+    /// text: there a line break is `\n`, which would hide the word that follows it from the
+    /// patterns, and a URL's query would swallow the escaped quote that closes its string.
     pub(crate) fn line(self) -> String {
-        let input = wire::native_input_text(self.event, &self.envelope, &self.before);
-        let input = match credentials_in(&input) {
-            std::borrow::Cow::Borrowed(_) => input,
-            std::borrow::Cow::Owned(replaced) => replaced,
-        };
+        let mut input = wire::native_input(self.event, &self.envelope, &self.before);
+        credentials_in_json(&mut input);
+        let input = json(&input);
         format!(
             r#"{{"at":{},"chat_id":{},"event":{},"input":{input},"decision":{},"hooks":{}}}"#,
             json(&crate::types::iso8601(self.at)),

@@ -44,13 +44,6 @@ pub(super) fn input(
     serde_json::to_value(input).unwrap_or(Value::Null)
 }
 
-/// The input of `event` in the native dialect as JSON text (what a recording keeps: written
-/// straight to text, without a JSON tree in between).
-pub(super) fn input_text(event: Event, envelope: &Envelope, state: &EventState) -> String {
-    let input = native(event, event.as_str(), Dialect::Hookwire, envelope, state);
-    serde_json::to_string(&input).unwrap_or_else(|_| "null".into())
-}
-
 /// The input for one hook of the native dialects, as a value.
 fn native(
     event: Event,

@@ -46,11 +46,10 @@ pub(crate) fn input(
     }
 }
 
-/// The input of `event` in the native dialect as JSON text, as a recording keeps it
-/// (docs/protocol.md §21): the one shape `hookwire hooks replay` reads back, whatever dialects
-/// the hooks speak.
-pub(crate) fn native_input_text(event: Event, envelope: &Envelope, state: &EventState) -> String {
-    hookwire::input_text(event, envelope, state)
+/// The input of `event` in the native dialect, as a recording keeps it (docs/protocol.md §21):
+/// the one shape `hookwire hooks replay` reads back, whatever dialects the hooks speak.
+pub(crate) fn native_input(event: Event, envelope: &Envelope, state: &EventState) -> Value {
+    hookwire::input(event, event.as_str(), Dialect::Hookwire, envelope, state)
 }
 
 /// Whether `hook` fires again at `session_start` after a compaction (with source `compact`):
