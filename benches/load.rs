@@ -16,6 +16,10 @@
 //! - `soak`: 10,000 connections to hookwire for 10 minutes (`HOOKWIRE_SOAK_MINUTES`), each
 //!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS and the allocator's figures
 //!   (what the program holds, what the allocator keeps resident) sampled every 10 s.
+//! - `hooks`: hookwire with hooks against hookwire without, under the same load, in rounds
+//!   (`HOOKWIRE_LOAD_ROUNDS`, 2 here): a command hook at `pre_send_message` (`cat > /dev/null`),
+//!   an http hook there (to a local endpoint answering `{}`), and both; each chat runs the
+//!   repository's skills' prompt hooks in every run. CPU includes the hooks' processes.
 //! - `rounds`: 2,000 connections chatting in rounds; the heap per connection after each round
 //!   (a leak grows with the rounds, a buffer's high-water mark is one step).
 //!
@@ -62,6 +66,7 @@ fn main() {
         "relay" => runtime.block_on(serve_relay()),
         _ if std::env::args().any(|a| a == "soak") => runtime.block_on(soak()),
         _ if std::env::args().any(|a| a == "rounds") => runtime.block_on(rounds()),
+        _ if std::env::args().any(|a| a == "hooks") => runtime.block_on(hooks_under_load()),
         _ => runtime.block_on(load()),
     }
 }
@@ -89,6 +94,8 @@ async fn serve_upstream() {
     };
     let app = Router::new()
         .route("/v1/chat/completions", post(completions))
+        // The endpoint of the `hooks` mode's http hook: no change.
+        .route("/hook", post(|| async { "{}" }))
         .with_state(shape);
     let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
         eprintln!("upstream: cannot bind");
@@ -271,8 +278,28 @@ fn start_relay(upstream: &Server) -> Option<Server> {
 /// hookwire's release binary with its defaults (the repository's skills, logs at `info`), only
 /// `max_connections` raised for the 10,000-connection figures.
 fn start_hookwire(upstream: &Server, scratch: &std::path::Path) -> Option<Server> {
-    let config = scratch.join("load.yaml");
-    std::fs::write(&config, "limits:\n  max_connections: 30000\n").ok()?;
+    start_hookwire_with(upstream, scratch, "load", None)
+}
+
+/// hookwire as [`start_hookwire`] starts it, with the hook file `hooks` (its http hooks may call
+/// the upstream's `/hook`); `name` tells its files from another's in `scratch`.
+fn start_hookwire_with(
+    upstream: &Server,
+    scratch: &std::path::Path,
+    name: &str,
+    hooks: Option<&str>,
+) -> Option<Server> {
+    let config = scratch.join(format!("{name}.yaml"));
+    let mut text = format!(
+        "limits:\n  max_connections: 30000\nhttp_hooks:\n  allowed_urls: [\"http://{}/hook\"]\n",
+        upstream.addr
+    );
+    if let Some(hooks) = hooks {
+        let file = scratch.join(format!("{name}-hooks.yaml"));
+        std::fs::write(&file, hooks).ok()?;
+        text.push_str(&format!("hooks: {}\n", file.display()));
+    }
+    std::fs::write(&config, text).ok()?;
     let workspace = scratch.join("workspace");
     std::fs::create_dir_all(&workspace).ok()?;
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
@@ -322,15 +349,17 @@ fn cpu_time(pid: u32) -> Duration {
     let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
         return Duration::ZERO;
     };
-    // Fields after the command: state is field 3, utime 14 and stime 15.
+    // Fields after the command: state is field 3, utime 14 and stime 15, and the waited-for
+    // children's (a command hook's processes) cutime 16 and cstime 17.
     let fields: Vec<&str> = after.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok());
     let (Some(user), Some(system)) = (ticks(14), ticks(15)) else {
         return Duration::ZERO;
     };
+    let children = ticks(16).unwrap_or(0) + ticks(17).unwrap_or(0);
     // SAFETY: sysconf only reads a constant of the system.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Duration::from_secs_f64((user + system) as f64 / hz)
+    Duration::from_secs_f64((user + system + children) as f64 / hz)
 }
 
 /// `CLOCK_MONOTONIC` in ns: one clock for every process of the machine (an `Instant` cannot
@@ -650,13 +679,11 @@ const COMPARED: &[Compared] = &[
     }),
 ];
 
-/// The ratios of each round (hookwire over the floor, run back to back), as their median and
-/// their spread: one run proves nothing on a small, shared machine.
-fn print_ratios(rounds: &[(LoadFigures, LoadFigures)]) {
-    println!(
-        "  ratios (hookwire / floor), median of {} rounds [min–max]:",
-        rounds.len()
-    );
+/// The ratios of each round (the first server of each pair over the second, run back to back:
+/// hookwire over the floor, or hooks over none), as their median and their spread: one run proves
+/// nothing on a small, shared machine.
+fn print_ratios(rounds: &[(LoadFigures, LoadFigures)], with_goals: bool) {
+    println!("  ratios, median of {} rounds [min–max]:", rounds.len());
     for (name, goal, read) in COMPARED {
         let mut ratios: Vec<f64> = rounds
             .iter()
@@ -665,7 +692,12 @@ fn print_ratios(rounds: &[(LoadFigures, LoadFigures)]) {
         ratios.sort_by(f64::total_cmp);
         let median = ratios[ratios.len() / 2];
         let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
-        println!("    {name:<16} {median:.2} [{low:.2}–{high:.2}] (goal {goal})");
+        let goal = if with_goals {
+            format!(" (goal {goal})")
+        } else {
+            String::new()
+        };
+        println!("    {name:<16} {median:.2} [{low:.2}–{high:.2}]{goal}");
     }
 }
 
@@ -736,7 +768,8 @@ async fn load() {
             pairs.push((ours, theirs));
         }
     }
-    print_ratios(&pairs);
+    println!("  hookwire / floor:");
+    print_ratios(&pairs, true);
     // The burst is over: watch what hookwire gives back in a minute of idleness.
     let after_burst = hookwire.rss();
     let heap_after_burst = hookwire.heap().await;
@@ -768,6 +801,68 @@ async fn load() {
     }
     drop(hookwire);
     idle_memory(&hookwire_upstream, &floor_start, scratch.path()).await;
+}
+
+/// `hooks`: each hook variant against hookwire without hooks, back to back in rounds.
+async fn hooks_under_load() {
+    let clients = env_number("HOOKWIRE_LOAD_CLIENTS", 1000) as usize;
+    let seconds = env_number("HOOKWIRE_LOAD_SECONDS", 20);
+    let rounds = env_number("HOOKWIRE_LOAD_ROUNDS", 2).max(1) as usize;
+    let Ok(scratch) = tempfile::tempdir() else {
+        eprintln!("cannot make a scratch folder");
+        return;
+    };
+    let (Some(plain_upstream), Some(hooked_upstream)) = (start_upstream(200), start_upstream(200))
+    else {
+        return;
+    };
+    let command = "pre_send_message:\n  - command: 'cat > /dev/null'\n".to_string();
+    let http = format!(
+        "pre_send_message:\n  - type: http\n    url: http://{}/hook\n",
+        hooked_upstream.addr
+    );
+    let both = format!(
+        "pre_send_message:\n  - command: 'cat > /dev/null'\n  - type: http\n    url: http://{}/hook\n",
+        hooked_upstream.addr
+    );
+    println!("{clients} clients chatting at once, {seconds} s measured, {rounds} rounds of hookwire without hooks and with:");
+    for (name, hooks) in [("command", command), ("http", http), ("both", both)] {
+        let (Some(plain), Some(hooked)) = (
+            start_hookwire_with(
+                &plain_upstream,
+                scratch.path(),
+                &format!("plain-{name}"),
+                None,
+            ),
+            start_hookwire_with(&hooked_upstream, scratch.path(), name, Some(&hooks)),
+        ) else {
+            return;
+        };
+        settle().await;
+        let mut pairs = Vec::with_capacity(rounds);
+        for round in 0..rounds {
+            let hooked_first = round % 2 == 1;
+            let (mut with, mut without) = (None, None);
+            for runs_hooked in [hooked_first, !hooked_first] {
+                let server = if runs_hooked { &hooked } else { &plain };
+                let Some(figures) = run_load(server, clients, seconds).await else {
+                    return;
+                };
+                print_figures(if runs_hooked { name } else { "no hooks" }, &figures);
+                if runs_hooked {
+                    with = Some(figures);
+                } else {
+                    without = Some(figures);
+                }
+                settle().await;
+            }
+            if let (Some(with), Some(without)) = (with, without) {
+                pairs.push((with, without));
+            }
+        }
+        println!("  {name} hook at pre_send_message / no hooks:");
+        print_ratios(&pairs, false);
+    }
 }
 
 /// Server RSS per idle connection, 10,000 connections, hookwire and the floor.
