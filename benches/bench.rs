@@ -69,6 +69,8 @@ mod quota;
 #[allow(dead_code)] // its tests are not built here, only its figures
 mod real_model;
 mod record;
+#[path = "../tests/it/redis_server.rs"]
+mod redis_server;
 mod relay;
 mod wires;
 
@@ -162,6 +164,17 @@ fn main() {
     }
 }
 
+/// A local HTTP endpoint that answers every request with `body`, and its address.
+async fn answering(body: &'static str) -> Option<std::net::SocketAddr> {
+    let app = axum::Router::new().fallback(move || async move { body });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.ok()?;
+    let addr = listener.local_addr().ok()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Some(addr)
+}
+
 /// The middle of `times` (the upper one of an even count).
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -182,17 +195,10 @@ const TELEMETRY_CHATS: usize = 50;
 
 /// (10): chats with export on vs off, interleaved on two servers, one upstream each.
 async fn bench_telemetry() {
-    let app = axum::Router::new().fallback(|| async { "" });
-    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+    let Some(receiver) = answering("").await else {
         eprintln!("telemetry: cannot bind a receiver; skipped");
         return;
     };
-    let Ok(receiver) = listener.local_addr() else {
-        return;
-    };
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
     let (upstream_on, upstream_off) = (FakeUpstream::start().await, FakeUpstream::start().await);
     let on = TestServer::builder()
         .upstream(&upstream_on)

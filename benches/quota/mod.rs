@@ -3,61 +3,23 @@
 //! given back) vs the same chat on a server without quotas, interleaved; and the store's own
 //! round trips (admit, then finish: the tokens added and the lease given back) timed alone. Skipped without `redis-server`.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hookwire::quota::{Clock, Limits, RedisStore, Store, Subject};
 
 use super::common::{FakeUpstream, TestServer};
+use super::redis_server::RedisServer;
 use super::{median, short_chat};
 
 const CHATS: usize = 300;
 const ROUND_TRIPS: usize = 1000;
 
-/// A `redis-server` on a free loopback port, killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start_redis() -> Option<Redis> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .ok()?
-        .port();
-    let child = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let redis = Redis { child, port };
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Some(redis);
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    None
-}
-
 pub async fn bench_quota() {
-    let Some(redis) = start_redis().await else {
+    let Some(redis) = RedisServer::start("the quota bench").await else {
         println!("quota in Redis: skipped (no redis-server)");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}/0", redis.port);
+    let url = redis.url();
     let limits = Limits {
         tokens_per_day: Some(u64::MAX / 2),
         chats_per_minute: Some(u64::MAX / 2),

@@ -56,17 +56,10 @@ async fn one_chat(ws: &mut common::Client, upstream: &FakeUpstream, n: usize) ->
 }
 
 pub async fn bench_record() {
-    let app = axum::Router::new().fallback(|| async { "{}" });
-    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+    let Some(addr) = super::answering("{}").await else {
         println!("hook recording: cannot bind the hook endpoint; skipped");
         return;
     };
-    let Ok(addr) = listener.local_addr() else {
-        return;
-    };
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
     let url = format!("http://{addr}/hook");
     let records = match tempfile::tempdir() {
         Ok(dir) => dir,

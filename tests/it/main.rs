@@ -40,6 +40,7 @@ mod protocol;
 mod quota_store;
 mod quotas;
 mod real_model;
+mod redis_server;
 mod reliability;
 mod reload;
 mod replicas;

@@ -8,7 +8,7 @@ use jsonwebtoken::Algorithm;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::quota_store::RedisServer;
+use crate::redis_server::RedisServer;
 use crate::sign_in::{connect, rsa_key, sign, Provider};
 use hookwire::config::QuotaSettings;
 use hookwire::quota::Limits;

@@ -473,7 +473,8 @@ async fn three_replicas_behind_nginx_enforce_one_quota_counted_in_redis() {
     let Some(nginx_binary) = nginx::required("the replica quota test") else {
         return;
     };
-    let Some(redis) = crate::quota_store::RedisServer::start("the replica quota test").await else {
+    let Some(redis) = crate::redis_server::RedisServer::start("the replica quota test").await
+    else {
         return;
     };
     let upstream = FakeUpstream::start().await;
