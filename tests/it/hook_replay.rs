@@ -455,3 +455,43 @@ async fn a_recording_folder_inside_the_workspace_is_refused_at_start() {
     assert!(refused.contains("inside the workspace"), "{refused}");
     assert!(!workspace.path().join("records").exists());
 }
+
+#[tokio::test]
+async fn an_event_whose_hooks_all_filtered_it_out_is_not_recorded() {
+    let upstream = FakeUpstream::start().await;
+    let records = tempfile::tempdir().unwrap();
+    let settings = RecordSettings::new(records.path());
+    let server = TestServer::builder()
+        .upstream(&upstream)
+        .file("note.txt", "a note")
+        .hooks(
+            "pre_send_message:\n  - command: 'cat > /dev/null'\n\
+             pre_tool_execution:\n  - filter: { tool_name: list_dir }\n    command: 'cat > /dev/null'\n\
+             run_completed:\n  - command: 'cat > /dev/null'\n",
+        )
+        .config(move |c| {
+            c.hook_record = Some(settings);
+            c.agent.context.window_tokens = Some(32_000);
+        })
+        .start()
+        .await;
+    tool_round(
+        &upstream,
+        &[("r1", "read_file", json!({"path": "note.txt"}))],
+        "done",
+    );
+    chat(&server, json!({"type": "chat", "input": "read the note"})).await;
+    // The chat's last event is recorded after its tool's: once it is there, the tool's would be.
+    let landed = eventually(std::time::Duration::from_secs(10), || async {
+        recorded(records.path())
+            .iter()
+            .any(|(_, line)| line.event == "run_completed")
+    })
+    .await;
+    assert!(landed);
+    let events: Vec<String> = recorded(records.path())
+        .into_iter()
+        .map(|(_, l)| l.event)
+        .collect();
+    assert_eq!(events, ["pre_send_message", "run_completed"]);
+}

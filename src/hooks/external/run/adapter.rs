@@ -209,7 +209,8 @@ impl ExternalHooks {
         let recording = self.recording(Some(&ctx.run_id));
         let before = recording.map(|_| state.clone());
         let mut outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
-        if let (Some(recorder), Some(before)) = (recording, before) {
+        // An event whose hooks' filters all passed it by ran no hook: nothing to replay.
+        if let (Some(recorder), Some(before), false) = (recording, before, outcome.ran.is_empty()) {
             let pending = pending(&chain, &envelope, before, &state, &outcome);
             recorder.record(move || pending.line());
         }
@@ -372,7 +373,8 @@ impl ExternalHooks {
         let recording = self.recording(None);
         let before = recording.map(|_| state.clone());
         let outcome = chain.run(self.runner.as_ref(), &envelope, &mut state).await;
-        if let (Some(recorder), Some(before)) = (recording, before) {
+        // An event whose hooks' filters all passed it by ran no hook: nothing to replay.
+        if let (Some(recorder), Some(before), false) = (recording, before, outcome.ran.is_empty()) {
             let pending = pending(&chain, &envelope, before, &state, &outcome);
             recorder.record(move || pending.line());
         }
