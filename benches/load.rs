@@ -23,6 +23,10 @@
 //! - `rounds`: 2,000 connections chatting in rounds; the heap per connection after each round
 //!   (a leak grows with the rounds, a buffer's high-water mark is one step).
 //!
+//! - `serve`: the floor and hookwire as the load starts them, their addresses and pids printed,
+//!   until this process's input closes: for an outside load generator
+//!   (`benches/outside/ws_load.py`).
+//!
 //! `HOOKWIRE_LOAD_ROUNDS`, `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the
 //! rounds (3), the load's clients (1000) and the measured window (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone
 //! and prints its pid, for `perf record -g -p PID`.
@@ -742,6 +746,15 @@ async fn load() {
         return;
     }
 
+    // Both servers for an outside load generator (`benches/outside/ws_load.py`): their
+    // addresses and pids, then nothing until this process's input closes.
+    if std::env::args().any(|a| a == "serve") {
+        for (name, server) in [("floor", &floor), ("hookwire", &hookwire)] {
+            println!("serving {name} {} pid {}", server.ws_url(), server.pid());
+        }
+        let _ = tokio::task::spawn_blocking(|| std::io::stdin().lines().for_each(drop)).await;
+        return;
+    }
     let rounds = env_number("HOOKWIRE_LOAD_ROUNDS", 3).max(1) as usize;
     println!("{clients} clients chatting at once (200 tokens: first after 50 ms, then every 20 ms), {seconds} s measured, {rounds} rounds of both servers back to back:");
     let mut pairs = Vec::with_capacity(rounds);

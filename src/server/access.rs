@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 mod jwt;
 mod keys;
 
-pub(super) use jwt::{JwtVerifier, SignedIn};
+pub(super) use jwt::{JwtVerifier, SignedIn, TokenProblem};
 
 /// The access rules, resolved from the config once at start.
 #[derive(Debug, Clone, Default)]

@@ -318,7 +318,7 @@ where
         .accepted()
         .await
         .map_err(|error| RouteError::of_chat(&error))?;
-    let chat = WireChat::new(events, encoder, id);
+    let mut chat = WireChat::new(events, encoder, id);
     cancel_after_grace(state, cancel, chat.finished());
     Ok(chat)
 }

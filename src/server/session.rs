@@ -2,39 +2,39 @@
 //! over any `Sink` + `Stream` of WebSocket messages, so it can be driven by a real socket or by
 //! channels in tests.
 //!
-//! Two tasks: the reader loop (client frames, keepalive, shutdown) and the writer
-//! (`session/writer.rs`), which owns the socket's sending half and runs the chat: it takes the
-//! chat's frames from the chat itself (`server::wire::WireChat` through the native wire's
-//! encoder), so a streamed token reaches the socket in the task that read it from the upstream. A slow client slows only its own chat; a
-//! `cancel` is read while a reply streams.
-//!
-//! The reader never waits on the writer: what it sends (pings, pongs, errors about client frames,
-//! a chat to run) goes through a small queue with `try_send`; a client that floods it without
-//! reading is closed. A write that makes no progress for `limits.write_stall_seconds` (the client
-//! stopped reading) ends the session: the chat is dropped, its upstream request with it, the
-//! socket closed.
+//! One task per connection: it reads the client's frames, keeps the connection alive, and writes
+//! (`session/outgoing.rs`): the connection's own frames first, then the running chat's, which it
+//! takes from the chat itself (`server::wire::WireChat` through the native wire's encoder), so a
+//! streamed token reaches the socket in the task that read it from the upstream, and the socket
+//! is neither split between tasks nor fed through a queue (docs/performance.md). Reading goes on
+//! while a write waits: a `cancel` is read while a reply streams, and a slow client slows only
+//! its own chat. A client that sends pings or bad frames without reading the answers is closed;
+//! a write that makes no progress for `limits.write_stall_seconds` (the client stopped reading)
+//! ends the session: the chat is dropped, its upstream request with it, the socket closed.
 
+use std::future::Future;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ws::Message as WsMessage;
-use futures::channel::mpsc;
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use tokio::time::Instant;
+use tokio::time::{Instant, Interval};
 use tokio_util::sync::CancellationToken;
 
 use super::access::SignedIn;
-use super::frames::{frame_json, ChatOrigin, ClientFrame, NativeEncoder, ServerFrame};
+use super::frames::{ChatOrigin, ClientFrame, NativeEncoder, ServerFrame};
 use super::wire::WireChat;
 use super::AppState;
 use crate::config::Limits;
 use crate::hooks::SessionInfo;
-use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel};
+use crate::types::{ChatEvent, ChatRequest, ErrorCode, NoticeLevel, SideWait};
 use crate::voice::pipeline::Speech;
 
+mod outgoing;
 mod sign_in;
-mod writer;
 
-use writer::{write_loop, WriterSignals};
+use outgoing::{close_message, Outgoing, RunningChat, WriteFailure, Wrote};
+use sign_in::Renewal;
 
 /// One chat's frames on this connection: its events through the native wire's encoder.
 type ChatFrames = WireChat<NativeEncoder>;
@@ -48,107 +48,15 @@ pub(super) mod close_code {
     pub(crate) const INTERNAL: u16 = 1011;
 }
 
-/// What the reader queues for the writer. Small: the queue's nodes stay small.
-enum Outbound {
-    /// A frame's JSON.
-    Frame(String),
-    Ping,
-    Close(u16, &'static str),
-    /// A chat to run, whose frames are written from now on.
-    Chat(Box<ChatFrames>),
-}
-
-/// Slots of the writer's queue (the reader's pings, pongs, errors and chats). A client that sends
-/// this many pings or bad frames without reading the answers is not reading at all.
-///
-/// The queue is `futures`' channel, a linked list of one node per message waiting: it holds
-/// nothing once read. tokio's keeps blocks of 32 slots, allocated when it is made (~0.9 KB for
-/// every idle connection) and a second one for good from the 33rd message on (the soak's RSS grew
-/// by 8.7 MiB when its 10,000 connections passed 20 chats and 13 pings, docs/performance.md).
-const QUEUE_SLOTS: usize = 32;
-
-/// How the writer failed, as the reader learns it.
-#[derive(Clone, Copy, Debug)]
-enum WriteFailure {
-    Stalled,
-    Failed,
-}
-
-/// The reader's handle on the writer: its queue and the writer's failure, if any.
-struct Outbox {
-    queue: mpsc::Sender<Outbound>,
-    failed: CancellationToken,
-    failure: std::sync::Arc<std::sync::Mutex<Option<WriteFailure>>>,
-    max_frame_bytes: usize,
-}
-
-impl Outbox {
-    /// The reader's handle on a writer task started on `sink`.
-    fn start<W>(sink: W, limits: &Limits) -> (Self, tokio::task::JoinHandle<()>)
-    where
-        W: Sink<WsMessage> + Unpin + Send + 'static,
-        W::Error: std::fmt::Display,
-    {
-        // `channel(n)` holds n messages plus one per sender: the reader's is the only one.
-        let (queue, queue_rx) = mpsc::channel::<Outbound>(QUEUE_SLOTS - 1);
-        let outbox = Outbox {
-            queue,
-            failed: CancellationToken::new(),
-            failure: Default::default(),
-            max_frame_bytes: limits.max_frame_bytes,
-        };
-        let signals = WriterSignals {
-            failed: outbox.failed.clone(),
-            failure: outbox.failure.clone(),
-        };
-        let writer = tokio::spawn(write_loop(sink, queue_rx, limits.write_stall, signals));
-        (outbox, writer)
-    }
-
-    /// Queues a frame from the reader without waiting; `false` if the client is flooding.
-    fn control(&mut self, frame: ServerFrame) -> bool {
-        let frames = frame_json(frame, self.max_frame_bytes);
-        frames
-            .into_iter()
-            .all(|json| self.try_queue(Outbound::Frame(json)))
-    }
-
-    /// Queues without waiting; `false` if the queue is full (the client is flooding).
-    fn try_queue(&mut self, outbound: Outbound) -> bool {
-        match self.queue.try_send(outbound) {
-            Ok(()) => true,
-            // The writer is gone: the session is ending anyway.
-            Err(error) => error.is_disconnected(),
-        }
-    }
-
-    fn failure(&self) -> Option<WriteFailure> {
-        self.failure.lock().ok().and_then(|slot| *slot)
-    }
-}
-
-/// The chat running on this connection, if any.
-struct RunningChat {
-    id: String,
-    cancel: CancellationToken,
-    /// Cancelled once the writer took the chat's last frame, or dropped the chat.
-    finished: CancellationToken,
-}
-
-impl RunningChat {
-    fn is_running(&self) -> bool {
-        !self.finished.is_cancelled()
-    }
-}
-
-/// What the reader loop knows of its connection: where chats come from, and who is signed in
-/// (replaced by an `auth` frame).
+/// What the session knows of its connection: where chats come from, and who is signed in
+/// (replaced by an `auth` frame, whose token is checked meanwhile).
 struct Connection<'a> {
     origin: &'a ChatOrigin<'a>,
-    signed_in: &'a mut Option<SignedIn>,
+    signed_in: Option<SignedIn>,
+    renewal: Option<Renewal>,
 }
 
-/// How the reader loop ended.
+/// How the session's loop ended.
 enum Ending {
     ClientGone,
     Close(u16, &'static str),
@@ -156,8 +64,24 @@ enum Ending {
     Shutdown,
     /// The server is draining and the running chat outlived the grace period.
     GraceOver,
-    /// The writer failed or stalled: nothing more can be written.
-    WriterFailed,
+    /// Nothing more can be written.
+    WriteFailed(WriteFailure),
+}
+
+/// What woke the session's loop.
+enum Step<E> {
+    Wrote(Result<Wrote, WriteFailure>),
+    Read(Option<Result<WsMessage, E>>),
+    Side(Side),
+}
+
+/// What rarely happens beside reading and writing (polled only when it woke the task).
+enum Side {
+    Ping,
+    IdleTimeout,
+    Shutdown,
+    GraceOver,
+    Renewed(Result<SignedIn, super::access::TokenProblem>),
 }
 
 /// Runs one session to its end. `socket` is the WebSocket (or a test double).
@@ -170,7 +94,7 @@ pub(super) async fn run_session<S, E>(
     traceparent: Option<String>,
     signed_in: Option<SignedIn>,
 ) where
-    S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Send + 'static,
+    S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin + Send + 'static,
     S::Error: std::fmt::Display,
     E: Into<axum::Error>,
 {
@@ -180,38 +104,30 @@ pub(super) async fn run_session<S, E>(
     tracing::debug!(session = %session.session_id, "session opened");
     state.agent.session_started(&session).await;
 
-    let (sink, mut stream) = socket.split();
+    let mut socket = socket;
     let limits = &state.config.limits;
-    let (mut outbox, writer) = Outbox::start(sink, limits);
-    let mut chat: Option<RunningChat> = None;
+    let mut out = Outgoing::new(limits);
     let origin = ChatOrigin {
         session_id: &session.session_id,
         traceparent: traceparent.as_deref(),
         person: None,
     };
-    let mut signed_in = signed_in;
     let mut connection = Connection {
         origin: &origin,
-        signed_in: &mut signed_in,
+        signed_in,
+        renewal: None,
     };
-    let ending = read_frames(&mut stream, &state, &mut connection, &mut outbox, &mut chat).await;
-    end_session(ending, &mut outbox, &mut chat, limits, &session).await;
-    let writer_failed = outbox.failed.is_cancelled();
-    drop(outbox);
-    // The writer ends once the close is written or the client is gone; don't wait forever.
-    let mut writer = writer;
-    if tokio::time::timeout(Duration::from_secs(2), &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
-    }
-    // Close handshake: read until the client's close reply, so that unread data does not make
-    // the kernel reset the connection and lose our close frame on the way. A client whose
-    // writes stalled gets no such courtesy.
-    if !writer_failed {
+    let ending = serve(&mut socket, &state, &mut connection, &mut out).await;
+    let writable = end_session(ending, &mut socket, &mut out, limits, &session).await;
+    // The chat (and its upstream request) is dropped before the goodbyes.
+    drop(out);
+    if writable {
+        let _ = tokio::time::timeout(Duration::from_secs(1), socket.close()).await;
+        // Close handshake: read until the client's close reply, so that unread data does not
+        // make the kernel reset the connection and lose our close frame on the way. A client
+        // whose writes stalled gets no such courtesy.
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
-            while let Some(Ok(message)) = stream.next().await {
+            while let Some(Ok(message)) = socket.next().await {
                 if matches!(message, WsMessage::Close(_)) {
                     break;
                 }
@@ -224,127 +140,238 @@ pub(super) async fn run_session<S, E>(
     tracing::debug!(session = %session.session_id, "session closed");
 }
 
-/// The reader loop: client frames, keepalive, shutdown and the writer's failure, until one of
-/// them ends the session.
-async fn read_frames<R, E>(
-    stream: &mut R,
+/// The session's loop: reads client frames, writes, keeps the connection alive and watches the
+/// server's shutdown, until one of them ends the session.
+async fn serve<S, E>(
+    socket: &mut S,
     state: &AppState,
     connection: &mut Connection<'_>,
-    outbox: &mut Outbox,
-    chat: &mut Option<RunningChat>,
+    out: &mut Outgoing,
 ) -> Ending
 where
-    R: Stream<Item = Result<WsMessage, E>> + Unpin,
+    S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin,
+    S::Error: std::fmt::Display,
     E: Into<axum::Error>,
 {
     let limits = &state.config.limits;
-    let origin = connection.origin;
     let mut last_seen = Instant::now();
     let mut ping =
         tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
     // Set once the server drains while a chat runs: the chat may finish until then, and the
     // connection is still read meanwhile (a cancel, a ping, a chat to refuse).
     let mut grace_until: Option<Instant> = None;
+    let mut side_wait = SideWait::new();
     loop {
-        tokio::select! {
-            incoming = stream.next() => {
+        // The frames after an `auth` frame are read once its token is checked: a chat sent
+        // right after it runs as the person it signs in.
+        let reading = connection.renewal.is_none();
+        let step = {
+            let side = side_events(
+                &mut ping,
+                last_seen + limits.idle_timeout,
+                &state.shutdown,
+                grace_until,
+                &mut connection.renewal,
+            );
+            let mut side = std::pin::pin!(side);
+            side_wait.look_again();
+            std::future::poll_fn(|cx| {
+                poll_step(socket, out, reading, &mut side_wait, side.as_mut(), cx)
+            })
+            .await
+        };
+        match step {
+            Step::Wrote(Err(failure)) => return Ending::WriteFailed(failure),
+            Step::Wrote(Ok(Wrote::ChatEnded)) if grace_until.is_some() => return Ending::Shutdown,
+            Step::Wrote(Ok(_)) => {}
+            Step::Read(incoming) => {
                 last_seen = Instant::now();
-                match incoming {
-                    None => return Ending::ClientGone,
-                    Some(Err(error)) => return read_error_ending(error.into()),
-                    Some(Ok(WsMessage::Text(text))) => {
-                        let sent = match ClientFrame::parse(text.as_str(), limits) {
-                            ClientFrame::Auth { token } => {
-                                sign_in::renew(&token, state, connection.signed_in, outbox).await
-                            }
-                            frame => {
-                                let origin = ChatOrigin {
-                                    person: connection.signed_in.as_ref().map(|s| &s.person),
-                                    ..*origin
-                                };
-                                let signed_in = connection.signed_in.as_ref();
-                                handle_frame(frame, state, &origin, signed_in, outbox, chat)
-                            }
-                        };
-                        if !sent {
-                            return flooded(origin.session_id);
-                        }
-                    }
-                    Some(Ok(WsMessage::Binary(_))) => {
-                        let why = "binary frames are not supported; send JSON text frames";
-                        if !outbox.control(ServerFrame::error(None, ErrorCode::BadFrame, why)) {
-                            return flooded(origin.session_id);
-                        }
-                    }
-                    Some(Ok(WsMessage::Close(_))) => return Ending::ClientGone,
-                    Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_))) => {}
+                if let Some(ending) = on_message(incoming, state, connection, out) {
+                    return ending;
                 }
             }
-            _ = ping.tick() => {
+            Step::Side(Side::Ping) => {
                 if last_seen.elapsed() >= limits.idle_timeout {
                     return Ending::Close(close_code::GOING_AWAY, "idle timeout");
                 }
-                // Never wait here: a full queue means the writer is behind, and the stall
-                // watchdog or the flood check deals with that.
-                let _ = outbox.queue.try_send(Outbound::Ping);
+                out.ping();
             }
-            _ = tokio::time::sleep_until(last_seen + limits.idle_timeout) => {
-                return Ending::Close(close_code::GOING_AWAY, "idle timeout");
+            Step::Side(Side::IdleTimeout) => {
+                return Ending::Close(close_code::GOING_AWAY, "idle timeout")
             }
-            _ = state.shutdown.cancelled(), if grace_until.is_none() => {
-                if !chat.as_ref().is_some_and(RunningChat::is_running) {
+            Step::Side(Side::Shutdown) => {
+                if out.chat().is_none() {
                     return Ending::Shutdown;
                 }
                 grace_until = Some(Instant::now() + limits.shutdown_grace);
             }
-            _ = chat_ended(chat), if grace_until.is_some() => return Ending::Shutdown,
-            _ = tokio::time::sleep_until(grace_until.unwrap_or_else(Instant::now)), if grace_until.is_some() => {
-                return Ending::GraceOver;
+            Step::Side(Side::GraceOver) => return Ending::GraceOver,
+            Step::Side(Side::Renewed(checked)) => {
+                connection.renewal = None;
+                let refused = sign_in::renewed(checked, &mut connection.signed_in);
+                if refused.is_some_and(|frame| !out.control(frame)) {
+                    return flooded(connection.origin.session_id);
+                }
             }
-            _ = outbox.failed.cancelled() => return Ending::WriterFailed,
         }
     }
 }
 
-/// What the way the reader loop ended asks of the writer: a close frame, or nothing.
-async fn end_session(
+/// One poll of the session: writing first (the chat runs here), then reading (if `reading`),
+/// then the rare things beside them.
+fn poll_step<S, E>(
+    socket: &mut S,
+    out: &mut Outgoing,
+    reading: bool,
+    side_wait: &mut SideWait,
+    side: std::pin::Pin<&mut impl Future<Output = Side>>,
+    cx: &mut Context<'_>,
+) -> Poll<Step<E>>
+where
+    S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin,
+    S::Error: std::fmt::Display,
+{
+    if let Poll::Ready(wrote) = out.poll_write(socket, cx) {
+        return Poll::Ready(Step::Wrote(wrote));
+    }
+    if reading {
+        if let Poll::Ready(incoming) = socket.poll_next_unpin(cx) {
+            return Poll::Ready(Step::Read(incoming));
+        }
+    }
+    side_wait.poll(cx, |cx| side.poll(cx)).map(Step::Side)
+}
+
+/// The rare things: the keepalive's tick, the idle timeout, the server's shutdown and its grace
+/// period, an `auth` token's check.
+async fn side_events(
+    ping: &mut Interval,
+    idle_deadline: Instant,
+    shutdown: &CancellationToken,
+    grace_until: Option<Instant>,
+    renewal: &mut Option<Renewal>,
+) -> Side {
+    tokio::select! {
+        _ = ping.tick() => Side::Ping,
+        _ = tokio::time::sleep_until(idle_deadline) => Side::IdleTimeout,
+        _ = shutdown.cancelled(), if grace_until.is_none() => Side::Shutdown,
+        _ = tokio::time::sleep_until(grace_until.unwrap_or_else(Instant::now)), if grace_until.is_some() => {
+            Side::GraceOver
+        }
+        checked = async { match renewal.as_mut() { Some(renewal) => renewal.await, None => std::future::pending().await } }, if renewal.is_some() => {
+            Side::Renewed(checked)
+        }
+    }
+}
+
+/// A message from the client (or the end of its stream); `Some` when it ends the session.
+fn on_message<E: Into<axum::Error>>(
+    incoming: Option<Result<WsMessage, E>>,
+    state: &AppState,
+    connection: &mut Connection<'_>,
+    out: &mut Outgoing,
+) -> Option<Ending> {
+    let origin = connection.origin;
+    let sent = match incoming {
+        None => return Some(Ending::ClientGone),
+        Some(Err(error)) => return Some(read_error_ending(error.into())),
+        Some(Ok(WsMessage::Text(text))) => {
+            match ClientFrame::parse(text.as_str(), &state.config.limits) {
+                ClientFrame::Auth { token } => {
+                    match sign_in::renew(token, state, connection.signed_in.as_ref()) {
+                        Ok(renewal) => {
+                            connection.renewal = Some(renewal);
+                            true
+                        }
+                        Err(why) => out.control(ServerFrame::error(None, ErrorCode::BadFrame, why)),
+                    }
+                }
+                frame => {
+                    let origin = ChatOrigin {
+                        person: connection.signed_in.as_ref().map(|s| &s.person),
+                        ..*origin
+                    };
+                    handle_frame(frame, state, &origin, connection.signed_in.as_ref(), out)
+                }
+            }
+        }
+        Some(Ok(WsMessage::Binary(_))) => {
+            let why = "binary frames are not supported; send JSON text frames";
+            out.control(ServerFrame::error(None, ErrorCode::BadFrame, why))
+        }
+        Some(Ok(WsMessage::Close(_))) => return Some(Ending::ClientGone),
+        Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_))) => true,
+    };
+    (!sent).then(|| flooded(origin.session_id))
+}
+
+/// What the way the loop ended asks for before the connection closes: a close frame, the
+/// running chat's end, or nothing. `false` when nothing can be written any more.
+async fn end_session<S>(
     ending: Ending,
-    outbox: &mut Outbox,
-    chat: &mut Option<RunningChat>,
+    socket: &mut S,
+    out: &mut Outgoing,
     limits: &Limits,
     session: &SessionInfo,
-) {
+) -> bool
+where
+    S: Sink<WsMessage> + Unpin,
+    S::Error: std::fmt::Display,
+{
     match ending {
-        // The writer drops the chat (and its upstream request) as it ends: once the queue
-        // closes, or after the close frame, which it writes before the chat's next frame.
-        Ending::ClientGone => {}
+        Ending::ClientGone => true,
         Ending::Close(code, reason) => {
-            close(outbox, code, reason, limits.write_stall).await;
+            out.close(code, reason);
+            write_until(socket, out, Wrote::Closed, limits.write_stall).await
         }
-        Ending::WriterFailed => {
-            // The writer already logged why, and dropped the chat as it ended.
-            let failure = outbox.failure();
-            tracing::debug!(session = %session.session_id, ?failure, "session ends: the writer failed");
+        Ending::WriteFailed(failure) => {
+            // Already logged where it failed.
+            tracing::debug!(session = %session.session_id, ?failure, "session ends: a write failed");
+            if failure == WriteFailure::Failed {
+                let close = close_message(close_code::INTERNAL, "server write failed");
+                let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(close)).await;
+            }
+            false
         }
         Ending::Shutdown | Ending::GraceOver => {
             // Past the grace period the chat is cancelled (the client still gets its
             // `done(cancelled)` with the text so far), and dropped with the close if even that
             // does not come.
-            if let Some(chat) = chat.take().filter(RunningChat::is_running) {
+            if let Some(chat) = out.chat() {
                 chat.cancel.cancel();
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(1), chat.finished.cancelled()).await;
+                let limit = Duration::from_secs(1);
+                if !write_until(socket, out, Wrote::ChatEnded, limit).await {
+                    return false;
+                }
             }
             // Shutdown has its own deadline: don't wait the full stall time for a slow reader.
-            close(
-                outbox,
-                close_code::GOING_AWAY,
-                "server shutting down",
-                limits.write_stall.min(Duration::from_secs(2)),
-            )
-            .await;
+            out.close(close_code::GOING_AWAY, "server shutting down");
+            let limit = limits.write_stall.min(Duration::from_secs(2));
+            write_until(socket, out, Wrote::Closed, limit).await
         }
     }
+}
+
+/// Writes until `until` is reached, within `limit`; `false` if the writing failed.
+async fn write_until<S>(socket: &mut S, out: &mut Outgoing, until: Wrote, limit: Duration) -> bool
+where
+    S: Sink<WsMessage> + Unpin,
+    S::Error: std::fmt::Display,
+{
+    let reached = std::future::poll_fn(|cx| loop {
+        match out.poll_write(socket, cx) {
+            Poll::Ready(Ok(wrote))
+                if std::mem::discriminant(&wrote) == std::mem::discriminant(&until) =>
+            {
+                return Poll::Ready(true)
+            }
+            // The chat ended on the way to the close.
+            Poll::Ready(Ok(_)) => continue,
+            Poll::Ready(Err(_)) => return Poll::Ready(false),
+            Poll::Pending => return Poll::Pending,
+        }
+    });
+    tokio::time::timeout(limit, reached).await.unwrap_or(true)
 }
 
 /// A read error: too big → 1009, invalid UTF-8 → 1007, anything else → the client is gone.
@@ -381,31 +408,13 @@ fn flooded(session_id: &str) -> Ending {
     )
 }
 
-/// Queues a close frame after the frames already queued, waiting at most `limit` (and not at
-/// all once the writer has failed).
-async fn close(outbox: &mut Outbox, code: u16, reason: &'static str, limit: Duration) {
-    let queued = outbox.queue.send(Outbound::Close(code, reason));
-    tokio::select! {
-        _ = tokio::time::timeout(limit, queued) => {}
-        _ = outbox.failed.cancelled() => {}
-    }
-}
-
-/// Waits until the writer took the running chat's last frame; at once when there is none.
-async fn chat_ended(chat: &mut Option<RunningChat>) {
-    if let Some(running) = chat.as_mut() {
-        running.finished.cancelled().await;
-    }
-}
-
 /// Handles one client frame; `false` when the client floods the control channel.
 fn handle_frame(
     frame: ClientFrame,
     state: &AppState,
     origin: &ChatOrigin<'_>,
     signed_in: Option<&SignedIn>,
-    out: &mut Outbox,
-    chat: &mut Option<RunningChat>,
+    out: &mut Outgoing,
 ) -> bool {
     match frame {
         ClientFrame::Ping { id } => out.control(ServerFrame::pong(id)),
@@ -421,7 +430,7 @@ fn handle_frame(
         }
         ClientFrame::Cancel { id } => {
             // A cancel for a chat that is not running may race with `done`: ignored.
-            if let Some(running) = chat.as_ref().filter(|c| c.is_running()) {
+            if let Some(running) = out.chat() {
                 if id.as_deref().is_none_or(|id| id == running.id) {
                     running.cancel.cancel();
                 }
@@ -429,7 +438,7 @@ fn handle_frame(
             true
         }
         ClientFrame::Chat { payload, compact } => {
-            let running = chat.as_ref().filter(|c| c.is_running());
+            let running = out.chat();
             let id = payload.id().map(str::to_string);
             if state.shutdown.is_cancelled() {
                 // The connection closes once the running chat (if any) is over: the client
@@ -448,21 +457,21 @@ fn handle_frame(
             }
             let voice = payload.voice();
             let request = payload.into_request(compact, origin);
-            let (running, frames) = start_chat(request, voice, state, out.max_frame_bytes);
-            *chat = Some(running);
-            out.try_queue(Outbound::Chat(Box::new(frames)))
+            let chat = start_chat(request, voice, state, out.max_frame_bytes());
+            out.start_chat(chat);
+            true
         }
     }
 }
 
-/// The chat a frame asks for: the reader's handle on it, and its frames for the writer.
+/// The chat a frame asks for.
 /// `voice`: the chat asked for its answer spoken.
 fn start_chat(
     request: ChatRequest,
     voice: bool,
     state: &AppState,
     max_frame_bytes: usize,
-) -> (RunningChat, ChatFrames) {
+) -> RunningChat {
     let (id, cancel) = (request.id.clone(), request.cancel.clone());
     let events = state.agent.chat_stream(request);
     let encoder = NativeEncoder::new(id.clone(), state.instance.clone(), max_frame_bytes);
@@ -481,12 +490,7 @@ fn start_chat(
         }),
         (false, _) => WireChat::new(events, encoder, id.clone()),
     };
-    let running = RunningChat {
-        id,
-        cancel,
-        finished: frames.finished(),
-    };
-    (running, frames)
+    RunningChat { id, cancel, frames }
 }
 
 #[cfg(test)]

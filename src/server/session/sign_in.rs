@@ -2,8 +2,10 @@
 //! token expired finishes its running chat, but a later `chat` gets `auth_expired` until an
 //! `auth` frame brings a fresh token for the same user.
 
-use super::Outbox;
-use crate::server::access::SignedIn;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::server::access::{SignedIn, TokenProblem};
 use crate::server::frames::ServerFrame;
 use crate::server::AppState;
 use crate::types::ErrorCode;
@@ -17,33 +19,44 @@ pub(super) fn expired(id: Option<String>) -> ServerFrame {
     )
 }
 
-/// An `auth` frame: its token replaces the connection's when it verifies and names the same
-/// user (nothing is answered then); otherwise an `error` frame says why, and the old sign-in
-/// stays. `false` when the client floods the control channel.
-pub(super) async fn renew(
-    token: &str,
+/// An `auth` frame's token being checked (the provider's keys may have to be fetched): the
+/// session goes on reading and writing meanwhile.
+pub(super) type Renewal = Pin<Box<dyn Future<Output = Result<SignedIn, TokenProblem>> + Send>>;
+
+/// An `auth` frame: its token is checked by the [`Renewal`] returned, or refused at once (this
+/// server takes no tokens on a connection) with the `bad_frame` error's message returned.
+pub(super) fn renew(
+    token: String,
     state: &AppState,
-    signed_in: &mut Option<SignedIn>,
-    out: &mut Outbox,
-) -> bool {
-    let (Some(verifier), Some(current)) = (state.jwt.as_deref(), signed_in.as_ref()) else {
-        let why = "this server takes no sign-in tokens on a connection (auth.jwt is not set)";
-        return out.control(ServerFrame::error(None, ErrorCode::BadFrame, why));
+    signed_in: Option<&SignedIn>,
+) -> Result<Renewal, &'static str> {
+    let (Some(verifier), Some(_)) = (state.jwt.clone(), signed_in) else {
+        return Err("this server takes no sign-in tokens on a connection (auth.jwt is not set)");
     };
-    let fresh = match verifier.verify(token).await {
+    Ok(Box::pin(async move { verifier.verify(&token).await }))
+}
+
+/// A checked `auth` token replaces the connection's sign-in when it names the same user (nothing
+/// is answered then); otherwise the frame returned says why, and the old sign-in stays.
+pub(super) fn renewed(
+    checked: Result<SignedIn, TokenProblem>,
+    signed_in: &mut Option<SignedIn>,
+) -> Option<ServerFrame> {
+    let current = signed_in.as_ref()?;
+    let fresh = match checked {
         Ok(fresh) => fresh,
         Err(problem) => {
             tracing::warn!(user = %current.person.id, reason = problem.as_str(), "auth frame refused: invalid token ({})", problem.as_str());
             let message = format!("the token was refused: {}", problem.as_str());
-            return out.control(ServerFrame::error(None, ErrorCode::AuthExpired, message));
+            return Some(ServerFrame::error(None, ErrorCode::AuthExpired, message));
         }
     };
     if fresh.person.id != current.person.id {
         tracing::warn!(user = %current.person.id, "auth frame refused: the token names another user");
         let why = "the token names another user: open a new connection to sign in as them";
-        return out.control(ServerFrame::error(None, ErrorCode::BadFrame, why));
+        return Some(ServerFrame::error(None, ErrorCode::BadFrame, why));
     }
     tracing::debug!(user = %fresh.person.id, "sign-in renewed");
     *signed_in = Some(fresh);
-    true
+    None
 }

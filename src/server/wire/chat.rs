@@ -39,7 +39,8 @@ pub(crate) struct WireChat<E: WireEncoder> {
     after_start: Option<ChatEvent>,
     /// The terminal event was encoded.
     over: bool,
-    finished: CancellationToken,
+    /// Made when asked for: the WebSocket session, which reads the stream itself, never asks.
+    finished: Option<CancellationToken>,
 }
 
 impl<E: WireEncoder> WireChat<E> {
@@ -68,7 +69,7 @@ impl<E: WireEncoder> WireChat<E> {
             queued: VecDeque::new(),
             after_start: None,
             over: false,
-            finished: CancellationToken::new(),
+            finished: None,
         }
     }
 
@@ -79,8 +80,16 @@ impl<E: WireEncoder> WireChat<E> {
     }
 
     /// Cancelled once the last item was taken, or the stream dropped.
-    pub(crate) fn finished(&self) -> CancellationToken {
-        self.finished.clone()
+    pub(crate) fn finished(&mut self) -> CancellationToken {
+        self.finished
+            .get_or_insert_with(CancellationToken::new)
+            .clone()
+    }
+
+    fn finish(&self) {
+        if let Some(finished) = &self.finished {
+            finished.cancel();
+        }
     }
 
     fn queue(&mut self, encoded: Encoded<E::Item>) {
@@ -112,12 +121,12 @@ where
         loop {
             if let Some(item) = this.queued.pop_front() {
                 if this.over && this.queued.is_empty() {
-                    this.finished.cancel();
+                    this.finish();
                 }
                 return Poll::Ready(Some(item));
             }
             if this.over {
-                this.finished.cancel();
+                this.finish();
                 return Poll::Ready(None);
             }
             let next = match &mut this.source {
@@ -153,6 +162,6 @@ where
 
 impl<E: WireEncoder> Drop for WireChat<E> {
     fn drop(&mut self) {
-        self.finished.cancel();
+        self.finish();
     }
 }

@@ -1,0 +1,261 @@
+//! What a connection writes, and the writing itself, done by the session's one task between its
+//! reads: the connection's own frames (pongs, errors about client frames, pings, the close) go
+//! before the running chat's next frame, and the chat runs as its frames are taken, so a streamed
+//! token goes from the upstream's socket to the client's in the task that read it.
+//!
+//! A write that makes no progress for `limits.write_stall_seconds` (the client stopped reading)
+//! fails the session; the watchdog's timer is set only when a write waits, since most complete
+//! at once.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message as WsMessage, Utf8Bytes};
+use futures::{Sink, StreamExt};
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use super::ChatFrames;
+use crate::config::Limits;
+use crate::server::frames::{frame_json, ServerFrame};
+
+/// Frames of the connection's own waiting to be written. A client that sends this many pings or
+/// bad frames without reading the answers is not reading at all.
+const CONTROL_SLOTS: usize = 32;
+
+/// Messages written in one go before the task lets its other work (reading, timers) run: a chat
+/// whose frames are all ready at once does not keep the client's `cancel` unread.
+const WRITE_BUDGET: usize = 16;
+
+/// How the session's writing failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WriteFailure {
+    /// No progress for the stall limit: the client stopped reading.
+    Stalled,
+    /// The socket refused the write.
+    Failed,
+}
+
+/// What the writing reached.
+#[derive(Debug)]
+pub(super) enum Wrote {
+    /// The running chat's last frame is written; the chat is dropped.
+    ChatEnded,
+    /// The close frame is written: nothing more goes out.
+    Closed,
+}
+
+/// A frame of the connection's own.
+enum Control {
+    /// A frame's JSON.
+    Frame(String),
+    Ping,
+    Close(u16, &'static str),
+}
+
+/// The chat running on this connection.
+pub(super) struct RunningChat {
+    pub(super) id: String,
+    pub(super) cancel: CancellationToken,
+    pub(super) frames: ChatFrames,
+}
+
+/// See the module's documentation.
+pub(super) struct Outgoing {
+    control: VecDeque<Control>,
+    chat: Option<Box<RunningChat>>,
+    /// Taken from `control` or the chat, waiting for the socket to be ready; `true` for the close.
+    next: Option<(WsMessage, bool)>,
+    /// A message was handed to the socket and is not flushed yet; `Some(true)` for the close.
+    flushing: Option<bool>,
+    /// The stall watchdog, made the first time a write waits and reset for each wait after.
+    stall: Option<Pin<Box<Sleep>>>,
+    stall_armed: bool,
+    stall_limit: Duration,
+    max_frame_bytes: usize,
+}
+
+impl Outgoing {
+    pub(super) fn new(limits: &Limits) -> Self {
+        Self {
+            control: VecDeque::new(),
+            chat: None,
+            next: None,
+            flushing: None,
+            stall: None,
+            stall_armed: false,
+            stall_limit: limits.write_stall,
+            max_frame_bytes: limits.max_frame_bytes,
+        }
+    }
+
+    pub(super) fn max_frame_bytes(&self) -> usize {
+        self.max_frame_bytes
+    }
+
+    /// Queues a frame of the connection's own; `false` if the client is flooding.
+    pub(super) fn control(&mut self, frame: ServerFrame) -> bool {
+        frame_json(frame, self.max_frame_bytes)
+            .into_iter()
+            .all(|json| self.push(Control::Frame(json)))
+    }
+
+    /// Queues a ping, unless the queue is full (the writing is behind: the stall watchdog or the
+    /// flood check deals with that).
+    pub(super) fn ping(&mut self) {
+        let _ = self.push(Control::Ping);
+    }
+
+    /// Queues the close, after what is queued already; nothing of the chat's goes out after it.
+    pub(super) fn close(&mut self, code: u16, reason: &'static str) {
+        self.control.push_back(Control::Close(code, reason));
+    }
+
+    fn push(&mut self, control: Control) -> bool {
+        if self.control.len() >= CONTROL_SLOTS {
+            return false;
+        }
+        self.control.push_back(control);
+        true
+    }
+
+    /// Runs `chat` from now on: its frames are written as it makes them.
+    pub(super) fn start_chat(&mut self, chat: RunningChat) {
+        self.chat = Some(Box::new(chat));
+    }
+
+    /// The running chat, until its last frame is written.
+    pub(super) fn chat(&self) -> Option<&RunningChat> {
+        self.chat.as_deref()
+    }
+
+    /// Writes what there is to write, until the socket or the chat has to wait. `Ready` when the
+    /// chat ended or the close was written (call again to go on), or the writing failed (the
+    /// failure is logged and counted here).
+    pub(super) fn poll_write<S>(
+        &mut self,
+        socket: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Wrote, WriteFailure>>
+    where
+        S: Sink<WsMessage> + Unpin,
+        S::Error: std::fmt::Display,
+    {
+        for _ in 0..WRITE_BUDGET {
+            if let Some(closing) = self.flushing {
+                match Pin::new(&mut *socket).poll_flush(cx) {
+                    Poll::Pending => return self.wait(cx),
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
+                    Poll::Ready(Ok(())) => {
+                        self.flushing = None;
+                        self.stall_armed = false;
+                        if closing {
+                            return Poll::Ready(Ok(Wrote::Closed));
+                        }
+                    }
+                }
+            }
+            if self.next.is_none() {
+                match self.take_next(cx) {
+                    Poll::Ready(Some(message)) => self.next = Some(message),
+                    Poll::Ready(None) => return Poll::Ready(Ok(Wrote::ChatEnded)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            match Pin::new(&mut *socket).poll_ready(cx) {
+                Poll::Pending => return self.wait(cx),
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
+                Poll::Ready(Ok(())) => {}
+            }
+            if let Some((message, closing)) = self.next.take() {
+                if let Err(error) = Pin::new(&mut *socket).start_send(message) {
+                    return Poll::Ready(Err(write_failed(error)));
+                }
+                self.flushing = Some(closing);
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// The next message: the connection's own first, then the chat's next frame; `None` when
+    /// the chat's frames ended (the chat is dropped).
+    fn take_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<(WsMessage, bool)>> {
+        if let Some(control) = self.control.pop_front() {
+            if self.control.is_empty() {
+                // An idle connection keeps no queue: it was one after a ping.
+                self.control = VecDeque::new();
+            }
+            return Poll::Ready(Some(control.into_message()));
+        }
+        let Some(chat) = self.chat.as_mut() else {
+            return Poll::Pending;
+        };
+        match chat.frames.poll_next_unpin(cx) {
+            Poll::Ready(Some(json)) => {
+                Poll::Ready(Some((WsMessage::Text(Utf8Bytes::from(json)), false)))
+            }
+            Poll::Ready(None) => {
+                self.chat = None;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// A write waits on the socket: the stall watchdog runs until it makes progress.
+    fn wait(&mut self, cx: &mut Context<'_>) -> Poll<Result<Wrote, WriteFailure>> {
+        if !self.stall_armed {
+            let deadline = Instant::now() + self.stall_limit;
+            match self.stall.as_mut() {
+                Some(stall) => stall.as_mut().reset(deadline),
+                None => self.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
+            self.stall_armed = true;
+        }
+        let Some(stall) = self.stall.as_mut() else {
+            return Poll::Pending;
+        };
+        match stall.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(stalled(self.stall_limit))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Control {
+    fn into_message(self) -> (WsMessage, bool) {
+        match self {
+            Control::Frame(json) => (WsMessage::Text(Utf8Bytes::from(json)), false),
+            Control::Ping => (WsMessage::Ping(Default::default()), false),
+            Control::Close(code, reason) => (close_message(code, reason), true),
+        }
+    }
+}
+
+pub(super) fn close_message(code: u16, reason: &'static str) -> WsMessage {
+    WsMessage::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    }))
+}
+
+fn write_failed(error: impl std::fmt::Display) -> WriteFailure {
+    tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
+    ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
+        .increment(1);
+    WriteFailure::Failed
+}
+
+fn stalled(limit: Duration) -> WriteFailure {
+    tracing::warn!(
+        "a client stopped reading: no write progress for {:.1}s; closing the connection and cancelling its chat",
+        limit.as_secs_f64()
+    );
+    ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
+        .increment(1);
+    WriteFailure::Stalled
+}
