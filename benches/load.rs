@@ -16,10 +16,14 @@
 //! - `soak`: 10,000 connections to hookwire for 10 minutes (`HOOKWIRE_SOAK_MINUTES`), each
 //!   chatting (20 tokens) with a pause of 10–30 s between chats; RSS and the allocator's figures
 //!   (what the program holds, what the allocator keeps resident) sampled every 10 s.
-//! - `hooks`: hookwire with hooks against hookwire without, under the same load, in rounds
-//!   (`HOOKWIRE_LOAD_ROUNDS`, 2 here): a command hook at `pre_send_message` (`cat > /dev/null`),
-//!   an http hook there (to a local endpoint answering `{}`), and both; each chat runs the
-//!   repository's skills' prompt hooks in every run. CPU includes the hooks' processes.
+//! - `hooks` (`under_load/hooks.rs`): hookwire with hooks against hookwire with none (no skills,
+//!   no hook file), under the same load, each chat one tool round (`read_file` of a small file),
+//!   in rounds (`HOOKWIRE_LOAD_ROUNDS`, 2 here): (a) a skill's prompt hook, (b) a command hook at
+//!   `pre_tool_execution` (`cat > /dev/null`), then its cost per call against a bare spawn of
+//!   the same command under the same load, (c) both, (d) an http hook at `pre_tool_execution`
+//!   to a local endpoint, and an http hook that sleeps 2 s for every 100th chat (the other
+//!   chats' figures against none). CPU includes the hooks' processes. `HOOKWIRE_LOAD_HOOKS=http`
+//!   (or `-- hooks http`) runs one variant.
 //! - `rounds`: 2,000 connections chatting in rounds; the heap per connection after each round
 //!   (a leak grows with the rounds, a buffer's high-water mark is one step).
 //!
@@ -33,6 +37,9 @@
 
 #[path = "relay.rs"]
 mod relay;
+
+#[path = "under_load/hooks.rs"]
+mod hooks;
 
 use std::convert::Infallible;
 use std::io::BufRead;
@@ -70,7 +77,7 @@ fn main() {
         "relay" => runtime.block_on(serve_relay()),
         _ if std::env::args().any(|a| a == "soak") => runtime.block_on(soak()),
         _ if std::env::args().any(|a| a == "rounds") => runtime.block_on(rounds()),
-        _ if std::env::args().any(|a| a == "hooks") => runtime.block_on(hooks_under_load()),
+        _ if std::env::args().any(|a| a == "hooks") => runtime.block_on(hooks::under_load()),
         _ => runtime.block_on(load()),
     }
 }
@@ -88,6 +95,8 @@ fn env_number(name: &str, default: u64) -> u64 {
 #[derive(Clone, Copy)]
 struct Shape {
     tokens: usize,
+    /// `-- hooks`: each chat does one tool round first (`hooks::tool_round_reply`).
+    tool_round: bool,
 }
 
 /// The fake upstream: every request gets `tokens` deltas on the clock of FIRST_TOKEN and
@@ -95,11 +104,12 @@ struct Shape {
 async fn serve_upstream() {
     let shape = Shape {
         tokens: env_number("HOOKWIRE_LOAD_TOKENS", 200) as usize,
+        tool_round: std::env::var_os(hooks::TOOL_ROUND).is_some(),
     };
     let app = Router::new()
         .route("/v1/chat/completions", post(completions))
-        // The endpoint of the `hooks` mode's http hook: no change.
-        .route("/hook", post(|| async { "{}" }))
+        // The `hooks` mode's http hook endpoint (`/hook`) and the upstream's counts (`/stats`).
+        .merge(hooks::upstream_routes::<Shape>())
         .with_state(shape);
     let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
         eprintln!("upstream: cannot bind");
@@ -112,6 +122,12 @@ async fn serve_upstream() {
 }
 
 async fn completions(State(shape): State<Shape>, body: Bytes) -> Response {
+    if shape.tool_round {
+        // The planning call and the tool call; the call with the tool's result streams below.
+        if let Some(reply) = hooks::tool_round_reply(&body) {
+            return reply;
+        }
+    }
     let start = tokio::time::Instant::now();
     let received = monotonic_ns();
     // The clients' input is `go@<ns>`: the request carries it only to tell that it is one of
@@ -293,6 +309,16 @@ fn start_hookwire_with(
     name: &str,
     hooks: Option<&str>,
 ) -> Option<Server> {
+    Server::spawn(hookwire_command(upstream, scratch, name, hooks)?)
+}
+
+/// The command [`start_hookwire_with`] starts (its workspace is `scratch/workspace`).
+fn hookwire_command(
+    upstream: &Server,
+    scratch: &std::path::Path,
+    name: &str,
+    hooks: Option<&str>,
+) -> Option<Command> {
     let config = scratch.join(format!("{name}.yaml"));
     let mut text = format!(
         "limits:\n  max_connections: 30000\nhttp_hooks:\n  allowed_urls: [\"http://{}/hook\"]\n",
@@ -321,7 +347,7 @@ fn start_hookwire_with(
         .env_remove("RUST_LOG")
         .env_remove("HOOKWIRE_SKILLS_DIR")
         .env_remove("HOOKWIRE_SECRET");
-    Server::spawn(command)
+    Some(command)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,8 +514,24 @@ async fn one_chat(
     samples: &mut Samples,
     tokens: &AtomicU64,
 ) -> ChatOutcome {
+    one_chat_saying(socket, id, "", window, samples, tokens).await
+}
+
+/// [`one_chat`] with `extra` after the input (plain words: it is not escaped for JSON).
+async fn one_chat_saying(
+    socket: &mut Socket,
+    id: u64,
+    extra: &str,
+    window: &Window,
+    samples: &mut Samples,
+    tokens: &AtomicU64,
+) -> ChatOutcome {
     let sent_ns = monotonic_ns();
-    let frame = format!(r#"{{"type":"chat","id":"c{id}","input":"go@{sent_ns}"}}"#);
+    let input = match extra {
+        "" => format!("go@{sent_ns}"),
+        extra => format!("go@{sent_ns} {extra}"),
+    };
+    let frame = format!(r#"{{"type":"chat","id":"c{id}","input":"{input}"}}"#);
     let sent = Instant::now();
     if socket.send(Message::text(frame)).await.is_err() {
         return ChatOutcome::Closed;
@@ -561,6 +603,27 @@ fn percentile(values: &mut [u32], p: f64) -> f64 {
 /// `clients` connections chatting back to back against `server`; figures of the `seconds`
 /// window after a ramp of one chat's length.
 async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadFigures> {
+    run_load_marking(server, clients, seconds, None)
+        .await
+        .map(|(figures, _)| figures)
+}
+
+/// Some chats of a run say `text` after their input: every `every`th of the run (counted over
+/// all clients).
+#[derive(Clone, Copy)]
+struct Marked {
+    every: u64,
+    text: &'static str,
+}
+
+/// [`run_load`], with the chats `marked` picks saying its text; the figures are the other chats',
+/// the marked chats' samples come apart.
+async fn run_load_marking(
+    server: &Server,
+    clients: usize,
+    seconds: u64,
+    marked: Option<Marked>,
+) -> Option<(LoadFigures, Samples)> {
     let sockets = connect_many(&server.ws_url(), clients).await;
     if sockets.len() < clients {
         eprintln!("only {} of {clients} connections opened", sockets.len());
@@ -575,17 +638,19 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
     let completed = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let tokens = Arc::new(AtomicU64::new(0));
-    let samples = Arc::new(Mutex::new(Samples::default()));
+    let samples = Arc::new(Mutex::new((Samples::default(), Samples::default())));
     let stop = Arc::new(AtomicBool::new(false));
+    let chats = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for (n, mut socket) in sockets.into_iter().enumerate() {
-        let (window, completed, failed, tokens, samples, stop) = (
+        let (window, completed, failed, tokens, samples, stop, chats) = (
             window.clone(),
             completed.clone(),
             failed.clone(),
             tokens.clone(),
             samples.clone(),
             stop.clone(),
+            chats.clone(),
         );
         tasks.push(tokio::spawn(async move {
             // Starts spread over the first second: the clients do not all ask at one instant.
@@ -593,11 +658,16 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
                 (n as u64 * 1_000_000) / clients as u64,
             ))
             .await;
-            let mut mine = Samples::default();
+            let (mut mine, mut mine_marked) = (Samples::default(), Samples::default());
             let mut id = 0;
             while !stop.load(Ordering::Relaxed) {
                 id += 1;
-                let outcome = one_chat(&mut socket, id, &window, &mut mine, &tokens).await;
+                let nth = chats.fetch_add(1, Ordering::Relaxed) + 1;
+                let (extra, into) = match marked {
+                    Some(m) if nth.is_multiple_of(m.every) => (m.text, &mut mine_marked),
+                    _ => ("", &mut mine),
+                };
+                let outcome = one_chat_saying(&mut socket, id, extra, &window, into, &tokens).await;
                 let now = Instant::now();
                 match outcome {
                     ChatOutcome::Done if window.contains(now) => {
@@ -617,7 +687,8 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
                 }
             }
             if let Ok(mut all) = samples.lock() {
-                all.append(mine);
+                all.0.append(mine);
+                all.1.append(mine_marked);
             }
             let _ = socket.close(None).await;
         }));
@@ -636,9 +707,9 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
     for task in tasks {
         let _ = task.await;
     }
-    let mut samples = std::mem::take(&mut *samples.lock().ok()?);
+    let (mut samples, marked_samples) = std::mem::take(&mut *samples.lock().ok()?);
     let interval_ms = TOKEN_INTERVAL.as_secs_f64() * 1000.0;
-    Some(LoadFigures {
+    let figures = LoadFigures {
         chats_per_second: completed.load(Ordering::Relaxed) as f64 / seconds as f64,
         failed: failed.load(Ordering::Relaxed),
         first_token_p50: percentile(&mut samples.first_token, 0.5),
@@ -649,7 +720,8 @@ async fn run_load(server: &Server, clients: usize, seconds: u64) -> Option<LoadF
         cpu_per_token: cpu / window_tokens.max(1) as u32,
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
         peak_rss,
-    })
+    };
+    Some((figures, marked_samples))
 }
 
 fn print_figures(name: &str, f: &LoadFigures) {
@@ -814,68 +886,6 @@ async fn load() {
     }
     drop(hookwire);
     idle_memory(&hookwire_upstream, &floor_start, scratch.path()).await;
-}
-
-/// `hooks`: each hook variant against hookwire without hooks, back to back in rounds.
-async fn hooks_under_load() {
-    let clients = env_number("HOOKWIRE_LOAD_CLIENTS", 1000) as usize;
-    let seconds = env_number("HOOKWIRE_LOAD_SECONDS", 20);
-    let rounds = env_number("HOOKWIRE_LOAD_ROUNDS", 2).max(1) as usize;
-    let Ok(scratch) = tempfile::tempdir() else {
-        eprintln!("cannot make a scratch folder");
-        return;
-    };
-    let (Some(plain_upstream), Some(hooked_upstream)) = (start_upstream(200), start_upstream(200))
-    else {
-        return;
-    };
-    let command = "pre_send_message:\n  - command: 'cat > /dev/null'\n".to_string();
-    let http = format!(
-        "pre_send_message:\n  - type: http\n    url: http://{}/hook\n",
-        hooked_upstream.addr
-    );
-    let both = format!(
-        "pre_send_message:\n  - command: 'cat > /dev/null'\n  - type: http\n    url: http://{}/hook\n",
-        hooked_upstream.addr
-    );
-    println!("{clients} clients chatting at once, {seconds} s measured, {rounds} rounds of hookwire without hooks and with:");
-    for (name, hooks) in [("command", command), ("http", http), ("both", both)] {
-        let (Some(plain), Some(hooked)) = (
-            start_hookwire_with(
-                &plain_upstream,
-                scratch.path(),
-                &format!("plain-{name}"),
-                None,
-            ),
-            start_hookwire_with(&hooked_upstream, scratch.path(), name, Some(&hooks)),
-        ) else {
-            return;
-        };
-        settle().await;
-        let mut pairs = Vec::with_capacity(rounds);
-        for round in 0..rounds {
-            let hooked_first = round % 2 == 1;
-            let (mut with, mut without) = (None, None);
-            for runs_hooked in [hooked_first, !hooked_first] {
-                let server = if runs_hooked { &hooked } else { &plain };
-                let Some(figures) = run_load(server, clients, seconds).await else {
-                    return;
-                };
-                print_figures(if runs_hooked { name } else { "no hooks" }, &figures);
-                if runs_hooked {
-                    with = Some(figures);
-                } else {
-                    without = Some(figures);
-                }
-                settle().await;
-            }
-            if let (Some(with), Some(without)) = (with, without) {
-                pairs.push((with, without));
-            }
-        }
-        println!("  {name} hook at pre_send_message / no hooks:");
-        print_ratios(&pairs, false);
-    }
 }
 
 /// Server RSS per idle connection, 10,000 connections, hookwire and the floor.
