@@ -237,12 +237,14 @@ struct Server {
     log: Arc<Mutex<LogTally>>,
 }
 
-/// The warnings and errors of a child's log (stderr): how many, and the first few.
+/// The warnings and errors of a child's log (stderr): how many, and the first few kinds.
 #[derive(Default)]
 struct LogTally {
     warnings: u64,
     errors: u64,
-    first: Vec<String>,
+    /// Up to 5 kinds of line (a line without its digits: times, ports and counts differ), each
+    /// with its first line and how many there were.
+    kinds: Vec<(String, String, u64)>,
 }
 
 impl LogTally {
@@ -255,8 +257,11 @@ impl LogTally {
         } else {
             return;
         }
-        if self.first.len() < 5 {
-            self.first.push(line.chars().take(300).collect());
+        let kind: String = line.chars().filter(|c| !c.is_ascii_digit()).collect();
+        if let Some((_, _, count)) = self.kinds.iter_mut().find(|(k, _, _)| *k == kind) {
+            *count += 1;
+        } else if self.kinds.len() < 5 {
+            self.kinds.push((kind, line.chars().take(300).collect(), 1));
         }
     }
 }
@@ -302,15 +307,14 @@ impl Server {
         Some(server)
     }
 
-    /// `"N warnings, M errors"` of its log so far, and the first of them.
+    /// `"N warnings, M errors"` of its log so far, and the first line of each kind with its count.
     fn log_summary(&self) -> String {
         let Ok(tally) = self.log.lock() else {
             return String::new();
         };
         let mut text = format!("{} warnings, {} errors", tally.warnings, tally.errors);
-        for line in &tally.first {
-            text.push_str("\n      ");
-            text.push_str(line);
+        for (_, line, count) in &tally.kinds {
+            text.push_str(&format!("\n      {count}× {line}"));
         }
         text
     }

@@ -183,7 +183,12 @@ async fn run_streaming(clients: usize, seconds: u64, pace: Pace) {
         sampled.files.get(1).copied().unwrap_or(0),
         sampled.files.get(2).copied().unwrap_or(0),
     );
-    println!("{tag}: hookwire's log: {}", hookwire.log_summary());
+    // The clients hang up mid-chat when the window ends: hookwire's `websocket write failed`
+    // warnings at the end are that.
+    println!(
+        "{tag}: hookwire's log (its writes that failed at the end are the clients hanging up): {}",
+        hookwire.log_summary()
+    );
     println!("{tag}: the upstream's log: {}", upstream.log_summary());
 }
 

@@ -131,6 +131,7 @@ struct ChatSeen<'a> {
     window: &'a Window,
     samples: &'a mut Samples,
     tokens: &'a AtomicU64,
+    mishaps: &'a Mishaps,
     deltas: usize,
     last_delta: Option<Instant>,
     ended: bool,
@@ -164,7 +165,10 @@ impl ChatSeen<'_> {
             self.last_delta = Some(now);
         }
         self.ended |= count_new(window, old, self.wire.end()) > 0;
-        self.errored |= count_new(window, old, self.wire.error()) > 0;
+        if !self.errored && count_new(window, old, self.wire.error()) > 0 {
+            self.errored = true;
+            self.mishaps.saw_error(window);
+        }
     }
 
     /// The fake upstream's first token, `tok0@<received>@<sent> `: the server's two paths.
@@ -184,7 +188,8 @@ impl ChatSeen<'_> {
     }
 
     /// Done when the chat ended well with the upstream's count of tokens.
-    fn outcome(&self, mishaps: &Mishaps) -> ChatOutcome {
+    fn outcome(&self) -> ChatOutcome {
+        let mishaps = self.mishaps;
         if self.errored || !self.ended {
             return ChatOutcome::Failed;
         }
@@ -226,6 +231,7 @@ impl WsClient {
             window,
             samples,
             tokens,
+            mishaps: &self.mishaps,
             deltas: 0,
             last_delta: None,
             ended: false,
@@ -242,7 +248,7 @@ impl WsClient {
             };
             seen.saw(text.as_bytes(), 0, Instant::now());
             if seen.ended || seen.errored {
-                return seen.outcome(&self.mishaps);
+                return seen.outcome();
             }
         }
         ChatOutcome::Closed
@@ -323,6 +329,7 @@ impl HttpClient {
             window,
             samples,
             tokens,
+            mishaps: &self.mishaps,
             deltas: 0,
             last_delta: None,
             ended: false,
@@ -363,7 +370,7 @@ impl HttpClient {
             seen.saw(bytes, carry, now);
             // The chunked body's last chunk (no pipelining: it ends the read).
             if bytes.ends_with(b"\r\n0\r\n\r\n") {
-                return seen.outcome(&self.mishaps);
+                return seen.outcome();
             }
             let len = bytes.len();
             carry = len.min(CARRY);
@@ -408,6 +415,8 @@ pub(super) struct Mishaps {
     short: AtomicU64,
     /// Answered with another status than 200.
     refused: AtomicU64,
+    /// The first error a chat ended with, as the wire said it.
+    first_error: std::sync::Mutex<Option<String>>,
 }
 
 impl Mishaps {
@@ -416,16 +425,30 @@ impl Mishaps {
             tokens,
             short: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            first_error: std::sync::Mutex::new(None),
         })
     }
 
+    /// Keeps the first error seen (the bytes read with it, which hold it whole or its start).
+    fn saw_error(&self, bytes: &[u8]) {
+        if let Ok(mut first) = self.first_error.lock() {
+            first.get_or_insert_with(|| {
+                String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned()
+            });
+        }
+    }
+
     pub(super) fn describe(&self) -> String {
-        format!(
+        let mut text = format!(
             "{} with another count of tokens than {}, {} refused",
             self.short.load(Ordering::Relaxed),
             self.tokens,
             self.refused.load(Ordering::Relaxed)
-        )
+        );
+        if let Some(error) = self.first_error.lock().ok().and_then(|e| e.clone()) {
+            text.push_str(&format!("; the first error: {}", error.trim()));
+        }
+        text
     }
 }
 
@@ -515,7 +538,7 @@ fn print_run(name: &str, figures: &LoadFigures, mishaps: &Mishaps) {
         mishaps.short.load(Ordering::Relaxed),
         mishaps.refused.load(Ordering::Relaxed),
     );
-    if short + refused > 0 {
+    if short + refused > 0 || figures.failed > 0 {
         println!("            of the failed: {}", mishaps.describe());
     }
 }
