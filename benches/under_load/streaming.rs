@@ -211,7 +211,7 @@ async fn sample(watched: Vec<Watched>, stop: Arc<AtomicBool>) -> Sampled {
         let mut line = format!("    {:4.0} s:", began.elapsed().as_secs_f64());
         for (index, process) in watched.iter().enumerate() {
             let cpu = process_cpu(process.pid);
-            let share = (cpu.saturating_sub(last_cpu[index])).as_secs_f64() / elapsed * 100.0;
+            let share = cpu.saturating_sub(last_cpu[index]).as_secs_f64() / elapsed * 100.0;
             last_cpu[index] = cpu;
             let files = open_files(process.pid);
             sampled.cpu[index].push(share);

@@ -157,9 +157,7 @@ impl ChatSeen<'_> {
                     }
                 }
                 // Deltas read together arrived together, as WebSocket frames read together do.
-                for _ in 1..deltas {
-                    self.samples.gaps.push(0);
-                }
+                self.samples.gaps.extend(std::iter::repeat_n(0, deltas - 1));
             }
             self.deltas += deltas;
             self.last_delta = Some(now);
