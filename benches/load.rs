@@ -26,17 +26,42 @@
 //!   (or `-- hooks http`) runs one variant.
 //! - `rounds`: 2,000 connections chatting in rounds; the heap per connection after each round
 //!   (a leak grows with the rounds, a buffer's high-water mark is one step).
+//! - `wires` (`under_load/wires.rs`): 1,000 clients chatting on each wire of docs/protocol.md
+//!   §19 in turn, the WebSocket, AG-UI (`POST /ag-ui`), the AI SDK (`POST /api/chat`) and OpenAI's
+//!   chunks (`POST /v1/chat/completions`), against one hookwire (default settings, the
+//!   repository's skills: hooks on), in rounds (`HOOKWIRE_LOAD_ROUNDS`, 3) whose order rotates;
+//!   the HTTP clients hold a kept-alive HTTP/1.1 connection each and read the raw chunked body for
+//!   their wire's markers. Each wire's chats/s, first token, gap p99 and server CPU per token over
+//!   the WebSocket's of the same round (goal ≤ 1.05 for first token and CPU per token); a chat
+//!   with another count of text deltas than the upstream's 200 counts as failed.
+//! - `aisdk-node` (`under_load/wires.rs`, `under_load/aisdk-server.mjs`): the AI SDK wire's
+//!   clients against hookwire's `/api/chat` and against the AI SDK's own Node server (`ai` +
+//!   `@ai-sdk/openai-compatible` from tests/frontends, `streamText` piped as the SDK's UI message
+//!   stream), each with a fake upstream of its own, in rounds, the one that goes first
+//!   alternating: hookwire / node of chats/s, first token, CPU per token, CPU share and chats/s
+//!   per core used (chats/s over the server's CPU share; goal ≥ 3).
+//! - `streaming10k` (`under_load/streaming.rs`): 10,000 WebSocket clients all chatting back to
+//!   back against hookwire, at the usual pace and at a slower one (`HOOKWIRE_STREAMING_SLOW_MS`,
+//!   300, with `HOOKWIRE_STREAMING_SLOW_TOKENS`, 50, tokens; 0 ms skips it): chats/s and tokens/s
+//!   against what the pace asks, first token, gap p99, RSS per active chat, every 5 s the CPU and
+//!   open files of hookwire, the upstream and the clients and the machine's busy share, and the
+//!   warnings hookwire logged (what ran out: files, CPU).
 //!
 //! - `serve`: the floor and hookwire as the load starts them, their addresses and pids printed,
 //!   until this process's input closes: for an outside load generator
 //!   (`benches/outside/ws_load.py`).
 //!
 //! `HOOKWIRE_LOAD_ROUNDS`, `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the
-//! rounds (3), the load's clients (1000) and the measured window (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone
-//! and prints its pid, for `perf record -g -p PID`.
+//! rounds (3), the load's clients (1000; 10,000 for `streaming10k`) and the measured window
+//! (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone and prints its pid,
+//! for `perf record -g -p PID`.
 
 #[path = "relay.rs"]
 mod relay;
+#[path = "under_load/streaming.rs"]
+mod streaming;
+#[path = "under_load/wires.rs"]
+mod wires;
 
 #[path = "under_load/hooks.rs"]
 mod hooks;
@@ -78,6 +103,11 @@ fn main() {
         _ if std::env::args().any(|a| a == "soak") => runtime.block_on(soak()),
         _ if std::env::args().any(|a| a == "rounds") => runtime.block_on(rounds()),
         _ if std::env::args().any(|a| a == "hooks") => runtime.block_on(hooks::under_load()),
+        _ if std::env::args().any(|a| a == "wires") => runtime.block_on(wires::wires()),
+        _ if std::env::args().any(|a| a == "aisdk-node") => runtime.block_on(wires::aisdk_node()),
+        _ if std::env::args().any(|a| a == "streaming10k") => {
+            runtime.block_on(streaming::streaming10k())
+        }
         _ => runtime.block_on(load()),
     }
 }
@@ -92,25 +122,46 @@ fn env_number(name: &str, default: u64) -> u64 {
 // ---------------------------------------------------------------------------------------------
 // The child processes: the fake upstream and the floor relay.
 
+/// The fake upstream's pace: `tokens` per chat, the first after FIRST_TOKEN, then one every
+/// `interval`.
 #[derive(Clone, Copy)]
-struct Shape {
+struct Pace {
     tokens: usize,
+    interval: Duration,
     /// `-- hooks`: each chat does one tool round first (`hooks::tool_round_reply`).
     tool_round: bool,
 }
 
-/// The fake upstream: every request gets `tokens` deltas on the clock of FIRST_TOKEN and
-/// TOKEN_INTERVAL (measured from the request, so a late poll does not shift later tokens).
+impl Pace {
+    /// The load's: 200 tokens, one every 20 ms.
+    const USUAL: Pace = Pace {
+        tokens: 200,
+        interval: TOKEN_INTERVAL,
+        tool_round: false,
+    };
+
+    /// How long a chat streams when nothing is in the way.
+    fn chat_length(self) -> Duration {
+        FIRST_TOKEN + self.interval * self.tokens.saturating_sub(1) as u32
+    }
+}
+
+/// The fake upstream: every request gets its pace's tokens on the clock of the request (so a
+/// late poll does not shift later tokens).
 async fn serve_upstream() {
-    let shape = Shape {
+    let pace = Pace {
         tokens: env_number("HOOKWIRE_LOAD_TOKENS", 200) as usize,
+        interval: Duration::from_millis(env_number(
+            "HOOKWIRE_LOAD_TOKEN_MS",
+            TOKEN_INTERVAL.as_millis() as u64,
+        )),
         tool_round: std::env::var_os(hooks::TOOL_ROUND).is_some(),
     };
     let app = Router::new()
         .route("/v1/chat/completions", post(completions))
         // The `hooks` mode's http hook endpoint (`/hook`) and the upstream's counts (`/stats`).
-        .merge(hooks::upstream_routes::<Shape>())
-        .with_state(shape);
+        .merge(hooks::upstream_routes::<Pace>())
+        .with_state(pace);
     let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
         eprintln!("upstream: cannot bind");
         return;
@@ -121,8 +172,8 @@ async fn serve_upstream() {
     let _ = axum::serve(listener, app).await;
 }
 
-async fn completions(State(shape): State<Shape>, body: Bytes) -> Response {
-    if shape.tool_round {
+async fn completions(State(pace): State<Pace>, body: Bytes) -> Response {
+    if pace.tool_round {
         // The planning call and the tool call; the call with the tool's result streams below.
         if let Some(reply) = hooks::tool_round_reply(&body) {
             return reply;
@@ -135,8 +186,8 @@ async fn completions(State(shape): State<Shape>, body: Bytes) -> Response {
     // client can split its time to first token into the server's two paths (`Samples::split_first_token`).
     let timed = body.windows(3).any(|w| w == b"go@");
     let chunks = futures::stream::unfold(0usize, move |i| async move {
-        let text = if i < shape.tokens {
-            tokio::time::sleep_until(start + FIRST_TOKEN + TOKEN_INTERVAL * i as u32).await;
+        let text = if i < pace.tokens {
+            tokio::time::sleep_until(start + FIRST_TOKEN + pace.interval * i as u32).await;
             let token = if i == 0 && timed {
                 format!("tok0@{received}@{} ", monotonic_ns())
             } else {
@@ -145,7 +196,7 @@ async fn completions(State(shape): State<Shape>, body: Bytes) -> Response {
             format!(
                 "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{token}\"}},\"finish_reason\":null}}]}}\n\n"
             )
-        } else if i == shape.tokens {
+        } else if i == pace.tokens {
             "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_string()
         } else {
             return None;
@@ -203,6 +254,37 @@ impl std::fmt::Display for Heap {
 struct Server {
     child: Child,
     addr: String,
+    /// What its log said that was not `info`.
+    log: Arc<Mutex<LogTally>>,
+}
+
+/// The warnings and errors of a child's log (stderr): how many, and the first few kinds.
+#[derive(Default)]
+struct LogTally {
+    warnings: u64,
+    errors: u64,
+    /// Up to 5 kinds of line (a line without its digits: times, ports and counts differ), each
+    /// with its first line and how many there were.
+    kinds: Vec<(String, String, u64)>,
+}
+
+impl LogTally {
+    fn add(&mut self, line: &str) {
+        // hookwire's text log (` WARN `, ` ERROR `), node's (`Error:` and its stack).
+        if line.contains(" WARN ") {
+            self.warnings += 1;
+        } else if line.contains(" ERROR ") || line.contains("Error") {
+            self.errors += 1;
+        } else {
+            return;
+        }
+        let kind: String = line.chars().filter(|c| !c.is_ascii_digit()).collect();
+        if let Some((_, _, count)) = self.kinds.iter_mut().find(|(k, _, _)| *k == kind) {
+            *count += 1;
+        } else if self.kinds.len() < 5 {
+            self.kinds.push((kind, line.chars().take(300).collect(), 1));
+        }
+    }
 }
 
 impl Drop for Server {
@@ -228,10 +310,34 @@ impl Server {
                 .nth(1)
                 .map(|a| a.trim().to_string())
         });
-        // Keep draining its log so that it never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        let server = Server { child, addr: addr? };
+        // Keep draining its log so that it never blocks on a full pipe, counting what went wrong.
+        let log = Arc::new(Mutex::new(LogTally::default()));
+        let tally = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Ok(mut tally) = tally.lock() {
+                    tally.add(&line);
+                }
+            }
+        });
+        let server = Server {
+            child,
+            addr: addr?,
+            log,
+        };
         Some(server)
+    }
+
+    /// `"N warnings, M errors"` of its log so far, and the first line of each kind with its count.
+    fn log_summary(&self) -> String {
+        let Ok(tally) = self.log.lock() else {
+            return String::new();
+        };
+        let mut text = format!("{} warnings, {} errors", tally.warnings, tally.errors);
+        for (_, line, count) in &tally.kinds {
+            text.push_str(&format!("\n      {count}× {line}"));
+        }
+        text
     }
 
     fn pid(&self) -> u32 {
@@ -281,8 +387,20 @@ fn own_exe_as(role: &str) -> Option<Command> {
 }
 
 fn start_upstream(tokens: usize) -> Option<Server> {
+    start_upstream_paced(Pace {
+        tokens,
+        ..Pace::USUAL
+    })
+}
+
+fn start_upstream_paced(pace: Pace) -> Option<Server> {
     let mut command = own_exe_as("upstream")?;
-    command.env("HOOKWIRE_LOAD_TOKENS", tokens.to_string());
+    command
+        .env("HOOKWIRE_LOAD_TOKENS", pace.tokens.to_string())
+        .env(
+            "HOOKWIRE_LOAD_TOKEN_MS",
+            pace.interval.as_millis().to_string(),
+        );
     Server::spawn(command)
 }
 
@@ -455,6 +573,8 @@ enum ChatOutcome {
     Done,
     Failed,
     Closed,
+    /// Still running when the measured window ended, and dropped: neither done nor failed.
+    Cut,
 }
 
 /// What all clients saw during the measured window.
@@ -579,6 +699,8 @@ async fn one_chat_saying(
 
 struct LoadFigures {
     chats_per_second: f64,
+    /// Text frames (or deltas) delivered per second.
+    tokens_per_second: f64,
     failed: u64,
     first_token_p50: f64,
     first_token_p99: f64,
@@ -598,6 +720,41 @@ fn percentile(values: &mut [u32], p: f64) -> f64 {
     values.sort_unstable();
     let index = ((values.len() as f64 - 1.0) * p).round() as usize;
     values[index] as f64 / 1000.0
+}
+
+/// One client of [`run_clients`]: a connection that chats back to back.
+trait Chatter: Send + 'static {
+    /// One chat, whose input ends with `extra`; its samples go to `samples`, and its tokens are
+    /// counted in `tokens`, when they fall in `window`.
+    fn chat(
+        &mut self,
+        id: u64,
+        extra: &str,
+        window: &Window,
+        samples: &mut Samples,
+        tokens: &AtomicU64,
+    ) -> impl std::future::Future<Output = ChatOutcome> + Send;
+
+    /// Closes the connection once the run is over.
+    fn hang_up(self) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// The load's WebSocket client: [`one_chat`].
+impl Chatter for Socket {
+    async fn chat(
+        &mut self,
+        id: u64,
+        extra: &str,
+        window: &Window,
+        samples: &mut Samples,
+        tokens: &AtomicU64,
+    ) -> ChatOutcome {
+        one_chat_saying(self, id, extra, window, samples, tokens).await
+    }
+
+    async fn hang_up(mut self) {
+        let _ = tokio_tungstenite::WebSocketStream::close(&mut self, None).await;
+    }
 }
 
 /// `clients` connections chatting back to back against `server`; figures of the `seconds`
@@ -629,7 +786,21 @@ async fn run_load_marking(
         eprintln!("only {} of {clients} connections opened", sockets.len());
         return None;
     }
-    let ramp = Duration::from_secs(5);
+    run_clients(server, sockets, seconds, Pace::USUAL, marked).await
+}
+
+/// `clients` chatting back to back against `server`, whose upstream streams at `pace`; figures
+/// of the `seconds` window after a ramp of one chat's length (at least 5 s). The chats `marked`
+/// picks say its text: the figures are the other chats', the marked chats' samples come apart.
+async fn run_clients<C: Chatter>(
+    server: &Server,
+    clients: Vec<C>,
+    seconds: u64,
+    pace: Pace,
+    marked: Option<Marked>,
+) -> Option<(LoadFigures, Samples)> {
+    let count = clients.len().max(1);
+    let ramp = pace.chat_length().max(Duration::from_secs(5));
     let start = Instant::now() + ramp;
     let window = Arc::new(Window {
         start,
@@ -642,7 +813,7 @@ async fn run_load_marking(
     let stop = Arc::new(AtomicBool::new(false));
     let chats = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
-    for (n, mut socket) in sockets.into_iter().enumerate() {
+    for (n, mut client) in clients.into_iter().enumerate() {
         let (window, completed, failed, tokens, samples, stop, chats) = (
             window.clone(),
             completed.clone(),
@@ -654,10 +825,7 @@ async fn run_load_marking(
         );
         tasks.push(tokio::spawn(async move {
             // Starts spread over the first second: the clients do not all ask at one instant.
-            tokio::time::sleep(Duration::from_micros(
-                (n as u64 * 1_000_000) / clients as u64,
-            ))
-            .await;
+            tokio::time::sleep(Duration::from_micros((n as u64 * 1_000_000) / count as u64)).await;
             let (mut mine, mut mine_marked) = (Samples::default(), Samples::default());
             let mut id = 0;
             while !stop.load(Ordering::Relaxed) {
@@ -667,7 +835,7 @@ async fn run_load_marking(
                     Some(m) if nth.is_multiple_of(m.every) => (m.text, &mut mine_marked),
                     _ => ("", &mut mine),
                 };
-                let outcome = one_chat_saying(&mut socket, id, extra, &window, into, &tokens).await;
+                let outcome = client.chat(id, extra, &window, into, &tokens).await;
                 let now = Instant::now();
                 match outcome {
                     ChatOutcome::Done if window.contains(now) => {
@@ -681,6 +849,7 @@ async fn run_load_marking(
                         failed.fetch_add(1, Ordering::Relaxed);
                         break;
                     }
+                    ChatOutcome::Cut => break,
                 }
                 if now >= window.end {
                     break;
@@ -690,7 +859,7 @@ async fn run_load_marking(
                 all.0.append(mine);
                 all.1.append(mine_marked);
             }
-            let _ = socket.close(None).await;
+            client.hang_up().await;
         }));
     }
     tokio::time::sleep_until(start.into()).await;
@@ -708,9 +877,10 @@ async fn run_load_marking(
         let _ = task.await;
     }
     let (mut samples, marked_samples) = std::mem::take(&mut *samples.lock().ok()?);
-    let interval_ms = TOKEN_INTERVAL.as_secs_f64() * 1000.0;
+    let interval_ms = pace.interval.as_secs_f64() * 1000.0;
     let figures = LoadFigures {
         chats_per_second: completed.load(Ordering::Relaxed) as f64 / seconds as f64,
+        tokens_per_second: window_tokens as f64 / seconds as f64,
         failed: failed.load(Ordering::Relaxed),
         first_token_p50: percentile(&mut samples.first_token, 0.5),
         first_token_p99: percentile(&mut samples.first_token, 0.99),
@@ -995,6 +1165,8 @@ async fn soak() {
                         failed.fetch_add(1, Ordering::Relaxed);
                         return;
                     }
+                    // `one_chat` runs every chat to its end.
+                    ChatOutcome::Cut => 0,
                 };
                 pause = 10_000 + (pause * 7919 + 13) % 20_000;
                 let left = end.saturating_duration_since(Instant::now());
