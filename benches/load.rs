@@ -51,6 +51,9 @@
 //!   until this process's input closes: for an outside load generator
 //!   (`benches/outside/ws_load.py`).
 //!
+//! `HOOKWIRE_LOAD_VERSUS=path` puts another build of hookwire in the floor's place (two builds
+//! compared in one run; the figures still say "floor").
+//!
 //! `HOOKWIRE_LOAD_ROUNDS`, `HOOKWIRE_LOAD_CLIENTS` and `HOOKWIRE_LOAD_SECONDS` change the
 //! rounds (3), the load's clients (1000; 10,000 for `streaming10k`) and the measured window
 //! (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone and prints its pid,
@@ -437,6 +440,18 @@ fn hookwire_command(
     name: &str,
     hooks: Option<&str>,
 ) -> Option<Command> {
+    let binary = std::ffi::OsStr::new(env!("CARGO_BIN_EXE_hookwire"));
+    hookwire_command_of(binary, upstream, scratch, name, hooks)
+}
+
+/// [`hookwire_command`] with another build of hookwire.
+fn hookwire_command_of(
+    binary: &std::ffi::OsStr,
+    upstream: &Server,
+    scratch: &std::path::Path,
+    name: &str,
+    hooks: Option<&str>,
+) -> Option<Command> {
     let config = scratch.join(format!("{name}.yaml"));
     let mut text = format!(
         "limits:\n  max_connections: 30000\nhttp_hooks:\n  allowed_urls: [\"http://{}/hook\"]\n",
@@ -450,7 +465,7 @@ fn hookwire_command(
     std::fs::write(&config, text).ok()?;
     let workspace = scratch.join("workspace");
     std::fs::create_dir_all(&workspace).ok()?;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    let mut command = Command::new(binary);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -965,10 +980,17 @@ async fn load() {
     else {
         return;
     };
-    let (Some(floor), Some(hookwire)) = (
-        start_relay(&floor_upstream),
-        start_hookwire(&hookwire_upstream, scratch.path()),
-    ) else {
+    // `HOOKWIRE_LOAD_VERSUS=path`: another build of hookwire in the floor's place, to compare
+    // two builds in one run (the figures still say "floor").
+    let floor = match std::env::var_os("HOOKWIRE_LOAD_VERSUS") {
+        Some(binary) => {
+            hookwire_command_of(&binary, &floor_upstream, scratch.path(), "versus", None)
+                .and_then(Server::spawn)
+        }
+        None => start_relay(&floor_upstream),
+    };
+    let (Some(floor), Some(hookwire)) = (floor, start_hookwire(&hookwire_upstream, scratch.path()))
+    else {
         return;
     };
     settle().await;

@@ -109,7 +109,7 @@ const KNOWN_SERIES: &[(&str, &str, &[&str])] = &[
     (
         "hookwire_closed_connections_total",
         "reason",
-        &["flood", "write_failed", "write_stall"],
+        &["client_gone", "flood", "write_failed", "write_stall"],
     ),
     (
         "hookwire_history_dropped_total",
@@ -169,7 +169,7 @@ const METRICS: &[Described] = &[
         name: "hookwire_closed_connections_total",
         kind: Kind::Counter,
         unit: None,
-        help: "Sessions the server closed because of the client, by reason.",
+        help: "Sessions the server closed because of the client, by reason (client_gone: the client left during a write).",
     },
     Described {
         name: "hookwire_chats_total",

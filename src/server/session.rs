@@ -95,7 +95,7 @@ pub(super) async fn run_session<S, E>(
     signed_in: Option<SignedIn>,
 ) where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin + Send + 'static,
-    S::Error: std::fmt::Display,
+    S::Error: std::error::Error + 'static,
     E: Into<axum::Error>,
 {
     let session = SessionInfo::new(uuid::Uuid::new_v4().to_string());
@@ -150,7 +150,7 @@ async fn serve<S, E>(
 ) -> Ending
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin,
-    S::Error: std::fmt::Display,
+    S::Error: std::error::Error + 'static,
     E: Into<axum::Error>,
 {
     let limits = &state.config.limits;
@@ -229,7 +229,7 @@ fn poll_step<S, E>(
 ) -> Poll<Step<E>>
 where
     S: Sink<WsMessage> + Stream<Item = Result<WsMessage, E>> + Unpin,
-    S::Error: std::fmt::Display,
+    S::Error: std::error::Error + 'static,
 {
     if let Poll::Ready(wrote) = out.poll_write(socket, cx) {
         return Poll::Ready(Step::Wrote(wrote));
@@ -316,7 +316,7 @@ async fn end_session<S>(
 ) -> bool
 where
     S: Sink<WsMessage> + Unpin,
-    S::Error: std::fmt::Display,
+    S::Error: std::error::Error + 'static,
 {
     match ending {
         Ending::ClientGone => true,
@@ -356,7 +356,7 @@ where
 async fn write_until<S>(socket: &mut S, out: &mut Outgoing, until: Wrote, limit: Duration) -> bool
 where
     S: Sink<WsMessage> + Unpin,
-    S::Error: std::fmt::Display,
+    S::Error: std::error::Error + 'static,
 {
     let reached = std::future::poll_fn(|cx| loop {
         match out.poll_write(socket, cx) {

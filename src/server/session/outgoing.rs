@@ -142,7 +142,7 @@ impl Outgoing {
     ) -> Poll<Result<Wrote, WriteFailure>>
     where
         S: Sink<WsMessage> + Unpin,
-        S::Error: std::fmt::Display,
+        S::Error: std::error::Error + 'static,
     {
         for _ in 0..WRITE_BUDGET {
             if let Some(closing) = self.flushing {
@@ -243,11 +243,35 @@ pub(super) fn close_message(code: u16, reason: &'static str) -> WsMessage {
     }))
 }
 
-fn write_failed(error: impl std::fmt::Display) -> WriteFailure {
+fn write_failed(error: impl std::error::Error + 'static) -> WriteFailure {
+    if client_gone(&error) {
+        // Not the server's failure: a client that left mid-stream (a closed tab, a lost network).
+        tracing::debug!(%error, "the client went away during a write");
+        ::metrics::counter!("hookwire_closed_connections_total", "reason" => "client_gone")
+            .increment(1);
+        return WriteFailure::Failed;
+    }
     tracing::warn!(%error, "websocket write failed; closing the connection (1011)");
     ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_failed")
         .increment(1);
     WriteFailure::Failed
+}
+
+/// The peer reset the connection or closed it under the write: somewhere in the error's chain
+/// is an I/O error that says so.
+fn client_gone(error: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            );
+        }
+        cause = error.source();
+    }
+    false
 }
 
 fn stalled(limit: Duration) -> WriteFailure {
@@ -258,4 +282,25 @@ fn stalled(limit: Duration) -> WriteFailure {
     ::metrics::counter!("hookwire_closed_connections_total", "reason" => "write_stall")
         .increment(1);
     WriteFailure::Stalled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::client_gone;
+    use std::io::{Error, ErrorKind};
+
+    /// As axum's WebSocket reports a failed write: its error around tungstenite's around the I/O
+    /// error.
+    fn socket_error(kind: ErrorKind) -> axum::Error {
+        axum::Error::new(tungstenite::Error::Io(Error::from(kind)))
+    }
+
+    #[test]
+    fn a_reset_or_broken_pipe_is_a_client_gone_and_other_failures_are_not() {
+        assert!(client_gone(&socket_error(ErrorKind::BrokenPipe)));
+        assert!(client_gone(&socket_error(ErrorKind::ConnectionReset)));
+        assert!(!client_gone(&socket_error(ErrorKind::OutOfMemory)));
+        let closed = axum::Error::new(tungstenite::Error::AlreadyClosed);
+        assert!(!client_gone(&closed));
+    }
 }
