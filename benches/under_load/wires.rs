@@ -253,6 +253,16 @@ impl WsClient {
     }
 }
 
+/// A chat's outcome, or `None` if it still ran at the window's end. A saturated server's chats
+/// may outlast the window by minutes: what they do after it is not measured, so they are not
+/// waited for (nor is a stalled server).
+async fn within_window(
+    window: &Window,
+    chat: impl std::future::Future<Output = ChatOutcome>,
+) -> Option<ChatOutcome> {
+    tokio::time::timeout_at(window.end.into(), chat).await.ok()
+}
+
 impl Chatter for WsClient {
     async fn chat(
         &mut self,
@@ -262,14 +272,10 @@ impl Chatter for WsClient {
         samples: &mut Samples,
         tokens: &AtomicU64,
     ) -> ChatOutcome {
-        let end = window.end;
         let chat = self.one_chat(id, window, samples, tokens);
-        // A saturated server's chats may outlast the window by minutes: what they do after it
-        // is not measured, so they are not waited for (nor is a stalled server).
-        match tokio::time::timeout_at(end.into(), chat).await {
-            Ok(outcome) => outcome,
-            Err(_) => ChatOutcome::Cut,
-        }
+        within_window(window, chat)
+            .await
+            .unwrap_or(ChatOutcome::Cut)
     }
 
     async fn hang_up(mut self) {
@@ -387,17 +393,13 @@ impl Chatter for HttpClient {
         samples: &mut Samples,
         tokens: &AtomicU64,
     ) -> ChatOutcome {
-        let end = window.end;
         let chat = self.one_chat(id, window, samples, tokens);
-        // As the WebSocket client's: a chat still running at the window's end is dropped, its
-        // connection with it (its body was not read to the end).
-        match tokio::time::timeout_at(end.into(), chat).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                self.stream = None;
-                ChatOutcome::Cut
-            }
+        let outcome = within_window(window, chat).await;
+        if outcome.is_none() {
+            // Its connection goes with it: its body was not read to the end.
+            self.stream = None;
         }
+        outcome.unwrap_or(ChatOutcome::Cut)
     }
 
     async fn hang_up(mut self) {
