@@ -138,7 +138,31 @@ struct ChatSeen<'a> {
     errored: bool,
 }
 
-impl ChatSeen<'_> {
+impl<'a> ChatSeen<'a> {
+    /// A chat on `wire` sent now (`sent_ns` on the monotonic clock), nothing seen yet.
+    fn sent(
+        wire: Wire,
+        sent_ns: u64,
+        window: &'a Window,
+        samples: &'a mut Samples,
+        tokens: &'a AtomicU64,
+        mishaps: &'a Mishaps,
+    ) -> Self {
+        ChatSeen {
+            wire,
+            sent: Instant::now(),
+            sent_ns,
+            window,
+            samples,
+            tokens,
+            mishaps,
+            deltas: 0,
+            last_delta: None,
+            ended: false,
+            errored: false,
+        }
+    }
+
     /// The bytes `window[old..]` arrived at `now` (`window[..old]` are the last read's tail).
     fn saw(&mut self, window: &[u8], old: usize, now: Instant) {
         let deltas = count_new(window, old, self.wire.delta());
@@ -222,19 +246,14 @@ impl WsClient {
     ) -> ChatOutcome {
         let sent_ns = monotonic_ns();
         let frame = Wire::WebSocket.body(0, id, &format!("go@{sent_ns}"));
-        let mut seen = ChatSeen {
-            wire: Wire::WebSocket,
-            sent: Instant::now(),
+        let mut seen = ChatSeen::sent(
+            Wire::WebSocket,
             sent_ns,
             window,
             samples,
             tokens,
-            mishaps: &self.mishaps,
-            deltas: 0,
-            last_delta: None,
-            ended: false,
-            errored: false,
-        };
+            &self.mishaps,
+        );
         if self.socket.send(Message::text(frame)).await.is_err() {
             return ChatOutcome::Closed;
         }
@@ -327,19 +346,7 @@ impl HttpClient {
             self.addr,
             body.len()
         );
-        let mut seen = ChatSeen {
-            wire: self.wire,
-            sent: Instant::now(),
-            sent_ns,
-            window,
-            samples,
-            tokens,
-            mishaps: &self.mishaps,
-            deltas: 0,
-            last_delta: None,
-            ended: false,
-            errored: false,
-        };
+        let mut seen = ChatSeen::sent(self.wire, sent_ns, window, samples, tokens, &self.mishaps);
         if stream.write_all(request.as_bytes()).await.is_err() {
             self.stream = None;
             return ChatOutcome::Failed;
