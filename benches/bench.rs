@@ -72,6 +72,9 @@ mod record;
 #[path = "../tests/it/redis_server.rs"]
 mod redis_server;
 mod relay;
+#[path = "shared/rusage.rs"]
+#[allow(dead_code)] // this target reads only its own CPU, not its children's
+mod rusage;
 mod wires;
 
 use std::hint::black_box;

@@ -61,6 +61,8 @@
 
 #[path = "relay.rs"]
 mod relay;
+#[path = "shared/rusage.rs"]
+mod rusage;
 #[path = "under_load/streaming.rs"]
 mod streaming;
 #[path = "under_load/wires.rs"]

@@ -34,6 +34,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 
+use super::rusage::children_cpu;
 use super::{
     cpu_time, env_number, hookwire_command, own_exe_as, percentile, print_figures, print_ratios,
     run_load_marking, settle, LoadFigures, Marked, Samples, Server, FIRST_TOKEN,
@@ -1043,14 +1044,4 @@ fn thread_cpu() -> Duration {
     // SAFETY: clock_gettime writes one timespec to a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-/// The CPU time of this process's children that were waited for (and of theirs).
-fn children_cpu() -> Duration {
-    // SAFETY: an all-zero rusage is a valid value; getrusage writes one to a valid pointer.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    time(usage.ru_utime) + time(usage.ru_stime)
 }

@@ -242,18 +242,7 @@ fn process_cpu(pid: u32) -> Duration {
     if pid != std::process::id() {
         return cpu_time(pid);
     }
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes the struct it is given; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
-            return Duration::ZERO;
-        }
-        usage.assume_init()
-    };
-    let of = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    of(usage.ru_utime) + of(usage.ru_stime)
+    super::rusage::own_cpu()
 }
 
 /// The machine's busy and total ticks (`/proc/stat`'s first line; idle and iowait are not busy).

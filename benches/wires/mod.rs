@@ -41,18 +41,7 @@ impl Wire {
 
 /// The process's CPU time (user and system) so far.
 fn cpu_time() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes the struct it is given; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
-            return Duration::ZERO;
-        }
-        usage.assume_init()
-    };
-    let of = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    of(usage.ru_utime) + of(usage.ru_stime)
+    crate::rusage::own_cpu()
 }
 
 /// One chat over `wire`: (time to first token, whole chat).

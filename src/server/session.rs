@@ -360,11 +360,7 @@ where
 {
     let reached = std::future::poll_fn(|cx| loop {
         match out.poll_write(socket, cx) {
-            Poll::Ready(Ok(wrote))
-                if std::mem::discriminant(&wrote) == std::mem::discriminant(&until) =>
-            {
-                return Poll::Ready(true)
-            }
+            Poll::Ready(Ok(wrote)) if wrote == until => return Poll::Ready(true),
             // The chat ended on the way to the close.
             Poll::Ready(Ok(_)) => continue,
             Poll::Ready(Err(_)) => return Poll::Ready(false),

@@ -40,7 +40,7 @@ pub(super) enum WriteFailure {
 }
 
 /// What the writing reached.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Wrote {
     /// The running chat's last frame is written; the chat is dropped.
     ChatEnded,
