@@ -1,20 +1,15 @@
-//! The process group of a run, the run marker, and the cleanup of what a run left (see the
-//! module doc of [`super`]).
+//! The process group of a run and its run marker; when the run ends, what it left is handed to
+//! the cleanup (`cleanup.rs`; see the module doc of [`super`]).
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
+use super::cleanup::{clean_up_later, clean_up_now, shells, started, Run};
 use super::ProcessError;
 
 /// The variable that marks every process of one run (and that an `env:` map may not set).
 pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
-
-/// How long the cleanup keeps killing what a run left before it gives up (and logs it).
-const CLEANUP_LIMIT: Duration = Duration::from_secs(2);
 
 /// A long-running process of the server's that is not a hook run (an MCP server over stdio),
 /// started the way a hook's shell is: exactly its environment plus the run marker, in its own
@@ -135,27 +130,6 @@ fn resolved(program: &std::ffi::OsStr, env: &[(String, OsString)]) -> Option<std
     None
 }
 
-/// The hook shells (and [`ServerChild`]ren) that tokio owns, by pid, from their start until
-/// tokio has reaped them: the orphan reaping must leave them alone. They are the only children
-/// the server starts; a child of another kind would have to be registered here too, or a
-/// subreaper's cleanup could reap it before its owner does.
-static SHELLS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-
-fn shells() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
-    SHELLS.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// What identifies one hook run's processes.
-#[derive(Debug, Clone)]
-struct Run {
-    /// The shell's pid, which is its process group's id.
-    group: i32,
-    /// The shell's start time (clock ticks since boot): the run's processes started no earlier.
-    started: u64,
-    /// The value of [`RUN_MARKER`] in their environment.
-    marker: String,
-}
-
 /// The process a run started, leader of its own process group. Dropping it before it was
 /// waited for kills the group and cleans up the rest.
 pub(super) struct GroupLeader {
@@ -193,11 +167,7 @@ impl GroupLeader {
     pub(super) fn finished(&mut self) {
         self.child = None;
         shells().remove(&self.run.group);
-        let run = self.run.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(move || clean_up(&run))),
-            Err(_) => clean_up(&run),
-        }
+        clean_up_later(self.run.clone());
     }
 }
 
@@ -216,105 +186,24 @@ impl Drop for GroupLeader {
                     // The shell first, through tokio, which owns its pid; then the rest.
                     let _ = child.wait().await;
                     shells().remove(&run.group);
-                    let _ = tokio::task::spawn_blocking(move || clean_up(&run)).await;
+                    clean_up_later(run);
                 });
             }
             // No runtime: the process is ending; kill what is left, tokio reaps the shell if it
             // can.
             Err(_) => {
                 drop(child);
-                clean_up(&run);
+                clean_up_now(run);
             }
         }
     }
 }
 
 /// Kills the hook's whole process group (the shell and everything that stayed in it).
-fn kill_group(group: i32) {
+pub(super) fn kill_group(group: i32) {
     if let Some(group) = rustix::process::Pid::from_raw(group) {
         // ESRCH: nobody is left in the group.
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
-}
-
-/// Kills every process of `run` that is left and reaps those that are ours, until none is left
-/// alive (or [`CLEANUP_LIMIT`] passed: then logs what survived). Blocking.
-#[cfg(target_os = "linux")]
-fn clean_up(run: &Run) {
-    let me = std::process::id() as i32;
-    // As a subreaper (or PID 1), every orphan of a hook is ours to reap, including ones that
-    // died while their hook ran and that no marker names any more.
-    let adopts = me == 1 || matches!(rustix::process::child_subreaper(), Ok(Some(_)));
-    let deadline = Instant::now() + CLEANUP_LIMIT;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        let mut alive = Vec::new();
-        for process in proc::processes() {
-            // Started since the run began: a group id (or pid) freed and reused meanwhile by
-            // someone else's process is not ours to kill.
-            let member = process.started >= run.started
-                && (process.group == run.group
-                    || (process.state != 'Z' && proc::carries(process.pid, &run.marker)));
-            if process.state == 'Z' {
-                if process.parent == me && (member || adopts) {
-                    reap(process.pid);
-                }
-            } else if member {
-                alive.push(process);
-            }
-        }
-        if alive.is_empty() {
-            return;
-        }
-        if alive.iter().any(|process| process.group == run.group) {
-            // Members alive: the group exists, so its id is not reused.
-            kill_group(run.group);
-        }
-        for process in &alive {
-            if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
-        if Instant::now() >= deadline {
-            let pids: Vec<i32> = alive.iter().map(|process| process.pid).collect();
-            tracing::warn!(?pids, "processes left by a hook survived being killed");
-            return;
-        }
-        // They were sent SIGKILL: the next pass sees them dead (and reaps them).
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-}
-
-/// Without `/proc`, the process group is all that is known of a run.
-#[cfg(not(target_os = "linux"))]
-fn clean_up(run: &Run) {
-    kill_group(run.group);
-}
-
-/// Reaps `pid`, a zombie child of ours, unless it is a hook shell that tokio will reap.
-#[cfg(target_os = "linux")]
-fn reap(pid: i32) {
-    let shells = shells();
-    if shells.contains(&pid) {
-        return;
-    }
-    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-        // ECHILD: another cleanup reaped it first.
-        let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
-    }
-}
-
-/// The start time of process `pid` (0 when unknown: then every process is looked at).
-fn started(pid: i32) -> u64 {
-    #[cfg(target_os = "linux")]
-    {
-        proc::stat(pid).map_or(0, |process| process.started)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = pid;
-        0
     }
 }
 
@@ -331,124 +220,6 @@ pub(crate) fn guard_server_process() {
         }
         if let Err(error) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
             tracing::warn!(%error, "cannot hide the server's environment from its hooks");
-        }
-    }
-}
-
-/// Reading `/proc`.
-#[cfg(target_os = "linux")]
-mod proc {
-    /// The fields of `/proc/PID/stat` the cleanup needs.
-    #[derive(Debug, Clone, Copy)]
-    pub(super) struct Process {
-        pub(crate) pid: i32,
-        /// `R`, `S`, `D`, `Z`, …
-        pub(crate) state: char,
-        pub(crate) parent: i32,
-        pub(crate) group: i32,
-        /// Clock ticks since boot.
-        pub(crate) started: u64,
-    }
-
-    /// Every process there is (those that vanish while being read are passed over).
-    pub(super) fn processes() -> impl Iterator<Item = Process> {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-            .filter_map(stat)
-    }
-
-    pub(super) fn stat(pid: i32) -> Option<Process> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &text)
-    }
-
-    /// `pid (comm) state ppid pgrp session … starttime …`; `comm` may hold spaces and `)`, so
-    /// the fields are counted from the last `)`.
-    pub(super) fn parse_stat(pid: i32, text: &str) -> Option<Process> {
-        let (_, rest) = text.rsplit_once(')')?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        Some(Process {
-            pid,
-            state: fields.first()?.chars().next()?,
-            parent: fields.get(1)?.parse().ok()?,
-            group: fields.get(2)?.parse().ok()?,
-            started: fields.get(19)?.parse().ok()?,
-        })
-    }
-
-    /// Whether `pid`'s environment holds `RUN_MARKER=marker` (false when it cannot be read).
-    pub(super) fn carries(pid: i32, marker: &str) -> bool {
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            return false;
-        };
-        let wanted = format!("{}={marker}", super::RUN_MARKER);
-        environ
-            .split(|byte| *byte == 0)
-            .any(|entry| entry == wanted.as_bytes())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::process::execute;
-    use serde_json::json;
-
-    #[test]
-    fn stat_lines_are_read_from_the_last_parenthesis() {
-        let line =
-            "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1 2 3";
-        let process = proc::parse_stat(4242, line).unwrap();
-        assert_eq!(
-            (
-                process.state,
-                process.parent,
-                process.group,
-                process.started
-            ),
-            ('S', 17, 4242, 987654)
-        );
-        assert!(proc::parse_stat(1, "garbage").is_none());
-    }
-
-    /// What a hook leaves in its group or outside it (`setsid`) is killed when the shell exits.
-    #[tokio::test]
-    async fn processes_left_behind_are_killed_when_the_shell_exits() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = vec![(
-            "PATH".to_string(),
-            std::env::var_os("PATH").unwrap_or_default(),
-        )];
-        let script = "setsid sh -c 'echo $$ > out.pid; exec sleep 300' >/dev/null 2>&1 &\n\
-                      sh -c 'echo $$ > in.pid; exec sleep 300' >/dev/null 2>&1 &\n\
-                      until [ -s out.pid ] && [ -s in.pid ]; do sleep 0.01; done";
-        let run = execute(
-            script,
-            &env,
-            dir.path(),
-            &json!({}),
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-        assert_eq!(run.exit_code, Some(0), "{run:?}");
-        for file in ["out.pid", "in.pid"] {
-            let pid: i32 = std::fs::read_to_string(dir.path().join(file))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
-            // Killed (in the background): gone, or a zombie waiting for its reaper (this test
-            // process is none).
-            let dead = || matches!(proc::stat(pid).map(|p| p.state), None | Some('Z'));
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while !dead() && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            assert!(dead(), "{file}: {:?}", proc::stat(pid));
         }
     }
 }
