@@ -185,17 +185,24 @@ fn chat_context(
     late: crate::hooks::LateEvents,
 ) -> HookContext {
     let config = &inner.config;
-    let tools = if request.enable_tools {
-        let mut tools = inner.tools.specs();
+    let tools: Arc<[crate::types::ToolSpec]> = if request.enable_tools {
+        let tools = inner.tools.specs();
         // A listed tenant's people are offered its tools only (and only those run).
         let tenant = request.person.as_ref().and_then(|p| p.tenant.as_ref());
-        if let Some(Some(allowed)) = tenant.and_then(|tenant| inner.tenants.get(tenant)) {
-            tools.retain(|tool| allowed.contains(&tool.name));
+        let allowed = tenant.and_then(|tenant| inner.tenants.get(tenant)?.as_ref());
+        if allowed.is_none() && request.client_tools.is_empty() {
+            // The server's tools as they are: shared with every other chat.
+            tools
+        } else {
+            tools
+                .iter()
+                .filter(|tool| allowed.is_none_or(|allowed| allowed.contains(&tool.name)))
+                .chain(&request.client_tools)
+                .cloned()
+                .collect()
         }
-        tools.extend(request.client_tools.iter().cloned());
-        tools
     } else {
-        Vec::new()
+        Arc::new([])
     };
     let mut ctx = HookContext::new(
         request.session_id.clone(),

@@ -96,7 +96,7 @@ pub struct HookContext {
     /// `agent` hooks' sub-agents), and what they may still spend.
     hook_spend: std::sync::Arc<super::spend::HookSpend>,
     tool_calls_count: usize,
-    tools: Vec<ToolSpec>,
+    tools: std::sync::Arc<[ToolSpec]>,
     disabled_tools: BTreeSet<String>,
     outbox: Vec<ChatEvent>,
     /// The chat's event channel, for work that outlives a hook call (an `async` hook's
@@ -185,7 +185,12 @@ impl LateEvents {
 }
 
 impl HookContext {
-    pub fn new(session_id: String, run_id: String, model: String, tools: Vec<ToolSpec>) -> Self {
+    pub fn new(
+        session_id: String,
+        run_id: String,
+        model: String,
+        tools: impl Into<std::sync::Arc<[ToolSpec]>>,
+    ) -> Self {
         Self {
             session_id,
             person: None,
@@ -201,7 +206,7 @@ impl HookContext {
             usage: Usage::default(),
             hook_spend: Default::default(),
             tool_calls_count: 0,
-            tools,
+            tools: tools.into(),
             disabled_tools: BTreeSet::new(),
             outbox: Vec::new(),
             late_events: None,

@@ -6,7 +6,7 @@
 //! errors of the chat.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -55,6 +55,9 @@ impl From<&str> for ToolError {
 /// A tool the model may call.
 #[async_trait]
 pub trait Tool: Send + Sync {
+    /// What the model is told of the tool. Read once per tool object and shared by every chat
+    /// while the object is offered: a tool whose spec changes is a new object (a
+    /// [`ToolSource`] that lists a new one).
     fn spec(&self) -> ToolSpec;
     /// Puts the model's arguments in the one form that hooks see and [`Tool::run`] gets (the
     /// built-in tools normalise workspace paths here, so a guard hook cannot be passed by
@@ -93,6 +96,15 @@ pub trait ToolSource: Send + Sync {
 pub(crate) struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     sources: Vec<Arc<dyn ToolSource>>,
+    /// The specs last offered, and the tool objects they were read from.
+    specs: Arc<Mutex<Option<OfferedSpecs>>>,
+}
+
+/// The specs of a set of tool objects (held, so that no other object can take their place at
+/// the same address while the specs are kept).
+struct OfferedSpecs {
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Arc<[ToolSpec]>,
 }
 
 impl ToolRegistry {
@@ -113,8 +125,21 @@ impl ToolRegistry {
 
     /// Every tool now, by name.
     fn all(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        self.all_of(self.sourced())
+    }
+
+    /// The sources' tools now.
+    fn sourced(&self) -> Vec<Arc<dyn Tool>> {
+        self.sources
+            .iter()
+            .flat_map(|source| source.tools())
+            .collect()
+    }
+
+    /// The registered tools and `sourced`, by name.
+    fn all_of(&self, sourced: Vec<Arc<dyn Tool>>) -> BTreeMap<String, Arc<dyn Tool>> {
         let mut all = self.tools.clone();
-        for tool in self.sources.iter().flat_map(|source| source.tools()) {
+        for tool in sourced {
             all.entry(tool.spec().name).or_insert(tool);
         }
         all
@@ -124,8 +149,30 @@ impl ToolRegistry {
         self.all().into_keys().collect()
     }
 
-    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
-        self.all().values().map(|t| t.spec()).collect()
+    /// Every tool's spec now, by name. Chats share them: they are read again only when the tool
+    /// objects changed (a source listed others).
+    pub(crate) fn specs(&self) -> Arc<[ToolSpec]> {
+        let sourced = self.sourced();
+        let mut offered = self.specs.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.tools.values().chain(&sourced);
+        if let Some(offered) = offered.as_ref() {
+            if offered.tools.len() == self.tools.len() + sourced.len()
+                && offered
+                    .tools
+                    .iter()
+                    .zip(now.clone())
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
+            {
+                return offered.specs.clone();
+            }
+        }
+        let tools: Vec<Arc<dyn Tool>> = now.cloned().collect();
+        let specs: Arc<[ToolSpec]> = self.all_of(sourced).values().map(|t| t.spec()).collect();
+        *offered = Some(OfferedSpecs {
+            tools,
+            specs: specs.clone(),
+        });
+        specs
     }
 }
 
@@ -377,6 +424,50 @@ pub(crate) fn optional_count(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool named `name`; a source of such tools that lists what it is given.
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.0.into(),
+                description: String::new(),
+                parameters: serde_json::json!({"type": "object"}),
+            }
+        }
+        async fn run(&self, _: Value) -> ToolOutput {
+            ToolOutput::error("unused")
+        }
+    }
+
+    struct Listed(Mutex<Vec<Arc<dyn Tool>>>);
+
+    impl ToolSource for Listed {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// Chats share the specs until a source lists other tool objects; the registered tool keeps
+    /// its name against a source's.
+    #[test]
+    fn specs_are_shared_until_the_tools_change() {
+        let mut registry = ToolRegistry::default();
+        registry.register(Arc::new(Named("b")));
+        let listed = Arc::new(Listed(Mutex::new(vec![Arc::new(Named("a")) as _])));
+        registry.add_source(listed.clone());
+        let names = |specs: &[ToolSpec]| specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        let first = registry.specs();
+        assert_eq!(names(&first), ["a", "b"]);
+        assert!(Arc::ptr_eq(&first, &registry.specs()));
+        *listed.0.lock().unwrap() = vec![Arc::new(Named("c")), Arc::new(Named("b"))];
+        let second = registry.specs();
+        assert_eq!(names(&second), ["b", "c"]);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(Arc::ptr_eq(&second, &registry.clone().specs()));
+    }
 
     #[test]
     fn cap_output_respects_char_boundaries() {
