@@ -728,6 +728,9 @@ struct LoadFigures {
     cpu_per_token: Duration,
     cpu_share: f64,
     peak_rss: u64,
+    /// hookwire's heap (`allocated`, from `/metrics`) at its highest in the window, over what its
+    /// connections held idle before the chats began, per client: an active chat's own memory.
+    heap_per_chat: Option<f64>,
 }
 
 fn percentile(values: &mut [u32], p: f64) -> f64 {
@@ -817,6 +820,8 @@ async fn run_clients<C: Chatter>(
     marked: Option<Marked>,
 ) -> Option<(LoadFigures, Samples)> {
     let count = clients.len().max(1);
+    // The connections are open and idle: what the chats add comes on top.
+    let idle_heap = server.heap().await.map(|heap| heap.allocated);
     let ramp = pace.chat_length().max(Duration::from_secs(5));
     let start = Instant::now() + ramp;
     let window = Arc::new(Window {
@@ -883,9 +888,13 @@ async fn run_clients<C: Chatter>(
     let cpu_before = cpu_time(server.pid());
     let tokens_before = tokens.load(Ordering::Relaxed);
     let mut peak_rss = server.rss();
+    let mut peak_heap = 0;
     while Instant::now() < window.end {
         tokio::time::sleep(Duration::from_millis(500)).await;
         peak_rss = peak_rss.max(server.rss());
+        if let Some(heap) = server.heap().await {
+            peak_heap = peak_heap.max(heap.allocated);
+        }
     }
     let cpu = cpu_time(server.pid()).saturating_sub(cpu_before);
     let window_tokens = tokens.load(Ordering::Relaxed) - tokens_before;
@@ -907,6 +916,7 @@ async fn run_clients<C: Chatter>(
         cpu_per_token: cpu / window_tokens.max(1) as u32,
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
         peak_rss,
+        heap_per_chat: idle_heap.map(|idle| peak_heap.saturating_sub(idle) as f64 / count as f64),
     };
     Some((figures, marked_samples))
 }
@@ -925,6 +935,12 @@ fn print_figures(name: &str, f: &LoadFigures) {
         mib(f.peak_rss),
         f.failed
     );
+    if let Some(per_chat) = f.heap_per_chat {
+        println!(
+            "            heap per active chat {:.1} KiB (the allocator's `allocated` at its highest, over the idle connections')",
+            per_chat / 1024.0
+        );
+    }
 }
 
 /// A compared figure: its name, its goal, how to read it from a run.

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::group::kill_group;
-use super::RUN_MARKER;
+/// The variable that marks every process of one run (and that an `env:` map may not set).
+pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
 
 /// How long the cleanup keeps killing what a run left before it gives up (and logs it).
 const CLEANUP_LIMIT: Duration = Duration::from_secs(2);
@@ -237,6 +237,14 @@ fn pass(pending: &mut Vec<Pending>) {
 fn pass(pending: &mut Vec<Pending>) {
     for p in pending.drain(..) {
         kill_group(p.run.group);
+    }
+}
+
+/// Kills the hook's whole process group (the shell and everything that stayed in it).
+pub(super) fn kill_group(group: i32) {
+    if let Some(group) = rustix::process::Pid::from_raw(group) {
+        // ESRCH: nobody is left in the group.
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

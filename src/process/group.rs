@@ -5,11 +5,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 
-use super::cleanup::{clean_up_later, clean_up_now, shells, started, Run};
+use super::cleanup::{clean_up_later, clean_up_now, kill_group, shells, started, Run, RUN_MARKER};
 use super::ProcessError;
-
-/// The variable that marks every process of one run (and that an `env:` map may not set).
-pub(crate) const RUN_MARKER: &str = "HOOKWIRE_HOOK_RUN";
 
 /// A long-running process of the server's that is not a hook run (an MCP server over stdio),
 /// started the way a hook's shell is: exactly its environment plus the run marker, in its own
@@ -33,7 +30,8 @@ impl ServerChild {
     ) -> Result<ServerChild, ProcessError> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
-        let mut process = spawn_grouped(command, env, cwd, program)?;
+        let traceparent = crate::telemetry::current_traceparent();
+        let mut process = spawn_grouped(command, env, traceparent, cwd, program)?;
         let (stdin, stdout, stderr) = process.take_stdio();
         Ok(ServerChild {
             process,
@@ -59,6 +57,7 @@ impl ServerChild {
 pub(super) fn spawn_grouped(
     mut command: tokio::process::Command,
     env: &[(String, OsString)],
+    traceparent: Option<String>,
     cwd: &Path,
     what: &str,
 ) -> Result<GroupLeader, ProcessError> {
@@ -76,7 +75,7 @@ pub(super) fn spawn_grouped(
         .env_clear()
         .envs(env.iter().map(|(name, value)| (name, value)))
         .env(RUN_MARKER, &marker)
-        .envs(crate::telemetry::current_traceparent().map(|value| ("TRACEPARENT", value)))
+        .envs(traceparent.map(|value| ("TRACEPARENT", value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -196,14 +195,6 @@ impl Drop for GroupLeader {
                 clean_up_now(run);
             }
         }
-    }
-}
-
-/// Kills the hook's whole process group (the shell and everything that stayed in it).
-pub(super) fn kill_group(group: i32) {
-    if let Some(group) = rustix::process::Pid::from_raw(group) {
-        // ESRCH: nobody is left in the group.
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

@@ -8,7 +8,8 @@
 //! - `group`: the process group, the run marker, the server's own guard
 //!   ([`guard_server_process`]), and [`ServerChild`] (a long-running process);
 //! - `cleanup`: the cleaner, one thread that kills and reaps what runs left;
-//! - `run`: one command run to its end, its outcome as data ([`CommandRun`], [`ByteRun`]).
+//! - `run`: one command run to its end, its outcome as data ([`CommandRun`], [`ByteRun`]);
+//! - `runner`: the commands' thread, where every run is started and watched.
 //!
 //! **Environment.** A process starts with an empty environment plus [`PASSED_VARIABLES`] (those
 //! the server has) and what its caller adds (a hook's variables, its `env:` map): nothing else of
@@ -37,6 +38,7 @@ mod cleanup;
 pub(crate) mod env;
 mod group;
 mod run;
+mod runner;
 
 /// Why a process could not be started or waited for (how it ended is data, not an error).
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +54,10 @@ pub(crate) enum ProcessError {
     Wait(std::io::Error),
 }
 
+pub(crate) use cleanup::RUN_MARKER;
 pub(crate) use env::{
     environment_with, expand, is_variable_name, plain_environment, server_variable, variables_in,
 };
-pub(crate) use group::{guard_server_process, ServerChild, RUN_MARKER};
+pub(crate) use group::{guard_server_process, ServerChild};
 pub(crate) use run::{execute, execute_bytes, CommandRun};
+pub(crate) use runner::finish_runs;
