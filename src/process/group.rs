@@ -30,8 +30,7 @@ impl ServerChild {
     ) -> Result<ServerChild, ProcessError> {
         let mut command = tokio::process::Command::new(program);
         command.args(args);
-        let traceparent = crate::telemetry::current_traceparent();
-        let mut process = spawn_grouped(command, env, traceparent, cwd, program)?;
+        let mut process = spawn_grouped(command, env, cwd, program)?;
         let (stdin, stdout, stderr) = process.take_stdio();
         Ok(ServerChild {
             process,
@@ -57,7 +56,6 @@ impl ServerChild {
 pub(super) fn spawn_grouped(
     mut command: tokio::process::Command,
     env: &[(String, OsString)],
-    traceparent: Option<String>,
     cwd: &Path,
     what: &str,
 ) -> Result<GroupLeader, ProcessError> {
@@ -75,7 +73,7 @@ pub(super) fn spawn_grouped(
         .env_clear()
         .envs(env.iter().map(|(name, value)| (name, value)))
         .env(RUN_MARKER, &marker)
-        .envs(traceparent.map(|value| ("TRACEPARENT", value)))
+        .envs(crate::telemetry::current_traceparent().map(|value| ("TRACEPARENT", value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -8,8 +8,7 @@
 //! - `group`: the process group, the run marker, the server's own guard
 //!   ([`guard_server_process`]), and [`ServerChild`] (a long-running process);
 //! - `cleanup`: the cleaner, one thread that kills and reaps what runs left;
-//! - `run`: one command run to its end, its outcome as data ([`CommandRun`], [`ByteRun`]);
-//! - `runner`: the commands' thread, where every run is started and watched.
+//! - `run`: one command run to its end, its outcome as data ([`CommandRun`], [`ByteRun`]).
 //!
 //! **Environment.** A process starts with an empty environment plus [`PASSED_VARIABLES`] (those
 //! the server has) and what its caller adds (a hook's variables, its `env:` map): nothing else of
@@ -38,7 +37,6 @@ mod cleanup;
 pub(crate) mod env;
 mod group;
 mod run;
-mod runner;
 
 /// Why a process could not be started or waited for (how it ended is data, not an error).
 #[derive(Debug, thiserror::Error)]
@@ -60,4 +58,3 @@ pub(crate) use env::{
 };
 pub(crate) use group::{guard_server_process, ServerChild};
 pub(crate) use run::{execute, execute_bytes, CommandRun};
-pub(crate) use runner::finish_runs;

@@ -9,7 +9,6 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::group::spawn_grouped;
-use super::runner::on_commands_thread;
 use super::ProcessError;
 
 /// Output past this is not kept (the process may go on writing; it is drained).
@@ -63,9 +62,8 @@ pub(crate) struct ByteRun {
 }
 
 /// [`execute`] for any bytes on stdin and binary output (a speech engine's audio): the same
-/// shell, environment, process group and cleanup; stdout kept up to `max_stdout` bytes. The run
-/// happens on the commands' thread (`runner.rs`); dropping the future (a cancelled chat) kills
-/// the whole run at once.
+/// shell, environment, process group and cleanup; stdout kept up to `max_stdout` bytes. Dropping
+/// the future (a cancelled chat) kills the whole run at once.
 pub(crate) async fn execute_bytes(
     command: &str,
     env: &[(String, OsString)],
@@ -74,92 +72,48 @@ pub(crate) async fn execute_bytes(
     timeout: Duration,
     max_stdout: usize,
 ) -> Result<ByteRun, ProcessError> {
-    let run = Run {
-        command: command.to_string(),
-        env: env.to_vec(),
-        cwd: cwd.to_path_buf(),
-        // Read here: the trace context is the caller's, not the commands' thread's.
-        traceparent: crate::telemetry::current_traceparent(),
-        payload,
-        timeout,
-        max_stdout,
+    let mut shell = tokio::process::Command::new("sh");
+    shell.arg("-c").arg(command);
+    // If the run ends before the shell does (timeout, or this future dropped because the chat was
+    // cancelled), dropping `process` kills and reaps everything.
+    let mut process = spawn_grouped(shell, env, cwd, &format!("`sh -c {command}`"))?;
+    let (mut stdin, mut stdout, mut stderr) = process.take_stdio();
+    let work = async {
+        let write = async {
+            if let Some(mut stdin) = stdin.take() {
+                // A command that does not read its input closes the pipe early; that is fine.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let main = async {
+            let status = process.wait().await;
+            process.finished();
+            status
+        };
+        let (_, out, err, status) = tokio::join!(
+            write,
+            read_capped(stdout.as_mut(), max_stdout),
+            read_capped(stderr.as_mut(), MAX_OUTPUT_BYTES),
+            main
+        );
+        (out, err, status)
     };
-    on_commands_thread(run.run_to_end())
-        .await
-        .unwrap_or_else(|| {
-            Err(ProcessError::Wait(std::io::Error::other(
-                "the commands' thread stopped",
-            )))
-        })
-}
-
-/// One command run, owned, for the commands' thread.
-struct Run {
-    command: String,
-    env: Vec<(String, OsString)>,
-    cwd: std::path::PathBuf,
-    traceparent: Option<String>,
-    payload: Vec<u8>,
-    timeout: Duration,
-    max_stdout: usize,
-}
-
-impl Run {
-    async fn run_to_end(self) -> Result<ByteRun, ProcessError> {
-        let Run {
-            command,
-            env,
-            cwd,
-            traceparent,
-            payload,
-            timeout,
-            max_stdout,
-        } = self;
-        let mut shell = tokio::process::Command::new("sh");
-        shell.arg("-c").arg(&command);
-        // If the run ends before the shell does (timeout, or this future dropped because the
-        // chat was cancelled), dropping `process` kills and reaps everything.
-        let what = format!("`sh -c {command}`");
-        let mut process = spawn_grouped(shell, &env, traceparent, &cwd, &what)?;
-        let (mut stdin, mut stdout, mut stderr) = process.take_stdio();
-        let work = async {
-            let write = async {
-                if let Some(mut stdin) = stdin.take() {
-                    // A command that does not read its input closes the pipe early; that is fine.
-                    let _ = stdin.write_all(&payload).await;
-                    let _ = stdin.shutdown().await;
-                }
-            };
-            let main = async {
-                let status = process.wait().await;
-                process.finished();
-                status
-            };
-            let (_, out, err, status) = tokio::join!(
-                write,
-                read_capped(stdout.as_mut(), max_stdout),
-                read_capped(stderr.as_mut(), MAX_OUTPUT_BYTES),
-                main
-            );
-            (out, err, status)
-        };
-        let Ok(((out, out_cut), (err, _), status)) = tokio::time::timeout(timeout, work).await
-        else {
-            drop(process);
-            return Ok(ByteRun {
-                timed_out: true,
-                ..ByteRun::default()
-            });
-        };
-        let status = status.map_err(ProcessError::Wait)?;
-        Ok(ByteRun {
-            exit_code: status.code(),
-            stdout: out,
-            stderr: err,
-            timed_out: false,
-            stdout_cut: out_cut,
-        })
-    }
+    let Ok(((out, out_cut), (err, _), status)) = tokio::time::timeout(timeout, work).await else {
+        drop(process);
+        return Ok(ByteRun {
+            timed_out: true,
+            ..ByteRun::default()
+        });
+    };
+    let status = status.map_err(ProcessError::Wait)?;
+    Ok(ByteRun {
+        exit_code: status.code(),
+        stdout: out,
+        stderr: err,
+        timed_out: false,
+        stdout_cut: out_cut,
+    })
 }
 
 /// Reads to the end, keeping at most `limit` bytes; `true` when more came (and was drained).
@@ -214,47 +168,5 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, [RUN_MARKER, "ONLY", "PATH"]);
-    }
-
-    /// A run goes on while the thread of the chat that started it is busy: its input is written
-    /// and its exit seen on the commands' thread, not by the caller's runtime.
-    #[test]
-    fn a_run_goes_on_while_the_callers_thread_is_busy() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = vec![(
-            "PATH".to_string(),
-            std::env::var_os("PATH").unwrap_or_default(),
-        )];
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        // More than a pipe holds: written in many turns.
-        let payload = vec![b'x'; 1 << 20];
-        let mut run = Box::pin(execute_bytes(
-            "cat > in.bin && echo done > out",
-            &env,
-            dir.path(),
-            payload,
-            Duration::from_secs(30),
-            1024,
-        ));
-        // Polled once (the run starts), then this thread does something else.
-        runtime.block_on(std::future::poll_fn(|cx| {
-            let _ = std::future::Future::poll(run.as_mut(), cx);
-            std::task::Poll::Ready(())
-        }));
-        let out = dir.path().join("out");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !out.exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert!(out.exists(), "the run stopped while its caller was busy");
-        let run = runtime.block_on(run).unwrap();
-        assert_eq!(run.exit_code, Some(0));
-        assert_eq!(
-            std::fs::metadata(dir.path().join("in.bin")).unwrap().len(),
-            1 << 20
-        );
     }
 }

@@ -431,8 +431,6 @@ impl RunningServer {
         self.state.agent.finish_session_hooks(left()).await;
         self.state.sources.stop_async_hooks(left()).await;
         self.state.sources.stop_mcp_servers().await;
-        // The chats are over and their command runs aborted: they end on the commands' thread.
-        crate::process::finish_runs(left()).await;
         self.state.agent.shutdown_telemetry().await;
         self.stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
