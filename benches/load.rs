@@ -821,7 +821,7 @@ async fn run_clients<C: Chatter>(
 ) -> Option<(LoadFigures, Samples)> {
     let count = clients.len().max(1);
     // The connections are open and idle: what the chats add comes on top.
-    let idle_heap = server.heap().await.map(|heap| heap.allocated);
+    let idle_heap = settled_heap(server).await;
     let ramp = pace.chat_length().max(Duration::from_secs(5));
     let start = Instant::now() + ramp;
     let window = Arc::new(Window {
@@ -982,6 +982,22 @@ fn print_ratios(rounds: &[(LoadFigures, LoadFigures)], with_goals: bool) {
 
 async fn settle() {
     tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// hookwire's heap (`allocated`) once it stopped falling (what an earlier run left is being
+/// freed while its sessions end): two readings of the gauge, which is refreshed every second,
+/// within 1% of each other, or the last after 15 s. `None` for a server without the figure.
+async fn settled_heap(server: &Server) -> Option<u64> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut last = server.heap().await?.allocated;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let now = server.heap().await?.allocated;
+        if now.abs_diff(last) * 100 <= last || Instant::now() >= deadline {
+            return Some(now.min(last));
+        }
+        last = now;
+    }
 }
 
 async fn load() {
