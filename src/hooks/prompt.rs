@@ -84,7 +84,8 @@ pub(crate) struct HookSpec {
 #[derive(Debug, Clone)]
 pub(crate) struct SkillHook {
     pub(crate) skill: String,
-    pub(crate) spec: HookSpec,
+    /// The skill's, shared (its text is not copied per chat).
+    pub(crate) spec: std::sync::Arc<HookSpec>,
 }
 
 /// The prompt hooks of one chat.

@@ -65,7 +65,7 @@ pub(crate) fn scan_skill(dir: &Path) -> Skill {
         let mut errors = Vec::new();
         let hooks = read_hooks(&hooks_json, &mut errors, &mut skill.warnings);
         if errors.is_empty() {
-            skill.hooks = hooks;
+            skill.hooks = hooks.into_iter().map(std::sync::Arc::new).collect();
         } else {
             skill.errors = errors;
         }

@@ -26,8 +26,8 @@ pub(crate) struct Skill {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) dir: PathBuf,
-    /// Empty when `errors` is not.
-    pub(crate) hooks: Vec<HookSpec>,
+    /// Empty when `errors` is not. Shared by every chat that enables the skill.
+    pub(crate) hooks: Vec<std::sync::Arc<HookSpec>>,
     /// Problems that kept the hooks from loading (all [`Severity::Error`](crate::types::Severity)).
     pub(crate) errors: Vec<Problem>,
     /// Problems that did not, e.g. `tool_filter` on a timing that ignores it (all warnings).
