@@ -144,7 +144,7 @@ impl ChatRun {
         let mut sendable =
             context::Sendable::of(&self.ctx.messages, None, settings, &self.ctx.model);
         if sendable.estimated() >= settings.threshold_for(&self.ctx.model)
-            && self.compact_before_call(sendable.estimated()).await?
+            && Box::pin(self.compact_before_call(sendable.estimated())).await?
         {
             sendable = context::Sendable::of(&self.ctx.messages, None, settings, &self.ctx.model);
         }

@@ -65,7 +65,7 @@ impl ChatRun {
         sent: Vec<Message>,
     ) -> Outcome<DoneReason> {
         self.take_history(sent);
-        self.compact_history("", Trigger::Auto).await?;
+        Box::pin(self.compact_history("", Trigger::Auto)).await?;
         self.input_at = self.ctx.messages.len();
         // The model was called for this conversation already: a hook's stop is `stopped`.
         self.model_called = true;

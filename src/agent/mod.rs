@@ -259,7 +259,7 @@ impl AgentClient {
     /// Refuses client tools whose name is a server tool's (or the same name twice): a request
     /// with them is `bad_frame` / HTTP 400 before its chat starts (docs/protocol.md §19).
     pub fn check_client_tools(&self, tools: &[crate::types::ToolSpec]) -> Result<(), ChatError> {
-        check_client_tools(&self.tool_names(), tools)
+        check_client_tools(&self.inner.tools, tools)
     }
 
     /// Runs one chat. The stream starts with [`ChatEvent::Started`] once the chat is accepted and
@@ -276,6 +276,8 @@ impl AgentClient {
             request.person.as_ref().map(|person| person.id.as_str()),
         );
         let log_span = run::log_span(&request);
+        // Boxed once: each layer of the chat's future holds a pointer, not a copy of it.
+        let request = Box::new(request);
         ChatStream::new(chat_id, move |tx, late| async move {
             let trace = span.run(tracing::Instrument::instrument(
                 async {
@@ -360,7 +362,7 @@ impl crate::hooks::external::SubAgent for AgentClient {
         let chat_id = request.id.clone();
         let inner = self.inner.clone();
         let mut events = ChatStream::new(chat_id, move |tx, late| async move {
-            run::run_chat(inner, request, tx, late, Some(spend), None).await;
+            run::run_chat(inner, Box::new(request), tx, late, Some(spend), None).await;
         });
         while let Some(event) = events.next().await {
             match event {
@@ -506,11 +508,16 @@ impl AgentClientBuilder {
 
 /// A client tool named like a server tool, or two client tools of one name: refused.
 pub(crate) fn check_client_tools(
-    server: &[String],
+    server: &ToolRegistry,
     tools: &[crate::types::ToolSpec],
 ) -> Result<(), ChatError> {
+    if tools.is_empty() {
+        // Most chats send no tools: the server's are not even looked at.
+        return Ok(());
+    }
+    let server = server.specs();
     for (index, tool) in tools.iter().enumerate() {
-        if server.contains(&tool.name) {
+        if server.iter().any(|spec| spec.name == tool.name) {
             return Err(ChatError::new(
                 ErrorCode::BadFrame,
                 format!(

@@ -175,7 +175,8 @@ impl ChatRun {
                 if self.inner.config.summary_on_limit =>
             {
                 self.flush_outbox().await?;
-                self.summary(reason).await
+                // Boxed: a rare state, kept out of the chat's future (docs/performance.md).
+                Box::pin(self.summary(reason)).await
             }
             reason => Ok(reason),
         }
@@ -236,7 +237,8 @@ impl ChatRun {
         round: usize,
         response: LlmResponse,
     ) -> Outcome<Option<DoneReason>> {
-        let tools = self.run_tools(response).await?;
+        // Boxed: the tool step's state is not held by a chat while it streams.
+        let tools = Box::pin(self.run_tools(response)).await?;
         self.hooks
             .after_tool_call(&mut self.ctx, &tools.names)
             .await;

@@ -98,7 +98,7 @@ impl Drop for ChatRun {
 /// chat that ran the hook.
 pub(crate) async fn run_chat(
     inner: Arc<AgentInner>,
-    request: ChatRequest,
+    request: Box<ChatRequest>,
     tx: EventSender,
     late: crate::hooks::LateEvents,
     hook_call_of: Option<Arc<HookSpend>>,
@@ -149,7 +149,7 @@ pub(crate) async fn run_chat(
         None => run.execute_until_cancelled(request).await,
     };
     drop(renewing);
-    let outcome = run.finish(result).await;
+    let outcome = Box::pin(run.finish(result)).await;
     metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
     if let Some(tenant) = tenant {
         metrics::counter!("hookwire_tenant_tokens_total", "tenant" => tenant)
@@ -161,7 +161,7 @@ pub(crate) async fn run_chat(
 /// The hooks of this chat: the agent's, then each hook factory's for this request, in order;
 /// a factory's refusal refuses the chat.
 fn chat_hooks(inner: &AgentInner, request: &ChatRequest) -> Result<HookStack, ChatError> {
-    super::check_client_tools(&inner.tools.names(), &request.client_tools)?;
+    super::check_client_tools(&inner.tools, &request.client_tools)?;
     let mut hooks = inner.hooks.clone();
     for factory in &inner.factories {
         hooks.extend(factory.hooks_for(request)?);
@@ -287,7 +287,7 @@ impl ChatRun {
     /// model call, a tool, a hook): the running step's future is dropped, which drops the
     /// upstream request or kills the hook's processes. The cancellation is polled only when it
     /// woke the task, not at every streamed token.
-    async fn execute_until_cancelled(&mut self, request: ChatRequest) -> Outcome<DoneReason> {
+    async fn execute_until_cancelled(&mut self, request: Box<ChatRequest>) -> Outcome<DoneReason> {
         let cancelled = self.cancel.clone().cancelled_owned();
         let execute = self.execute(request);
         tokio::pin!(cancelled, execute);
@@ -306,7 +306,11 @@ impl ChatRun {
 }
 
 impl ChatRun {
-    async fn execute(&mut self, mut request: ChatRequest) -> Outcome<DoneReason> {
+    /// The chat's steps. An `async fn`'s future is as large as its largest state, held for the
+    /// whole chat; so the states a streaming chat is not in (resuming, compaction, the tool
+    /// step, the summary, the end) are boxed where they are awaited, and the chat's future holds
+    /// what streaming needs (docs/performance.md, an active chat's memory).
+    async fn execute(&mut self, mut request: Box<ChatRequest>) -> Outcome<DoneReason> {
         let inner = self.inner.clone();
         tokio::select! {
             _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
@@ -315,17 +319,17 @@ impl ChatRun {
         let continues = request.continues_after_client_tools();
         let sent = std::mem::take(&mut request.messages);
         if let Some(resume) = request.resume.take() {
-            return self.resume(sent, resume).await;
+            return Box::pin(self.resume(sent, resume)).await;
         }
         if continues {
-            return self.continue_after_client_tools(sent).await;
+            return Box::pin(self.continue_after_client_tools(sent)).await;
         }
         self.take_history(sent);
         if request.compact_only {
-            self.compact_history("", Trigger::Manual).await?;
+            Box::pin(self.compact_history("", Trigger::Manual)).await?;
             return Ok(DoneReason::Completed);
         }
-        self.compact_history(&request.input, Trigger::Auto).await?;
+        Box::pin(self.compact_history(&request.input, Trigger::Auto)).await?;
         let mut input = request.input;
         let mut feedback = None;
         match self.hooks.pre_send_message(&mut self.ctx, &mut input).await {

@@ -32,6 +32,14 @@ pub struct ChatStream {
 }
 
 impl ChatStream {
+    /// The size of the chat's future, which the chat holds for its whole length.
+    #[cfg(test)]
+    pub(crate) fn chat_size(&self) -> Option<usize> {
+        self.chat
+            .as_ref()
+            .map(|chat| std::mem::size_of_val(&**chat))
+    }
+
     /// Runs the chat that `start` makes of the events' sender and the late events' handle.
     pub(super) fn new<F, Fut>(chat_id: String, start: F) -> Self
     where

@@ -77,6 +77,20 @@ fn usage(calls: u64) -> Usage {
     }
 }
 
+/// A chat holds its future for its whole length, and its size is that of its largest state: the
+/// states a chat is not in while it streams (resuming, compaction, the tool step, the summary,
+/// its end) are boxed where they are awaited, and the request is boxed once. It was 8,616
+/// bytes before (docs/performance.md, an active chat's memory).
+#[tokio::test]
+async fn a_chat_future_holds_little_more_than_what_streaming_needs() {
+    let model = ScriptedModel::new([Reply::text(&["Hi"])]);
+    let client = client(&model, &Arc::new(Recorder::default()), config());
+    let stream = client.chat_stream(ChatRequest::new("c1", "hello"));
+    let size = stream.chat_size().unwrap_or(usize::MAX);
+    println!("the chat's future: {size} bytes");
+    assert!(size <= 6 * 1024, "the chat's future is {size} bytes");
+}
+
 #[tokio::test]
 async fn the_direct_call_is_one_call_without_tools() {
     let model = ScriptedModel::new([Reply::text(&["Hi", " there"])]);
