@@ -259,6 +259,8 @@ impl std::fmt::Display for Heap {
 struct Server {
     child: Child,
     addr: String,
+    /// Its open sockets once it listened (the listener's): what a count of them starts from.
+    base_sockets: usize,
     /// What its log said that was not `info`.
     log: Arc<Mutex<LogTally>>,
 }
@@ -325,9 +327,11 @@ impl Server {
                 }
             }
         });
+        let base_sockets = open_sockets(child.id()).unwrap_or(0);
         let server = Server {
             child,
             addr: addr?,
+            base_sockets,
             log,
         };
         Some(server)
@@ -487,6 +491,21 @@ fn hookwire_command_of(
 
 // ---------------------------------------------------------------------------------------------
 // Process figures.
+
+/// How many sockets the process has open (its listeners, its clients' connections and its own
+/// to an upstream).
+fn open_sockets(pid: u32) -> Option<usize> {
+    let entries = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(
+        entries
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                std::fs::read_link(entry.path())
+                    .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+            })
+            .count(),
+    )
+}
 
 fn rss_bytes(pid: u32) -> Option<u64> {
     status_bytes(pid, "VmRSS:")
@@ -731,6 +750,9 @@ struct LoadFigures {
     /// hookwire's heap (`allocated`, from `/metrics`) at its highest in the window, over what its
     /// connections held idle before the chats began, per client: an active chat's own memory.
     heap_per_chat: Option<f64>,
+    /// The server's upstream connections that were open (pooled, idle, left by a run before)
+    /// when the idle figure was read: their memory is in it, not in `heap_per_chat`.
+    upstream_pooled: Option<usize>,
 }
 
 fn percentile(values: &mut [u32], p: f64) -> f64 {
@@ -822,6 +844,8 @@ async fn run_clients<C: Chatter>(
     let count = clients.len().max(1);
     // The connections are open and idle: what the chats add comes on top.
     let idle_heap = settled_heap(server).await;
+    let upstream_pooled =
+        open_sockets(server.pid()).map(|open| open.saturating_sub(count + server.base_sockets));
     let ramp = pace.chat_length().max(Duration::from_secs(5));
     let start = Instant::now() + ramp;
     let window = Arc::new(Window {
@@ -917,6 +941,7 @@ async fn run_clients<C: Chatter>(
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
         peak_rss,
         heap_per_chat: idle_heap.map(|idle| peak_heap.saturating_sub(idle) as f64 / count as f64),
+        upstream_pooled,
     };
     Some((figures, marked_samples))
 }
@@ -936,8 +961,14 @@ fn print_figures(name: &str, f: &LoadFigures) {
         f.failed
     );
     if let Some(per_chat) = f.heap_per_chat {
+        // An upstream connection pooled by an earlier run is in the idle figure: with most of
+        // them pooled, this is the chat's own memory, without them it includes its connection.
+        let pooled = f
+            .upstream_pooled
+            .map(|n| format!("; {n} upstream connections were open already, in the idle figure"))
+            .unwrap_or_default();
         println!(
-            "            heap per active chat {:.1} KiB (the allocator's `allocated` at its highest, over the idle connections')",
+            "            heap per active chat {:.1} KiB (the allocator's `allocated` at its highest, over the idle connections'{pooled})",
             per_chat / 1024.0
         );
     }
