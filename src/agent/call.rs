@@ -213,6 +213,9 @@ impl ChatRun {
                         TextMode::Stream => self.send_text(delta).await?,
                         TextMode::Planning(detector) => {
                             if let MarkerState::Answer { held } = detector.push(&delta) {
+                                // An answer, not a plan: the rest streams as it comes, without
+                                // the detector's copy of every delta.
+                                mode = TextMode::Stream;
                                 self.send_text(held).await?;
                             }
                         }

@@ -25,6 +25,9 @@ pub(crate) struct ChunkEncoder {
     include_usage: bool,
     /// Client calls sent so far (their `index`).
     calls: usize,
+    /// A text chunk's JSON before and after its delta's string: a streamed token is its
+    /// delta written between them (every chat's hot path), not a chunk built as a value.
+    text_chunk: (String, String),
 }
 
 /// Not streaming: one item at the end, the `chat.completion` (or the error).
@@ -105,11 +108,44 @@ impl Completion {
 
 impl ChunkEncoder {
     pub(crate) fn new(completion: Completion, include_usage: bool) -> Self {
-        Self {
+        let mut encoder = Self {
             completion,
             include_usage,
             calls: 0,
+            text_chunk: (String::new(), String::new()),
+        };
+        encoder.text_chunk = encoder.text_chunk_around();
+        encoder
+    }
+
+    /// A text chunk as [`ChunkEncoder::chunk`] writes it, cut around its delta's string: one
+    /// truth for both ways of writing it. The delta comes after the id and the model, so its
+    /// string is the last place the stand-in appears.
+    fn text_chunk_around(&self) -> (String, String) {
+        const STAND_IN: &str = "\u{0}delta\u{0}";
+        let whole = self.chunk(serde_json::json!({"content": STAND_IN}), None);
+        let quoted = serde_json::to_string(STAND_IN).unwrap_or_default();
+        match whole.rfind(&quoted) {
+            Some(at) => (
+                whole[..at].to_string(),
+                whole[at + quoted.len()..].to_string(),
+            ),
+            None => (String::new(), String::new()),
         }
+    }
+
+    /// A streamed token's chunk.
+    fn text(&self, delta: &str) -> String {
+        let (before, after) = &self.text_chunk;
+        if before.is_empty() {
+            return self.chunk(serde_json::json!({"content": delta}), None);
+        }
+        let delta = serde_json::to_string(delta).unwrap_or_default();
+        let mut chunk = String::with_capacity(before.len() + delta.len() + after.len());
+        chunk.push_str(before);
+        chunk.push_str(&delta);
+        chunk.push_str(after);
+        chunk
     }
 
     fn chunk(&self, delta: Value, finish: Option<&'static str>) -> String {
@@ -150,9 +186,7 @@ impl WireEncoder for ChunkEncoder {
                 serde_json::json!({"role": "assistant", "content": ""}),
                 None,
             )),
-            ChatEvent::Text(delta) if !delta.is_empty() => {
-                Encoded::One(self.chunk(serde_json::json!({"content": delta}), None))
-            }
+            ChatEvent::Text(delta) if !delta.is_empty() => Encoded::One(self.text(&delta)),
             ChatEvent::ToolCall {
                 call_id,
                 name,
@@ -228,5 +262,45 @@ impl WireEncoder for WholeEncoder {
             _ => {}
         }
         Encoded::None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoder(model: &str) -> ChunkEncoder {
+        let completion = Completion {
+            id: "chatcmpl-1".into(),
+            model: model.into(),
+            created: 1_700_000_000,
+            client_tools: Vec::new(),
+        };
+        ChunkEncoder::new(completion, false)
+    }
+
+    /// A streamed token's chunk is written from a template cut out of the chunk itself: for any
+    /// text (quotes, line breaks, control characters, emoji), and whatever the model's name,
+    /// the stand-in included, it is the chunk built as a value.
+    #[test]
+    fn a_text_chunk_is_the_chunk_built_as_a_value() {
+        for model in ["local", "a \"quoted\" model", "\u{0}delta\u{0}"] {
+            let encoder = encoder(model);
+            for delta in [
+                "Hi",
+                " there",
+                "say \"x\"\n",
+                "\u{0}",
+                "ünï 😀",
+                "\\",
+                "</script>",
+            ] {
+                let built = encoder.chunk(serde_json::json!({"content": delta}), None);
+                assert_eq!(encoder.text(delta), built, "{model:?} {delta:?}");
+                let parsed: Value = serde_json::from_str(&encoder.text(delta)).unwrap();
+                assert_eq!(parsed["choices"][0]["delta"]["content"], delta);
+                assert_eq!(parsed["model"], model);
+            }
+        }
     }
 }
