@@ -1,6 +1,7 @@
 //! The agent loop driven directly through `AgentClient::chat_stream`, with a scripted model: the
 //! events a chat sends, the requests the model gets, and where every hook fires.
 
+mod delta_count;
 mod scripted;
 mod steps;
 
