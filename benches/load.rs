@@ -1034,6 +1034,9 @@ async fn settled_heap(server: &Server) -> Option<u64> {
 async fn load() {
     let clients = env_number("HOOKWIRE_LOAD_CLIENTS", 1000) as usize;
     let seconds = env_number("HOOKWIRE_LOAD_SECONDS", 20);
+    // Fewer tokens a chat weigh what a chat costs once (its start, its model request, its end)
+    // against what each token costs: a ratio that grows as chats shorten is per chat.
+    let tokens = env_number("HOOKWIRE_LOAD_CHAT_TOKENS", 200) as usize;
     let Ok(scratch) = tempfile::tempdir() else {
         eprintln!("cannot make a scratch folder");
         return;
@@ -1041,7 +1044,7 @@ async fn load() {
     // Each server has a fake upstream of its own: the idle connections one server leaves in
     // its upstream's pool are not in the way of the other's run.
     let (Some(floor_upstream), Some(hookwire_upstream)) =
-        (start_upstream(200), start_upstream(200))
+        (start_upstream(tokens), start_upstream(tokens))
     else {
         return;
     };
@@ -1085,7 +1088,7 @@ async fn load() {
         return;
     }
     let rounds = env_number("HOOKWIRE_LOAD_ROUNDS", 3).max(1) as usize;
-    println!("{clients} clients chatting at once (200 tokens: first after 50 ms, then every 20 ms), {seconds} s measured, {rounds} rounds of both servers back to back:");
+    println!("{clients} clients chatting at once ({tokens} tokens: first after 50 ms, then every 20 ms), {seconds} s measured, {rounds} rounds of both servers back to back:");
     let mut pairs = Vec::with_capacity(rounds);
     let mut peak_rss = 0;
     for round in 0..rounds {
