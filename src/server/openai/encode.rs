@@ -27,7 +27,7 @@ pub(crate) struct ChunkEncoder {
     calls: usize,
     /// A text chunk's JSON before and after its delta's string: a streamed token is its
     /// delta written between them (every chat's hot path), not a chunk built as a value.
-    text_chunk: (String, String),
+    text_chunk: Option<(String, String)>,
 }
 
 /// Not streaming: one item at the end, the `chat.completion` (or the error).
@@ -112,7 +112,7 @@ impl ChunkEncoder {
             completion,
             include_usage,
             calls: 0,
-            text_chunk: (String::new(), String::new()),
+            text_chunk: None,
         };
         encoder.text_chunk = encoder.text_chunk_around();
         encoder
@@ -121,25 +121,22 @@ impl ChunkEncoder {
     /// A text chunk as [`ChunkEncoder::chunk`] writes it, cut around its delta's string: one
     /// truth for both ways of writing it. The delta comes after the id and the model, so its
     /// string is the last place the stand-in appears.
-    fn text_chunk_around(&self) -> (String, String) {
+    fn text_chunk_around(&self) -> Option<(String, String)> {
         const STAND_IN: &str = "\u{0}delta\u{0}";
         let whole = self.chunk(serde_json::json!({"content": STAND_IN}), None);
         let quoted = serde_json::to_string(STAND_IN).unwrap_or_default();
-        match whole.rfind(&quoted) {
-            Some(at) => (
-                whole[..at].to_string(),
-                whole[at + quoted.len()..].to_string(),
-            ),
-            None => (String::new(), String::new()),
-        }
+        let at = whole.rfind(&quoted)?;
+        Some((
+            whole[..at].to_string(),
+            whole[at + quoted.len()..].to_string(),
+        ))
     }
 
     /// A streamed token's chunk.
     fn text(&self, delta: &str) -> String {
-        let (before, after) = &self.text_chunk;
-        if before.is_empty() {
+        let Some((before, after)) = &self.text_chunk else {
             return self.chunk(serde_json::json!({"content": delta}), None);
-        }
+        };
         let delta = serde_json::to_string(delta).unwrap_or_default();
         let mut chunk = String::with_capacity(before.len() + delta.len() + after.len());
         chunk.push_str(before);
@@ -286,6 +283,7 @@ mod tests {
     fn a_text_chunk_is_the_chunk_built_as_a_value() {
         for model in ["local", "a \"quoted\" model", "\u{0}delta\u{0}"] {
             let encoder = encoder(model);
+            assert!(encoder.text_chunk.is_some(), "no template for {model:?}");
             for delta in [
                 "Hi",
                 " there",
