@@ -26,6 +26,12 @@ pub(super) fn client(connect_timeout: Duration) -> Result<reqwest::Client, LlmEr
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
+        // HTTP/1.1 only, a connection per streaming reply. Over HTTP/2 (which hosted APIs offer
+        // over TLS) every chat would share one connection, and past the server's
+        // `SETTINGS_MAX_CONCURRENT_STREAMS` (often 100–256) further chats would wait for a
+        // stream to end: hyper opens no second connection (hyperium/hyper#2197). A streaming
+        // chat holds its stream for the whole reply, so they would wait for whole replies.
+        .http1_only()
         // An idle upstream connection is kept 30 s (reqwest's default is 90 s): long enough to
         // be reused while chats come, short enough that a burst's connections and their
         // buffers are given back within a minute of quiet (docs/performance.md).

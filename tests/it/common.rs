@@ -202,12 +202,7 @@ pub struct FakeUpstream {
 impl FakeUpstream {
     pub async fn start() -> FakeUpstream {
         let state = UpstreamState::default();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(completions))
-            // Anthropic's Messages API: the same script and records (tests/it/anthropic.rs).
-            .route("/v1/messages", post(completions))
-            .fallback(other_path)
-            .with_state(state.clone());
+        let app = upstream_app(&state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -217,6 +212,63 @@ impl FakeUpstream {
             base_url: format!("http://{addr}/v1"),
             state,
         }
+    }
+
+    /// The same fake upstream served over HTTPS (`tests/data/tls/server.pem`, signed by
+    /// `ca.pem`), offering HTTP/2 and HTTP/1.1 by ALPN as hosted model APIs do; an HTTP/2
+    /// connection takes at most `streams_per_connection` requests at once
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub async fn start_tls(streams_per_connection: u32) -> FakeUpstream {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        use hyper_util::service::TowerToHyperService;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls");
+        let certs = CertificateDer::pem_file_iter(data.join("server.pem"))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(data.join("server.key")).unwrap();
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let mut tls = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+
+        let state = UpstreamState::default();
+        let service = TowerToHyperService::new(upstream_app(&state));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (acceptor, service) = (acceptor.clone(), service.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(socket).await else {
+                        return;
+                    };
+                    let mut server =
+                        hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    server
+                        .http2()
+                        .max_concurrent_streams(streams_per_connection);
+                    let _ = server.serve_connection(TokioIo::new(tls), service).await;
+                });
+            }
+        });
+        FakeUpstream {
+            base_url: format!("https://{addr}/v1"),
+            state,
+        }
+    }
+
+    /// The certificate authority a client must trust to reach [`FakeUpstream::start_tls`].
+    pub fn tls_authority() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls/ca.pem")
     }
 
     /// Queues replies, answered in order; with the queue empty the answer is `Reply::text(["ok"])`.
@@ -287,6 +339,16 @@ impl FakeUpstream {
     pub async fn wait_dropped(&self, limit: Duration) -> bool {
         eventually(limit, || async { self.dropped() > 0 }).await
     }
+}
+
+/// The fake upstream's routes over `state`, however it is served.
+fn upstream_app(state: &UpstreamState) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(completions))
+        // Anthropic's Messages API: the same script and records (tests/it/anthropic.rs).
+        .route("/v1/messages", post(completions))
+        .fallback(other_path)
+        .with_state(state.clone())
 }
 
 /// Counts a body as dropped if it is dropped before its end.

@@ -56,5 +56,6 @@ mod telemetry;
 mod tools;
 mod trust;
 mod upstream;
+mod upstream_tls;
 mod voice;
 mod workspace_trust;
