@@ -58,6 +58,13 @@
 //! rounds (3), the load's clients (1000; 10,000 for `streaming10k`) and the measured window
 //! (20 s); `HOOKWIRE_LOAD_ONLY=hookwire` (or `floor`) loads that server alone and prints its pid,
 //! for `perf record -g -p PID`.
+//!
+//! `HOOKWIRE_LOAD_WRAP="valgrind --tool=callgrind"` runs the servers under that command: with a
+//! few clients (`HOOKWIRE_LOAD_CLIENTS=10`) and `HOOKWIRE_LOAD_ONLY`, the instructions a server
+//! spends per streamed token, counted between `callgrind_control -z PID` and `-d PID` and divided
+//! by its `sendto` calls in that time (one per token; `perf stat -e syscalls:sys_enter_sendto -p
+//! PID`). Unlike CPU time, the count does not move with the machine's load
+//! (docs/performance.md).
 
 #[path = "relay.rs"]
 mod relay;
@@ -395,6 +402,22 @@ fn own_exe_as(role: &str) -> Option<Command> {
     Some(command)
 }
 
+/// The command that runs a server under test (hookwire or the floor; not the fake upstream):
+/// `program` itself, or under the command line of `HOOKWIRE_LOAD_WRAP` (such as
+/// `valgrind --tool=callgrind`, whose counts do not move with the machine's load).
+fn server_command(program: &std::ffi::OsStr) -> Command {
+    let wrap = std::env::var("HOOKWIRE_LOAD_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    match words.next() {
+        Some(wrapper) => {
+            let mut command = Command::new(wrapper);
+            command.args(words).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
 fn start_upstream(tokens: usize) -> Option<Server> {
     start_upstream_paced(Pace {
         tokens,
@@ -414,8 +437,8 @@ fn start_upstream_paced(pace: Pace) -> Option<Server> {
 }
 
 fn start_relay(upstream: &Server) -> Option<Server> {
-    let mut command = own_exe_as("relay")?;
-    command.env(
+    let mut command = server_command(std::env::current_exe().ok()?.as_os_str());
+    command.env(ROLE, "relay").env(
         "HOOKWIRE_LOAD_UPSTREAM",
         format!("http://{}/v1", upstream.addr),
     );
@@ -471,7 +494,7 @@ fn hookwire_command_of(
     std::fs::write(&config, text).ok()?;
     let workspace = scratch.join("workspace");
     std::fs::create_dir_all(&workspace).ok()?;
-    let mut command = Command::new(binary);
+    let mut command = server_command(binary);
     command
         .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
