@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 
-use crate::types::{event_channel, panic_message, EventReceiver, EventSender, SideWait};
+use crate::types::{event_channel, panic_message, EventReceiver, EventSender};
 use crate::types::{ChatError, ChatEvent, ErrorCode};
 
 /// The events of one chat. The chat runs as the stream is read, in the reader's task: no task of
@@ -22,11 +22,6 @@ pub struct ChatStream {
     events: EventReceiver,
     /// The chat itself, until it is over.
     chat: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    /// The chat is polled only when something it waits on woke it. A reader takes events until
-    /// the stream is pending, so each token would otherwise run the chat twice: once to read
-    /// the token, and once more down the whole chat (the run, the call, the reply's reading)
-    /// only to find it still waiting (docs/performance.md).
-    chat_wait: SideWait,
     /// What the chat's panic said: the stream still ends with an `Error`.
     panicked: Option<String>,
     chat_id: String,
@@ -56,7 +51,6 @@ impl ChatStream {
         ChatStream {
             events,
             chat: Some(Box::pin(start(tx, late_events))),
-            chat_wait: SideWait::new(),
             panicked: None,
             chat_id,
             ended: false,
@@ -106,10 +100,8 @@ impl Stream for ChatStream {
                 return this.yielded(event);
             }
             // A panic anywhere in the chat (a tool, the model, a hook) stays in the chat.
-            let chat_wait = &mut this.chat_wait;
-            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                chat_wait.poll(cx, |cx| chat.as_mut().poll(cx))
-            }));
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| chat.as_mut().poll(cx)));
             match polled {
                 Ok(Poll::Pending) => {}
                 Ok(Poll::Ready(())) => this.chat = None,
@@ -139,81 +131,5 @@ impl Stream for ChatStream {
                 ))))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
-    use super::*;
-
-    /// A future that counts its polls.
-    struct Counted<F> {
-        polls: Arc<AtomicUsize>,
-        inner: Pin<Box<F>>,
-    }
-
-    impl<F: Future> Future for Counted<F> {
-        type Output = F::Output;
-
-        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-            self.polls.fetch_add(1, Ordering::SeqCst);
-            self.inner.as_mut().poll(cx)
-        }
-    }
-
-    #[test]
-    fn the_chat_runs_again_only_when_what_it_waits_on_woke_it() {
-        // The chat streams what its "upstream" sends, as a model call does.
-        let (upstream, mut reply) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let polls = Arc::new(AtomicUsize::new(0));
-        let counted = polls.clone();
-        let mut stream = ChatStream::new("c".into(), move |tx, _late| Counted {
-            polls: counted,
-            inner: Box::pin(async move {
-                while let Some(text) = reply.recv().await {
-                    if tx.send(ChatEvent::Text(text)).is_err() {
-                        return;
-                    }
-                }
-            }),
-        });
-        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-        let mut next = |stream: &mut ChatStream| Pin::new(stream).poll_next(&mut cx);
-
-        assert!(next(&mut stream).is_pending());
-        assert_eq!(
-            polls.load(Ordering::SeqCst),
-            1,
-            "the first read runs the chat"
-        );
-        assert!(next(&mut stream).is_pending());
-        assert_eq!(polls.load(Ordering::SeqCst), 1, "nothing woke the chat");
-
-        // A token: the reader takes it, then reads on until the stream is pending, as the
-        // writers do.
-        upstream.send("hello".into()).unwrap();
-        match next(&mut stream) {
-            Poll::Ready(Some(ChatEvent::Text(text))) => assert_eq!(text, "hello"),
-            other => panic!("expected the token, got {other:?}"),
-        }
-        assert!(next(&mut stream).is_pending());
-        assert_eq!(
-            polls.load(Ordering::SeqCst),
-            2,
-            "a token runs the chat once, not once more to find it waiting"
-        );
-
-        // The end still comes through: the chat is run when its upstream closes.
-        drop(upstream);
-        match next(&mut stream) {
-            Poll::Ready(Some(ChatEvent::Error(error))) => {
-                assert_eq!(error.code, ErrorCode::Internal)
-            }
-            other => panic!("a chat ending without its last event is an error, got {other:?}"),
-        }
-        assert_eq!(polls.load(Ordering::SeqCst), 3);
     }
 }
