@@ -21,7 +21,7 @@ fn held_reply(first: &str, gate: &Gate) -> Reply {
     Reply::Sse(pieces)
 }
 
-/// The `text` frames of a chat until its first, or whatever came instead.
+/// The delta of a chat's first `text` frame, or what came instead of it within 10 s.
 async fn first_text(client: &mut Client) -> Result<String, String> {
     let mut seen = Vec::new();
     loop {
