@@ -224,12 +224,11 @@ impl FakeUpstream {
         use tokio_rustls::rustls::pki_types::pem::PemObject;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls");
-        let certs = CertificateDer::pem_file_iter(data.join("server.pem"))
+        let certs = CertificateDer::pem_file_iter(tls_file("server.pem"))
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
-        let key = PrivateKeyDer::from_pem_file(data.join("server.key")).unwrap();
+        let key = PrivateKeyDer::from_pem_file(tls_file("server.key")).unwrap();
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let mut tls = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -268,7 +267,7 @@ impl FakeUpstream {
 
     /// The certificate authority a client must trust to reach [`FakeUpstream::start_tls`].
     pub fn tls_authority() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tls/ca.pem")
+        tls_file("ca.pem")
     }
 
     /// Queues replies, answered in order; with the queue empty the answer is `Reply::text(["ok"])`.
@@ -339,6 +338,13 @@ impl FakeUpstream {
     pub async fn wait_dropped(&self, limit: Duration) -> bool {
         eventually(limit, || async { self.dropped() > 0 }).await
     }
+}
+
+/// A file of the test-only TLS data (`tests/data/tls/README.md`).
+fn tls_file(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/tls")
+        .join(name)
 }
 
 /// The fake upstream's routes over `state`, however it is served.
