@@ -1,4 +1,4 @@
-# Build: the same command CI builds with.
+# Build: the production profile (Cargo.toml: the whole program optimised as one unit).
 FROM rust:1-slim-bookworm AS build
 # The allocator's build script (tikv-jemalloc-sys) runs `make`, which the slim image lacks
 # (it has gcc and libc6-dev; tests/it/docker.rs builds with exactly its programs and these).
@@ -14,14 +14,14 @@ RUN mkdir -p src benches \
  && echo 'fn main() {}' > src/main.rs \
  && touch src/lib.rs \
  && for bench in bench load replicas; do echo 'fn main() {}' > "benches/$bench.rs"; done \
- && cargo build --release --locked \
+ && cargo build --profile production --locked \
  && rm -rf src benches
 COPY src ./src
 COPY benches ./benches
 # COPY keeps the files' own times, which may be older than the placeholders' build: touch the
 # crate roots so that cargo builds the real crate rather than keep the placeholder binary.
 RUN touch src/main.rs src/lib.rs \
- && cargo build --release --locked
+ && cargo build --profile production --locked
 
 # Run: slim Debian with CA certificates, as a non-root user.
 FROM debian:bookworm-slim
@@ -34,7 +34,7 @@ RUN apt-get update \
  && mkdir -p /workspace /state && chown hookwire /workspace \
  && chown hookwire:hookwire /state && chmod 0700 /state
 WORKDIR /app
-COPY --from=build /src/target/release/hookwire /usr/local/bin/hookwire
+COPY --from=build /src/target/production/hookwire /usr/local/bin/hookwire
 COPY static ./static
 COPY skills ./skills
 USER 10001:10001

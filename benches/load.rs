@@ -1,10 +1,10 @@
 //! `cargo bench --bench load`: hookwire under load against the floor of its stack, in one run.
 //!
 //! The floor is `relay.rs` (axum WebSocket + reqwest + serde_json, no agent, no hooks) served in
-//! a process of its own, as hookwire is (the release binary, default settings and the
-//! repository's default skills). Each has a fake upstream of its own, in a process of its own,
-//! streaming 200 tokens per chat: the first after 50 ms, then one every 20 ms. This process is
-//! only the clients.
+//! a process of its own, as hookwire is (the binary `cargo bench` builds, with the production
+//! profile's settings; default settings and the repository's default skills). Each has a fake
+//! upstream of its own, in a process of its own, streaming 200 tokens per chat: the first after
+//! 50 ms, then one every 20 ms. This process is only the clients.
 //!
 //! - `load` (the default): 1,000 WebSocket clients chatting, in rounds (`HOOKWIRE_LOAD_ROUNDS`,
 //!   3): in each the floor and hookwire run back to back, the one that goes first alternating:
