@@ -160,7 +160,7 @@ where
     // Set once the server drains while a chat runs: the chat may finish until then, and the
     // connection is still read meanwhile (a cancel, a ping, a chat to refuse).
     let mut grace_until: Option<Instant> = None;
-    let mut side_wait = SideWait::new();
+    let mut waits = Waits::default();
     loop {
         // The frames after an `auth` frame are read once its token is checked: a chat sent
         // right after it runs as the person it signs in.
@@ -174,9 +174,9 @@ where
                 &mut connection.renewal,
             );
             let mut side = std::pin::pin!(side);
-            side_wait.look_again();
+            waits.side.look_again();
             std::future::poll_fn(|cx| {
-                poll_step(socket, out, reading, &mut side_wait, side.as_mut(), cx)
+                poll_step(socket, out, reading, &mut waits, side.as_mut(), cx)
             })
             .await
         };
@@ -217,13 +217,22 @@ where
     }
 }
 
+/// What the session's task waits on beside the chat it writes, each polled only when it woke
+/// the task: the task wakes once per streamed token, and the client's frames are rare (polling
+/// the socket's read side each time zeroes its read buffer and registers its wakers again).
+#[derive(Default)]
+struct Waits {
+    read: SideWait,
+    side: SideWait,
+}
+
 /// One poll of the session: writing first (the chat runs here), then reading (if `reading`),
 /// then the rare things beside them.
 fn poll_step<S, E>(
     socket: &mut S,
     out: &mut Outgoing,
     reading: bool,
-    side_wait: &mut SideWait,
+    waits: &mut Waits,
     side: std::pin::Pin<&mut impl Future<Output = Side>>,
     cx: &mut Context<'_>,
 ) -> Poll<Step<E>>
@@ -235,11 +244,11 @@ where
         return Poll::Ready(Step::Wrote(wrote));
     }
     if reading {
-        if let Poll::Ready(incoming) = socket.poll_next_unpin(cx) {
+        if let Poll::Ready(incoming) = waits.read.poll(cx, |cx| socket.poll_next_unpin(cx)) {
             return Poll::Ready(Step::Read(incoming));
         }
     }
-    side_wait.poll(cx, |cx| side.poll(cx)).map(Step::Side)
+    waits.side.poll(cx, |cx| side.poll(cx)).map(Step::Side)
 }
 
 /// The rare things: the keepalive's tick, the idle timeout, the server's shutdown and its grace

@@ -1,7 +1,8 @@
 //! A wait beside a task's main work, polled only when it woke the task.
 //!
 //! A streamed chat waits on its upstream's next bytes and, beside that, on a few things that
-//! rarely happen: its cancellation, the reply's idle timeout, the reader's queue. Polling each of
+//! rarely happen: its cancellation, the reply's idle timeout, the reader's queue; a connection's
+//! session, beside the chat it writes, on its client's next frame. Polling each of
 //! those whenever the task wakes (once per token) costs a lock or a timer registration every
 //! time, a measurable share of a token's CPU (docs/performance.md). A [`SideWait`] polls its
 //! future with a waker of its own that notes the wake and passes it on to the task; the task's
@@ -9,7 +10,8 @@
 //!
 //! The inner future must keep its registration between polls (tokio's `Sleep`, `Notified` and
 //! `CancellationToken::cancelled` do; a channel's receiver does until it hands out an item, and
-//! an item handed out leaves the wait marked so that the next poll looks again).
+//! an item handed out leaves the wait marked so that the next poll looks again; so does a
+//! WebSocket's read side, whose socket wakes it when bytes arrive).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
