@@ -9,9 +9,12 @@
 //!
 //! Written here rather than taken from `eventsource-stream`: that crate re-allocated its buffer
 //! for every line and built each event's type and id strings, about 5% of the server's CPU per
-//! streamed token under load (docs/performance.md). This reader scans each chunk once and lends
-//! each event's data from buffers it reuses.
+//! streamed token under load (docs/performance.md). This reader scans each chunk where it lies
+//! and lends an event of one data line (a model's every event) from the chunk itself: a streamed
+//! token's bytes are not copied here. Only a line split between chunks is gathered in a buffer,
+//! and only an event of several data lines is joined in a string; both are reused.
 
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -31,16 +34,23 @@ pub(super) enum EventStreamError<E> {
     TooLarge,
 }
 
-/// The events of a byte stream: [`EventStream::poll_event`] lends each event's data.
-pub(super) struct EventStream<S> {
+/// The events of a byte stream of chunks `B`: [`EventStream::poll_event`] lends each event's
+/// data.
+pub(super) struct EventStream<S, B> {
     body: S,
-    /// Bytes read and not yet taken as lines.
+    /// The chunk being read, and how much of it was taken as lines.
+    chunk: Option<B>,
+    chunk_taken: usize,
+    /// Bytes not read where they lie: a line begun in one chunk and ended in another (and the
+    /// chunks after it, until the buffer's lines are all taken), or the first bytes while a
+    /// byte-order mark cannot be told yet. Its first `buffer_taken` bytes were taken as lines.
     buffer: Vec<u8>,
-    /// The data of the event being read, each line followed by LF.
-    data: String,
-    /// The last event handed out; its buffer and `data`'s take turns, so reading an event
-    /// allocates nothing once they have grown to an event's size.
-    event: String,
+    buffer_taken: usize,
+    /// The event being read.
+    lines: Lines,
+    /// The last event handed out when it had several data lines; its buffer and `lines.data`'s
+    /// take turns, so joining lines allocates nothing once they have grown to an event's size.
+    joined: String,
     /// Bytes of the body read so far, and the most it may have.
     read: usize,
     limit: usize,
@@ -52,14 +62,43 @@ pub(super) struct EventStream<S> {
     after_cr: bool,
 }
 
-impl<S> EventStream<S> {
+/// The event being read.
+#[derive(Default)]
+struct Lines {
+    /// Its one data line so far, where it lies in the source being scanned (not copied).
+    single: Option<Range<usize>>,
+    /// Its data when it has several lines (or its line lay in an earlier source): each line
+    /// followed by LF.
+    data: String,
+}
+
+/// What a scan of lines found.
+enum Found {
+    /// An event of one data line, at this range of the source.
+    Lent(Range<usize>),
+    /// An event of several lines, in `joined`.
+    Joined,
+    /// A data line that is not UTF-8.
+    Utf8(std::str::Utf8Error),
+}
+
+/// Where the event found lies.
+enum Source {
+    Chunk,
+    Buffer,
+}
+
+impl<S, B> EventStream<S, B> {
     /// The events of `body`, which may be at most `limit` bytes long.
     pub(super) fn new(body: S, limit: usize) -> Self {
         Self {
             body,
+            chunk: None,
+            chunk_taken: 0,
             buffer: Vec::new(),
-            data: String::new(),
-            event: String::new(),
+            buffer_taken: 0,
+            lines: Lines::default(),
+            joined: String::new(),
             read: 0,
             limit,
             ended: false,
@@ -69,27 +108,20 @@ impl<S> EventStream<S> {
     }
 }
 
-impl<S, B, E> EventStream<S>
+impl<S, B, E> EventStream<S, B>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
     B: AsRef<[u8]>,
 {
-    /// The data of the event [`EventStream::poll_event`] last read.
-    pub(super) fn event(&self) -> &str {
-        &self.event
-    }
-
-    /// Reads the next event (its data is then [`EventStream::event`]); an error ends the
-    /// stream; `None` at the body's end.
+    /// Reads the next event and lends its data; an error ends the stream; `None` at the body's
+    /// end.
     pub(super) fn poll_event(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<(), EventStreamError<E>>>> {
-        loop {
-            match self.next_in_buffer() {
-                Some(Ok(())) => return Poll::Ready(Some(Ok(()))),
-                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
-                None => {}
+    ) -> Poll<Option<Result<&str, EventStreamError<E>>>> {
+        let (source, found) = loop {
+            if let Some(found) = self.next_in_hand() {
+                break found;
             }
             if self.ended {
                 // An event the body ended in the middle of is not dispatched.
@@ -102,11 +134,12 @@ where
                     self.read = self.read.saturating_add(chunk.as_ref().len());
                     if self.read > self.limit {
                         self.ended = true;
-                        self.buffer.clear();
-                        self.data.clear();
+                        self.chunk = None;
+                        self.buffer = Vec::new();
+                        self.lines = Lines::default();
                         return Poll::Ready(Some(Err(EventStreamError::TooLarge)));
                     }
-                    self.take_chunk(chunk.as_ref());
+                    self.take_chunk(chunk);
                 }
                 Poll::Ready(Some(Err(error))) => {
                     return Poll::Ready(Some(Err(EventStreamError::Transport(error))))
@@ -114,98 +147,211 @@ where
                 Poll::Ready(None) => self.ended = true,
                 Poll::Pending => return Poll::Pending,
             }
-        }
+        };
+        let data = match found {
+            Found::Utf8(error) => return Poll::Ready(Some(Err(EventStreamError::Utf8(error)))),
+            Found::Joined => Ok(self.joined.as_str()),
+            Found::Lent(range) => {
+                let bytes = match source {
+                    Source::Chunk => self.chunk.as_ref().map_or(&[][..], |c| c.as_ref()),
+                    Source::Buffer => &self.buffer[..],
+                };
+                // Checked when the line was read; the check again costs little and needs no
+                // `unsafe`.
+                std::str::from_utf8(&bytes[range]).map_err(EventStreamError::Utf8)
+            }
+        };
+        Poll::Ready(Some(data))
     }
 
-    /// Moves the next event complete in the buffer, if any, to `event`; the lines read are
-    /// removed.
-    fn next_in_buffer(&mut self) -> Option<Result<(), EventStreamError<E>>> {
+    /// The next event complete in the bytes at hand, the buffer's first, and where it lies; the
+    /// lines read are taken. `None` when more bytes are needed (an unfinished line is then in
+    /// the buffer, and no event's data lies in a source).
+    fn next_in_hand(&mut self) -> Option<(Source, Found)> {
+        if self.buffer_taken > 0 {
+            self.buffer.drain(..self.buffer_taken);
+            self.buffer_taken = 0;
+        }
         if !self.started {
+            let at_hand = match &self.chunk {
+                Some(chunk) => &chunk.as_ref()[self.chunk_taken..],
+                None => &[][..],
+            };
             // A byte-order mark may come split over chunks: wait until it can be told.
-            if self.buffer.len() < BOM.len() && BOM.starts_with(&self.buffer) && !self.ended {
-                return None;
-            }
-            self.started = true;
-            if self.buffer.starts_with(BOM) {
-                self.buffer.drain(..BOM.len());
-            }
-        }
-        let mut start = 0;
-        let mut found = None;
-        while let Some(offset) = self.buffer[start..]
-            .iter()
-            .position(|&b| b == b'\n' || b == b'\r')
-        {
-            let end = start + offset;
-            let line_start = start;
-            start = end + 1;
-            let ends_in_cr = self.buffer[end] == b'\r';
-            if ends_in_cr && start < self.buffer.len() && self.buffer[start] == b'\n' {
-                start += 1; // CRLF
-            }
-            self.after_cr = ends_in_cr && start == self.buffer.len();
-            let line = &self.buffer[line_start..end];
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    std::mem::swap(&mut self.event, &mut self.data);
-                    self.data.clear();
-                    self.event.pop(); // the LF after the last line
-                    found = Some(Ok(()));
-                    break;
+            if self.buffer.is_empty() && at_hand.len() >= BOM.len() {
+                self.started = true;
+                if at_hand.starts_with(BOM) {
+                    self.chunk_taken += BOM.len();
                 }
-            } else if let Err(error) = add_line(&mut self.data, line) {
-                found = Some(Err(EventStreamError::Utf8(error)));
-                break;
+            } else {
+                self.buffer.extend_from_slice(at_hand);
+                self.chunk_taken += at_hand.len();
+                if self.buffer.len() < BOM.len() && BOM.starts_with(&self.buffer) && !self.ended {
+                    return None;
+                }
+                self.started = true;
+                if self.buffer.starts_with(BOM) {
+                    self.buffer.drain(..BOM.len());
+                }
             }
         }
-        self.buffer.drain(..start);
-        found
+        if !self.buffer.is_empty() {
+            let (taken, found) = scan(&self.buffer, 0, &mut self.lines, &mut self.after_cr);
+            let event = self.event_from(Source::Buffer, found);
+            if event.is_some() {
+                // Taken at the next call: the event's data may lie in the buffer.
+                self.buffer_taken = taken;
+            } else {
+                self.buffer.drain(..taken);
+            }
+            return event;
+        }
+        let chunk = self.chunk.as_ref()?.as_ref();
+        if self.chunk_taken >= chunk.len() {
+            return None;
+        }
+        let (taken, found) = scan(chunk, self.chunk_taken, &mut self.lines, &mut self.after_cr);
+        self.chunk_taken = taken;
+        if found.is_none() {
+            // An unfinished line: it waits for the next chunk in the buffer.
+            self.buffer.extend_from_slice(&chunk[taken..]);
+        }
+        let event = self.event_from(Source::Chunk, found);
+        if event.is_none() {
+            self.chunk = None;
+        }
+        event
     }
 
-    /// Adds a chunk of the body to the buffer.
-    fn take_chunk(&mut self, mut chunk: &[u8]) {
-        if self.after_cr && !chunk.is_empty() {
-            self.after_cr = false;
-            if chunk[0] == b'\n' {
-                chunk = &chunk[1..]; // the LF of a CRLF split between chunks
+    /// What a scan of `source` found, its event's data moved to `joined` when it was joined;
+    /// when nothing was, the one data line read so far is copied out of the source.
+    fn event_from(&mut self, source: Source, found: Option<Found>) -> Option<(Source, Found)> {
+        match found {
+            Some(Found::Joined) => {
+                std::mem::swap(&mut self.joined, &mut self.lines.data);
+                self.lines.data.clear();
+                self.joined.pop(); // the LF after the last line
+                Some((source, Found::Joined))
+            }
+            Some(found) => Some((source, found)),
+            None => {
+                if let Some(single) = self.lines.single.take() {
+                    let bytes = match source {
+                        Source::Chunk => self.chunk.as_ref().map_or(&[][..], |c| c.as_ref()),
+                        Source::Buffer => &self.buffer[..],
+                    };
+                    // Checked as UTF-8 when it was read.
+                    self.lines
+                        .data
+                        .push_str(std::str::from_utf8(&bytes[single]).unwrap_or_default());
+                    self.lines.data.push('\n');
+                }
+                None
             }
         }
-        self.buffer.extend_from_slice(chunk);
+    }
+
+    /// A chunk of the body, read where it lies unless the buffer holds an unfinished line.
+    fn take_chunk(&mut self, chunk: B) {
+        let mut skip = 0;
+        if self.after_cr && !chunk.as_ref().is_empty() {
+            self.after_cr = false;
+            if chunk.as_ref()[0] == b'\n' {
+                skip = 1; // the LF of a CRLF split between chunks
+            }
+        }
+        if self.buffer.is_empty() {
+            self.chunk = Some(chunk);
+            self.chunk_taken = skip;
+        } else {
+            self.buffer.extend_from_slice(&chunk.as_ref()[skip..]);
+            self.chunk = None;
+            self.chunk_taken = 0;
+        }
     }
 }
 
-/// One non-blank line into the event's data (only `data` fields count).
-fn add_line(data: &mut String, line: &[u8]) -> Result<(), std::str::Utf8Error> {
+/// Reads the lines of `source` from `from` until one ends an event: where the lines taken end,
+/// and the event (or the error) found. The event's data is in `lines` (one line lent at its
+/// range of `source`, or several joined in `lines.data`).
+fn scan(
+    source: &[u8],
+    from: usize,
+    lines: &mut Lines,
+    after_cr: &mut bool,
+) -> (usize, Option<Found>) {
+    let mut start = from;
+    while let Some(offset) = source[start..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+    {
+        let end = start + offset;
+        let line_start = start;
+        start = end + 1;
+        let ends_in_cr = source[end] == b'\r';
+        if ends_in_cr && start < source.len() && source[start] == b'\n' {
+            start += 1; // CRLF
+        }
+        *after_cr = ends_in_cr && start == source.len();
+        if line_start == end {
+            if let Some(single) = lines.single.take() {
+                return (start, Some(Found::Lent(single)));
+            }
+            if !lines.data.is_empty() {
+                return (start, Some(Found::Joined));
+            }
+            continue;
+        }
+        let Some(value) = data_value(&source[line_start..end]) else {
+            continue;
+        };
+        let value = line_start + value.start..line_start + value.end;
+        if let Err(error) = std::str::from_utf8(&source[value.clone()]) {
+            return (start, Some(Found::Utf8(error)));
+        }
+        if lines.single.is_none() && lines.data.is_empty() {
+            lines.single = Some(value);
+            continue;
+        }
+        for line in lines.single.take().into_iter().chain([value]) {
+            // Both checked as UTF-8 above.
+            let text = std::str::from_utf8(&source[line]).unwrap_or_default();
+            lines.data.push_str(text);
+            lines.data.push('\n');
+        }
+    }
+    (start, None)
+}
+
+/// Where the value of a non-blank line lies in it when it is a `data` field (not a comment, not
+/// another field).
+fn data_value(line: &[u8]) -> Option<Range<usize>> {
     if line.first() == Some(&b':') {
-        return Ok(()); // a comment
+        return None; // a comment
     }
     let (field, value) = match line.iter().position(|&b| b == b':') {
         Some(colon) => {
-            let value = &line[colon + 1..];
-            (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            let after = colon + 1;
+            let space = usize::from(line.get(after) == Some(&b' '));
+            (&line[..colon], after + space..line.len())
         }
-        None => (line, &b""[..]),
+        None => (line, line.len()..line.len()),
     };
-    if field == b"data" {
-        data.push_str(std::str::from_utf8(value)?);
-        data.push('\n');
-    }
-    Ok(())
+    (field == b"data").then_some(value)
 }
 
 /// Each event's data as an owned string (the tests read it so).
 #[cfg(test)]
-impl<S, B, E> Stream for EventStream<S>
+impl<S, B, E> Stream for EventStream<S, B>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
+    B: AsRef<[u8]> + Unpin,
 {
     type Item = Result<String, EventStreamError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        this.poll_event(cx)
-            .map(|event| event.map(|read| read.map(|()| this.event.clone())))
+        self.poll_event(cx)
+            .map(|event| event.map(|read| read.map(str::to_owned)))
     }
 }
 
@@ -282,6 +428,30 @@ mod tests {
                 assert_eq!(read(&parts).await, whole, "cut at {cut} and {second}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn lent_and_joined_events_read_the_same_split_anywhere() {
+        // One-line events (lent from the chunk), joined ones, an empty one, every line ending.
+        let stream = b"data: one\n\ndata: a\rdata: b\r\rdata:\n\n: note\ndata: {\"k\": 1}\r\n\r\ndata: x\ndata: y\n\ndata: last\n\n";
+        let whole = read(&[stream]).await;
+        assert_eq!(
+            whole,
+            (
+                ["one", "a\nb", "", r#"{"k": 1}"#, "x\ny", "last"]
+                    .map(String::from)
+                    .to_vec(),
+                None
+            )
+        );
+        for cut in 0..stream.len() {
+            for second in cut..stream.len() {
+                let parts = [&stream[..cut], &stream[cut..second], &stream[second..]];
+                assert_eq!(read(&parts).await, whole, "cut at {cut} and {second}");
+            }
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(read(&bytes).await, whole, "one byte a chunk");
     }
 
     #[tokio::test]

@@ -147,8 +147,8 @@ pub(super) async fn stream<D: Decoder>(
 
 /// One streamed reply, read as it is polled: no task, no future per event (an `unfold` of an
 /// `async fn` moved this state in and out for every token, docs/performance.md).
-struct Reading<D, S> {
-    events: EventStream<S>,
+struct Reading<D, S, B> {
+    events: EventStream<S, B>,
     decoder: D,
     idle_timeout: Duration,
     /// One timer for the whole reply, moved to `last_event + idle_timeout` only when it fires
@@ -168,11 +168,11 @@ struct Reading<D, S> {
     over: bool,
 }
 
-impl<D, S, B> Stream for Reading<D, S>
+impl<D, S, B> Stream for Reading<D, S, B>
 where
     D: Decoder,
     S: Stream<Item = reqwest::Result<B>> + Unpin,
-    B: AsRef<[u8]>,
+    B: AsRef<[u8]> + Unpin,
 {
     type Item = Result<ModelEvent, LlmError>;
 
@@ -186,8 +186,8 @@ where
                 this.last_event = tokio::time::Instant::now();
                 this.reading = true;
             }
-            match this.events.poll_event(cx) {
-                Poll::Ready(Some(Ok(()))) => {}
+            let data = match this.events.poll_event(cx) {
+                Poll::Ready(Some(Ok(data))) => data,
                 Poll::Ready(Some(Err(error))) => break Err(stream_error(error, this.max_bytes)),
                 Poll::Ready(None) => break this.decoder.end(),
                 Poll::Pending => {
@@ -210,7 +210,7 @@ where
                 }
             };
             this.reading = false;
-            if let Some(item) = this.decoder.event(this.events.event()) {
+            if let Some(item) = this.decoder.event(data) {
                 break item;
             }
         };
