@@ -151,14 +151,11 @@ where
         let data = match found {
             Found::Utf8(error) => return Poll::Ready(Some(Err(EventStreamError::Utf8(error)))),
             Found::Joined => Ok(self.joined.as_str()),
+            // Checked when the line was read; the check again costs little and needs no
+            // `unsafe`.
             Found::Lent(range) => {
-                let bytes = match source {
-                    Source::Chunk => self.chunk.as_ref().map_or(&[][..], |c| c.as_ref()),
-                    Source::Buffer => &self.buffer[..],
-                };
-                // Checked when the line was read; the check again costs little and needs no
-                // `unsafe`.
-                std::str::from_utf8(&bytes[range]).map_err(EventStreamError::Utf8)
+                std::str::from_utf8(&Self::bytes_of(&self.chunk, &self.buffer, source)[range])
+                    .map_err(EventStreamError::Utf8)
             }
         };
         Poll::Ready(Some(data))
@@ -236,18 +233,23 @@ where
             Some(found) => Some((source, found)),
             None => {
                 if let Some(single) = self.lines.single.take() {
-                    let bytes = match source {
-                        Source::Chunk => self.chunk.as_ref().map_or(&[][..], |c| c.as_ref()),
-                        Source::Buffer => &self.buffer[..],
-                    };
                     // Checked as UTF-8 when it was read.
-                    self.lines
-                        .data
-                        .push_str(std::str::from_utf8(&bytes[single]).unwrap_or_default());
+                    let line = std::str::from_utf8(
+                        &Self::bytes_of(&self.chunk, &self.buffer, source)[single],
+                    );
+                    self.lines.data.push_str(line.unwrap_or_default());
                     self.lines.data.push('\n');
                 }
                 None
             }
+        }
+    }
+
+    /// The bytes of `source` (the chunk or the buffer), where a lent event's range points.
+    fn bytes_of<'a>(chunk: &'a Option<B>, buffer: &'a [u8], source: Source) -> &'a [u8] {
+        match source {
+            Source::Chunk => chunk.as_ref().map_or(&[][..], |c| c.as_ref()),
+            Source::Buffer => buffer,
         }
     }
 
