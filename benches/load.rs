@@ -648,6 +648,10 @@ struct Samples {
     inbound: Vec<u32>,
     /// ...and from the upstream's first token to the client's first `text` (outbound).
     outbound: Vec<u32>,
+    /// Each chat's inbound plus outbound: the server's whole part of its first token, without
+    /// the fake upstream's own 50 ms and its timer's lag (which the server's CPU share moves on
+    /// a saturated machine, but which is not the server's work).
+    server_way: Vec<u32>,
 }
 
 impl Samples {
@@ -656,6 +660,7 @@ impl Samples {
         self.gaps.extend(other.gaps);
         self.inbound.extend(other.inbound);
         self.outbound.extend(other.outbound);
+        self.server_way.extend(other.server_way);
     }
 
     /// Splits a first token `tok0@<upstream received>@<upstream sent>` into the two paths.
@@ -669,8 +674,13 @@ impl Samples {
         };
         let micros =
             |from: u64, to: u64| (to.saturating_sub(from) / 1000).min(u32::MAX as u64) as u32;
-        self.inbound.push(micros(chat_sent, upstream_received));
-        self.outbound.push(micros(upstream_sent, received));
+        let (inbound, outbound) = (
+            micros(chat_sent, upstream_received),
+            micros(upstream_sent, received),
+        );
+        self.inbound.push(inbound);
+        self.outbound.push(outbound);
+        self.server_way.push(inbound.saturating_add(outbound));
     }
 }
 
@@ -767,6 +777,9 @@ struct LoadFigures {
     /// The first token's way through the server, p50 (`Samples::inbound`, `outbound`), ms.
     inbound_p50: f64,
     outbound_p50: f64,
+    /// The two together per chat (`Samples::server_way`), p50 and p99, ms.
+    server_way_p50: f64,
+    server_way_p99: f64,
     cpu_per_token: Duration,
     cpu_share: f64,
     peak_rss: u64,
@@ -960,6 +973,8 @@ async fn run_clients<C: Chatter>(
         gap_p99: (percentile(&mut samples.gaps, 0.99) - interval_ms).max(0.01),
         inbound_p50: percentile(&mut samples.inbound, 0.5),
         outbound_p50: percentile(&mut samples.outbound, 0.5),
+        server_way_p50: percentile(&mut samples.server_way, 0.5),
+        server_way_p99: percentile(&mut samples.server_way, 0.99),
         cpu_per_token: cpu / window_tokens.max(1) as u32,
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
         peak_rss,
@@ -1003,13 +1018,17 @@ type Compared = (&'static str, &'static str, fn(&LoadFigures) -> f64);
 /// What is compared between the two servers, each as hookwire's figure over the floor's in the
 /// same round: its name, the goal as printed, and how to read it from a run.
 const COMPARED: &[Compared] = &[
-    ("chats/s", "≥ 0.98", |f| f.chats_per_second),
-    ("first token p50", "≤ 1.2", |f| f.first_token_p50),
-    ("first token p99", "≤ 1.2", |f| f.first_token_p99),
-    ("gap p99", "≤ 1.5", |f| f.gap_p99),
-    ("CPU per token", "≤ 1.2", |f| {
+    ("chats/s", "≥ 0.99", |f| f.chats_per_second),
+    ("first token p50", "≤ 1.05", |f| f.first_token_p50),
+    ("first token p99", "≤ 1.05", |f| f.first_token_p99),
+    ("gap p99", "≤ 1.15", |f| f.gap_p99),
+    ("CPU per token", "≤ 1.05", |f| {
         f.cpu_per_token.as_secs_f64()
     }),
+    // Not goals of their own: the first token without the fake upstream's part (its 50 ms and
+    // its timer's lag, which grows when the server under test takes more of the machine).
+    ("server's way p50", "", |f| f.server_way_p50),
+    ("server's way p99", "", |f| f.server_way_p99),
 ];
 
 /// The ratios of each round (the first server of each pair over the second, run back to back:
@@ -1023,14 +1042,29 @@ fn print_ratios(rounds: &[(LoadFigures, LoadFigures)], with_goals: bool) {
             .map(|(ours, floor)| read(ours) / read(floor).max(1e-12))
             .collect();
         ratios.sort_by(f64::total_cmp);
-        let median = ratios[ratios.len() / 2];
         let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
-        let goal = if with_goals {
+        let goal = if with_goals && !goal.is_empty() {
             format!(" (goal {goal})")
         } else {
             String::new()
         };
-        println!("    {name:<16} {median:.2} [{low:.2}–{high:.2}]{goal}");
+        println!(
+            "    {name:<16} {:.2} [{low:.2}–{high:.2}]{goal}",
+            median(&ratios)
+        );
+    }
+}
+
+/// The median of `values`: the middle one, or the mean of the middle two of an even count (the
+/// upper of the two alone would lean every figure of 2 or 4 rounds one way); NaN without values.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[middle],
+        _ => (sorted[middle - 1] + sorted[middle]) / 2.0,
     }
 }
 

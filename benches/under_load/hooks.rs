@@ -36,8 +36,8 @@ use serde_json::json;
 
 use super::rusage::children_cpu;
 use super::{
-    cpu_time, env_number, hookwire_command, own_exe_as, percentile, print_figures, print_ratios,
-    run_load_marking, settle, LoadFigures, Marked, Samples, Server, FIRST_TOKEN,
+    cpu_time, env_number, hookwire_command, median, own_exe_as, percentile, print_figures,
+    print_ratios, run_load_marking, settle, LoadFigures, Marked, Samples, Server, FIRST_TOKEN,
 };
 
 /// Set in the fake upstream's environment: each chat does one tool round.
@@ -738,7 +738,7 @@ impl Spread {
         sorted.sort_by(f64::total_cmp);
         let at = |i: usize| sorted.get(i).copied().unwrap_or(f64::NAN);
         Spread {
-            median: at(sorted.len() / 2),
+            median: median(&sorted),
             low: at(0),
             high: at(sorted.len().saturating_sub(1)),
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::wires::{ws_clients, Mishaps};
 use super::{
-    cpu_time, env_number, mib, print_figures, run_clients, settle, start_hookwire,
+    cpu_time, env_number, median, mib, print_figures, run_clients, settle, start_hookwire,
     start_upstream_paced, Pace,
 };
 
@@ -161,11 +161,6 @@ async fn run_streaming(clients: usize, seconds: u64, pace: Pace) {
         figures.peak_rss.saturating_sub(idle_rss) as f64 / 1024.0 / opened as f64,
         figures.peak_rss.saturating_sub(connected_rss) as f64 / 1024.0 / opened as f64,
     );
-    let median = |values: &[f64]| {
-        let mut values = values.to_vec();
-        values.sort_by(f64::total_cmp);
-        values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-    };
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

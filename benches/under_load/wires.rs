@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{
-    connect_many, env_number, mib, monotonic_ns, print_figures, run_clients, settle,
+    connect_many, env_number, median, mib, monotonic_ns, print_figures, run_clients, settle,
     start_hookwire, start_upstream, ChatOutcome, Chatter, LoadFigures, Pace, Samples, Server,
     Socket, Window, CLIENT_READ_BUFFER,
 };
@@ -560,8 +560,8 @@ type Compared = (&'static str, &'static str, fn(&LoadFigures) -> f64);
 /// The median of `ratios` and their spread: `median [min–max]`.
 fn spread(mut ratios: Vec<f64>) -> String {
     ratios.sort_by(f64::total_cmp);
-    match (ratios.first(), ratios.get(ratios.len() / 2), ratios.last()) {
-        (Some(low), Some(median), Some(high)) => format!("{median:.2} [{low:.2}–{high:.2}]"),
+    match (ratios.first(), ratios.last()) {
+        (Some(low), Some(high)) => format!("{:.2} [{low:.2}–{high:.2}]", median(&ratios)),
         _ => "-".to_string(),
     }
 }
