@@ -9,6 +9,7 @@ use futures::StreamExt;
 use super::context;
 use super::marker::{MarkerDetector, MarkerState};
 use super::run::{ChatRun, Interrupt, Outcome};
+use super::series;
 use super::turn;
 use crate::hooks::{CallPhase, Flow, LlmRequest, LlmResponse};
 use crate::llm::{estimate_tokens, LlmError, ModelEvent, ModelRequest, ModelStream};
@@ -78,7 +79,7 @@ impl ChatRun {
         };
         self.model_called = true;
         self.step_has_text = false;
-        metrics::counter!("hookwire_llm_calls_total").increment(1);
+        series::LLM_CALLS.get().increment(1);
         let started = Instant::now();
         let span = self.model_span(&model_request);
         // The span is the parent of the upstream request (its `traceparent`).
@@ -205,7 +206,8 @@ impl ChatRun {
                 Some(Ok(ModelEvent::Text(delta))) => {
                     if first_text {
                         first_text = false;
-                        metrics::histogram!("hookwire_llm_first_token_seconds")
+                        series::LLM_FIRST_TOKEN_SECONDS
+                            .get()
                             .record(started.elapsed().as_secs_f64());
                     }
                     content.push_str(&delta);
@@ -247,11 +249,14 @@ impl ChatRun {
                     if let Some(spend) = &self.hook_call_of {
                         spend.record(usage);
                     }
-                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "prompt")
+                    series::LLM_TOKENS
+                        .get("prompt")
                         .increment(usage.prompt_tokens);
-                    metrics::counter!("hookwire_llm_tokens_total", "kind" => "completion")
+                    series::LLM_TOKENS
+                        .get("completion")
                         .increment(usage.completion_tokens);
-                    metrics::histogram!("hookwire_llm_call_seconds")
+                    series::LLM_CALL_SECONDS
+                        .get()
                         .record(started.elapsed().as_secs_f64());
                     return Ok(LlmResponse {
                         phase,

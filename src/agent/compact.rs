@@ -487,7 +487,7 @@ impl ChatRun {
             tools: Vec::new(),
             max_tokens,
         };
-        metrics::counter!("hookwire_llm_calls_total").increment(1);
+        super::series::LLM_CALLS.get().increment(1);
         let started = Instant::now();
         let model = self.inner.model.clone();
         let span = self.model_span(&request);

@@ -61,6 +61,7 @@ pub(crate) mod prompts;
 mod resume;
 mod retry;
 mod run;
+mod series;
 mod sessions;
 mod stream;
 #[cfg(test)]

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::HistoryBinding;
 use super::compact::{Sent, Trigger};
+use super::series::{CHATS, CHAT_SECONDS, TEXT_DELTAS};
 use super::turn::TurnRecord;
 use super::AgentInner;
 use crate::hooks::spend::HookSpend;
@@ -107,7 +108,7 @@ pub(crate) async fn run_chat(
     let hooks = match chat_hooks(&inner, &request) {
         Ok(hooks) => hooks,
         Err(error) => {
-            metrics::counter!("hookwire_chats_total", "outcome" => "refused").increment(1);
+            CHATS.get("refused").increment(1);
             let _ = tx.send(ChatEvent::Error(error));
             return "refused";
         }
@@ -118,8 +119,7 @@ pub(crate) async fn run_chat(
         None => match super::admission::admit(&inner, &request).await {
             Ok(ticket) => ticket,
             Err(error) => {
-                metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str())
-                    .increment(1);
+                CHATS.get(error.code.as_str()).increment(1);
                 let code = error.code.as_str();
                 let _ = tx.send(ChatEvent::Error(error));
                 return code;
@@ -150,7 +150,7 @@ pub(crate) async fn run_chat(
     };
     drop(renewing);
     let outcome = Box::pin(run.finish(result)).await;
-    metrics::histogram!("hookwire_chat_duration_seconds").record(started.elapsed().as_secs_f64());
+    CHAT_SECONDS.get().record(started.elapsed().as_secs_f64());
     if let Some(tenant) = tenant {
         metrics::counter!("hookwire_tenant_tokens_total", "tenant" => tenant)
             .increment(run.ctx.total_tokens());
@@ -434,7 +434,7 @@ impl ChatRun {
         let reason = match result {
             Ok(reason) => reason,
             Err(Interrupt::Cancelled) => {
-                metrics::counter!("hookwire_chats_total", "outcome" => "cancelled").increment(1);
+                CHATS.get("cancelled").increment(1);
                 let output = RunOutput {
                     reason: DoneReason::Cancelled,
                     content: self.visible_text.clone(),
@@ -476,7 +476,7 @@ impl ChatRun {
             usage: self.ctx.usage(),
         };
         self.hooks.run_completed(&mut self.ctx, &mut output).await;
-        metrics::counter!("hookwire_chats_total", "outcome" => reason.as_str()).increment(1);
+        CHATS.get(reason.as_str()).increment(1);
         let pending = matches!(reason, DoneReason::ApprovalRequired | DoneReason::ToolCalls);
         let turn = std::mem::take(&mut self.turn).done(&self.kept, pending);
         self.finish_done(output, turn).await
@@ -516,7 +516,7 @@ impl ChatRun {
             RunOutcome::Failed(changed) => changed,
             _ => error,
         };
-        metrics::counter!("hookwire_chats_total", "outcome" => error.code.as_str()).increment(1);
+        CHATS.get(error.code.as_str()).increment(1);
         let code = error.code.as_str();
         self.settle_quota().await;
         let _ = self.send(ChatEvent::Error(error)).await;
@@ -554,7 +554,7 @@ impl DeltaCount {
 
     pub(super) fn new() -> Self {
         Self {
-            counter: metrics::counter!("hookwire_text_deltas_total"),
+            counter: TEXT_DELTAS.get(),
             pending: 0,
         }
     }

@@ -124,7 +124,7 @@ impl Stream for ChatStream {
                     .take()
                     .unwrap_or_else(|| "it ended without a result".into());
                 tracing::error!(chat = %this.chat_id, %cause, "the chat failed");
-                metrics::counter!("hookwire_chats_total", "outcome" => "internal").increment(1);
+                super::series::CHATS.get("internal").increment(1);
                 Poll::Ready(Some(ChatEvent::Error(ChatError::new(
                     ErrorCode::Internal,
                     "the chat failed unexpectedly on the server (details are in its log)",

@@ -8,6 +8,7 @@ mod context;
 pub(crate) mod external;
 pub(crate) mod prompt;
 pub mod record;
+pub(crate) mod run_metrics;
 pub(crate) mod signing;
 pub(crate) mod spend;
 mod stack;

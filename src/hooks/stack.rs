@@ -18,12 +18,13 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
+use super::run_metrics::HookRunMetrics;
 use super::{
     AgentHook, CompactInfo, Flow, HookContext, HookResult, LlmRequest, LlmResponse, ResponseAction,
     RunOutcome, RunOutput, SessionInfo, StopAction, ToolAction, ToolCallInfo, ToolResultInfo,
@@ -46,6 +47,11 @@ impl Default for HookStack {
         }
     }
 }
+
+/// `hookwire_hook_runs_total{hook,event,outcome}`, `hookwire_hook_duration_seconds{hook,event}`.
+static RUN_METRICS: LazyLock<HookRunMetrics> = LazyLock::new(|| {
+    HookRunMetrics::new("hookwire_hook_runs_total", "hookwire_hook_duration_seconds")
+});
 
 /// The default time one hook call may take (the same as an external hook chain's budget).
 pub(crate) const DEFAULT_HOOK_BUDGET: Duration = Duration::from_secs(30);
@@ -91,14 +97,7 @@ impl HookStack {
                 ("timeout", T::default())
             }
         };
-        let labels = [
-            ("hook", hook.name().to_string()),
-            ("event", event.to_string()),
-            ("outcome", outcome.to_string()),
-        ];
-        metrics::counter!("hookwire_hook_runs_total", &labels).increment(1);
-        metrics::histogram!("hookwire_hook_duration_seconds", &labels[..2])
-            .record(started.elapsed().as_secs_f64());
+        RUN_METRICS.record(hook.name(), event, outcome, started.elapsed());
         value
     }
 

@@ -6,6 +6,7 @@ mod chat;
 mod clock;
 mod event_channel;
 pub(crate) mod history;
+mod kept_series;
 mod message;
 mod person;
 mod problem;
@@ -24,6 +25,7 @@ pub use chat::{
 };
 pub(crate) use clock::{iso8601, iso8601_secs};
 pub(crate) use event_channel::{event_channel, EventReceiver, EventSender, WeakEventSender};
+pub(crate) use kept_series::{current_recorder, Kept, KeptBy};
 pub use message::{CompactTag, HookTag, Message, Role, ToolCall, ToolSpec, Usage};
 pub use person::Person;
 pub use problem::{has_errors, Labelled, Problem, Severity};

@@ -3,7 +3,7 @@
 //! in the figures, the metrics and the trace. The chain and the async queue both run hooks
 //! through [`run_hook`].
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -16,6 +16,7 @@ use crate::hooks::external::hook::{
     Control, Envelope, Event, EventState, HookDef, HookOutput, RunResult,
 };
 use crate::hooks::external::wire;
+use crate::hooks::run_metrics::HookRunMetrics;
 use crate::hooks::spend::{Exhausted, HookSpend};
 use crate::hooks::stats::{self, Ran};
 use crate::types::{Message, Role};
@@ -162,17 +163,19 @@ fn limit_registered(mut output: HookOutput) -> HookOutput {
     output
 }
 
+/// `hookwire_external_hook_runs_total{hook,event,outcome}`,
+/// `hookwire_external_hook_duration_seconds{hook,event}`.
+static RUN_METRICS: LazyLock<HookRunMetrics> = LazyLock::new(|| {
+    HookRunMetrics::new(
+        "hookwire_external_hook_runs_total",
+        "hookwire_external_hook_duration_seconds",
+    )
+});
+
 /// Counts one run in the figures and the metrics.
 fn record(hook: &HookDef, event: Event, ran: Ran, elapsed: Duration) {
     let outcome = ran.label();
-    let labels = [
-        ("hook", hook.name.clone()),
-        ("event", event.as_str().to_string()),
-        ("outcome", outcome.to_string()),
-    ];
     stats::record(hook.figures_id(), ran, elapsed);
-    metrics::counter!("hookwire_external_hook_runs_total", &labels).increment(1);
-    metrics::histogram!("hookwire_external_hook_duration_seconds", &labels[..2])
-        .record(elapsed.as_secs_f64());
+    RUN_METRICS.record(&hook.name, event.as_str(), outcome, elapsed);
     tracing::debug!(hook = %hook.name, event = event.as_str(), outcome, ms = elapsed.as_millis() as u64, "hook ran");
 }

@@ -1,0 +1,152 @@
+//! The metrics of hook runs: a counter by hook, event and outcome and a duration histogram by
+//! hook and event (`hookwire_hook_runs_total`, `hookwire_hook_duration_seconds` for the hooks of
+//! a chat's stack; `hookwire_external_hook_*` for a hook file's runs).
+//!
+//! A chat calls its hooks several times, and looking a labelled series up in the recorder builds
+//! its labels as strings, hashes them and searches the registry each time: about a tenth of a
+//! chat's own work (docs/performance.md). So each series is looked up once and its handle kept
+//! here. The recorder forgets no series (no idle timeout is set, `server::metrics`), so a kept
+//! handle stays its series'; a different recorder (one installed after a hook ran without any, a
+//! test's own) starts the table afresh.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use metrics::{Counter, Histogram};
+
+use super::sync::lock;
+use crate::types::current_recorder;
+
+/// One pair of hook-run metrics and the handles of the series seen so far.
+pub(crate) struct HookRunMetrics {
+    runs: &'static str,
+    duration: &'static str,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// The recorder the handles belong to (its address).
+    recorder: usize,
+    /// By hook name, then event.
+    by_hook: HashMap<String, HashMap<&'static str, EventSeries>>,
+}
+
+/// One hook's series at one event.
+struct EventSeries {
+    duration: Histogram,
+    /// A counter for each outcome seen (a handful at most).
+    runs: Vec<(&'static str, Counter)>,
+}
+
+impl HookRunMetrics {
+    /// The counter `runs{hook,event,outcome}` and the histogram `duration{hook,event}`.
+    pub(crate) fn new(runs: &'static str, duration: &'static str) -> Self {
+        Self {
+            runs,
+            duration,
+            kept: Mutex::new(Kept::default()),
+        }
+    }
+
+    /// Counts one run of `hook` at `event` that ended as `outcome` after `elapsed`.
+    pub(crate) fn record(
+        &self,
+        hook: &str,
+        event: &'static str,
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
+        let recorder = current_recorder();
+        let mut kept = lock(&self.kept);
+        if kept.recorder != recorder {
+            kept.by_hook.clear();
+            kept.recorder = recorder;
+        }
+        if !kept.by_hook.contains_key(hook) {
+            kept.by_hook.insert(hook.to_owned(), HashMap::new());
+        }
+        let Some(events) = kept.by_hook.get_mut(hook) else {
+            return;
+        };
+        let series = events.entry(event).or_insert_with(|| EventSeries {
+            duration: metrics::histogram!(self.duration, "hook" => hook.to_owned(), "event" => event),
+            runs: Vec::new(),
+        });
+        series.duration.record(elapsed.as_secs_f64());
+        match series.runs.iter().find(|(seen, _)| *seen == outcome) {
+            Some((_, counter)) => counter.increment(1),
+            None => {
+                let counter = metrics::counter!(
+                    self.runs,
+                    "hook" => hook.to_owned(),
+                    "event" => event,
+                    "outcome" => outcome
+                );
+                counter.increment(1);
+                series.runs.push((outcome, counter));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+
+    /// The lines of `recorder`'s page about the pair, sorted.
+    fn seen(recorder: &PrometheusRecorder) -> Vec<String> {
+        let mut lines: Vec<String> = recorder
+            .handle()
+            .render()
+            .lines()
+            .filter(|line| {
+                line.starts_with("t_runs_total{") || line.starts_with("t_duration_seconds_count{")
+            })
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn every_run_is_counted_in_its_series_and_a_new_recorder_gets_its_own() {
+        let runs = HookRunMetrics::new("t_runs_total", "t_duration_seconds");
+        let first = PrometheusBuilder::new().build_recorder();
+        metrics::with_local_recorder(&first, || {
+            for outcome in ["ok", "ok", "error"] {
+                runs.record("a", "pre_tool_execution", outcome, Duration::from_millis(1));
+            }
+            runs.record("b", "pre_tool_execution", "ok", Duration::from_millis(1));
+            runs.record("a", "stop", "ok", Duration::from_millis(1));
+        });
+        assert_eq!(
+            seen(&first),
+            [
+                r#"t_duration_seconds_count{hook="a",event="pre_tool_execution"} 3"#,
+                r#"t_duration_seconds_count{hook="a",event="stop"} 1"#,
+                r#"t_duration_seconds_count{hook="b",event="pre_tool_execution"} 1"#,
+                r#"t_runs_total{hook="a",event="pre_tool_execution",outcome="error"} 1"#,
+                r#"t_runs_total{hook="a",event="pre_tool_execution",outcome="ok"} 2"#,
+                r#"t_runs_total{hook="a",event="stop",outcome="ok"} 1"#,
+                r#"t_runs_total{hook="b",event="pre_tool_execution",outcome="ok"} 1"#,
+            ]
+        );
+        // A series kept for the first recorder is looked up again in the second one.
+        let second = PrometheusBuilder::new().build_recorder();
+        metrics::with_local_recorder(&second, || {
+            runs.record("a", "stop", "ok", Duration::from_millis(1));
+        });
+        assert_eq!(
+            seen(&second),
+            [
+                r#"t_duration_seconds_count{hook="a",event="stop"} 1"#,
+                r#"t_runs_total{hook="a",event="stop",outcome="ok"} 1"#,
+            ]
+        );
+        assert!(seen(&first)
+            .contains(&r#"t_runs_total{hook="a",event="stop",outcome="ok"} 1"#.to_string()));
+    }
+}
