@@ -29,12 +29,13 @@ pub(crate) struct HookRunMetrics {
 struct Kept {
     /// The recorder the handles belong to (its address).
     recorder: usize,
-    /// By hook name, then event.
-    by_hook: HashMap<String, HashMap<&'static str, EventSeries>>,
+    /// By hook name; a hook's events in a short list (the few it answers).
+    by_hook: HashMap<String, Vec<EventSeries>>,
 }
 
 /// One hook's series at one event.
 struct EventSeries {
+    event: &'static str,
     duration: Histogram,
     /// A counter for each outcome seen (a handful at most).
     runs: Vec<(&'static str, Counter)>,
@@ -64,16 +65,36 @@ impl HookRunMetrics {
             kept.by_hook.clear();
             kept.recorder = recorder;
         }
-        if !kept.by_hook.contains_key(hook) {
-            kept.by_hook.insert(hook.to_owned(), HashMap::new());
+        // One hash of the name for a hook seen before; the name is copied once, at its first run.
+        if let Some(events) = kept.by_hook.get_mut(hook) {
+            return self.record_in(events, hook, event, outcome, elapsed);
         }
-        let Some(events) = kept.by_hook.get_mut(hook) else {
-            return;
+        let events = kept.by_hook.entry(hook.to_owned()).or_default();
+        self.record_in(events, hook, event, outcome, elapsed);
+    }
+
+    fn record_in(
+        &self,
+        events: &mut Vec<EventSeries>,
+        hook: &str,
+        event: &'static str,
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
+        let index = match events.iter().position(|series| series.event == event) {
+            Some(index) => index,
+            None => {
+                events.push(EventSeries {
+                    event,
+                    duration: metrics::histogram!(
+                        self.duration, "hook" => hook.to_owned(), "event" => event
+                    ),
+                    runs: Vec::new(),
+                });
+                events.len() - 1
+            }
         };
-        let series = events.entry(event).or_insert_with(|| EventSeries {
-            duration: metrics::histogram!(self.duration, "hook" => hook.to_owned(), "event" => event),
-            runs: Vec::new(),
-        });
+        let series = &mut events[index];
         series.duration.record(elapsed.as_secs_f64());
         match series.runs.iter().find(|(seen, _)| *seen == outcome) {
             Some((_, counter)) => counter.increment(1),

@@ -6,7 +6,8 @@
 //! fixed labels is looked up once and its handle kept here. The recorder forgets no series (no
 //! idle timeout is set, `server::metrics`), so a kept handle stays its series'. A different
 //! recorder (the server's, installed after something was recorded without one; a test's own)
-//! gets its own handles: each is kept with the recorder it came from.
+//! gets its own handles: each is kept with the recorder it came from, told apart by its address
+//! (the process's lives for good; a test's local one for its test).
 
 use std::sync::Mutex;
 
