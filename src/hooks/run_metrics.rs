@@ -2,12 +2,9 @@
 //! hook and event (`hookwire_hook_runs_total`, `hookwire_hook_duration_seconds` for the hooks of
 //! a chat's stack; `hookwire_external_hook_*` for a hook file's runs).
 //!
-//! A chat calls its hooks several times, and looking a labelled series up in the recorder builds
-//! its labels as strings, hashes them and searches the registry each time: about a tenth of a
-//! chat's own work (docs/performance.md). So each series is looked up once and its handle kept
-//! here. The recorder forgets no series (no idle timeout is set, `server::metrics`), so a kept
-//! handle stays its series'; a different recorder (one installed after a hook ran without any, a
-//! test's own) starts the table afresh.
+//! A chat calls its hooks several times: each series is looked up in the recorder once and its
+//! handles kept here, per recorder, as `types::Kept` does for series of fixed labels (its module
+//! doc says why), with the hook's name, known only at its run, as the key.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -22,11 +19,11 @@ use crate::types::current_recorder;
 pub(crate) struct HookRunMetrics {
     runs: &'static str,
     duration: &'static str,
-    kept: Mutex<Kept>,
+    kept: Mutex<ByHook>,
 }
 
 #[derive(Default)]
-struct Kept {
+struct ByHook {
     /// The recorder the handles belong to (its address).
     recorder: usize,
     /// By hook name; a hook's events in a short list (the few it answers).
@@ -47,7 +44,7 @@ impl HookRunMetrics {
         Self {
             runs,
             duration,
-            kept: Mutex::new(Kept::default()),
+            kept: Mutex::new(ByHook::default()),
         }
     }
 

@@ -9,7 +9,7 @@
 //! gets its own handles: each is kept with the recorder it came from, told apart by its address
 //! (the process's lives for good; a test's local one for its test).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use metrics::Recorder;
 
@@ -32,7 +32,7 @@ impl<H: Clone> Kept<H> {
     /// The series' handle in the recorder now in use.
     pub(crate) fn get(&self) -> H {
         let recorder = current_recorder();
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         match &*slot {
             Some((kept_for, handle)) if *kept_for == recorder => handle.clone(),
             _ => {
@@ -63,7 +63,7 @@ impl<H: Clone> KeptBy<H> {
     /// The handle of the series labelled `value`, in the recorder now in use.
     pub(crate) fn get(&self, value: &'static str) -> H {
         let recorder = current_recorder();
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         let (kept_for, handles) = &mut *slots;
         if *kept_for != recorder {
             handles.clear();
