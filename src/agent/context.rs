@@ -58,6 +58,16 @@ impl ContextSettings {
         (self.window_for(model) as f64 * self.micro_threshold) as u64
     }
 
+    /// The least of the micro threshold, the threshold and the window (the window looked up
+    /// once: this is asked at every model call).
+    pub(super) fn lowest_limit_for(&self, model: &str) -> u64 {
+        let window = self.window_for(model);
+        let share = |of: f64| (window as f64 * of) as u64;
+        share(self.micro_threshold)
+            .min(share(self.compact_threshold))
+            .min(window)
+    }
+
     /// The window in use for `model`: `window_tokens`, else what its server stated, else the
     /// built-in table by name.
     pub fn window_for(&self, model: &str) -> u64 {
@@ -258,11 +268,7 @@ impl Sendable {
         settings: &ContextSettings,
         model: &str,
     ) -> bool {
-        let lowest = settings
-            .micro_threshold_for(model)
-            .min(settings.threshold_for(model))
-            .min(settings.window_for(model));
-        crate::llm::token_bound(messages.iter().chain(extra)) < lowest
+        crate::llm::token_bound(messages.iter().chain(extra)) < settings.lowest_limit_for(model)
     }
 
     /// The messages (and `extra`, the user input still to come, at the start of a chat) of one
@@ -404,6 +410,24 @@ mod tests {
         let info = micro_info(&settings(1000), "m", 700, 400, 1);
         assert_eq!(info.compact_threshold_tokens, 600);
         assert_eq!(info.keep_recent_group_count, 2);
+    }
+
+    #[test]
+    fn the_lowest_limit_is_the_least_of_both_thresholds_and_the_window() {
+        let settings = |micro: f64, compact: f64| ContextSettings {
+            window_tokens: Some(1000),
+            micro_threshold: micro,
+            compact_threshold: compact,
+            ..ContextSettings::default()
+        };
+        assert_eq!(settings(0.6, 0.8).lowest_limit_for("m"), 600);
+        assert_eq!(settings(0.9, 0.5).lowest_limit_for("m"), 500);
+        assert_eq!(settings(1.5, 1.2).lowest_limit_for("m"), 1000);
+        let named = ContextSettings::default();
+        assert_eq!(
+            named.lowest_limit_for("GPT-4-0613"),
+            named.micro_threshold_for("gpt-4-0613")
+        );
     }
 
     #[test]

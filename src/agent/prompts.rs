@@ -47,9 +47,52 @@ asked and wants; what was decided; what was found (keep file names, paths, tool 
 numbers and error messages exactly); and what remains to be done or is still open. Do not answer \
 the user and do not add anything that is not in the conversation.";
 
-/// Fills the planning prompt's placeholders.
+/// Fills the planning prompt's placeholders, in one pass over the template (it is filled for
+/// every chat): a placeholder's value is never read as a placeholder itself.
 pub(crate) fn planning_prompt(template: &str, marker: &str, tool_names: &[String]) -> String {
-    template
-        .replace("{marker}", marker)
-        .replace("{tools}", &tool_names.join(", "))
+    let names: usize = tool_names.iter().map(|name| name.len() + 2).sum();
+    let mut prompt = String::with_capacity(template.len() + 2 * marker.len() + names);
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        prompt.push_str(&rest[..at]);
+        let from_brace = &rest[at..];
+        if let Some(after) = from_brace.strip_prefix("{marker}") {
+            prompt.push_str(marker);
+            rest = after;
+        } else if let Some(after) = from_brace.strip_prefix("{tools}") {
+            for (i, name) in tool_names.iter().enumerate() {
+                if i > 0 {
+                    prompt.push_str(", ");
+                }
+                prompt.push_str(name);
+            }
+            rest = after;
+        } else {
+            prompt.push('{');
+            rest = &from_brace[1..];
+        }
+    }
+    prompt.push_str(rest);
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planning_prompt_fills_every_placeholder_once() {
+        let names = ["read_file".to_string(), "search".to_string()];
+        assert_eq!(
+            planning_prompt("{marker} {tools}; again {marker}. {x} {", "[T]", &names),
+            "[T] read_file, search; again [T]. {x} {"
+        );
+        assert_eq!(planning_prompt("tools: {tools}.", "M", &[]), "tools: .");
+        // A marker that looks like a placeholder stays as written.
+        assert_eq!(planning_prompt("{marker}", "{tools}", &names), "{tools}");
+        let filled = planning_prompt(DEFAULT_PLANNING_PROMPT, DEFAULT_MARKER, &names);
+        assert!(filled.contains("Available tools: read_file, search."));
+        assert!(filled.contains(&format!("start your reply with {DEFAULT_MARKER} and")));
+        assert!(!filled.contains("{marker}") && !filled.contains("{tools}"));
+    }
 }

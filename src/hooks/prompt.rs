@@ -118,6 +118,25 @@ impl PromptHookManager {
         }
     }
 
+    /// `Enabled skills:` and a line `- skill: description` per enabled skill that describes
+    /// itself; `None` when none does. Written for every chat, so without `format!`.
+    fn enabled_skills_text(&self) -> Option<String> {
+        let described = || self.descriptions.iter().filter(|(_, d)| !d.is_empty());
+        let length: usize = described().map(|(s, d)| s.len() + d.len() + 5).sum();
+        if length == 0 {
+            return None;
+        }
+        let mut text = String::with_capacity("Enabled skills:".len() + length);
+        text.push_str("Enabled skills:");
+        for (skill, description) in described() {
+            text.push_str("\n- ");
+            text.push_str(skill);
+            text.push_str(": ");
+            text.push_str(description);
+        }
+        Some(text)
+    }
+
     /// Appends one message per matching hook of `timing` and remembers the non-persistent ones;
     /// returns the persistent ones (also emitted as `hook` events). For `after_tool_call`,
     /// `tools` are the tools of the round: a hook with a `tool_filter` fires only if one of them
@@ -292,14 +311,10 @@ impl AgentHook for PromptHookManager {
     }
 
     async fn post_send_message(&self, ctx: &mut HookContext) -> HookResult {
-        let described: Vec<String> = self
-            .descriptions
-            .iter()
-            .filter(|(_, d)| !d.is_empty())
-            .map(|(skill, description)| format!("- {skill}: {description}"))
-            .collect();
-        if !described.is_empty() && !ctx.replaying() {
-            ctx.append_to_system_prompt(&format!("Enabled skills:\n{}", described.join("\n")));
+        if !ctx.replaying() {
+            if let Some(text) = self.enabled_skills_text() {
+                ctx.append_to_system_prompt(&text);
+            }
         }
         self.inject(ctx, Timing::AfterUserInput, &[]);
         Ok(())

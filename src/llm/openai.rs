@@ -120,7 +120,12 @@ impl ChatModel for OpenAiClient {
             .http
             .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(&request_body(&request, self.config.message_style));
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(
+                request_body(&request, self.config.message_style).map_err(|error| {
+                    LlmError::Setup(format!("the request could not be written as JSON: {error}"))
+                })?,
+            );
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }

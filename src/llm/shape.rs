@@ -120,10 +120,12 @@ fn strict(messages: &[Message], system_role: bool) -> Vec<Message> {
         // The call's own instructions after the person's words, where a model heeds them
         // (recency), in a block that says they are not the person's: the reminder Claude Code
         // puts in the user turn. Every template renders a user turn.
-        let reminder = format!(
-            "<system-reminder>\n{}\n</system-reminder>",
-            trailing.join("\n\n")
-        );
+        let reminder = [
+            "<system-reminder>\n",
+            &trailing.join("\n\n"),
+            "\n</system-reminder>",
+        ]
+        .concat();
         if let Some(last) = out.last_mut() {
             last.content = joined(&last.content, &reminder);
         }
@@ -189,7 +191,8 @@ fn joined(first: &str, second: &str) -> String {
     match (first.is_empty(), second.is_empty()) {
         (true, _) => second.to_string(),
         (_, true) => first.to_string(),
-        _ => format!("{first}\n\n{second}"),
+        // Not `format!`: this runs for every model call, and `concat` copies each part once.
+        _ => [first, "\n\n", second].concat(),
     }
 }
 

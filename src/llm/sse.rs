@@ -1,69 +1,168 @@
 //! The pure part of the OpenAI streaming protocol: the request body, lenient chunk types, and the
 //! accumulator that joins tool-call fragments by index. No I/O here, so it is tested on strings.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::shape::{shape, MessageStyle};
 use super::{LlmError, ModelRequest};
-use crate::types::{Message, Role, ToolCall, Usage};
+use crate::types::{Message, Role, ToolCall, ToolSpec, Usage};
 
 /// The request body of `POST /chat/completions` (streamed, usage included), its messages laid
-/// out in `style`. `Message::hook` and `Message::injection` are hookwire's own and never leave
-/// the process.
-pub(super) fn request_body(request: &ModelRequest, style: MessageStyle) -> Value {
-    let messages: Vec<Value> = shape(&request.messages, style)
-        .iter()
-        .map(|message| message_json(message, style))
-        .collect();
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if let Some(limit) = request.max_tokens {
-        body["max_tokens"] = json!(limit);
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.parameters,
-                }})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
+/// out in `style`, as the JSON bytes to send. Only the fields of OpenAI's wire are written:
+/// `Message::hook` and `Message::injection` are hookwire's own and never leave the process.
+///
+/// Written from the request's own strings (no `serde_json::Value` built and dropped per call)
+/// into a buffer sized for it up front: building the body as a `Value` and growing its buffer
+/// were a tenth of what a chat costs once (docs/performance.md).
+pub(super) fn request_body(
+    request: &ModelRequest,
+    style: MessageStyle,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let shaped = shape(&request.messages, style);
+    let body = RequestBody {
+        model: &request.model,
+        messages: shaped.iter().map(|m| BodyMessage::new(m, style)).collect(),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        max_tokens: request.max_tokens,
+        tools: request.tools.iter().map(BodyTool::new).collect(),
         // OpenAI's default, said out loud: the model decides whether to call (the `native`
         // planning call relies on it; some servers default otherwise).
-        body["tool_choice"] = json!("auto");
-    }
-    body
+        tool_choice: (!request.tools.is_empty()).then_some("auto"),
+    };
+    let mut bytes = Vec::with_capacity(body_size_hint(&shaped, request));
+    serde_json::to_writer(&mut bytes, &body)?;
+    Ok(bytes)
 }
 
-fn message_json(message: &Message, style: MessageStyle) -> Value {
-    let mut value = json!({"role": message.role.as_str(), "content": message.content});
-    if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+/// About the body's length: its texts, and room for the JSON around them and for escapes.
+fn body_size_hint(messages: &[Message], request: &ModelRequest) -> usize {
+    let texts: usize = messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + 64
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 64)
+                    .sum::<usize>()
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + 256)
+        .sum();
+    (texts + tools + request.model.len() + 128) * 9 / 8
+}
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<BodyMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    /// None at all for the planning round and direct calls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<BodyTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct BodyMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only called tools, in strict style.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<BodyCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<Cow<'a, str>>,
+}
+
+impl<'a> BodyMessage<'a> {
+    fn new(message: &'a Message, style: MessageStyle) -> Self {
+        let calls_tools = message.role == Role::Assistant && !message.tool_calls.is_empty();
         // What OpenAI itself returns for calls without text; some templates render the calls
         // only when the content is null (DeepSeek-R1's).
-        if style.is_strict() && message.content.is_empty() {
-            value["content"] = Value::Null;
+        let null_content = calls_tools && style.is_strict() && message.content.is_empty();
+        let tool_calls = if calls_tools {
+            message
+                .tool_calls
+                .iter()
+                .map(|call| BodyCall {
+                    id: wire_id(&call.id, style),
+                    kind: "function",
+                    function: BodyFunction {
+                        name: &call.name,
+                        arguments: &call.arguments,
+                    },
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        BodyMessage {
+            role: message.role.as_str(),
+            content: (!null_content).then_some(message.content.as_str()),
+            tool_calls,
+            tool_call_id: message.tool_call_id.as_deref().map(|id| wire_id(id, style)),
         }
-        let calls: Vec<Value> = message
-            .tool_calls
-            .iter()
-            .map(|call| json!({"id": wire_id(&call.id, style), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
-            .collect();
-        value["tool_calls"] = Value::Array(calls);
     }
-    if let Some(id) = &message.tool_call_id {
-        value["tool_call_id"] = json!(wire_id(id, style));
+}
+
+#[derive(Serialize)]
+struct BodyCall<'a> {
+    id: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: BodyFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct BodyFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct BodyTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: BodyToolFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct BodyToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> BodyTool<'a> {
+    fn new(tool: &'a ToolSpec) -> Self {
+        BodyTool {
+            kind: "function",
+            function: BodyToolFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        }
     }
-    value
 }
 
 /// A tool call's id as sent in `style`. Strict: 9 letters and digits, what Mistral's templates
@@ -71,10 +170,10 @@ fn message_json(message: &Message, style: MessageStyle) -> Value {
 /// characters of its SHA-256, so a call and its result keep matching in every request without
 /// any state. The chat, its hooks and the client keep the model's own ids: only the wire
 /// changes.
-fn wire_id(id: &str, style: MessageStyle) -> String {
+fn wire_id(id: &str, style: MessageStyle) -> Cow<'_, str> {
     let fits = id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric());
     if !style.is_strict() || fits {
-        return id.to_string();
+        return Cow::Borrowed(id);
     }
     use sha2::Digest;
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -232,7 +331,12 @@ impl ChunkAccumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolSpec;
+    use serde_json::json;
+
+    /// The body as JSON, as the model API reads it.
+    fn body_json(request: &ModelRequest, style: MessageStyle) -> Value {
+        serde_json::from_slice(&request_body(request, style).unwrap()).unwrap()
+    }
 
     fn feed(events: &[&str]) -> (String, ChunkAccumulator) {
         let mut acc = ChunkAccumulator::default();
@@ -350,7 +454,7 @@ mod tests {
             ),
             Message::tool_result(long, "text"),
         ];
-        let body = request_body(
+        let body = body_json(
             &ModelRequest {
                 max_tokens: None,
                 model: "m".into(),
@@ -359,8 +463,8 @@ mod tests {
             },
             strict,
         );
-        assert_eq!(body["messages"][0]["tool_calls"][0]["id"], short.as_str());
-        assert_eq!(body["messages"][1]["tool_call_id"], short.as_str());
+        assert_eq!(body["messages"][0]["tool_calls"][0]["id"], short.as_ref());
+        assert_eq!(body["messages"][1]["tool_call_id"], short.as_ref());
     }
 
     #[test]
@@ -392,7 +496,7 @@ mod tests {
             tools: vec![],
         };
         assert_eq!(
-            request_body(&request, MessageStyle::OpenAi),
+            body_json(&request, MessageStyle::OpenAi),
             json!({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[
                 {"role":"system","content":"be brief"},
                 {"role":"user","content":"hi"},
@@ -401,14 +505,14 @@ mod tests {
             ]})
         );
         // Strict: the system text first (it already is), calls without text have null content.
-        let strict = request_body(&request, MessageStyle::Strict { system_role: true });
+        let strict = body_json(&request, MessageStyle::Strict { system_role: true });
         assert_eq!(
             strict["messages"][0],
             json!({"role":"system","content":"be brief"})
         );
         assert_eq!(strict["messages"][2]["content"], Value::Null);
         let with_tools = ModelRequest {
-            max_tokens: None,
+            max_tokens: Some(50),
             tools: vec![ToolSpec {
                 name: "t".into(),
                 description: "d".into(),
@@ -416,9 +520,34 @@ mod tests {
             }],
             ..request
         };
+        let body = body_json(&with_tools, MessageStyle::OpenAi);
         assert_eq!(
-            request_body(&with_tools, MessageStyle::OpenAi)["tools"],
+            body["tools"],
             json!([{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}])
+        );
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(body["max_tokens"], 50);
+    }
+
+    #[test]
+    fn request_body_escapes_texts_and_needs_no_second_buffer() {
+        // Prose as it comes: quotes, line breaks, a control character, non-ASCII letters.
+        let text =
+            "A line of \"quoted\" prose with ünïcode, then a new line.\n".repeat(40) + "\u{1}";
+        let request = ModelRequest {
+            max_tokens: None,
+            model: "m".into(),
+            messages: vec![Message::system(text.clone()), Message::user(text.clone())],
+            tools: Vec::new(),
+        };
+        let bytes = request_body(&request, MessageStyle::OpenAi).unwrap();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["messages"][0]["content"], text.as_str());
+        assert_eq!(body["messages"][1]["content"], text.as_str());
+        assert!(
+            bytes.capacity() <= body_size_hint(&request.messages, &request),
+            "the body grew past its hint: {} bytes",
+            bytes.len()
         );
     }
 }

@@ -47,14 +47,15 @@ const WINDOWS: &[(&str, u64)] = &[
 /// The context window of `model` by the built-in table (case-insensitive prefix, longest
 /// first), else [`DEFAULT_WINDOW_TOKENS`].
 pub fn context_window(model: &str) -> u64 {
-    let name = model
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
+    let name = model.rsplit('/').next().unwrap_or(model).as_bytes();
+    // The table's prefixes are lower case; the name is compared without a lowered copy.
+    let starts_with = |prefix: &str| {
+        name.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+    };
     WINDOWS
         .iter()
-        .filter(|(prefix, _)| name.starts_with(prefix))
+        .filter(|(prefix, _)| starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
         .map_or(DEFAULT_WINDOW_TOKENS, |(_, window)| *window)
 }

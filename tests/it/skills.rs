@@ -365,7 +365,8 @@ async fn enable_tools_false_sees_only_after_user_input() {
         .collect();
     assert_eq!(counts, [1, 0, 0, 0, 0]);
     // The enabled skill's description is in the system prompt.
-    assert!(requests[0].messages()[0].1.contains("- s: DESC:s"));
+    let system = &requests[0].messages()[0].1;
+    assert!(system.contains("Enabled skills:\n- s: DESC:s"), "{system}");
     server.shutdown().await;
 }
 
