@@ -340,11 +340,12 @@ async fn upgrade(
     // The write buffer has no cap of its own (tungstenite's default): outgoing frames are
     // bounded by `limits.max_frame_bytes` (see `fit`) and `done` carries the whole answer, which
     // must not be refused. A client that stops reading is caught by the write-stall watchdog.
+    // Frames ready together are flushed together (`session::WRITE_COALESCE_BYTES`).
     // A client that offers `hookwire` (the page: `hookwire, hookwire.token.…`) gets it back; the
     // token's offer is never echoed.
     ws.protocols([access::SUBPROTOCOL])
         .read_buffer_size(READ_BUFFER_BYTES)
-        .write_buffer_size(0)
+        .write_buffer_size(session::WRITE_COALESCE_BYTES)
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| {

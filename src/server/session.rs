@@ -33,6 +33,7 @@ use crate::voice::pipeline::Speech;
 mod outgoing;
 mod sign_in;
 
+pub(super) use outgoing::WRITE_COALESCE_BYTES;
 use outgoing::{close_message, Outgoing, RunningChat, WriteFailure, Wrote};
 use sign_in::Renewal;
 

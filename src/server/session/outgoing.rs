@@ -30,6 +30,11 @@ const CONTROL_SLOTS: usize = 32;
 /// whose frames are all ready at once does not keep the client's `cancel` unread.
 const WRITE_BUDGET: usize = 16;
 
+/// What the WebSocket keeps of the messages handed to it before a flush writes them out together
+/// (`Outgoing::poll_write`); a larger message is written at once. The budget's worth of tokens
+/// is a few KiB.
+pub(in crate::server) const WRITE_COALESCE_BYTES: usize = 16 * 1024;
+
 /// How the session's writing failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum WriteFailure {
@@ -69,8 +74,10 @@ pub(super) struct Outgoing {
     chat: Option<Box<RunningChat>>,
     /// Taken from `control` or the chat, waiting for the socket to be ready; `true` for the close.
     next: Option<(WsMessage, bool)>,
-    /// A message was handed to the socket and is not flushed yet; `Some(true)` for the close.
+    /// Messages were handed to the socket and are not flushed yet; `Some(true)` for the close.
     flushing: Option<bool>,
+    /// The chat's frames ended; reported once its last ones are flushed.
+    chat_ended: bool,
     /// The stall watchdog, made the first time a write waits and reset for each wait after.
     stall: Option<Pin<Box<Sleep>>>,
     stall_armed: bool,
@@ -85,6 +92,7 @@ impl Outgoing {
             chat: None,
             next: None,
             flushing: None,
+            chat_ended: false,
             stall: None,
             stall_armed: false,
             stall_limit: limits.write_stall,
@@ -135,6 +143,13 @@ impl Outgoing {
     /// Writes what there is to write, until the socket or the chat has to wait. `Ready` when the
     /// chat ended or the close was written (call again to go on), or the writing failed (the
     /// failure is logged and counted here).
+    ///
+    /// Messages that are ready together go out together: each is handed to the socket (which
+    /// buffers it, `WRITE_COALESCE_BYTES`), and the socket is flushed, in one write, as soon as
+    /// the next message is not ready yet. A message never waits for one that is not there, so
+    /// this adds no latency; it saves a write per message when several are ready at once (a
+    /// server behind its upstream reads several tokens in one chunk), which is when a write
+    /// costs the most (docs/performance.md).
     pub(super) fn poll_write<S>(
         &mut self,
         socket: &mut S,
@@ -145,36 +160,58 @@ impl Outgoing {
         S::Error: std::error::Error + 'static,
     {
         for _ in 0..WRITE_BUDGET {
+            // Nothing is taken after the close.
+            if self.next.is_none() && self.flushing != Some(true) {
+                match self.take_next(cx) {
+                    Poll::Ready(Some(message)) => self.next = Some(message),
+                    Poll::Ready(None) => self.chat_ended = true,
+                    Poll::Pending => {}
+                }
+            }
             if let Some(closing) = self.flushing {
-                match Pin::new(&mut *socket).poll_flush(cx) {
-                    Poll::Pending => return self.wait(cx),
-                    Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
-                    Poll::Ready(Ok(())) => {
-                        self.flushing = None;
-                        self.stall_armed = false;
-                        if closing {
-                            return Poll::Ready(Ok(Wrote::Closed));
+                if self.next.is_none() || closing {
+                    match Pin::new(&mut *socket).poll_flush(cx) {
+                        Poll::Pending => return self.wait(cx),
+                        Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
+                        Poll::Ready(Ok(())) => {
+                            self.flushing = None;
+                            self.stall_armed = false;
+                            if closing {
+                                return Poll::Ready(Ok(Wrote::Closed));
+                            }
                         }
                     }
                 }
             }
-            if self.next.is_none() {
-                match self.take_next(cx) {
-                    Poll::Ready(Some(message)) => self.next = Some(message),
-                    Poll::Ready(None) => return Poll::Ready(Ok(Wrote::ChatEnded)),
-                    Poll::Pending => return Poll::Pending,
+            let Some((_, closing)) = &self.next else {
+                // Reported once what the chat wrote is out.
+                if std::mem::take(&mut self.chat_ended) {
+                    return Poll::Ready(Ok(Wrote::ChatEnded));
                 }
-            }
+                return Poll::Pending;
+            };
+            let closing = *closing;
             match Pin::new(&mut *socket).poll_ready(cx) {
                 Poll::Pending => return self.wait(cx),
                 Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
                 Poll::Ready(Ok(())) => {}
             }
-            if let Some((message, closing)) = self.next.take() {
+            if let Some((message, _)) = self.next.take() {
                 if let Err(error) = Pin::new(&mut *socket).start_send(message) {
                     return Poll::Ready(Err(write_failed(error)));
                 }
                 self.flushing = Some(closing);
+            }
+        }
+        // The budget is spent: what was handed over goes out, then the task's other work runs.
+        if self.flushing.is_some() {
+            match Pin::new(&mut *socket).poll_flush(cx) {
+                Poll::Pending => return self.wait(cx),
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
+                Poll::Ready(Ok(())) => {
+                    self.flushing = None;
+                    self.stall_armed = false;
+                }
             }
         }
         cx.waker().wake_by_ref();

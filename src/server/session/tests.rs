@@ -3,7 +3,7 @@
 //! server, no network; the model is a script.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -24,10 +24,27 @@ use crate::server::AppState;
 use crate::skills::SkillRegistry;
 use crate::types::Usage;
 
-/// The session's side of the test: reads what the test sends, writes what the test reads.
+/// The session's side of the test: reads what the test sends, writes what the test reads. As a
+/// WebSocket with a write buffer does, it keeps what it is handed until a flush writes it out:
+/// the test reads only what was flushed, and counts the flushes that wrote something.
 struct ChannelSocket {
     incoming: UnboundedReceiver<Result<WsMessage, axum::Error>>,
     outgoing: UnboundedSender<WsMessage>,
+    buffered: Vec<WsMessage>,
+    writes: Arc<AtomicUsize>,
+}
+
+impl ChannelSocket {
+    fn write_out(&mut self) -> Result<(), mpsc::SendError> {
+        if self.buffered.is_empty() {
+            return Ok(());
+        }
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        for message in self.buffered.drain(..) {
+            self.outgoing.start_send(message)?;
+        }
+        Ok(())
+    }
 }
 
 impl Stream for ChannelSocket {
@@ -46,15 +63,18 @@ impl Sink<WsMessage> for ChannelSocket {
     }
 
     fn start_send(self: Pin<&mut Self>, item: WsMessage) -> Result<(), Self::Error> {
-        Pin::new(&mut self.get_mut().outgoing).start_send(item)
+        self.get_mut().buffered.push(item);
+        Ok(())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Pin::new(&mut self.get_mut().outgoing).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(self.get_mut().write_out())
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Pin::new(&mut self.get_mut().outgoing).poll_close(cx)
+        let this = self.get_mut();
+        this.write_out()?;
+        Pin::new(&mut this.outgoing).poll_close(cx)
     }
 }
 
@@ -121,6 +141,8 @@ struct Harness {
     from_session: UnboundedReceiver<WsMessage>,
     state: AppState,
     session: JoinHandle<()>,
+    /// The session's writes to the socket (flushes that wrote something).
+    writes: Arc<AtomicUsize>,
 }
 
 impl Harness {
@@ -140,13 +162,20 @@ impl Harness {
         let state = AppState::new(config, agent, false, Sources::skills_only(skills));
         let (to_session, incoming) = mpsc::unbounded();
         let (outgoing, from_session) = mpsc::unbounded();
-        let socket = ChannelSocket { incoming, outgoing };
+        let writes = Arc::new(AtomicUsize::new(0));
+        let socket = ChannelSocket {
+            incoming,
+            outgoing,
+            buffered: Vec::new(),
+            writes: writes.clone(),
+        };
         let session = tokio::spawn(run_session(socket, state.clone(), None, None));
         Harness {
             to_session,
             from_session,
             state,
             session,
+            writes,
         }
     }
 
@@ -246,6 +275,31 @@ async fn a_chat_streams_from_start_to_done() {
     // The client goes away: the session ends without being told anything else.
     session.to_session.close_channel();
     session.ended().await;
+}
+
+#[tokio::test]
+async fn frames_ready_together_are_written_together() {
+    let deltas: Vec<&'static str> = vec!["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+    let mut session = Harness::start(vec![Reply::Text(deltas.clone())]);
+    session.send_json(json!({"type":"chat","id":"c1","input":"hello","enable_tools":false}));
+    let frames = session.until_end().await;
+    let texts: Vec<&str> = frames.iter().filter_map(|f| f["delta"].as_str()).collect();
+    assert_eq!(texts, deltas, "every frame, in order: {frames:?}");
+    assert_eq!(frames.len(), 12, "{frames:?}");
+    // The model's reply is all there at once: its 12 frames need a write or two (the write
+    // budget), not one each.
+    let writes = session.writes.load(Ordering::SeqCst);
+    assert!(writes <= 2, "{writes} writes for 12 frames ready together");
+}
+
+#[tokio::test]
+async fn a_frame_is_written_as_soon_as_the_next_is_not_ready() {
+    // The reply streams one delta and hangs: the delta must reach the client now, not wait
+    // for a frame that may never come.
+    let mut session = Harness::start(vec![Reply::Hang(vec!["partial"])]);
+    session.hanging_chat("c1").await;
+    session.send_json(json!({"type":"ping","id":"p1"}));
+    assert_eq!(session.frame().await, json!({"type":"pong","id":"p1"}));
 }
 
 #[tokio::test]
