@@ -62,9 +62,10 @@
 //! `HOOKWIRE_LOAD_WRAP="valgrind --tool=callgrind"` runs the servers under that command: with a
 //! few clients (`HOOKWIRE_LOAD_CLIENTS=10`) and `HOOKWIRE_LOAD_ONLY`, the instructions a server
 //! spends per streamed token, counted between `callgrind_control -z PID` and `-d PID` and divided
-//! by its `sendto` calls in that time (one per token; `perf stat -e syscalls:sys_enter_sendto -p
-//! PID`). Unlike CPU time, the count does not move with the machine's load
-//! (docs/performance.md).
+//! by its `sendto` calls in that time (one per token while the server keeps up, as with 10
+//! clients: hookwire writes frames ready together in one, so a saturated hookwire makes fewer;
+//! `perf stat -e syscalls:sys_enter_sendto -p PID`). Unlike CPU time, the count does not move
+//! with the machine's load (docs/performance.md).
 
 #[path = "relay.rs"]
 mod relay;
