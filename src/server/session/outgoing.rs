@@ -170,16 +170,11 @@ impl Outgoing {
             }
             if let Some(closing) = self.flushing {
                 if self.next.is_none() || closing {
-                    match Pin::new(&mut *socket).poll_flush(cx) {
-                        Poll::Pending => return self.wait(cx),
-                        Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
-                        Poll::Ready(Ok(())) => {
-                            self.flushing = None;
-                            self.stall_armed = false;
-                            if closing {
-                                return Poll::Ready(Ok(Wrote::Closed));
-                            }
-                        }
+                    if let Err(unfinished) = self.flush(socket, cx) {
+                        return unfinished;
+                    }
+                    if closing {
+                        return Poll::Ready(Ok(Wrote::Closed));
                     }
                 }
             }
@@ -205,17 +200,34 @@ impl Outgoing {
         }
         // The budget is spent: what was handed over goes out, then the task's other work runs.
         if self.flushing.is_some() {
-            match Pin::new(&mut *socket).poll_flush(cx) {
-                Poll::Pending => return self.wait(cx),
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
-                Poll::Ready(Ok(())) => {
-                    self.flushing = None;
-                    self.stall_armed = false;
-                }
+            if let Err(unfinished) = self.flush(socket, cx) {
+                return unfinished;
             }
         }
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+
+    /// Writes out what was handed to the socket; otherwise what `poll_write` returns meanwhile
+    /// (waiting, under the stall watchdog, or the failure).
+    fn flush<S>(
+        &mut self,
+        socket: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Result<(), Poll<Result<Wrote, WriteFailure>>>
+    where
+        S: Sink<WsMessage> + Unpin,
+        S::Error: std::error::Error + 'static,
+    {
+        match Pin::new(&mut *socket).poll_flush(cx) {
+            Poll::Pending => Err(self.wait(cx)),
+            Poll::Ready(Err(error)) => Err(Poll::Ready(Err(write_failed(error)))),
+            Poll::Ready(Ok(())) => {
+                self.flushing = None;
+                self.stall_armed = false;
+                Ok(())
+            }
+        }
     }
 
     /// The next message: the connection's own first, then the chat's next frame; `None` when
