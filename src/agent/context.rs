@@ -50,21 +50,20 @@ impl Default for ContextSettings {
 impl ContextSettings {
     /// The window times the threshold: an estimated input at or above it is compacted.
     pub fn threshold_for(&self, model: &str) -> u64 {
-        (self.window_for(model) as f64 * self.compact_threshold) as u64
+        share_of(self.window_for(model), self.compact_threshold)
     }
 
     /// The window times the micro threshold: at or above it, old tool results are stubbed.
     pub fn micro_threshold_for(&self, model: &str) -> u64 {
-        (self.window_for(model) as f64 * self.micro_threshold) as u64
+        share_of(self.window_for(model), self.micro_threshold)
     }
 
     /// The least of the micro threshold, the threshold and the window (the window looked up
     /// once: this is asked at every model call).
     pub(super) fn lowest_limit_for(&self, model: &str) -> u64 {
         let window = self.window_for(model);
-        let share = |of: f64| (window as f64 * of) as u64;
-        share(self.micro_threshold)
-            .min(share(self.compact_threshold))
+        share_of(window, self.micro_threshold)
+            .min(share_of(window, self.compact_threshold))
             .min(window)
     }
 
@@ -98,6 +97,11 @@ const MIN_REPLY: u64 = 64;
 /// How long after a server did not state its window it is asked again (a local server may
 /// still have been loading its model).
 const ASK_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `fraction` of `window` tokens, rounded down.
+fn share_of(window: u64, fraction: f64) -> u64 {
+    (window as f64 * fraction) as u64
+}
 
 /// The context windows model servers stated, by model, learned at the first chat of each model
 /// (`ChatModel::server_window`). A cache of facts, not a setting: it compares equal to any other.

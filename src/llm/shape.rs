@@ -191,7 +191,7 @@ fn joined(first: &str, second: &str) -> String {
     match (first.is_empty(), second.is_empty()) {
         (true, _) => second.to_string(),
         (_, true) => first.to_string(),
-        // Not `format!`: this runs for every model call, and `concat` copies each part once.
+        // Not `format!`: this runs for every model call; `concat` sizes the result exactly.
         _ => [first, "\n\n", second].concat(),
     }
 }

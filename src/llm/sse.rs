@@ -16,8 +16,9 @@ use crate::types::{Message, Role, ToolCall, ToolSpec, Usage};
 /// `Message::hook` and `Message::injection` are hookwire's own and never leave the process.
 ///
 /// Written from the request's own strings (no `serde_json::Value` built and dropped per call)
-/// into a buffer sized for it up front: building the body as a `Value` and growing its buffer
-/// were a tenth of what a chat costs once (docs/performance.md).
+/// into a buffer sized for its texts up front (tools' schemas are guessed): building the body as
+/// a `Value` and growing its buffer were a tenth of what a chat costs once
+/// (docs/performance.md).
 pub(super) fn request_body(
     request: &ModelRequest,
     style: MessageStyle,

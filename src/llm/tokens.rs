@@ -48,7 +48,7 @@ const WINDOWS: &[(&str, u64)] = &[
 /// first), else [`DEFAULT_WINDOW_TOKENS`].
 pub fn context_window(model: &str) -> u64 {
     let name = model.rsplit('/').next().unwrap_or(model).as_bytes();
-    // The table's prefixes are lower case; the name is compared without a lowered copy.
+    // Compared ignoring case, without a lowered copy of the name.
     let starts_with = |prefix: &str| {
         name.get(..prefix.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))

@@ -76,8 +76,13 @@ pub(super) struct Outgoing {
     next: Option<(WsMessage, bool)>,
     /// Messages were handed to the socket and are not flushed yet; `Some(true)` for the close.
     flushing: Option<bool>,
-    /// The chat's frames ended; reported once its last ones are flushed.
+    /// The chat's frames ended. The chat is kept (not polled) until its last frames are
+    /// flushed, then dropped and reported: until then it is still the connection's chat (a
+    /// second one gets `busy`).
     chat_ended: bool,
+    /// `poll_ready` waited: the socket was writing out what it held. Its next `Ready` is
+    /// progress, as a completed flush is.
+    ready_waited: bool,
     /// The stall watchdog, made the first time a write waits and reset for each wait after.
     stall: Option<Pin<Box<Sleep>>>,
     stall_armed: bool,
@@ -93,6 +98,7 @@ impl Outgoing {
             next: None,
             flushing: None,
             chat_ended: false,
+            ready_waited: false,
             stall: None,
             stall_armed: false,
             stall_limit: limits.write_stall,
@@ -145,11 +151,13 @@ impl Outgoing {
     /// failure is logged and counted here).
     ///
     /// Messages that are ready together go out together: each is handed to the socket (which
-    /// buffers it, `WRITE_COALESCE_BYTES`), and the socket is flushed, in one write, as soon as
-    /// the next message is not ready yet. A message never waits for one that is not there, so
-    /// this adds no latency; it saves a write per message when several are ready at once (a
-    /// server behind its upstream reads several tokens in one chunk), which is when a write
-    /// costs the most (docs/performance.md).
+    /// keeps up to `WRITE_COALESCE_BYTES` before it writes by itself), and the socket is
+    /// flushed as soon as the next message is not ready yet. A message never waits for one that
+    /// is not there, only for the chat to be polled once more; this saves a write per message
+    /// when several are ready at once (an upstream that sends several events in one chunk, a
+    /// server behind its upstream), which is when a write costs the most
+    /// (docs/performance.md). `poll_ready` returns `Pending` only while the socket writes out
+    /// what it holds (tokio-tungstenite), so a `Pending` return never leaves a message unsent.
     pub(super) fn poll_write<S>(
         &mut self,
         socket: &mut S,
@@ -162,10 +170,8 @@ impl Outgoing {
         for _ in 0..WRITE_BUDGET {
             // Nothing is taken after the close.
             if self.next.is_none() && self.flushing != Some(true) {
-                match self.take_next(cx) {
-                    Poll::Ready(Some(message)) => self.next = Some(message),
-                    Poll::Ready(None) => self.chat_ended = true,
-                    Poll::Pending => {}
+                if let Poll::Ready(Some(message)) = self.take_next(cx) {
+                    self.next = Some(message);
                 }
             }
             if let Some(closing) = self.flushing {
@@ -179,17 +185,25 @@ impl Outgoing {
                 }
             }
             let Some((_, closing)) = &self.next else {
-                // Reported once what the chat wrote is out.
+                // The chat goes once what it wrote is out.
                 if std::mem::take(&mut self.chat_ended) {
+                    self.chat = None;
                     return Poll::Ready(Ok(Wrote::ChatEnded));
                 }
                 return Poll::Pending;
             };
             let closing = *closing;
             match Pin::new(&mut *socket).poll_ready(cx) {
-                Poll::Pending => return self.wait(cx),
+                Poll::Pending => {
+                    self.ready_waited = true;
+                    return self.wait(cx);
+                }
                 Poll::Ready(Err(error)) => return Poll::Ready(Err(write_failed(error))),
-                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Ok(())) => {
+                    if std::mem::take(&mut self.ready_waited) {
+                        self.stall_armed = false;
+                    }
+                }
             }
             if let Some((message, _)) = self.next.take() {
                 if let Err(error) = Pin::new(&mut *socket).start_send(message) {
@@ -231,7 +245,7 @@ impl Outgoing {
     }
 
     /// The next message: the connection's own first, then the chat's next frame; `None` when
-    /// the chat's frames ended (the chat is dropped).
+    /// the chat's frames ended (`chat_ended`: the chat is not polled again).
     fn take_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<(WsMessage, bool)>> {
         if let Some(control) = self.control.pop_front() {
             if self.control.is_empty() {
@@ -240,7 +254,7 @@ impl Outgoing {
             }
             return Poll::Ready(Some(control.into_message()));
         }
-        let Some(chat) = self.chat.as_mut() else {
+        let Some(chat) = self.chat.as_mut().filter(|_| !self.chat_ended) else {
             return Poll::Pending;
         };
         match chat.frames.poll_next_unpin(cx) {
@@ -248,7 +262,7 @@ impl Outgoing {
                 Poll::Ready(Some((WsMessage::Text(Utf8Bytes::from(json)), false)))
             }
             Poll::Ready(None) => {
-                self.chat = None;
+                self.chat_ended = true;
                 Poll::Ready(None)
             }
             Poll::Pending => Poll::Pending,

@@ -32,6 +32,39 @@ struct ChannelSocket {
     outgoing: UnboundedSender<WsMessage>,
     buffered: Vec<WsMessage>,
     writes: Arc<AtomicUsize>,
+    behaviour: Socket,
+    /// For `Socket::Slow`: the next `poll_ready` waits.
+    ready_waits: bool,
+}
+
+/// How the test's socket behaves when written to.
+#[derive(Clone, Default)]
+enum Socket {
+    /// Every write goes through at once.
+    #[default]
+    Quick,
+    /// A flush waits while the flag is set (a client that does not read for a while).
+    Held(Arc<HeldFlush>),
+    /// Every other message, the socket is busy writing out what it holds for a millisecond
+    /// (`poll_ready` waits): a client that reads, slowly.
+    Slow,
+}
+
+#[derive(Default)]
+struct HeldFlush {
+    held: AtomicBool,
+    waker: Mutex<Option<std::task::Waker>>,
+    /// Told each time a flush is held.
+    holding: tokio::sync::Notify,
+}
+
+impl HeldFlush {
+    fn release(&self) {
+        self.held.store(false, Ordering::SeqCst);
+        if let Some(waker) = self.waker.lock().ok().and_then(|mut waker| waker.take()) {
+            waker.wake();
+        }
+    }
 }
 
 impl ChannelSocket {
@@ -59,7 +92,19 @@ impl Sink<WsMessage> for ChannelSocket {
     type Error = mpsc::SendError;
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Pin::new(&mut self.get_mut().outgoing).poll_ready(cx)
+        let this = self.get_mut();
+        if matches!(this.behaviour, Socket::Slow) {
+            this.ready_waits = !this.ready_waits;
+            if !this.ready_waits {
+                let waker = cx.waker().clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    waker.wake();
+                });
+                return Poll::Pending;
+            }
+        }
+        Pin::new(&mut this.outgoing).poll_ready(cx)
     }
 
     fn start_send(self: Pin<&mut Self>, item: WsMessage) -> Result<(), Self::Error> {
@@ -67,8 +112,18 @@ impl Sink<WsMessage> for ChannelSocket {
         Ok(())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(self.get_mut().write_out())
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let this = self.get_mut();
+        if let Socket::Held(hold) = &this.behaviour {
+            if let Ok(mut waker) = hold.waker.lock() {
+                *waker = Some(cx.waker().clone());
+            }
+            if hold.held.load(Ordering::SeqCst) {
+                hold.holding.notify_one();
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(this.write_out())
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -148,11 +203,17 @@ struct Harness {
 impl Harness {
     /// Starts a session whose model plays `replies` in order.
     fn start(replies: Vec<Reply>) -> Harness {
-        let config = match Config::resolve(&CliSettings::default(), FileConfig::default(), |_| None)
-        {
-            Ok(config) => config,
-            Err(error) => panic!("the default config: {error}"),
-        };
+        Harness::start_on(Socket::Quick, Duration::from_secs(30), replies)
+    }
+
+    /// As `start`, on a socket that behaves as `behaviour`, with `write_stall` as the limit.
+    fn start_on(behaviour: Socket, write_stall: Duration, replies: Vec<Reply>) -> Harness {
+        let mut config =
+            match Config::resolve(&CliSettings::default(), FileConfig::default(), |_| None) {
+                Ok(config) => config,
+                Err(error) => panic!("the default config: {error}"),
+            };
+        config.limits.write_stall = write_stall;
         let mut replies = replies;
         replies.reverse(); // `Script` pops from the end
         let agent = AgentClient::builder()
@@ -168,6 +229,8 @@ impl Harness {
             outgoing,
             buffered: Vec::new(),
             writes: writes.clone(),
+            behaviour,
+            ready_waits: false,
         };
         let session = tokio::spawn(run_session(socket, state.clone(), None, None));
         Harness {
@@ -300,6 +363,61 @@ async fn a_frame_is_written_as_soon_as_the_next_is_not_ready() {
     session.hanging_chat("c1").await;
     session.send_json(json!({"type":"ping","id":"p1"}));
     assert_eq!(session.frame().await, json!({"type":"pong","id":"p1"}));
+}
+
+#[tokio::test]
+async fn a_chat_whose_last_frames_wait_for_the_client_is_still_the_running_chat() {
+    let hold = Arc::new(HeldFlush::default());
+    hold.held.store(true, Ordering::SeqCst);
+    let mut session = Harness::start_on(
+        Socket::Held(hold.clone()),
+        Duration::from_secs(30),
+        vec![Reply::Text(vec!["one"]), Reply::Text(vec!["two"])],
+    );
+    session.send_json(json!({"type":"chat","id":"c1","input":"hello","enable_tools":false}));
+    // The chat is over, its frames wait for the client...
+    hold.holding.notified().await;
+    // ...and a chat sent now is refused as busy. The test's runtime has one thread: when the
+    // session holds a flush again, it has read the frame and answered it.
+    session.send_json(json!({"type":"chat","id":"c2","input":"again","enable_tools":false}));
+    hold.holding.notified().await;
+    assert!(
+        session.from_session.try_recv().is_err(),
+        "nothing was written while the client did not read"
+    );
+    hold.release();
+    let frames = session.until_end().await;
+    assert_eq!(types(&frames), ["start", "text", "done"], "{frames:?}");
+    let busy = session.frame().await;
+    assert_eq!(
+        (busy["id"].as_str(), busy["code"].as_str()),
+        (Some("c2"), Some("busy")),
+        "{busy}"
+    );
+    // The connection goes on: the next chat runs.
+    session.send_json(json!({"type":"chat","id":"c3","input":"again","enable_tools":false}));
+    let frames = session.until_end().await;
+    assert_eq!(frames.last().map(|f| &f["id"]), Some(&json!("c3")));
+}
+
+#[tokio::test]
+async fn a_slow_reader_that_keeps_reading_is_not_taken_for_a_stalled_one() {
+    // 600 frames ready at once to a socket that waits a millisecond every other one: longer
+    // than the stall limit in all, with progress all along.
+    let deltas: Vec<&'static str> = vec!["x"; 600];
+    let mut session = Harness::start_on(
+        Socket::Slow,
+        Duration::from_millis(150),
+        vec![Reply::Text(deltas)],
+    );
+    let started = std::time::Instant::now();
+    session.send_json(json!({"type":"chat","id":"c1","input":"hello","enable_tools":false}));
+    let frames = session.until_end().await;
+    assert!(
+        started.elapsed() > Duration::from_millis(150),
+        "the test needs a chat longer than the stall limit"
+    );
+    assert_eq!(frames.len(), 602, "every frame, then done");
 }
 
 #[tokio::test]
