@@ -170,9 +170,7 @@ impl Outgoing {
         for _ in 0..WRITE_BUDGET {
             // Nothing is taken after the close.
             if self.next.is_none() && self.flushing != Some(true) {
-                if let Poll::Ready(Some(message)) = self.take_next(cx) {
-                    self.next = Some(message);
-                }
+                self.next = self.take_next(cx);
             }
             if let Some(closing) = self.flushing {
                 if self.next.is_none() || closing {
@@ -245,27 +243,23 @@ impl Outgoing {
     }
 
     /// The next message: the connection's own first, then the chat's next frame; `None` when
-    /// the chat's frames ended (`chat_ended`: the chat is not polled again).
-    fn take_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<(WsMessage, bool)>> {
+    /// none is ready, or the chat's frames ended (`chat_ended`: the chat is not polled again).
+    fn take_next(&mut self, cx: &mut Context<'_>) -> Option<(WsMessage, bool)> {
         if let Some(control) = self.control.pop_front() {
             if self.control.is_empty() {
                 // An idle connection keeps no queue: it was one after a ping.
                 self.control = VecDeque::new();
             }
-            return Poll::Ready(Some(control.into_message()));
+            return Some(control.into_message());
         }
-        let Some(chat) = self.chat.as_mut().filter(|_| !self.chat_ended) else {
-            return Poll::Pending;
-        };
+        let chat = self.chat.as_mut().filter(|_| !self.chat_ended)?;
         match chat.frames.poll_next_unpin(cx) {
-            Poll::Ready(Some(json)) => {
-                Poll::Ready(Some((WsMessage::Text(Utf8Bytes::from(json)), false)))
-            }
+            Poll::Ready(Some(json)) => Some((WsMessage::Text(Utf8Bytes::from(json)), false)),
             Poll::Ready(None) => {
                 self.chat_ended = true;
-                Poll::Ready(None)
+                None
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => None,
         }
     }
 
