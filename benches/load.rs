@@ -570,6 +570,19 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_secs_f64((user + system + children) as f64 / hz)
 }
 
+/// The machine's idle ticks and all its ticks so far (`/proc/stat`'s `cpu` line: idle and iowait
+/// against every field).
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    Some((idle, ticks.iter().sum()))
+}
+
 /// `CLOCK_MONOTONIC` in ns: one clock for every process of the machine (an `Instant` cannot
 /// leave its process).
 fn monotonic_ns() -> u64 {
@@ -783,6 +796,10 @@ struct LoadFigures {
     server_way_p99: f64,
     cpu_per_token: Duration,
     cpu_share: f64,
+    /// The load generator's own CPU (this process: the clients) per token, and the machine's idle
+    /// share over the window: what the server under test competed with.
+    load_cpu_per_token: Duration,
+    machine_idle: f64,
     peak_rss: u64,
     /// hookwire's heap (`allocated`, from `/metrics`) at its highest in the window, over what its
     /// connections held idle before the chats began, per client: an active chat's own memory.
@@ -947,6 +964,7 @@ async fn run_clients<C: Chatter>(
     }
     tokio::time::sleep_until(start.into()).await;
     let cpu_before = cpu_time(server.pid());
+    let (load_cpu_before, machine_before) = (rusage::own_cpu(), machine_ticks());
     let tokens_before = tokens.load(Ordering::Relaxed);
     let mut peak_rss = server.rss();
     let mut peak_heap = 0;
@@ -958,6 +976,13 @@ async fn run_clients<C: Chatter>(
         }
     }
     let cpu = cpu_time(server.pid()).saturating_sub(cpu_before);
+    let load_cpu = rusage::own_cpu().saturating_sub(load_cpu_before);
+    let machine_idle = match (machine_before, machine_ticks()) {
+        (Some((idle_before, all_before)), Some((idle, all))) if all > all_before => {
+            (idle - idle_before) as f64 / (all - all_before) as f64 * 100.0
+        }
+        _ => f64::NAN,
+    };
     let window_tokens = tokens.load(Ordering::Relaxed) - tokens_before;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
@@ -978,6 +1003,8 @@ async fn run_clients<C: Chatter>(
         server_way_p99: percentile(&mut samples.server_way, 0.99),
         cpu_per_token: cpu / window_tokens.max(1) as u32,
         cpu_share: cpu.as_secs_f64() / seconds as f64 * 100.0,
+        load_cpu_per_token: load_cpu / window_tokens.max(1) as u32,
+        machine_idle,
         peak_rss,
         heap_per_chat: idle_heap.map(|idle| peak_heap.saturating_sub(idle) as f64 / count as f64),
         upstream_pooled,
@@ -1011,6 +1038,11 @@ fn print_figures(name: &str, f: &LoadFigures) {
             per_chat / 1024.0
         );
     }
+    println!(
+        "            beside it: the load generator {:.1} µs/token, the machine idle {:.1}%",
+        f.load_cpu_per_token.as_secs_f64() * 1e6,
+        f.machine_idle
+    );
 }
 
 /// A compared figure: its name, its goal, how to read it from a run.

@@ -6,7 +6,8 @@
 //! ([`RouteError`]).
 //!
 //! The chat is held like a WebSocket session: it takes one of `limits.max_connections`' permits,
-//! the drain waits for it (and cancels it past `limits.shutdown_grace_seconds`), and dropping
+//! the drain waits for it (and cancels it past `limits.shutdown_grace_seconds`: its token is a
+//! child of [`AppState::grace_over`]), and dropping
 //! the response body (the client went away) drops the chat, its upstream request with it.
 
 use std::convert::Infallible;
@@ -18,7 +19,6 @@ use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::OwnedSemaphorePermit;
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::access::SignedIn;
@@ -210,7 +210,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
 
 impl Caller {
     /// The request as this caller's (their person; the header's `traceparent` unless the wire
-    /// carried one), checked, and admitted: before any stream, every refusal is a JSON error.
+    /// carried one), cancelled with the drain, checked, and admitted: before any stream, every
+    /// refusal is a JSON error.
     pub(crate) fn admit(
         self,
         state: &AppState,
@@ -220,6 +221,12 @@ impl Caller {
         if request.traceparent.is_none() {
             request.traceparent = self.traceparent;
         }
+        // Cancelled past the drain's grace period, like a WebSocket session's chat (it still
+        // ends with its wire's last event). A child of the server's token rather than a task
+        // of its own: a task spawned as the chat starts would take the scheduler's next turn
+        // from the upstream connection the chat has just woken, and under load its request
+        // would wait behind every other task (docs/performance.md, tenth measurement).
+        request.cancel = state.grace_over.child_token();
         check_request(state, request)?;
         admit(state)
     }
@@ -300,8 +307,7 @@ where
     Ok(items)
 }
 
-/// The chat as its wire's items once it is accepted; cancelled past the shutdown's grace
-/// period, like a WebSocket session's chat (it still ends with its wire's last event).
+/// The chat as its wire's items once it is accepted.
 async fn run<E>(
     state: &AppState,
     request: ChatRequest,
@@ -311,31 +317,13 @@ where
     E: WireEncoder + Unpin,
     E::Item: Unpin,
 {
-    let cancel = request.cancel.clone();
     let id = request.id.clone();
     let mut events = state.agent.chat_stream(request);
     events
         .accepted()
         .await
         .map_err(|error| RouteError::of_chat(&error))?;
-    let mut chat = WireChat::new(events, encoder, id);
-    cancel_after_grace(state, cancel, chat.finished());
-    Ok(chat)
-}
-
-/// Cancels the chat once the server has been draining for `limits.shutdown_grace`.
-fn cancel_after_grace(state: &AppState, cancel: CancellationToken, finished: CancellationToken) {
-    let shutdown = state.shutdown.clone();
-    let grace = state.config.limits.shutdown_grace;
-    tokio::spawn(async move {
-        tokio::select! {
-            () = finished.cancelled() => {}
-            () = async {
-                shutdown.cancelled().await;
-                tokio::time::sleep(grace).await;
-            } => cancel.cancel(),
-        }
-    });
+    Ok(WireChat::new(events, encoder, id))
 }
 
 /// The request's W3C `traceparent` header, the parent of the chat's span (docs/protocol.md §17).

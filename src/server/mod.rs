@@ -63,6 +63,9 @@ pub struct AppState {
     pub(crate) sessions: Arc<Semaphore>,
     /// Cancelled when the server shuts down.
     pub(crate) shutdown: CancellationToken,
+    /// Cancelled once the server has drained for `limits.shutdown_grace`: the HTTP chats' own
+    /// tokens are its children (a WebSocket session keeps its own deadline).
+    pub(crate) grace_over: CancellationToken,
     /// Knows when the last session is gone.
     pub(crate) tracker: TaskTracker,
     /// The skills (for `/api/skills`) and hook files (for `/api/info`) the agent runs.
@@ -103,6 +106,7 @@ impl AppState {
             demo,
             sessions,
             shutdown: CancellationToken::new(),
+            grace_over: CancellationToken::new(),
             tracker: TaskTracker::new(),
             sources,
             instance: new_instance_id().into(),
@@ -415,12 +419,19 @@ impl RunningServer {
     pub async fn shutdown(self) {
         self.state.shutdown.cancel();
         self.state.tracker.close();
-        let grace = self.state.config.limits.shutdown_grace + Duration::from_secs(3);
-        let deadline = tokio::time::Instant::now() + grace;
-        if tokio::time::timeout_at(deadline, self.state.tracker.wait())
-            .await
-            .is_err()
-        {
+        let grace = self.state.config.limits.shutdown_grace;
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(3);
+        let drained = tokio::time::timeout_at(deadline, self.state.tracker.wait());
+        tokio::pin!(drained);
+        let drained = tokio::select! {
+            drained = &mut drained => drained,
+            () = tokio::time::sleep(grace) => {
+                // The HTTP chats still running are cancelled (each ends with its last event).
+                self.state.grace_over.cancel();
+                drained.await
+            }
+        };
+        if drained.is_err() {
             tracing::warn!("sessions still open after the shutdown deadline");
         }
         let left = || {

@@ -555,6 +555,84 @@ async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
 }
 
 #[tokio::test]
+async fn shutdown_cancels_http_chats_that_outlive_the_grace_period() {
+    // Each front-end wire: the request, and the last event its stream must end with.
+    let wires = [
+        (
+            "/ag-ui",
+            json!({"threadId":"t","runId":"r","state":{},"tools":[],"context":[],
+                "forwardedProps":{},"messages":[{"id":"u","role":"user","content":"go"}]}),
+            "\"type\":\"RUN_FINISHED\"",
+        ),
+        (
+            "/api/chat",
+            json!({"id":"c","trigger":"submit-message","messages":[{"id":"u","role":"user",
+                "parts":[{"type":"text","text":"go"}]}]}),
+            "[DONE]",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"model":"hookwire","stream":true,"messages":[{"role":"user","content":"go"}]}),
+            "[DONE]",
+        ),
+    ];
+    for (path, body, last) in wires {
+        let upstream = FakeUpstream::start().await;
+        upstream.push(Reply::endless());
+        let grace = Duration::from_millis(300);
+        let server = TestServer::builder()
+            .upstream(&upstream)
+            .config(|c| c.limits.shutdown_grace = grace)
+            .start()
+            .await;
+        let mut response = reqwest::Client::new()
+            .post(server.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        // The chat is streaming before the drain begins.
+        let mut seen = String::new();
+        while !seen.contains("data: ") {
+            let chunk = response.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        let started = std::time::Instant::now();
+        let shutdown = tokio::spawn(server.shutdown());
+        let read_all = async {
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), read_all)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: the chat was not cut: {seen}"));
+        assert!(
+            started.elapsed() >= grace,
+            "{path}: cut before the grace period"
+        );
+        let events: Vec<&str> = seen
+            .split("\n\n")
+            .filter_map(|event| event.strip_prefix("data: "))
+            .collect();
+        let end = events.last().copied().unwrap_or_default();
+        assert!(
+            end.contains(last),
+            "{path}: the stream ended with {end:?}: {seen}"
+        );
+        assert!(
+            upstream.wait_dropped(Duration::from_secs(5)).await,
+            "{path}"
+        );
+        tokio::time::timeout(Duration::from_secs(5), shutdown)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_malformed_hook_mark_on_a_user_or_assistant_message_is_ignored() {
     let upstream = FakeUpstream::start().await;
     upstream.push(Reply::text(&["fine"]));

@@ -8,7 +8,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::{Stream, StreamExt};
-use tokio_util::sync::CancellationToken;
 
 use super::speech::spoken;
 use super::{ChatEvents, Encoded, Outgoing, WireEncoder};
@@ -24,9 +23,8 @@ enum Source {
 }
 
 /// One chat's items for its wire, in order, ending with the encoding of exactly one `Done` or
-/// `Error` (one is made up when the chat's stream breaks that promise). [`WireChat::finished`]
-/// is cancelled once the last item is taken, or when the stream is dropped unread (the chat is
-/// then dropped too, and its upstream request with it).
+/// `Error` (one is made up when the chat's stream breaks that promise). Dropped unread, it drops
+/// the chat, and the chat's upstream request with it.
 pub(crate) struct WireChat<E: WireEncoder> {
     source: Source,
     encoder: E,
@@ -39,8 +37,6 @@ pub(crate) struct WireChat<E: WireEncoder> {
     after_start: Option<ChatEvent>,
     /// The terminal event was encoded.
     over: bool,
-    /// Made when asked for: the WebSocket session, which reads the stream itself, never asks.
-    finished: Option<CancellationToken>,
 }
 
 impl<E: WireEncoder> WireChat<E> {
@@ -69,7 +65,6 @@ impl<E: WireEncoder> WireChat<E> {
             queued: VecDeque::new(),
             after_start: None,
             over: false,
-            finished: None,
         }
     }
 
@@ -77,19 +72,6 @@ impl<E: WireEncoder> WireChat<E> {
     pub(crate) fn after_start(mut self, event: ChatEvent) -> Self {
         self.after_start = Some(event);
         self
-    }
-
-    /// Cancelled once the last item was taken, or the stream dropped.
-    pub(crate) fn finished(&mut self) -> CancellationToken {
-        self.finished
-            .get_or_insert_with(CancellationToken::new)
-            .clone()
-    }
-
-    fn finish(&self) {
-        if let Some(finished) = &self.finished {
-            finished.cancel();
-        }
     }
 
     fn queue(&mut self, encoded: Encoded<E::Item>) {
@@ -120,13 +102,9 @@ where
         let this = &mut *self;
         loop {
             if let Some(item) = this.queued.pop_front() {
-                if this.over && this.queued.is_empty() {
-                    this.finish();
-                }
                 return Poll::Ready(Some(item));
             }
             if this.over {
-                this.finish();
                 return Poll::Ready(None);
             }
             let next = match &mut this.source {
@@ -157,11 +135,5 @@ where
                 this.queue(encoded);
             }
         }
-    }
-}
-
-impl<E: WireEncoder> Drop for WireChat<E> {
-    fn drop(&mut self) {
-        self.finish();
     }
 }
