@@ -571,12 +571,13 @@ fn cpu_time(pid: u32) -> Duration {
 }
 
 /// The machine's idle ticks and all its ticks so far (`/proc/stat`'s `cpu` line: idle and iowait
-/// against every field).
+/// against the first eight fields; guest time, the two after, is counted in user time already).
 fn machine_ticks() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().next()?.strip_prefix("cpu ")?;
     let ticks: Vec<u64> = line
         .split_whitespace()
+        .take(8)
         .filter_map(|f| f.parse().ok())
         .collect();
     let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
@@ -979,7 +980,7 @@ async fn run_clients<C: Chatter>(
     let load_cpu = rusage::own_cpu().saturating_sub(load_cpu_before);
     let machine_idle = match (machine_before, machine_ticks()) {
         (Some((idle_before, all_before)), Some((idle, all))) if all > all_before => {
-            (idle - idle_before) as f64 / (all - all_before) as f64 * 100.0
+            idle.saturating_sub(idle_before) as f64 / (all - all_before) as f64 * 100.0
         }
         _ => f64::NAN,
     };

@@ -415,7 +415,8 @@ impl RunningServer {
     /// sessions with 1001 at once, lets running chats finish within the grace period, closes
     /// their sessions with 1001, waits for them, then stops listening; then the hooks still running beside the sessions
     /// (`session_end`, `async` hooks) get what is left of the deadline (at least a second),
-    /// and are ended.
+    /// and are ended. The HTTP chats still running past the grace period are cancelled by this
+    /// future: poll it to its end (or at least for `limits.shutdown_grace`).
     pub async fn shutdown(self) {
         self.state.shutdown.cancel();
         self.state.tracker.close();

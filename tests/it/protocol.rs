@@ -556,27 +556,31 @@ async fn shutdown_cancels_chats_that_outlive_the_grace_period() {
 
 #[tokio::test]
 async fn shutdown_cancels_http_chats_that_outlive_the_grace_period() {
-    // Each front-end wire: the request, and the last event its stream must end with.
+    // Each front-end wire: the request, the last event its stream must end with, and how the
+    // chat's end says it was cut (OpenAI's chunks have no word for it: the answer stops).
     let wires = [
         (
             "/ag-ui",
             json!({"threadId":"t","runId":"r","state":{},"tools":[],"context":[],
                 "forwardedProps":{},"messages":[{"id":"u","role":"user","content":"go"}]}),
             "\"type\":\"RUN_FINISHED\"",
+            "\"reason\":\"cancelled\"",
         ),
         (
             "/api/chat",
             json!({"id":"c","trigger":"submit-message","messages":[{"id":"u","role":"user",
                 "parts":[{"type":"text","text":"go"}]}]}),
             "[DONE]",
+            "\"reason\":\"cancelled\"",
         ),
         (
             "/v1/chat/completions",
             json!({"model":"hookwire","stream":true,"messages":[{"role":"user","content":"go"}]}),
             "[DONE]",
+            "\"finish_reason\":\"stop\"",
         ),
     ];
-    for (path, body, last) in wires {
+    for (path, body, last, how) in wires {
         let upstream = FakeUpstream::start().await;
         upstream.push(Reply::endless());
         let grace = Duration::from_millis(300);
@@ -592,9 +596,9 @@ async fn shutdown_cancels_http_chats_that_outlive_the_grace_period() {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 200, "{path}");
-        // The chat is streaming before the drain begins.
+        // The model's answer is streaming before the drain begins.
         let mut seen = String::new();
-        while !seen.contains("data: ") {
+        while !seen.contains("tick") {
             let chunk = response.chunk().await.unwrap().expect("the stream ended");
             seen.push_str(&String::from_utf8_lossy(&chunk));
         }
@@ -621,6 +625,10 @@ async fn shutdown_cancels_http_chats_that_outlive_the_grace_period() {
             end.contains(last),
             "{path}: the stream ended with {end:?}: {seen}"
         );
+        assert!(seen.contains(how), "{path}: not {how}: {seen}");
+        for error in ["RUN_ERROR", r#""type":"error""#, r#""error":"#] {
+            assert!(!seen.contains(error), "{path}: {error}: {seen}");
+        }
         assert!(
             upstream.wait_dropped(Duration::from_secs(5)).await,
             "{path}"

@@ -6,13 +6,15 @@
 //! encoder's output to whoever writes it, so that no wire walks events or builds its frames by
 //! hand, and wires cannot drift apart.
 //!
-//! Today there is one wire, the native WebSocket frames (docs/protocol.md §3): its request type
-//! is `frames::ChatPayload` (a `chat` frame's payload, `into_request`) and its encoder
-//! `frames::NativeEncoder` (each event as its frame's JSON, fitted to `limits.max_frame_bytes`,
-//! a streamed token's frame made at once from a per-chat prefix).
+//! There are four wires: the native WebSocket frames (docs/protocol.md §3), whose request type is
+//! `frames::ChatPayload` (a `chat` frame's payload, `into_request`) and whose encoder is
+//! `frames::NativeEncoder` (each event as its frame's JSON, fitted to `limits.max_frame_bytes`, a
+//! streamed token's frame made at once from a per-chat prefix); and the front ends' HTTP wires
+//! of docs/protocol.md §19, each in a module of its own: `agui` (AG-UI events), `aisdk` (the AI
+//! SDK's UI message stream), `openai` (OpenAI's chat.completion chunks), which share
+//! `http_chat`'s route steps.
 //!
-//! Adding a wire (AG-UI events, the AI SDK's UI message stream, OpenAI's chat.completion chunks;
-//! docs/protocol.md §19) is adding, in a module of its own beside `frames/`:
+//! Adding a wire is adding, in a module of its own beside `frames/`:
 //!
 //! 1. its request type: the wire's body as a serde type (the JSON Schema is generated from it,
 //!    and a test holds the two together, as `frames/tests/schema.rs` does), a `validate` for what
