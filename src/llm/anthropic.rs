@@ -59,7 +59,7 @@ impl Default for AnthropicConfig {
 /// A [`ChatModel`] for Anthropic's Messages API with streaming.
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
-    http: reqwest::Client,
+    http: http::Upstream,
     url: reqwest::Url,
     config: AnthropicConfig,
 }
@@ -68,7 +68,6 @@ impl AnthropicClient {
     /// A client for `config`; fails when the base URL is not an http(s) URL or the HTTP client
     /// cannot be built (no TLS provider).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        let http = http::client(config.connect_timeout)?;
         let root = http::endpoint(&config.base_url, &[])?;
         let segments: &[&str] = if root.path().trim_end_matches('/').ends_with("/v1") {
             &["messages"]
@@ -76,6 +75,7 @@ impl AnthropicClient {
             &["v1", "messages"]
         };
         let url = http::endpoint(&config.base_url, segments)?;
+        let http = http::client(&url, config.connect_timeout)?;
         Ok(Self { http, url, config })
     }
 }
@@ -89,12 +89,13 @@ impl ChatModel for AnthropicClient {
     /// A local server that speaks Anthropic's API (llama.cpp's `/v1/messages`) states its
     /// window like any other; Anthropic's own is never asked.
     async fn server_window(&self, model: &str) -> Option<ServerWindow> {
-        window::ask(&self.http, &self.config.base_url, None, model).await
+        window::ask(&self.http.client, &self.config.base_url, None, model).await
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
+            .client
             .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header("anthropic-version", ANTHROPIC_VERSION)
@@ -108,6 +109,7 @@ impl ChatModel for AnthropicClient {
             builder = builder.header("x-api-key", key);
         }
         http::stream(
+            &self.http,
             builder,
             &self.url,
             self.config.idle_timeout,

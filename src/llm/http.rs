@@ -3,6 +3,8 @@
 //! end honestly: every read bounded by the idle timeout, the body capped, and the stream stopped
 //! after its first error or its end. What an event means is the protocol's [`Decoder`]'s job.
 //! Dropping the stream drops the response and so the upstream connection; no task is spawned.
+//! A plain `http://` upstream without a proxy is read on a connection the chat's task drives
+//! itself (`inline.rs`); any other through reqwest.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::event_stream::{EventStream, EventStreamError};
+use super::inline::{closed_before_answer, InlineError, InlinePool};
 use futures::Stream;
 use serde_json::Value;
 
@@ -19,11 +22,20 @@ use crate::types::SideWait;
 /// The longest upstream error text shown to the person.
 pub(super) const MAX_ERROR_TEXT: usize = 500;
 
-/// An HTTP client with the connect timeout; fails only without a TLS provider.
-pub(super) fn client(connect_timeout: Duration) -> Result<reqwest::Client, LlmError> {
+/// The HTTP client of one model client: reqwest's, and for a plain-HTTP upstream that no proxy
+/// stands before, the connections its chats drive themselves.
+#[derive(Debug, Clone)]
+pub(super) struct Upstream {
+    pub(super) client: reqwest::Client,
+    inline: Option<InlinePool>,
+}
+
+/// The HTTP client for requests to `url`, with the connect timeout; fails only without a TLS
+/// provider.
+pub(super) fn client(url: &reqwest::Url, connect_timeout: Duration) -> Result<Upstream, LlmError> {
     // reqwest panics without a process-wide rustls provider; a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let client = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
         // HTTP/1.1 only, a connection per streaming reply. Over HTTP/2 (which hosted APIs offer
@@ -35,9 +47,13 @@ pub(super) fn client(connect_timeout: Duration) -> Result<reqwest::Client, LlmEr
         // An idle upstream connection is kept 30 s (reqwest's default is 90 s): long enough to
         // be reused while chats come, short enough that a burst's connections and their
         // buffers are given back within a minute of quiet (docs/performance.md).
-        .pool_idle_timeout(Duration::from_secs(30))
+        .pool_idle_timeout(super::inline::IDLE_FOR)
         .build()
-        .map_err(|e| LlmError::Setup(e.to_string()))
+        .map_err(|e| LlmError::Setup(e.to_string()))?;
+    Ok(Upstream {
+        client,
+        inline: InlinePool::for_url(url, connect_timeout),
+    })
 }
 
 /// What a protocol makes of the events of one reply.
@@ -96,14 +112,55 @@ pub(super) fn redacted(url: &reqwest::Url) -> String {
 /// Sends `request` and reads its streamed reply with `decoder`. Errors before the first event
 /// (connect, HTTP status, no headers within `idle`) come back here; later ones as stream items.
 pub(super) async fn stream<D: Decoder>(
+    upstream: &Upstream,
     request: reqwest::RequestBuilder,
     url: &reqwest::Url,
     idle: Duration,
     max_bytes: usize,
     decoder: D,
 ) -> Result<ModelStream, LlmError> {
-    let request = crate::telemetry::with_traceparent(request);
-    let response = match tokio::time::timeout(idle, request.send()).await {
+    let request = crate::telemetry::with_traceparent(request)
+        .build()
+        .map_err(|error| LlmError::Stream(root_cause(&error.without_url())))?;
+    let Some(pool) = &upstream.inline else {
+        return stream_pooled(&upstream.client, request, url, idle, max_bytes, decoder).await;
+    };
+    let reply = match tokio::time::timeout(idle, pool.send(request)).await {
+        Err(_) => return Err(LlmError::Timeout(idle)),
+        Ok(Err(InlineError::Connect(reason))) => {
+            return Err(LlmError::Connect {
+                url: redacted(url),
+                reason,
+            })
+        }
+        Ok(Err(error)) if super::inline::unanswered(&error) => {
+            return Err(LlmError::NoAnswer(root_cause(&error)))
+        }
+        Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error))),
+        Ok(Ok(reply)) => reply,
+    };
+    if !reply.status.is_success() {
+        let retry_after = retry_after(&reply.headers);
+        let body = tokio::time::timeout(idle, reply.body.text()).await;
+        return Err(status_error(
+            reply.status,
+            retry_after,
+            body.ok().and_then(Result::ok),
+        ));
+    }
+    Ok(reading(reply.body, idle, max_bytes, decoder))
+}
+
+/// [`stream`] through reqwest's client and its pool.
+async fn stream_pooled<D: Decoder>(
+    client: &reqwest::Client,
+    request: reqwest::Request,
+    url: &reqwest::Url,
+    idle: Duration,
+    max_bytes: usize,
+    decoder: D,
+) -> Result<ModelStream, LlmError> {
+    let response = match tokio::time::timeout(idle, client.execute(request)).await {
         Err(_) => return Err(LlmError::Timeout(idle)),
         Ok(Err(error)) if error.is_connect() || error.is_timeout() => {
             return Err(LlmError::Connect {
@@ -120,19 +177,49 @@ pub(super) async fn stream<D: Decoder>(
     let status = response.status();
     if !status.is_success() {
         let retry_after = retry_after(response.headers());
-        let body = match tokio::time::timeout(idle, response.text()).await {
-            Ok(Ok(body)) => status_body_text(&body),
-            _ => String::from("(no readable body)"),
-        };
-        return Err(LlmError::Status {
-            status: status.as_u16(),
-            body,
+        let body = tokio::time::timeout(idle, response.text()).await;
+        return Err(status_error(
+            status,
             retry_after,
-        });
+            body.ok().and_then(Result::ok),
+        ));
     }
+    Ok(reading(
+        Box::pin(response.bytes_stream()),
+        idle,
+        max_bytes,
+        decoder,
+    ))
+}
+
+/// An upstream's refusal: its status, the wait it asks for, and its own text (`None` when its
+/// body could not be read).
+fn status_error(
+    status: reqwest::StatusCode,
+    retry_after: Option<Duration>,
+    body: Option<String>,
+) -> LlmError {
+    LlmError::Status {
+        status: status.as_u16(),
+        body: body.map_or_else(
+            || String::from("(no readable body)"),
+            |body| status_body_text(&body),
+        ),
+        retry_after,
+    }
+}
+
+/// The events of `body` read with `decoder`, as the model's stream.
+fn reading<D, S, B, E>(body: S, idle: Duration, max_bytes: usize, decoder: D) -> ModelStream
+where
+    D: Decoder,
+    S: Stream<Item = Result<B, E>> + Send + Unpin + 'static,
+    B: AsRef<[u8]> + Send + Unpin + 'static,
+    E: BodyError + Send + 'static,
+{
     let now = tokio::time::Instant::now();
-    let reading = Reading {
-        events: EventStream::new(Box::pin(response.bytes_stream()), max_bytes),
+    Box::pin(Reading {
+        events: EventStream::new(body, max_bytes),
         decoder,
         idle_timeout: idle,
         idle: Box::pin(tokio::time::sleep_until(now + idle)),
@@ -141,8 +228,24 @@ pub(super) async fn stream<D: Decoder>(
         reading: false,
         max_bytes,
         over: false,
-    };
-    Ok(Box::pin(reading))
+    })
+}
+
+/// A body's failure, as the person reads it.
+trait BodyError {
+    fn text(self) -> String;
+}
+
+impl BodyError for reqwest::Error {
+    fn text(self) -> String {
+        root_cause(&self.without_url())
+    }
+}
+
+impl BodyError for hyper::Error {
+    fn text(self) -> String {
+        root_cause(&self)
+    }
 }
 
 /// One streamed reply, read as it is polled: no task, no future per event (an `unfold` of an
@@ -168,11 +271,12 @@ struct Reading<D, S, B> {
     over: bool,
 }
 
-impl<D, S, B> Stream for Reading<D, S, B>
+impl<D, S, B, E> Stream for Reading<D, S, B>
 where
     D: Decoder,
-    S: Stream<Item = reqwest::Result<B>> + Unpin,
+    S: Stream<Item = Result<B, E>> + Unpin,
     B: AsRef<[u8]> + Unpin,
+    E: BodyError,
 {
     type Item = Result<ModelEvent, LlmError>;
 
@@ -219,10 +323,10 @@ where
     }
 }
 
-fn stream_error(error: EventStreamError<reqwest::Error>, max_bytes: usize) -> LlmError {
+fn stream_error<E: BodyError>(error: EventStreamError<E>, max_bytes: usize) -> LlmError {
     match error {
         EventStreamError::Utf8(e) => LlmError::Malformed(format!("invalid UTF-8: {e}")),
-        EventStreamError::Transport(e) => LlmError::Stream(root_cause(&e.without_url())),
+        EventStreamError::Transport(e) => LlmError::Stream(e.text()),
         EventStreamError::TooLarge => LlmError::TooLarge(max_bytes),
     }
 }
@@ -247,31 +351,6 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// The most specific text of an error's source chain ("Connection refused (os error 111)").
-/// The connection closed or was reset before the response's head: nothing was answered, so
-/// sending again is safe. A malformed response, or any other failure, is not this.
-fn closed_before_answer(error: &reqwest::Error) -> bool {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(error) = current {
-        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
-            if hyper.is_incomplete_message() {
-                return true;
-            }
-        }
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::BrokenPipe
-            ) {
-                return true;
-            }
-        }
-        current = error.source();
-    }
-    false
-}
-
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
     while let Some(source) = current.source() {

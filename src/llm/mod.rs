@@ -10,6 +10,7 @@ mod anthropic;
 pub(crate) mod demo;
 mod event_stream;
 mod http;
+mod inline;
 mod openai;
 mod shape;
 mod sse;

@@ -47,7 +47,7 @@ impl Default for OpenAiConfig {
 /// A [`ChatModel`] for any OpenAI-compatible `POST {base_url}/chat/completions` with streaming.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
-    http: reqwest::Client,
+    http: http::Upstream,
     url: reqwest::Url,
     config: OpenAiConfig,
 }
@@ -56,8 +56,8 @@ impl OpenAiClient {
     /// A client for `config`; fails when the base URL is not an http(s) URL or the HTTP client
     /// cannot be built (no TLS provider).
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        let http = http::client(config.connect_timeout)?;
         let url = http::endpoint(&config.base_url, &["chat", "completions"])?;
+        let http = http::client(&url, config.connect_timeout)?;
         Ok(Self { http, url, config })
     }
 }
@@ -118,6 +118,7 @@ impl ChatModel for OpenAiClient {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, LlmError> {
         let mut builder = self
             .http
+            .client
             .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -130,6 +131,7 @@ impl ChatModel for OpenAiClient {
             builder = builder.bearer_auth(key);
         }
         http::stream(
+            &self.http,
             builder,
             &self.url,
             self.config.idle_timeout,
@@ -141,6 +143,6 @@ impl ChatModel for OpenAiClient {
 
     async fn server_window(&self, model: &str) -> Option<ServerWindow> {
         let key = self.config.api_key.as_deref();
-        window::ask(&self.http, &self.config.base_url, key, model).await
+        window::ask(&self.http.client, &self.config.base_url, key, model).await
     }
 }

@@ -292,3 +292,206 @@ async fn a_reply_over_the_byte_limit_ends_with_an_error() {
     );
     assert!((3..=10).contains(&texts), "{texts} texts before the limit");
 }
+
+/// The chats of a plain-HTTP upstream take turns on one kept-alive connection: the reply's end
+/// gives the connection back for the next chat.
+#[tokio::test]
+async fn chats_in_a_row_share_one_upstream_connection() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let upstream = FakeUpstream::start().await;
+    let target = upstream.base_url.trim_start_matches("http://");
+    let target = target.trim_end_matches("/v1").to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front = listener.local_addr().unwrap();
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let target = target.clone();
+            tokio::spawn(async move {
+                if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    let server = TestServer::builder()
+        .config(move |c| {
+            c.llm.base_url = Some(format!("http://{front}/v1"));
+            c.agent.context.window_tokens = Some(128_000);
+        })
+        .start()
+        .await;
+    let mut client = server.connect().await;
+    for n in 0..3 {
+        upstream.push(Reply::text(&["reply ", &n.to_string()]));
+        let frames = client
+            .chat(json!({"type":"chat","id":format!("c{n}"),"input":"hi","enable_tools":false}))
+            .await;
+        assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+        assert_eq!(text_of(&frames), format!("reply {n}"));
+    }
+    assert_eq!(upstream.requests().len(), 3);
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one connection, kept alive"
+    );
+    server.shutdown().await;
+}
+
+/// A kept-alive connection that the upstream closes when the next request comes (its idle
+/// timeout ran out just then) is replaced by a new connection for that request, without the
+/// chat seeing a failure or a retry.
+#[tokio::test]
+async fn a_kept_alive_connection_closed_by_the_upstream_is_replaced_unseen() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (connections, answered, hung_up) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let counters = (connections.clone(), answered.clone(), hung_up.clone());
+    tokio::spawn(async move {
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fresh\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counters.0.fetch_add(1, Ordering::SeqCst);
+            let (answered, hung_up) = (counters.1.clone(), counters.2.clone());
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                for request in 0.. {
+                    // The request's head and its body (`content-length`).
+                    let mut buffer = [0u8; 8192];
+                    let head_end = loop {
+                        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break end + 4;
+                        }
+                        match socket.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read.extend_from_slice(&buffer[..n]),
+                        }
+                    };
+                    if request == 1 {
+                        // The second request on this connection: hang up unanswered.
+                        hung_up.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                    let head = String::from_utf8_lossy(&read[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .and_then(|value| value.trim().parse().ok())
+                        .unwrap_or(0);
+                    while read.len() < head_end + length {
+                        match socket.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    read.drain(..head_end + length);
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if socket.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    answered.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    let server = TestServer::builder()
+        .config(move |c| {
+            c.llm.base_url = Some(format!("http://{addr}/v1"));
+            c.agent.context.window_tokens = Some(128_000);
+        })
+        .start()
+        .await;
+    let mut client = server.connect().await;
+    for n in 0..2 {
+        let frames = client
+            .chat(json!({"type":"chat","id":format!("c{n}"),"input":"hi","enable_tools":false}))
+            .await;
+        assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+        assert_eq!(text_of(&frames), "fresh");
+        assert!(
+            !frames.iter().any(|f| f["type"] == "notice"),
+            "no retry was needed: {frames:?}"
+        );
+    }
+    assert_eq!(answered.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        hung_up.load(Ordering::SeqCst),
+        1,
+        "the second chat tried the kept connection"
+    );
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    server.shutdown().await;
+}
+
+/// An HTTP proxy named in the environment carries the model's requests to a plain-HTTP upstream
+/// (the variables curl and reqwest read): such requests do not go to the upstream directly.
+#[tokio::test]
+async fn an_http_proxy_in_the_environment_carries_the_model_requests() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["through ", "the proxy"]));
+    let target = upstream.base_url.trim_start_matches("http://");
+    let target = target.trim_end_matches("/v1").to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = listener.local_addr().unwrap();
+    // Everything the clients sent the proxy, every request of every connection.
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let log = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let (target, log) = (target.clone(), log.clone());
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(&target).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                });
+                // Absolute-form request lines pass on as they are: the upstream takes them.
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = from_client.read(&mut buffer).await {
+                    log.lock().unwrap().extend_from_slice(&buffer[..n]);
+                    if to_server.write_all(&buffer[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let workspace = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hookwire"));
+    command
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOOKWIRE_WORKSPACE", workspace.path())
+        .env("HOOKWIRE_LLM_BASE_URL", &upstream.base_url)
+        .env("HOOKWIRE_MODEL", "fake-model")
+        .env("HTTP_PROXY", format!("http://{proxy}"));
+    let root = workspace.path().to_path_buf();
+    let server = crate::binary::Hookwire::launch(command, root, Some(workspace));
+    let frames = server.chat("hi").await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(text_of(&frames), "through the proxy");
+    let completions = format!("POST {}/chat/completions HTTP/1.1", upstream.base_url);
+    let sent = String::from_utf8_lossy(&sent.lock().unwrap()).into_owned();
+    assert!(sent.contains(&completions), "the proxy was sent {sent}");
+}
