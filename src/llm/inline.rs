@@ -15,7 +15,6 @@
 //! the reply's head is replaced by a new connection, once. `https://` upstreams and proxies stay
 //! with reqwest (TLS and its ALPN, the proxy's rules), which reads the same proxy variables.
 
-use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,7 +60,7 @@ pub(super) enum InlineError {
     Request(String),
 }
 
-/// The connections of one upstream (one model client), and when they may stay.
+/// The connections of one model client to its server, and how long they may stay idle.
 #[derive(Clone)]
 pub(super) struct InlinePool {
     shared: Arc<Shared>,
@@ -74,8 +73,8 @@ impl std::fmt::Debug for InlinePool {
 }
 
 struct Shared {
-    /// Idle connections by the server's `host:port`, the most recently used last.
-    idle: Mutex<HashMap<String, Vec<Idle>>>,
+    /// Idle connections to the pool's server, the most recently used last.
+    idle: Mutex<Vec<Idle>>,
     connect_timeout: Duration,
     /// A task drops the connections idle too long while any wait (started by the first parked).
     sweeping: AtomicBool,
@@ -130,7 +129,7 @@ impl InlinePool {
         }
         Some(InlinePool {
             shared: Arc::new(Shared {
-                idle: Mutex::new(HashMap::new()),
+                idle: Mutex::new(Vec::new()),
                 connect_timeout,
                 sweeping: AtomicBool::new(false),
             }),
@@ -141,9 +140,9 @@ impl InlinePool {
     /// to be read by the caller's task.
     pub(super) async fn send(&self, request: reqwest::Request) -> Result<InlineReply, InlineError> {
         let request = Template::of(request)?;
-        if let Some(conn) = self.take(&request.authority) {
+        if let Some(conn) = self.take() {
             match exchange(conn, request.build()?).await {
-                Ok((head, body, conn)) => return Ok(self.reply(head, body, conn, &request)),
+                Ok((head, body, conn)) => return Ok(self.reply(head, body, conn)),
                 // The server closed the connection while it waited: it was not answered.
                 Err(error) if unanswered(&error) => {}
                 Err(error) => return Err(error),
@@ -151,16 +150,10 @@ impl InlinePool {
         }
         let conn = self.connect(&request).await?;
         let (head, body, conn) = exchange(conn, request.build()?).await?;
-        Ok(self.reply(head, body, conn, &request))
+        Ok(self.reply(head, body, conn))
     }
 
-    fn reply(
-        &self,
-        head: http::response::Parts,
-        body: Incoming,
-        conn: Conn,
-        request: &Template,
-    ) -> InlineReply {
+    fn reply(&self, head: http::response::Parts, body: Incoming, conn: Conn) -> InlineReply {
         InlineReply {
             status: head.status,
             headers: head.headers,
@@ -168,17 +161,15 @@ impl InlinePool {
                 conn: Some(conn),
                 body,
                 pool: Arc::downgrade(&self.shared),
-                authority: request.authority.clone(),
                 waker: ReaderWaker::new(),
             },
         }
     }
 
-    /// The most recently used idle connection to `authority` that is still open.
-    fn take(&self, authority: &str) -> Option<Conn> {
+    /// The most recently used idle connection that is still open.
+    fn take(&self) -> Option<Conn> {
         let mut idle = self.shared.lock();
-        let waiting = idle.get_mut(authority)?;
-        while let Some(Idle { mut conn, since }) = waiting.pop() {
+        while let Some(Idle { mut conn, since }) = idle.pop() {
             if since.elapsed() < IDLE_FOR && conn.reusable() {
                 return Some(conn);
             }
@@ -218,12 +209,12 @@ impl InlinePool {
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Idle>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn park(self: &Arc<Self>, authority: String, conn: Conn) {
-        self.lock().entry(authority).or_default().push(Idle {
+    fn park(self: &Arc<Self>, conn: Conn) {
+        self.lock().push(Idle {
             conn,
             since: Instant::now(),
         });
@@ -252,10 +243,7 @@ impl Shared {
     /// sweeper stops, and the next connection parked starts one again).
     fn sweep(&self) -> bool {
         let mut idle = self.lock();
-        idle.retain(|_, waiting| {
-            waiting.retain(|connection| connection.since.elapsed() < IDLE_FOR);
-            !waiting.is_empty()
-        });
+        idle.retain(|connection| connection.since.elapsed() < IDLE_FOR);
         let any = !idle.is_empty();
         if !any {
             // Under the lock: a connection parked after this starts a sweeper of its own.
@@ -421,7 +409,6 @@ pub(super) struct InlineBody {
     conn: Option<Conn>,
     body: Incoming,
     pool: Weak<Shared>,
-    authority: String,
     /// The waker the connection is polled with while the body is read.
     waker: ReaderWaker,
 }
@@ -600,7 +587,7 @@ impl Drop for InlineBody {
             Poll::Ready(None)
         );
         if ended && conn.reusable() {
-            pool.park(std::mem::take(&mut self.authority), conn);
+            pool.park(conn);
         }
     }
 }
@@ -686,7 +673,10 @@ mod tests {
             "the reader's own reads woke its task"
         );
         drop(reply);
-        let idle: usize = pool.shared.lock().values().map(Vec::len).sum();
-        assert_eq!(idle, 1, "the connection went back to the pool");
+        assert_eq!(
+            pool.shared.lock().len(),
+            1,
+            "the connection went back to the pool"
+        );
     }
 }
