@@ -89,6 +89,11 @@ enum Source {
 }
 
 impl<S, B> EventStream<S, B> {
+    /// The body being read.
+    pub(super) fn body_mut(&mut self) -> &mut S {
+        &mut self.body
+    }
+
     /// The events of `body`, which may be at most `limit` bytes long.
     pub(super) fn new(body: S, limit: usize) -> Self {
         Self {

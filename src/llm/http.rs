@@ -4,7 +4,7 @@
 //! after its first error or its end. What an event means is the protocol's [`Decoder`]'s job.
 //! Dropping the stream drops the response and so the upstream connection; no task is spawned.
 //! A plain `http://` upstream without a proxy is read on a connection the chat's task drives
-//! itself (`inline.rs`); any other through reqwest.
+//! itself (`inline/`); any other through reqwest.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::event_stream::{EventStream, EventStreamError};
-use super::inline::{closed_before_answer, InlineError, InlinePool};
+use super::inline::{closed_before_answer, InlineBody, InlineError, InlinePool};
 use futures::Stream;
 use serde_json::Value;
 
@@ -125,7 +125,7 @@ pub(super) async fn stream<D: Decoder>(
     let Some(pool) = &upstream.inline else {
         return stream_pooled(&upstream.client, request, url, idle, max_bytes, decoder).await;
     };
-    let reply = match tokio::time::timeout(idle, pool.send(request)).await {
+    let reply = match tokio::time::timeout(idle, pool.send(&request)).await {
         Err(_) => return Err(LlmError::Timeout(idle)),
         Ok(Err(InlineError::Connect(reason))) => {
             return Err(LlmError::Connect {
@@ -137,6 +137,12 @@ pub(super) async fn stream<D: Decoder>(
             return Err(LlmError::NoAnswer(root_cause(&error)))
         }
         Ok(Err(error)) => return Err(LlmError::Stream(root_cause(&error))),
+        // reqwest follows redirects (a framework's trailing slash, http → https); so does the
+        // request sent again through it. The server only pointed elsewhere: nothing was done.
+        Ok(Ok(reply)) if matches!(reply.status.as_u16(), 301 | 302 | 303 | 307 | 308) => {
+            drop(reply);
+            return stream_pooled(&upstream.client, request, url, idle, max_bytes, decoder).await;
+        }
         Ok(Ok(reply)) => reply,
     };
     if !reply.status.is_success() {
@@ -213,7 +219,7 @@ fn status_error(
 fn reading<D, S, B, E>(body: S, idle: Duration, max_bytes: usize, decoder: D) -> ModelStream
 where
     D: Decoder,
-    S: Stream<Item = Result<B, E>> + Send + Unpin + 'static,
+    S: Stream<Item = Result<B, E>> + ReplyBody + Send + Unpin + 'static,
     B: AsRef<[u8]> + Send + Unpin + 'static,
     E: BodyError + Send + 'static,
 {
@@ -230,6 +236,21 @@ where
         over: false,
     })
 }
+
+/// A reply's body as the reader holds it: told when the protocol's last event was read.
+trait ReplyBody {
+    fn protocol_ended(&mut self) {}
+}
+
+/// Its connection may then go back to the pool before the body's end was read.
+impl ReplyBody for InlineBody {
+    fn protocol_ended(&mut self) {
+        InlineBody::protocol_ended(self);
+    }
+}
+
+/// reqwest's connection task reads the body's end on its own.
+impl<T: ?Sized> ReplyBody for Pin<Box<T>> {}
 
 /// A body's failure, as the person reads it.
 trait BodyError {
@@ -274,7 +295,7 @@ struct Reading<D, S, B> {
 impl<D, S, B, E> Stream for Reading<D, S, B>
 where
     D: Decoder,
-    S: Stream<Item = Result<B, E>> + Unpin,
+    S: Stream<Item = Result<B, E>> + ReplyBody + Unpin,
     B: AsRef<[u8]> + Unpin,
     E: BodyError,
 {
@@ -319,6 +340,9 @@ where
             }
         };
         this.over = !matches!(item, Ok(ModelEvent::Text(_)));
+        if matches!(item, Ok(ModelEvent::Finished { .. })) {
+            this.events.body_mut().protocol_ended();
+        }
         Poll::Ready(Some(item))
     }
 }

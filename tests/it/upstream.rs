@@ -341,74 +341,236 @@ async fn chats_in_a_row_share_one_upstream_connection() {
     server.shutdown().await;
 }
 
-/// A kept-alive connection that the upstream closes when the next request comes (its idle
-/// timeout ran out just then) is replaced by a new connection for that request, without the
-/// chat seeing a failure or a retry.
+/// What a hand-written model server does with each request of a connection.
+#[derive(Clone, Copy, PartialEq)]
+enum Turn {
+    /// Answer with one event and `[DONE]`, the body's end in the same write; keep the
+    /// connection.
+    Answer,
+    /// Answer, then close the connection (its keep-alive ends at once).
+    AnswerAndClose,
+    /// Answer, but write the chunked body's end only when the test says so.
+    AnswerEndLater,
+    /// Read the request's head and hang up.
+    HangUp,
+}
+
+/// A model server over raw TCP that does `turns(connection, request)` (both counted from 0)
+/// with each request; how many connections it accepted, and `end_now` to release the body's
+/// end of an `AnswerEndLater` (then `ended` is notified).
+struct RawUpstream {
+    addr: std::net::SocketAddr,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    end_now: std::sync::Arc<tokio::sync::Notify>,
+    ended: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl RawUpstream {
+    async fn start(turns: fn(usize, usize) -> Turn) -> RawUpstream {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = RawUpstream {
+            addr: listener.local_addr().unwrap(),
+            connections: Arc::new(AtomicUsize::new(0)),
+            closed: Arc::new(AtomicUsize::new(0)),
+            end_now: Arc::new(tokio::sync::Notify::new()),
+            ended: Arc::new(tokio::sync::Notify::new()),
+        };
+        let (connections, closed) = (upstream.connections.clone(), upstream.closed.clone());
+        let (end_now, ended) = (upstream.end_now.clone(), upstream.ended.clone());
+        tokio::spawn(async move {
+            let event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fresh\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let connection = connections.fetch_add(1, Ordering::SeqCst);
+                let (closed, end_now, ended) = (closed.clone(), end_now.clone(), ended.clone());
+                tokio::spawn(async move {
+                    let mut read = Vec::new();
+                    let mut buffer = [0u8; 8192];
+                    for request in 0.. {
+                        let head_end = loop {
+                            if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break end + 4;
+                            }
+                            match socket.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => read.extend_from_slice(&buffer[..n]),
+                            }
+                        };
+                        let turn = turns(connection, request);
+                        if turn == Turn::HangUp {
+                            return;
+                        }
+                        let head = String::from_utf8_lossy(&read[..head_end]).to_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse().ok())
+                            .unwrap_or(0);
+                        while read.len() < head_end + length {
+                            match socket.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => read.extend_from_slice(&buffer[..n]),
+                            }
+                        }
+                        read.drain(..head_end + length);
+                        let mut reply = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                            event.len()
+                        );
+                        if turn != Turn::AnswerEndLater {
+                            reply.push_str("0\r\n\r\n");
+                        }
+                        if socket.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        match turn {
+                            Turn::AnswerAndClose => {
+                                drop(socket);
+                                closed.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
+                            Turn::AnswerEndLater => {
+                                end_now.notified().await;
+                                if socket.write_all(b"0\r\n\r\n").await.is_err() {
+                                    return;
+                                }
+                                ended.notify_one();
+                            }
+                            Turn::Answer | Turn::HangUp => {}
+                        }
+                    }
+                });
+            }
+        });
+        upstream
+    }
+
+    async fn server(&self) -> TestServer {
+        let addr = self.addr;
+        TestServer::builder()
+            .config(move |c| {
+                c.llm.base_url = Some(format!("http://{addr}/v1"));
+                c.agent.context.window_tokens = Some(128_000);
+            })
+            .start()
+            .await
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Runs chat `n` on `client`: its frames, which must end with `done` and the server's text.
+async fn fresh_chat(client: &mut Client, n: usize) -> Vec<serde_json::Value> {
+    let frames = client
+        .chat(json!({"type":"chat","id":format!("c{n}"),"input":"hi","enable_tools":false}))
+        .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(text_of(&frames), "fresh");
+    frames
+}
+
+fn notices(frames: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    frames.iter().filter(|f| f["type"] == "notice").collect()
+}
+
+/// A kept-alive connection that the upstream closed while it waited is not used again: the
+/// next chat goes out on a new connection, with no failure and no retry.
 #[tokio::test]
-async fn a_kept_alive_connection_closed_by_the_upstream_is_replaced_unseen() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+async fn a_kept_alive_connection_closed_by_the_upstream_is_not_used_again() {
+    let upstream = RawUpstream::start(|_, _| Turn::AnswerAndClose).await;
+    let server = upstream.server().await;
+    let mut client = server.connect().await;
+    let first = fresh_chat(&mut client, 0).await;
+    assert!(notices(&first).is_empty(), "{first:?}");
+    let closed = eventually(Duration::from_secs(5), || async {
+        upstream.closed.load(std::sync::atomic::Ordering::SeqCst) == 1
+    })
+    .await;
+    assert!(closed, "the upstream closed its connection");
+    let second = fresh_chat(&mut client, 1).await;
+    assert!(notices(&second).is_empty(), "{second:?}");
+    assert_eq!(upstream.connections(), 2);
+    server.shutdown().await;
+}
+
+/// A kept-alive connection on which the upstream hangs up once it read the request may have
+/// been answered in part: the call is not sent again unseen, but retried as any call that got
+/// no answer, with its notice (PROTOCOL section 14).
+#[tokio::test]
+async fn a_request_hung_up_on_a_kept_alive_connection_is_retried_with_a_notice() {
+    let upstream = RawUpstream::start(|_, request| {
+        if request == 1 {
+            Turn::HangUp
+        } else {
+            Turn::Answer
+        }
+    })
+    .await;
+    let server = upstream.server().await;
+    let mut client = server.connect().await;
+    fresh_chat(&mut client, 0).await;
+    let frames = fresh_chat(&mut client, 1).await;
+    let notices = notices(&frames);
+    assert_eq!(notices.len(), 1, "{frames:?}");
+    let message = notices[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("closed the connection before answering"),
+        "{message}"
+    );
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "the first connection was tried again"
+    );
+    server.shutdown().await;
+}
+
+/// A server that writes the body's end on its own, after the protocol's last event (the reader
+/// stops at the event): the connection is still used again once the end came.
+#[tokio::test]
+async fn a_connection_is_reused_when_the_body_ends_after_the_last_event() {
+    let upstream = RawUpstream::start(|_, request| {
+        if request == 0 {
+            Turn::AnswerEndLater
+        } else {
+            Turn::Answer
+        }
+    })
+    .await;
+    let server = upstream.server().await;
+    let mut client = server.connect().await;
+    fresh_chat(&mut client, 0).await;
+    let ended = upstream.ended.notified();
+    upstream.end_now.notify_one();
+    ended.await;
+    fresh_chat(&mut client, 1).await;
+    assert_eq!(upstream.connections(), 1, "one connection, kept alive");
+    server.shutdown().await;
+}
+
+/// A model server behind a redirect (a framework's trailing slash, a front that moved it) is
+/// reached as before: the redirect is followed.
+#[tokio::test]
+async fn a_redirect_of_the_model_endpoint_is_followed() {
+    let upstream = FakeUpstream::start().await;
+    upstream.push(Reply::text(&["moved ", "along"]));
+    let target = format!("{}/chat/completions", upstream.base_url);
+    let front = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            let target = target.clone();
+            async move { axum::response::Redirect::temporary(&target) }
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let (connections, answered, hung_up) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let counters = (connections.clone(), answered.clone(), hung_up.clone());
     tokio::spawn(async move {
-        let body = concat!(
-            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fresh\"}}]}\n\n",
-            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
-            "data: [DONE]\n\n"
-        );
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counters.0.fetch_add(1, Ordering::SeqCst);
-            let (answered, hung_up) = (counters.1.clone(), counters.2.clone());
-            tokio::spawn(async move {
-                let mut read = Vec::new();
-                for request in 0.. {
-                    // The request's head and its body (`content-length`).
-                    let mut buffer = [0u8; 8192];
-                    let head_end = loop {
-                        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break end + 4;
-                        }
-                        match socket.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => read.extend_from_slice(&buffer[..n]),
-                        }
-                    };
-                    if request == 1 {
-                        // The second request on this connection: hang up unanswered.
-                        hung_up.fetch_add(1, Ordering::SeqCst);
-                        return;
-                    }
-                    let head = String::from_utf8_lossy(&read[..head_end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|line| line.strip_prefix("content-length:"))
-                        .and_then(|value| value.trim().parse().ok())
-                        .unwrap_or(0);
-                    while read.len() < head_end + length {
-                        match socket.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => read.extend_from_slice(&buffer[..n]),
-                        }
-                    }
-                    read.drain(..head_end + length);
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if socket.write_all(reply.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    answered.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-        }
+        let _ = axum::serve(listener, front).await;
     });
     let server = TestServer::builder()
         .config(move |c| {
@@ -417,25 +579,14 @@ async fn a_kept_alive_connection_closed_by_the_upstream_is_replaced_unseen() {
         })
         .start()
         .await;
-    let mut client = server.connect().await;
-    for n in 0..2 {
-        let frames = client
-            .chat(json!({"type":"chat","id":format!("c{n}"),"input":"hi","enable_tools":false}))
-            .await;
-        assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
-        assert_eq!(text_of(&frames), "fresh");
-        assert!(
-            !frames.iter().any(|f| f["type"] == "notice"),
-            "no retry was needed: {frames:?}"
-        );
-    }
-    assert_eq!(answered.load(Ordering::SeqCst), 2);
-    assert_eq!(
-        hung_up.load(Ordering::SeqCst),
-        1,
-        "the second chat tried the kept connection"
-    );
-    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    let frames = chat(
+        &server,
+        json!({"type":"chat","id":"r","input":"hi","enable_tools":false}),
+    )
+    .await;
+    assert_eq!(frames.last().unwrap()["type"], "done", "{frames:?}");
+    assert_eq!(text_of(&frames), "moved along");
+    assert_eq!(upstream.requests().len(), 1);
     server.shutdown().await;
 }
 

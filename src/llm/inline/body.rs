@@ -1,7 +1,7 @@
 //! A reply's body, read by polling its connection in the reader's own task.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
@@ -28,10 +28,14 @@ pub(in crate::llm) struct InlineReply {
 /// closed (the upstream sees the request given up).
 pub(in crate::llm) struct InlineBody {
     conn: Option<Conn>,
-    body: Incoming,
+    /// `None` only once given to the pool, in `drop`.
+    body: Option<Incoming>,
     pool: Weak<Shared>,
     /// The waker the connection is polled with while the body is read.
     waker: ReaderWaker,
+    /// The reader read the protocol's last event: the reply is whole, whatever of the body
+    /// comes after it.
+    protocol_ended: bool,
 }
 
 /// The waker a reply's connection is polled with while its body is read: it passes on what
@@ -47,13 +51,20 @@ struct ReaderWaker {
     task: Option<Waker>,
 }
 
+/// What [`ReaderWaker`]'s wakers share: where the reader is, and the task to wake.
 struct ReaderWake {
-    /// The reader is polling: a wake-up now is noted, not passed on.
-    inside: AtomicBool,
-    /// A wake-up came while the reader was polling.
-    missed: AtomicBool,
+    /// [`IDLE`], [`POLLING`] or [`WOKEN`]; one atomic, so that a wake-up from another thread
+    /// racing the end of a poll is either seen by the reader or passed on, never lost.
+    state: AtomicU8,
     task: Mutex<Option<Waker>>,
 }
+
+/// The reader is not polling: a wake-up is passed on to the task.
+const IDLE: u8 = 0;
+/// The reader is polling: a wake-up is noted, not passed on.
+const POLLING: u8 = 1;
+/// A wake-up came while the reader was polling.
+const WOKEN: u8 = 2;
 
 impl std::task::Wake for ReaderWake {
     fn wake(self: Arc<Self>) {
@@ -61,9 +72,13 @@ impl std::task::Wake for ReaderWake {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if self.inside.load(Ordering::Acquire) {
-            self.missed.store(true, Ordering::Release);
-            return;
+        match self
+            .state
+            .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // Noted for the reader (or noted already).
+            Ok(_) | Err(WOKEN) => return,
+            Err(_) => {}
         }
         let task = self
             .task
@@ -79,8 +94,7 @@ impl std::task::Wake for ReaderWake {
 impl ReaderWaker {
     fn new() -> ReaderWaker {
         let shared = Arc::new(ReaderWake {
-            inside: AtomicBool::new(false),
-            missed: AtomicBool::new(false),
+            state: AtomicU8::new(IDLE),
             task: Mutex::new(None),
         });
         ReaderWaker {
@@ -101,15 +115,13 @@ impl ReaderWaker {
                 .unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
             self.task = Some(waker);
         }
-        self.shared.missed.store(false, Ordering::Relaxed);
-        self.shared.inside.store(true, Ordering::Release);
+        self.shared.state.store(POLLING, Ordering::Release);
     }
 
     /// The reader ends its poll; whether a wake-up came meanwhile (then the connection must be
     /// polled again before the reader waits).
     fn leave(&self) -> bool {
-        self.shared.inside.store(false, Ordering::Release);
-        self.shared.missed.swap(false, Ordering::AcqRel)
+        self.shared.state.swap(IDLE, Ordering::AcqRel) == WOKEN
     }
 }
 
@@ -117,10 +129,17 @@ impl InlineBody {
     pub(super) fn new(conn: Conn, body: Incoming, pool: Weak<Shared>) -> InlineBody {
         InlineBody {
             conn: Some(conn),
-            body,
+            body: Some(body),
             pool,
             waker: ReaderWaker::new(),
+            protocol_ended: false,
         }
+    }
+
+    /// The reader read the protocol's last event (so the connection may be reused once the
+    /// body's end comes).
+    pub(in crate::llm) fn protocol_ended(&mut self) {
+        self.protocol_ended = true;
     }
 
     /// The body as text, at most [`MAX_ERROR_BODY`] bytes of it (an error reply's).
@@ -152,8 +171,9 @@ impl Stream for InlineBody {
                 // A wake-up while the reader polled may be the socket's: look again before
                 // waiting.
                 Poll::Pending if missed && !looked_again => looked_again = true,
-                // Woken again: the task must be polled again (tokio's budget for the task's
-                // poll is spent, or the connection yields), so the wake-up is passed on.
+                // Woken again: the task must be polled again (hyper's connection yields after
+                // a run of work, or the socket woke it from another thread), so the wake-up is
+                // passed on. (Tokio's budget wakes through its deferred list, after the poll.)
                 Poll::Pending if missed => {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
@@ -172,7 +192,10 @@ impl InlineBody {
                 .conn
                 .as_mut()
                 .and_then(|conn| conn.drive(&mut Context::from_waker(&self.waker.own)));
-            match Pin::new(&mut self.body).poll_frame(&mut Context::from_waker(Waker::noop())) {
+            let Some(body) = self.body.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop())) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) if !data.is_empty() => return Poll::Ready(Some(Ok(data))),
                     // Trailers, or an empty chunk: read on.
@@ -208,16 +231,21 @@ impl Drop for InlineBody {
         let Some(pool) = self.pool.upgrade() else {
             return;
         };
-        // The reply must have ended (the protocol's last event usually comes with the body's
-        // end, so the reader stopped just short of it): a connection in the middle of a reply
-        // is closed, not reused.
-        conn.drive(&mut Context::from_waker(Waker::noop()));
-        let ended = matches!(
-            Pin::new(&mut self.body).poll_frame(&mut Context::from_waker(Waker::noop())),
-            Poll::Ready(None)
-        );
-        if ended && conn.reusable() {
-            pool.park(conn);
+        // A reply given up in its middle (a cancelled chat) closes its connection: the server
+        // sees it and stops. One whose protocol ended (the reader stopped at the last event,
+        // often just short of the body's end) goes back to the pool; what is left of its body
+        // is read when the connection is next taken.
+        let Some(mut body) = self.body.take() else {
+            return;
+        };
+        let cx = &mut Context::from_waker(Waker::noop());
+        conn.drive(cx);
+        match Pin::new(&mut body).poll_frame(cx) {
+            Poll::Ready(None) if conn.reusable() => pool.park(conn, None),
+            Poll::Ready(Some(Ok(_))) | Poll::Pending if self.protocol_ended => {
+                pool.park(conn, Some(body));
+            }
+            _ => {}
         }
     }
 }
@@ -226,6 +254,7 @@ impl Drop for InlineBody {
 mod tests {
     use super::super::InlinePool;
     use super::*;
+    use std::sync::atomic::AtomicBool;
     use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -280,7 +309,7 @@ mod tests {
         let pool = InlinePool::for_url(&url, Duration::from_secs(5)).unwrap();
         let mut request = reqwest::Request::new(reqwest::Method::POST, url);
         *request.body_mut() = Some("{}".into());
-        let mut reply = pool.send(request).await.unwrap();
+        let mut reply = pool.send(&request).await.unwrap();
         assert_eq!(reply.status, 200);
         let counting = Arc::new(Counting::default());
         let waker = Waker::from(counting.clone());
@@ -306,7 +335,7 @@ mod tests {
         );
         drop(reply);
         assert_eq!(
-            pool.shared.lock().len(),
+            pool.shared.idle_count(),
             1,
             "the connection went back to the pool"
         );

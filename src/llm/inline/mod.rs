@@ -11,10 +11,13 @@
 //! fills them; the connection is polled with one that drops the wake-ups the reader causes
 //! itself (`body.rs`).
 //!
-//! Between replies a connection waits in the pool, unpolled, for at most [`IDLE_FOR`]. One taken
-//! from there that the server had closed meanwhile (its keep-alive ended) and that fails before
-//! the reply's head is replaced by a new connection, once. `https://` upstreams and proxies stay
-//! with reqwest (TLS and its ALPN, the proxy's rules), which reads the same proxy variables.
+//! Between replies a connection waits in the pool, unpolled, for at most [`IDLE_FOR`]; one the
+//! server closed meanwhile is dropped when it is next looked at, and a request it could not take
+//! (closed just then, before the request was written) goes out on a new connection, as
+//! hyper-util's pool does. A reply whose protocol ended before its body did goes back to the pool
+//! too, its body's end read when it is taken. A redirect is sent again through reqwest, which
+//! follows it. `https://` upstreams and proxies stay with reqwest (TLS and its ALPN, the proxy's
+//! rules), which reads the same proxy variables.
 //!
 //! `conn.rs` is one connection and how it is polled, `pool.rs` the idle connections, `body.rs`
 //! the reply's body read in the reader's task; here the request is sent.
@@ -93,13 +96,18 @@ impl InlinePool {
 
     /// Sends `request` on a pooled connection, or on a new one; the reply's head, and its body
     /// to be read by the caller's task.
-    pub(super) async fn send(&self, request: reqwest::Request) -> Result<InlineReply, InlineError> {
+    pub(super) async fn send(
+        &self,
+        request: &reqwest::Request,
+    ) -> Result<InlineReply, InlineError> {
         let request = Template::of(request)?;
         if let Some(conn) = self.shared.take() {
             match exchange(conn, request.build()?).await {
                 Ok((head, body, conn)) => return Ok(self.reply(head, body, conn)),
-                // The server closed the connection while it waited: it was not answered.
-                Err(error) if unanswered(&error) => {}
+                // The connection closed before the request was written (the server ended its
+                // keep-alive meanwhile): sent on a new one, as hyper-util's pool does. Once
+                // written, a failure is the caller's to retry, with its notice.
+                Err(InlineError::Http(error)) if error.is_canceled() => {}
                 Err(error) => return Err(error),
             }
         }
@@ -152,7 +160,10 @@ async fn exchange(
     mut conn: Conn,
     request: hyper::Request<Full<Bytes>>,
 ) -> Result<(http::response::Parts, Incoming, Conn), InlineError> {
-    let mut answer = std::pin::pin!(conn.send.send_request(request));
+    // The answer comes through a tokio oneshot that the connection fills while it is polled
+    // here; out of tokio's budget, so that a filled one is always seen (a spent budget would
+    // park it on the do-nothing waker).
+    let mut answer = std::pin::pin!(tokio::task::unconstrained(conn.send.send_request(request)));
     let mut failed = None;
     let head = poll_fn(|cx| {
         if let Some(error) = conn.drive(cx) {
@@ -163,7 +174,8 @@ async fn exchange(
             .poll(&mut Context::from_waker(Waker::noop()))
         {
             Poll::Ready(result) => Poll::Ready(result.map_err(InlineError::from)),
-            // The connection ended and will give no answer.
+            // The connection ended without filling it (hyper answers every request it drops,
+            // so this is a guard).
             Poll::Pending if conn.driver.is_none() => Poll::Ready(Err(failed
                 .take()
                 .map_or(InlineError::Closed, InlineError::from))),
@@ -175,7 +187,8 @@ async fn exchange(
     Ok((head, body, conn))
 }
 
-/// The connection closed or was reset before the reply's head: nothing was answered.
+/// The connection closed or was reset before the reply's head: nothing was answered, and the
+/// caller may send the request again (with its notice).
 pub(super) fn unanswered(error: &InlineError) -> bool {
     match error {
         InlineError::Closed => true,
@@ -185,7 +198,8 @@ pub(super) fn unanswered(error: &InlineError) -> bool {
 }
 
 /// The connection closed or was reset before the response's head: nothing was answered, so
-/// sending again is safe (either transport's error). A malformed response, or any other failure, is not this.
+/// sending again is safe (PROTOCOL §14; either transport's error). A malformed response, or
+/// any other failure, is not this.
 pub(super) fn closed_before_answer(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = current {
@@ -222,7 +236,7 @@ struct Template {
 }
 
 impl Template {
-    fn of(request: reqwest::Request) -> Result<Template, InlineError> {
+    fn of(request: &reqwest::Request) -> Result<Template, InlineError> {
         let url = request.url();
         let host = url
             .host_str()
