@@ -30,6 +30,6 @@ pub use message::{CompactTag, HookTag, Message, Role, ToolCall, ToolSpec, Usage}
 pub use person::Person;
 pub use problem::{has_errors, Labelled, Problem, Severity};
 pub(crate) use schema::{read_schema, written_schema};
-pub(crate) use side_wait::SideWait;
+pub(crate) use side_wait::{SideWait, TaskToWake};
 pub use tool::ToolOutput;
 pub(crate) use yaml::{one_line, YamlError};

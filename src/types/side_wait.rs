@@ -22,7 +22,7 @@ pub(crate) struct SideWait {
     shared: Arc<Shared>,
     /// The waker handed to the inner future.
     own: Waker,
-    /// The task's waker as last passed to `shared`: a new task waker is passed on.
+    /// The task's waker as last passed to `shared`.
     task: Option<Waker>,
 }
 
@@ -30,7 +30,7 @@ struct Shared {
     /// The inner future may have progressed: poll it.
     woken: AtomicBool,
     /// The task to wake when the inner future wakes.
-    task: Mutex<Option<Waker>>,
+    task: TaskToWake,
 }
 
 impl Wake for Shared {
@@ -40,9 +40,31 @@ impl Wake for Shared {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
+
+/// The task that a waker of one's own passes its wake-ups on to, where another thread finds
+/// it: set again only when the task's waker changes.
+#[derive(Default)]
+pub(crate) struct TaskToWake(Mutex<Option<Waker>>);
+
+impl TaskToWake {
+    /// Makes `waker` the task's, unless `last` (the waker this side set last) wakes the same
+    /// task: then a pointer comparison is all it costs.
+    pub(crate) fn set(&self, last: &mut Option<Waker>, waker: &Waker) {
+        if !last.as_ref().is_some_and(|t| t.will_wake(waker)) {
+            let waker = waker.clone();
+            *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
+            *last = Some(waker);
+        }
+    }
+
+    /// Wakes the task, if one was set.
+    pub(crate) fn wake(&self) {
         // Woken outside the lock: a waker may do anything, polling this wait again included.
         let task = self
-            .task
+            .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
@@ -63,7 +85,7 @@ impl SideWait {
     pub(crate) fn new() -> Self {
         let shared = Arc::new(Shared {
             woken: AtomicBool::new(true),
-            task: Mutex::new(None),
+            task: TaskToWake::default(),
         });
         Self {
             own: Waker::from(shared.clone()),
@@ -80,15 +102,7 @@ impl SideWait {
         cx: &mut Context<'_>,
         poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
-        if !self.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
-            let waker = cx.waker().clone();
-            *self
-                .shared
-                .task
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
-            self.task = Some(waker);
-        }
+        self.shared.task.set(&mut self.task, cx.waker());
         // A load first: the swap (a write to the line) only when it was woken.
         if !self.shared.woken.load(Ordering::Acquire)
             || !self.shared.woken.swap(false, Ordering::AcqRel)

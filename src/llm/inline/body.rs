@@ -2,7 +2,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
@@ -12,6 +12,7 @@ use hyper::http;
 
 use super::conn::Conn;
 use super::pool::Shared;
+use crate::types::TaskToWake;
 
 /// The most of an error reply's body kept (its text is shortened further for the person).
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -56,7 +57,7 @@ struct ReaderWake {
     /// [`IDLE`], [`POLLING`] or [`WOKEN`]; one atomic, so that a wake-up from another thread
     /// racing the end of a poll is either seen by the reader or passed on, never lost.
     state: AtomicU8,
-    task: Mutex<Option<Waker>>,
+    task: TaskToWake,
 }
 
 /// The reader is not polling: a wake-up is passed on to the task.
@@ -77,16 +78,8 @@ impl std::task::Wake for ReaderWake {
             .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire)
         {
             // Noted for the reader (or noted already).
-            Ok(_) | Err(WOKEN) => return,
-            Err(_) => {}
-        }
-        let task = self
-            .task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(task) = task {
-            task.wake();
+            Ok(_) | Err(WOKEN) => {}
+            Err(_) => self.task.wake(),
         }
     }
 }
@@ -95,7 +88,7 @@ impl ReaderWaker {
     fn new() -> ReaderWaker {
         let shared = Arc::new(ReaderWake {
             state: AtomicU8::new(IDLE),
-            task: Mutex::new(None),
+            task: TaskToWake::default(),
         });
         ReaderWaker {
             own: Waker::from(shared.clone()),
@@ -106,15 +99,7 @@ impl ReaderWaker {
 
     /// The reader begins a poll for the task of `cx`.
     fn enter(&mut self, cx: &Context<'_>) {
-        if !self.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
-            let waker = cx.waker().clone();
-            *self
-                .shared
-                .task
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
-            self.task = Some(waker);
-        }
+        self.shared.task.set(&mut self.task, cx.waker());
         self.shared.state.store(POLLING, Ordering::Release);
     }
 
