@@ -146,13 +146,8 @@ pub(super) async fn stream<D: Decoder>(
         Ok(Ok(reply)) => reply,
     };
     if !reply.status.is_success() {
-        let retry_after = retry_after(&reply.headers);
-        let body = tokio::time::timeout(idle, reply.body.text()).await;
-        return Err(status_error(
-            reply.status,
-            retry_after,
-            body.ok().and_then(Result::ok),
-        ));
+        let wait = retry_after(&reply.headers);
+        return Err(refusal(reply.status, wait, idle, reply.body.text()).await);
     }
     Ok(reading(reply.body, idle, max_bytes, decoder))
 }
@@ -182,13 +177,8 @@ async fn stream_pooled<D: Decoder>(
     };
     let status = response.status();
     if !status.is_success() {
-        let retry_after = retry_after(response.headers());
-        let body = tokio::time::timeout(idle, response.text()).await;
-        return Err(status_error(
-            status,
-            retry_after,
-            body.ok().and_then(Result::ok),
-        ));
+        let wait = retry_after(response.headers());
+        return Err(refusal(status, wait, idle, response.text()).await);
     }
     Ok(reading(
         Box::pin(response.bytes_stream()),
@@ -198,13 +188,18 @@ async fn stream_pooled<D: Decoder>(
     ))
 }
 
-/// An upstream's refusal: its status, the wait it asks for, and its own text (`None` when its
-/// body could not be read).
-fn status_error(
+/// An upstream's refusal: its status, the wait it asks for, and its own text (`text`, the body
+/// read within `idle`; "(no readable body)" when it could not be).
+async fn refusal<E>(
     status: reqwest::StatusCode,
     retry_after: Option<Duration>,
-    body: Option<String>,
+    idle: Duration,
+    text: impl Future<Output = Result<String, E>>,
 ) -> LlmError {
+    let body = tokio::time::timeout(idle, text)
+        .await
+        .ok()
+        .and_then(Result::ok);
     LlmError::Status {
         status: status.as_u16(),
         body: body.map_or_else(
